@@ -1,0 +1,1 @@
+"""Temporal activities: all of memlife's I/O (target calls, recording, reports)."""

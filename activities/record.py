@@ -1,0 +1,125 @@
+"""Recording activities: judge (pure scoring) and write the trail to the database.
+
+Synchronous (SQLAlchemy is blocking), run on the worker's thread pool. Idempotent: rows
+have deterministic keys and are merged, so a retry never duplicates a row.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from temporalio import activity
+
+from memlife import records
+from memlife.artifact import build_artifact
+from memlife.lifecycle import (
+    CaseVerdict,
+    RunInput,
+    RunSummary,
+    StepRecord,
+    TenantIdentity,
+    judge_probe,
+)
+from memlife.log import get_logger
+
+log = get_logger("memlife.activities.record")
+
+
+@activity.defn(name="memlife.record_run_started")
+def record_run_started(run: RunInput) -> None:
+    meta = run.meta.model_dump(mode="json")
+    meta["latency_budget_ms"] = run.scenario.latency_budget.total_seconds() * 1000
+    with records.session() as db:
+        existing = db.get(records.RunRow, run.run_id)
+        started_at = existing.started_at if existing else datetime.now(UTC)
+        db.merge(records.RunRow(
+            id=run.run_id, scenario=run.scenario.name, scenario_sha256=run.meta.scenario_sha256,
+            target_name=run.target.name, target_base_url=run.target.base_url,
+            clock=run.clock.describe(), meta_json=records.dumps(meta), status="running",
+            started_at=started_at,
+        ))
+
+
+@activity.defn(name="memlife.record_tenants")
+def record_tenants(run_id: str, pair_index: int, tenants: list[TenantIdentity]) -> None:
+    records.merge_all([
+        records.TenantRow(
+            id=f"{run_id}/{pair_index}/{t.role}", run_id=run_id, pair_index=pair_index,
+            role=t.role, alias=t.alias, phone=t.phone, language=t.language, user_id=t.user_id,
+        )
+        for t in tenants
+    ])
+
+
+@activity.defn(name="memlife.record_step")
+def record_step(step: StepRecord) -> list[CaseVerdict]:
+    """Judge the step's probe cases against their observations, then write everything."""
+    prefix = f"{step.run_id}/{step.pair_index}/{step.step_index}"
+    aliases = {t.role: t.alias for t in step.tenants}
+    by_case = {o.case_id: o for o in step.observations if o.case_id}
+    verdicts = [judge_probe(case, by_case[case.case_id], step.latency_budget_ms)
+                for case in step.cases if case.case_id in by_case]
+    rows: list = [records.StepRow(
+        id=prefix, run_id=step.run_id, pair_index=step.pair_index, step_index=step.step_index,
+        kind=step.kind, label=step.label, scenario_started=step.scenario_started,
+        scenario_finished=step.scenario_finished, wall_started=step.wall_started,
+        wall_finished=step.wall_finished,
+    )]
+    rows += [
+        records.ObservationRow(
+            id=f"{prefix}/{o.seq}", run_id=step.run_id, pair_index=step.pair_index,
+            step_index=step.step_index, seq=o.seq, role=o.role,
+            tenant_alias=aliases.get(o.role, o.role), kind=o.kind, domain=o.domain,
+            case_id=o.case_id, request=o.request, reply=o.reply, status=o.status,
+            http_status=o.http_status, error=o.error, latency_ms=o.latency_ms,
+            scenario_time=o.scenario_time, wall_time=o.wall_time,
+        )
+        for o in step.observations
+    ]
+    rows += [
+        records.VerdictRow(
+            id=f"{prefix}/{v.case_id}", run_id=step.run_id, pair_index=step.pair_index,
+            step_index=step.step_index, case_id=v.case_id, role=v.role,
+            tenant_alias=v.tenant_alias, domain=v.domain, outcome=v.outcome, passed=v.passed,
+            latency_ms=v.latency_ms,
+            checks_json=records.dumps([c.model_dump() for c in v.checks]),
+            findings_json=records.dumps([f.model_dump() for f in v.findings]),
+        )
+        for v in verdicts
+    ]
+    records.merge_all(rows)
+    return verdicts
+
+
+@activity.defn(name="memlife.finish_run")
+def finish_run(run_id: str, failed_pairs: list[int]) -> RunSummary:
+    """Close the run and compute its summary from what was recorded. A run with a failed
+    pair lifecycle is `incomplete`, and an incomplete run never passes."""
+    with records.session() as db:
+        run = db.get(records.RunRow, run_id)
+        if run is None:
+            raise RuntimeError(f"run {run_id} was never recorded")
+        if run.finished_at is None:
+            run.finished_at = datetime.now(UTC)
+        run.status = "finished" if not failed_pairs else (
+            "incomplete: pair lifecycle(s) " + ", ".join(map(str, failed_pairs)) + " failed"
+        )
+        db.add(run)
+    loaded = records.load_run(run_id)
+    assert loaded is not None
+    artifact = build_artifact(loaded)
+    summary = artifact["summary"]
+    with records.session() as db:
+        run = db.get(records.RunRow, run_id)
+        assert run is not None
+        run.summary_json = json.dumps(summary)
+        db.add(run)
+    failures = len(artifact["failures"])
+    log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures)
+    return RunSummary(
+        run_id=run_id, passed=summary["passed"], cases=summary["cases"],
+        cases_passed=summary["cases_passed"], failures=failures,
+        inconclusive=len(artifact["inconclusive"]),
+        latency_within_target=summary["latency_within_target"],
+    )

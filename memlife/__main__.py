@@ -1,0 +1,5 @@
+import sys
+
+from memlife.cli import main
+
+sys.exit(main())

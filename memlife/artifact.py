@@ -1,0 +1,118 @@
+"""The result artifact (seed §7): an immutable JSON scorecard built from a run's rows. Pure.
+
+Top-level keys: meta, summary, latency_ms, failures, inconclusive, observations. Missing
+recall and foreign-fact leakage are separate failures, and every leak is its own entry.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memlife.lifecycle import INVARIANTS
+from memlife.scoring import InvariantTally, Tallies, summarize_latency
+
+ARTIFACT_VERSION = 1
+
+
+def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
+    run = rows["run"][0]
+    meta = json.loads(run.meta_json)
+    aliases = {(t.pair_index, t.role): t.alias for t in rows["tenants"]}
+    budget_ms = float(meta.get("latency_budget_ms", 700.0))
+
+    # Every invariant appears, checked or not, so a reader sees what was not covered.
+    tallies = Tallies({name: InvariantTally() for name in INVARIANTS})
+    failures: list[dict[str, Any]] = []
+    inconclusive: list[dict[str, Any]] = []
+    verdicts = sorted(rows["verdicts"], key=lambda v: (v.pair_index, v.step_index, v.case_id))
+    for verdict in verdicts:
+        for check in json.loads(verdict.checks_json):
+            tallies.add(check["invariant"], check["outcome"])
+        for finding in json.loads(verdict.findings_json):
+            entry = {
+                "invariant": finding["invariant"],
+                "reason": finding["reason"],
+                "pair": verdict.pair_index,
+                "tenant": verdict.tenant_alias,
+                "step": verdict.step_index,
+                "case": verdict.case_id,
+                "domain": verdict.domain,
+                "store": finding.get("store", "response"),
+                "evidence": {"value": finding.get("value"), "detail": finding.get("detail", "")},
+            }
+            (failures if finding["outcome"] == "fail" else inconclusive).append(entry)
+
+    observations = sorted(rows["observations"],
+                          key=lambda o: (o.pair_index, o.step_index, o.seq))
+    probe_latencies = [o.latency_ms for o in observations
+                       if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None]
+    latency = summarize_latency(probe_latencies, budget_ms)
+    cases = len(verdicts)
+    cases_passed = sum(1 for v in verdicts if v.passed)
+    target_errors = [o for o in observations if o.status != "ok"]
+    by_invariant = {
+        name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
+        for name, t in tallies.by_invariant.items()
+    }
+    passed = (
+        run.status == "finished"
+        and cases > 0
+        and cases_passed == cases
+        and not inconclusive
+        and not target_errors
+        and latency.within_target
+    )
+    return {
+        "artifact_version": ARTIFACT_VERSION,
+        "meta": {
+            **meta,
+            "run_id": run.id,
+            "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at),
+            "status": run.status,
+        },
+        "summary": {
+            "passed": passed,
+            "cases": cases,
+            "cases_passed": cases_passed,
+            "cases_failed": sum(1 for v in verdicts if v.outcome == "fail"),
+            "cases_inconclusive": sum(1 for v in verdicts if v.outcome == "inconclusive"),
+            "target_errors": len(target_errors),
+            "latency_within_target": latency.within_target,
+            "by_invariant": by_invariant,
+        },
+        "latency_ms": latency.as_dict(),
+        "failures": failures,
+        "inconclusive": inconclusive,
+        "observations": [
+            {
+                "pair": o.pair_index,
+                "tenant": aliases.get((o.pair_index, o.role), o.role),
+                "role": o.role,
+                "step": o.step_index,
+                "seq": o.seq,
+                "kind": o.kind,
+                "domain": o.domain,
+                "case": o.case_id,
+                "request": o.request,
+                "reply": o.reply,
+                "status": o.status,
+                "http_status": o.http_status,
+                "error": o.error,
+                "latency_ms": o.latency_ms,
+                "scenario_time": _iso(o.scenario_time),
+                "wall_time": _iso(o.wall_time),
+            }
+            for o in observations
+        ],
+    }
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = value.isoformat()
+    if value.tzinfo is None:  # SQLite drops tzinfo; every stored time is UTC
+        text += "Z"
+    return text.replace("+00:00", "Z")

@@ -1,0 +1,385 @@
+"""memlife's command line. Exit codes: 0 ok, 1 checks failed (--enforce), 2 bad input or an
+unreachable service (one clear line, no traceback, nothing started)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import secrets
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from memlife import __version__
+from memlife.errors import InputError, MemlifeError, Problem
+from memlife.yamlio import load_yaml_file
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+STATE_DIR = Path(".memlife")
+
+
+def _print_err(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+# -- validate ------------------------------------------------------------------------------
+
+
+def _is_target_document(data: Any) -> bool:
+    return isinstance(data, dict) and ("base_url" in data or "operations" in data)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from memlife.scenario import parse_scenario
+    from memlife.targets.config import parse_target
+
+    status = EXIT_OK
+    for file in args.files:
+        try:
+            data = load_yaml_file(file)
+            if _is_target_document(data):
+                target = parse_target(data, file)
+                missing = [name for name in target.secret_names() if name not in os.environ]
+                note = f" (secrets not set here: {', '.join(missing)})" if missing else ""
+                print(f"{file}: ok: target {target.name!r} at {target.base_url}, "
+                      f"{len(target.stores)} store(s){note}")
+            else:
+                scenario = parse_scenario(data, file)
+                print(f"{file}: ok: scenario {scenario.name!r}, {len(scenario.pairs)} pair(s), "
+                      f"{len(scenario.domains)} domain(s), {len(scenario.timeline)} step(s)")
+        except InputError as error:
+            for problem in error.problems:
+                _print_err(str(problem))
+            status = EXIT_USAGE
+    return status
+
+
+# -- run -----------------------------------------------------------------------------------
+
+
+def _git_revision() -> str | None:
+    source = Path(__file__).resolve().parent.parent
+    try:
+        result = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    return result.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def _check_target_reachable(base_url: str) -> None:
+    import httpx
+
+    from memlife.errors import UnreachableError
+
+    try:
+        httpx.get(base_url, timeout=5)
+    except httpx.HTTPError as exc:
+        raise UnreachableError(
+            f"cannot reach the target at {base_url} ({type(exc).__name__}); start it, or fix "
+            "base_url in the target file"
+        ) from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from memlife.lifecycle import parse_clock
+    from memlife.scenario import load_scenario
+    from memlife.targets.config import load_target
+
+    problems: list[Problem] = []
+    scenario = target = None
+    try:
+        scenario = load_scenario(args.scenario)
+    except InputError as error:
+        problems += error.problems
+    if args.target != "reference":
+        try:
+            target = load_target(args.target)
+        except InputError as error:
+            problems += error.problems
+        if args.fault:
+            problems.append(Problem(args.target, "", "--fault applies only to the bundled "
+                                    "reference target (--target reference)"))
+    try:
+        clock = parse_clock(args.clock)
+    except ValueError as error:
+        problems.append(Problem("command line", "--clock", str(error)))
+    if problems:
+        for problem in problems:
+            _print_err(str(problem))
+        return EXIT_USAGE
+    if target is not None:
+        missing = [name for name in target.secret_names() if name not in os.environ]
+        if missing:
+            _print_err(f"{args.target}: headers: environment variable(s) {', '.join(missing)} "
+                       "not set; export them before running")
+            return EXIT_USAGE
+        _check_target_reachable(target.base_url)
+    assert scenario is not None
+    return asyncio.run(_run(args, scenario, target, clock))
+
+
+async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any) -> int:
+    from contextlib import AsyncExitStack
+
+    from memlife import embedded, records
+    from memlife.artifact import build_artifact
+    from memlife.lifecycle import RunInput, RunMeta, suite_workflow_id
+    from memlife.targets.config import reference_target
+    from memlife.temporal import configured_connection, connect
+    from workflows.registry import DEFAULT_TASK_QUEUE
+    from workflows.suite import SuiteWorkflow
+
+    run_id = new_run_id()
+    task_queue = args.task_queue or DEFAULT_TASK_QUEUE
+    async with AsyncExitStack() as stack:
+        connection = configured_connection()
+        if connection is not None:
+            client = await connect(connection)
+            address, web_ui = connection["target_host"], os.environ.get("MEMLIFE_WEB_UI")
+        else:
+            temporal = await stack.enter_async_context(embedded.embedded_temporal(
+                STATE_DIR, skip_time=clock.mode == "skip"))
+            client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
+        target_identity: dict[str, str] = {}
+        if target is None:
+            process = stack.enter_context(embedded.reference_target(STATE_DIR, args.fault))
+            target = reference_target(process.base_url)
+            target_identity = {"kind": "bundled reference target",
+                               "faults": ",".join(args.fault) or "none"}
+        if not args.no_worker:
+            await stack.enter_async_context(embedded.running_worker(client, task_queue))
+
+        settle = next((step.duration for step in scenario.timeline if step.step == "wait"),
+                      None)
+        from memlife.durations import format_duration
+
+        meta = RunMeta(
+            memlife_version=__version__, git_revision=_git_revision(),
+            command=shlex.join(["memlife", *sys.argv[1:]]),
+            scenario_file=str(args.scenario), scenario_name=scenario.name,
+            scenario_sha256=hashlib.sha256(Path(args.scenario).read_bytes()).hexdigest(),
+            target_name=target.name, target_base_url=target.base_url,
+            target_identity=target_identity,
+            settle=format_duration(settle) if settle else None,
+            clock=clock.describe(), temporal_address=address, web_ui=web_ui,
+        )
+        workflow_id = suite_workflow_id(scenario.name, run_id)
+        link = (f"{web_ui}/namespaces/{client.namespace}/workflows/{quote(workflow_id, safe='')}"
+                if web_ui else None)
+        print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
+              f"({len(scenario.pairs)} pair(s)) · target {target.name} at {target.base_url} "
+              f"· clock {clock.describe()}")
+        if link:
+            print(f"Temporal Web UI: {link}")
+        handle = await client.start_workflow(
+            SuiteWorkflow.run,
+            RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta),
+            id=workflow_id, task_queue=task_queue,
+            static_summary=f"{scenario.name} against {target.name} ({clock.describe()})",
+        )
+        summary = await _await_with_progress(handle, len(scenario.pairs))
+
+    loaded = records.load_run(run_id)
+    if loaded is None:
+        _print_err(f"run {run_id} finished but its records are not in {records.database_url()}; "
+                   "is MEMLIFE_DB_URL the same for the workers and this command?")
+        return EXIT_USAGE
+    artifact = build_artifact(loaded)
+    _print_summary(artifact, link)
+    if args.out:
+        _write_immutable_json(Path(args.out), artifact)
+        print(f"artifact: {args.out}")
+    if args.enforce and not artifact["summary"]["passed"]:
+        return EXIT_FAILED
+    del summary
+    return EXIT_OK
+
+
+async def _await_with_progress(handle: Any, pairs: int) -> Any:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    result = asyncio.ensure_future(handle.result())
+    started = asyncio.get_running_loop().time()
+    with console.status("starting…") as status:
+        while not result.done():
+            await asyncio.wait([result], timeout=1.0)
+            if result.done():
+                break
+            try:
+                progress = await handle.query("progress")
+                text = (f"{progress['phase']}: {progress['pairs_done']}/{progress['pairs']} "
+                        f"pair lifecycle(s) done")
+            except Exception:  # a query can race the workflow's start; keep waiting
+                text = "waiting for the worker…"
+            elapsed = asyncio.get_running_loop().time() - started
+            status.update(f"{text} · {elapsed:.0f}s")
+    del pairs
+    return result.result()
+
+
+def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    summary, latency = artifact["summary"], artifact["latency_ms"]
+    table = Table(title="memlife: checks by invariant", title_justify="left")
+    table.add_column("invariant")
+    table.add_column("checked", justify="right")
+    table.add_column("failed", justify="right")
+    table.add_column("inconclusive", justify="right")
+    table.add_column("verdict")
+    for name, tally in summary["by_invariant"].items():
+        if not tally["checked"]:
+            continue
+        verdict = ("[red]fail[/red]" if tally["failed"] else
+                   "[yellow]inconclusive[/yellow]" if tally["inconclusive"] else "[green]pass[/green]")
+        table.add_row(name, str(tally["checked"]), str(tally["failed"]),
+                      str(tally["inconclusive"]), verdict)
+    console.print(table)
+    if latency["count"]:
+        console.print(
+            f"latency (ms): mean {latency['mean']:.1f} · median {latency['median']:.1f} · "
+            f"p95 {latency['p95']:.1f} · max {latency['max']:.1f} · "
+            f"{latency['share_within_target'] * 100:.0f}% within {latency['target_ms']:g} ms"
+        )
+    failures = artifact["failures"]
+    if failures:
+        failure_table = Table(title=f"failures ({len(failures)})", title_justify="left")
+        for column in ("invariant", "reason", "pair", "tenant", "case", "store", "evidence"):
+            failure_table.add_column(column)
+        for failure in failures[:25]:
+            evidence = failure["evidence"]
+            failure_table.add_row(
+                failure["invariant"], failure["reason"], str(failure["pair"]), failure["tenant"],
+                failure["case"], failure["store"],
+                f"{evidence.get('value') or ''} — {evidence.get('detail') or ''}".strip(" —"),
+            )
+        console.print(failure_table)
+        if len(failures) > 25:
+            console.print(f"… and {len(failures) - 25} more in the artifact")
+    if artifact["inconclusive"]:
+        console.print(f"[yellow]{len(artifact['inconclusive'])} inconclusive check(s)[/yellow] "
+                      "(target errors; inconclusive never counts as a pass)")
+    verdict = "[green]PASS[/green]" if summary["passed"] else "[red]FAIL[/red]"
+    console.print(f"{verdict}: {summary['cases_passed']}/{summary['cases']} cases passed · "
+                  f"{len(failures)} failure(s) · run {artifact['meta']['run_id']}")
+    if link:
+        console.print(f"Web UI: {link}")
+
+
+def _write_immutable_json(path: Path, document: dict[str, Any]) -> None:
+    """Write atomically and read-only: the artifact is a record, not a working file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
+                         encoding="utf-8")
+    temporary.chmod(0o444)
+    os.replace(temporary, path)
+
+
+# -- target serve --------------------------------------------------------------------------
+
+
+def cmd_target_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from memlife.reference.app import create_app
+    from memlife.reference.store import FAULTS, ReferenceRuntime
+
+    unknown = [fault for fault in args.fault if fault not in FAULTS]
+    if unknown:
+        _print_err(f"--fault: unknown fault {unknown[0]!r}; known: {', '.join(FAULTS)}")
+        return EXIT_USAGE
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        _print_err("--host: the reference target binds loopback only (127.0.0.1 or ::1)")
+        return EXIT_USAGE
+    runtime = ReferenceRuntime(args.db, args.fault)
+    faults = ", ".join(args.fault) or "none"
+    print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults})",
+          flush=True)
+    try:
+        uvicorn.run(create_app(runtime), host=args.host, port=args.port, log_level="warning")
+    finally:
+        runtime.close()
+    return EXIT_OK
+
+
+# -- entry point ---------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memlife",
+        description="Long-horizon lifecycle tests for multi-tenant conversational memory.",
+    )
+    parser.add_argument("--version", action="version", version=f"memlife {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    validate = commands.add_parser("validate", help="check scenario and target files")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    validate.set_defaults(handler=cmd_validate)
+
+    run = commands.add_parser("run", help="run a scenario's lifecycles against a target")
+    run.add_argument("scenario", metavar="SCENARIO")
+    run.add_argument("--target", default="reference",
+                     help="target file, or 'reference' for the bundled reference target")
+    run.add_argument("--fault", action="append", default=[], metavar="NAME",
+                     help="fault to inject into the bundled reference target (repeatable)")
+    run.add_argument("--clock", default="real", help="real | skip | compress=N")
+    run.add_argument("--out", metavar="FILE", help="write the JSON result artifact here")
+    run.add_argument("--enforce", action="store_true",
+                     help="exit 1 when any case fails or the latency target is missed")
+    run.add_argument("--task-queue", default=None)
+    run.add_argument("--no-worker", action="store_true",
+                     help="do not run an in-process worker (standalone workers serve the run)")
+    run.set_defaults(handler=cmd_run)
+
+    target = commands.add_parser("target", help="bundled targets")
+    target_commands = target.add_subparsers(dest="target_command", required=True,
+                                            metavar="SUBCOMMAND")
+    serve = target_commands.add_parser("serve", help="serve a bundled target over HTTP")
+    serve.add_argument("kind", choices=["reference"])
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"))
+    serve.add_argument("--fault", action="append", default=[], metavar="NAME")
+    serve.set_defaults(handler=cmd_target_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from memlife.log import configure
+
+    configure()
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except MemlifeError as error:
+        _print_err(f"memlife: {error}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _print_err("memlife: interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

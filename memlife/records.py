@@ -1,0 +1,179 @@
+"""The recorded trail: runs, tenants, steps, observations and verdicts (SQLModel).
+
+Every row has a deterministic primary key derived from (run, pair, step, ...), and every
+write is a merge, so an activity retry rewrites the same rows instead of adding new ones.
+SQLite runs in WAL mode with a busy timeout and short transactions; `MEMLIFE_DB_URL`
+points the recorder at another database (e.g. PostgreSQL) instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel, create_engine, select
+
+DEFAULT_DB_PATH = Path(".memlife") / "memlife.db"
+
+
+class RunRow(SQLModel, table=True):
+    __tablename__ = "runs"
+    id: str = Field(primary_key=True)
+    scenario: str = Field(index=True)
+    scenario_sha256: str
+    target_name: str
+    target_base_url: str
+    clock: str
+    meta_json: str
+    status: str = "running"
+    started_at: datetime
+    finished_at: datetime | None = None
+    summary_json: str | None = None
+
+
+class TenantRow(SQLModel, table=True):
+    __tablename__ = "tenants"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    role: str
+    alias: str
+    phone: str
+    language: str
+    user_id: str | None = None
+
+
+class StepRow(SQLModel, table=True):
+    __tablename__ = "steps"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    kind: str
+    label: str = ""
+    scenario_started: datetime
+    scenario_finished: datetime
+    wall_started: datetime
+    wall_finished: datetime
+
+
+class ObservationRow(SQLModel, table=True):
+    __tablename__ = "observations"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    seq: int
+    role: str
+    tenant_alias: str
+    kind: str
+    domain: str | None = None
+    case_id: str | None = None
+    request: str
+    reply: str | None = None
+    status: str
+    http_status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    scenario_time: datetime
+    wall_time: datetime
+
+
+class VerdictRow(SQLModel, table=True):
+    __tablename__ = "verdicts"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    case_id: str
+    role: str
+    tenant_alias: str
+    domain: str
+    outcome: str
+    passed: bool
+    latency_ms: float | None = None
+    checks_json: str
+    findings_json: str
+
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def database_url() -> str:
+    url = os.environ.get("MEMLIFE_DB_URL")
+    if url:
+        return url
+    return f"sqlite:///{DEFAULT_DB_PATH.resolve()}"
+
+
+def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def engine_for(url: str | None = None) -> Engine:
+    """One engine per database URL per process, tables created on first use."""
+    url = url or database_url()
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is None:
+            if url.startswith("sqlite:///"):
+                Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+                engine = create_engine(url, connect_args={"timeout": 30,
+                                                          "check_same_thread": False})
+                event.listen(engine, "connect", _tune_sqlite)
+            else:
+                engine = create_engine(url, pool_pre_ping=True)
+            SQLModel.metadata.create_all(engine)
+            _engines[url] = engine
+    return engine
+
+
+@contextmanager
+def session(url: str | None = None) -> Iterator[Session]:
+    with Session(engine_for(url)) as db:
+        yield db
+        db.commit()
+
+
+def merge_all(rows: list[SQLModel], url: str | None = None) -> None:
+    """Idempotent upsert of a batch in one short transaction."""
+    with session(url) as db:
+        for row in rows:
+            db.merge(row)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None:
+    """Every row of one run, for the artifact builder."""
+    with session(url) as db:
+        run = db.get(RunRow, run_id)
+        if run is None:
+            return None
+        by_run = {
+            "tenants": TenantRow, "steps": StepRow, "observations": ObservationRow,
+            "verdicts": VerdictRow,
+        }
+        found: dict[str, list[Any]] = {"run": [run]}
+        for name, model in by_run.items():
+            rows = db.exec(select(model).where(model.run_id == run_id)).all()
+            found[name] = list(rows)
+        for rows in found.values():
+            for row in rows:
+                db.expunge(row)
+        return found

@@ -1,0 +1,102 @@
+"""HTTP surface of the reference target (FastAPI).
+
+Conversation surface (what a product exposes):
+  POST   /v1/users                  {phone}            -> {user_id, created}
+  POST   /v1/preview                {phone, message}   -> {user_id, reply}   (nothing is sent)
+  DELETE /v1/users/{user_id}                           -> {deletion_id, status}
+  GET    /v1/users/{user_id}/deletion                  -> {deletion_id, status, ...}
+Admin read surface (what memlife's store probes read; read-only):
+  GET    /admin/stores                                 -> {stores: [{name, role}]}
+  GET    /admin/stores/{store}/records?tenant_id=ID    -> {records: [...]}
+  GET    /admin/stores/{store}/search?q=NEEDLE         -> {records: [...]}  (all tenants)
+  GET    /health
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import FastAPI, Header, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from memlife.reference.store import FAULTS, STORES, ReferenceRuntime, UnknownStore, UnknownTenant
+
+NOW_HEADER = "X-Memlife-Now"
+
+
+class RegisterRequest(BaseModel):
+    phone: str = Field(min_length=4, max_length=32)
+
+
+class PreviewRequest(BaseModel):
+    phone: str = Field(min_length=4, max_length=32)
+    message: str = Field(min_length=1, max_length=4000)
+
+
+def _clock(header_value: str | None) -> datetime:
+    """The scenario clock when memlife sends one (skipped or compressed time), else real time."""
+    if header_value:
+        try:
+            parsed = datetime.fromisoformat(header_value.replace("Z", "+00:00"))
+        except ValueError:
+            raise HTTPException(400, f"{NOW_HEADER} is not ISO-8601: {header_value!r}") from None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return datetime.now(UTC)
+
+
+def create_app(runtime: ReferenceRuntime) -> FastAPI:
+    app = FastAPI(title="memlife reference target", version="1")
+    NowHeader = Annotated[str | None, Header(alias=NOW_HEADER)]
+
+    @app.get("/health")
+    def health() -> dict[str, object]:
+        return {"status": "ok", "faults": sorted(runtime.faults)}
+
+    @app.post("/v1/users")
+    def register(body: RegisterRequest, now: NowHeader = None) -> dict[str, object]:
+        user_id, created = runtime.register(body.phone, _clock(now))
+        return {"user_id": user_id, "created": created}
+
+    @app.post("/v1/preview")
+    def preview(body: PreviewRequest, now: NowHeader = None) -> dict[str, str]:
+        try:
+            user_id, reply = runtime.converse(body.phone, body.message, _clock(now))
+        except UnknownTenant:
+            raise HTTPException(404, "phone is not registered") from None
+        return {"user_id": user_id, "reply": reply}
+
+    @app.delete("/v1/users/{user_id}")
+    def delete_user(user_id: str, now: NowHeader = None) -> dict[str, str]:
+        try:
+            return runtime.delete_tenant(user_id, _clock(now))
+        except UnknownTenant:
+            raise HTTPException(404, "unknown user") from None
+
+    @app.get("/v1/users/{user_id}/deletion")
+    def deletion(user_id: str) -> dict[str, str | None]:
+        try:
+            return runtime.deletion_status(user_id)
+        except UnknownTenant:
+            raise HTTPException(404, "no deletion requested for this user") from None
+
+    @app.get("/admin/stores")
+    def stores() -> dict[str, object]:
+        return {"stores": [{"name": name, "role": role} for name, role in STORES.items()],
+                "faults": {name: FAULTS[name] for name in sorted(runtime.faults)}}
+
+    @app.get("/admin/stores/{store}/records")
+    def records(store: str, tenant_id: Annotated[str, Query(min_length=1)]) -> dict[str, object]:
+        try:
+            return {"records": runtime.store_records(store, tenant_id=tenant_id)}
+        except UnknownStore:
+            raise HTTPException(404, f"unknown store {store!r}") from None
+
+    @app.get("/admin/stores/{store}/search")
+    def search(store: str, q: Annotated[str, Query(min_length=1)]) -> dict[str, object]:
+        try:
+            return {"records": runtime.store_records(store, needle=q)}
+        except UnknownStore:
+            raise HTTPException(404, f"unknown store {store!r}") from None
+
+    return app

@@ -1,0 +1,156 @@
+"""The seed's decision rule and latency statistics. Pure: no I/O, no Temporal.
+
+A case passes iff every required string is present in the normalized reply, no forbidden
+string is present, and at least one member of the any-of set is present (when one is given).
+Missing recall and foreign-fact leakage are reported as separate reasons, and every leaked
+string is listed on its own: a low average must never hide a single leak.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from unidecode import unidecode
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Fold accents (unidecode), casefold, trim and collapse whitespace."""
+    return _WHITESPACE.sub(" ", unidecode(text).casefold()).strip()
+
+
+def contains(haystack_normalized: str, needle: str) -> bool:
+    """Substring test on normalized text; an empty needle never matches."""
+    normalized = normalize(needle)
+    return bool(normalized) and normalized in haystack_normalized
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What one reply must and must not contain."""
+
+    required: tuple[str, ...] = ()
+    forbidden: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CaseScore:
+    passed: bool
+    missing: tuple[str, ...] = ()
+    leaked: tuple[str, ...] = ()
+    any_of_missing: bool = False
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        reasons: list[str] = []
+        if self.missing or self.any_of_missing:
+            reasons.append("missing")
+        if self.leaked:
+            reasons.append("leaked")
+        return tuple(reasons)
+
+
+def score_reply(reply: str, expectation: Expectation) -> CaseScore:
+    text = normalize(reply)
+    missing = tuple(s for s in expectation.required if not contains(text, s))
+    leaked = tuple(s for s in expectation.forbidden if contains(text, s))
+    any_of_missing = bool(expectation.any_of) and not any(
+        contains(text, s) for s in expectation.any_of
+    )
+    return CaseScore(
+        passed=not missing and not leaked and not any_of_missing,
+        missing=missing,
+        leaked=leaked,
+        any_of_missing=any_of_missing,
+    )
+
+
+def percentile_upper_rank(values: Sequence[float], fraction: float) -> float:
+    """Percentile by upper rank: the smallest value with at least `fraction` of values <= it.
+
+    With six observations p95 is the maximum, as the seed notes.
+    """
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 < fraction <= 1:
+        raise ValueError("fraction must be in (0, 1]")
+    ordered = sorted(values)
+    rank = math.ceil(fraction * len(ordered))
+    return ordered[max(rank, 1) - 1]
+
+
+def median(values: Sequence[float]) -> float:
+    if not values:
+        raise ValueError("median of no values")
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    count: int
+    mean: float | None
+    median: float | None
+    p95: float | None
+    max: float | None
+    share_within_target: float | None
+    target_ms: float
+
+    @property
+    def within_target(self) -> bool:
+        """The seed's rule: every probe within the target (max latency <= target)."""
+        return self.count == 0 or (self.max is not None and self.max <= self.target_ms)
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {
+            "count": self.count,
+            "mean": self.mean,
+            "median": self.median,
+            "p95": self.p95,
+            "max": self.max,
+            "share_within_target": self.share_within_target,
+            "target_ms": self.target_ms,
+        }
+
+
+def summarize_latency(latencies_ms: Iterable[float], target_ms: float = 700.0) -> LatencySummary:
+    values = [float(v) for v in latencies_ms]
+    if not values:
+        return LatencySummary(0, None, None, None, None, None, target_ms)
+    return LatencySummary(
+        count=len(values),
+        mean=round(sum(values) / len(values), 3),
+        median=round(median(values), 3),
+        p95=round(percentile_upper_rank(values, 0.95), 3),
+        max=round(max(values), 3),
+        share_within_target=round(sum(1 for v in values if v <= target_ms) / len(values), 6),
+        target_ms=target_ms,
+    )
+
+
+@dataclass
+class InvariantTally:
+    checked: int = 0
+    failed: int = 0
+    inconclusive: int = 0
+
+
+@dataclass
+class Tallies:
+    by_invariant: dict[str, InvariantTally] = field(default_factory=dict)
+
+    def add(self, invariant: str, outcome: str) -> None:
+        tally = self.by_invariant.setdefault(invariant, InvariantTally())
+        tally.checked += 1
+        if outcome == "fail":
+            tally.failed += 1
+        elif outcome == "inconclusive":
+            tally.inconclusive += 1

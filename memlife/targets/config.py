@@ -1,0 +1,207 @@
+"""Target files: how to reach a memory system over JSON/HTTP, described without code. Pure.
+
+Templates use `{name}` placeholders only (no expressions, no attribute access): strings in
+paths, query parameters and JSON bodies are substituted from a fixed set of variables. A
+JSON body value that is exactly one placeholder keeps the variable's type. Secrets are
+named, never written: `{env: VAR}` is resolved inside an activity, so the value never
+reaches Temporal history, the database, logs or reports.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memlife.errors import InputError, Problem
+from memlife.scenario import Duration, Slug, _pydantic_problems
+from memlife.yamlio import load_yaml_file
+
+PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+# Which variables each operation may use.
+OPERATION_VARIABLES: dict[str, frozenset[str]] = {
+    "register": frozenset({"phone", "tenant_alias"}),
+    "say": frozenset({"phone", "user_id", "message"}),
+    "delete_tenant": frozenset({"phone", "user_id"}),
+    "deletion_status": frozenset({"phone", "user_id", "deletion_id"}),
+}
+REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
+    "register": (),
+    "say": ("reply",),
+    "delete_tenant": (),
+    "deletion_status": ("status",),
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class EnvRef(_Strict):
+    """A value read from an environment variable inside an activity."""
+
+    env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    prefix: str = ""
+
+
+HeaderValue = str | EnvRef
+
+
+def _check_pointer(pointer: str) -> str:
+    if pointer != "" and not pointer.startswith("/"):
+        raise ValueError(f"{pointer!r} is not a JSON pointer; write e.g. '/reply' or '/data/id'")
+    return pointer
+
+
+class Operation(_Strict):
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    path: str = Field(pattern=r"^/")
+    query: dict[str, str] = Field(default_factory=dict)
+    body: Any = Field(default=None, alias="json")
+    headers: dict[str, HeaderValue] = Field(default_factory=dict)
+    extract: dict[str, str] = Field(default_factory=dict)
+    success: list[int] = Field(default_factory=lambda: [200, 201, 202, 204], min_length=1)
+
+    @field_validator("extract")
+    @classmethod
+    def _pointers(cls, value: dict[str, str]) -> dict[str, str]:
+        for pointer in value.values():
+            _check_pointer(pointer)
+        return value
+
+    @field_validator("success")
+    @classmethod
+    def _statuses(cls, value: list[int]) -> list[int]:
+        for status in value:
+            if not 100 <= status <= 599:
+                raise ValueError(f"{status} is not an HTTP status")
+        return value
+
+
+class DeletionStatusOperation(Operation):
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
+    done_values: list[str] = Field(default_factory=lambda: ["completed"], min_length=1)
+    failed_values: list[str] = Field(default_factory=lambda: ["failed", "error"])
+
+
+class Operations(_Strict):
+    # `register` would shadow ABCMeta.register on the model class; the file still says it.
+    registration: Operation | None = Field(default=None, alias="register")
+    say: Operation
+    delete_tenant: Operation | None = None
+    deletion_status: DeletionStatusOperation | None = None
+
+
+class StoreProbe(_Strict):
+    """Read-only HTTP reads of one store: by tenant scope and by needle search."""
+
+    kind: Literal["http"] = "http"
+    scope: Operation
+    needle: Operation
+    records: str = "/records"
+    content: str = "/content"
+    tenant_field: str = "/tenant_id"
+
+
+class Store(_Strict):
+    name: Slug
+    role: str = ""
+    retention: Literal["purge", "tombstone", "retain-redacted"] = "purge"
+    probe: StoreProbe | None = None
+
+
+class Target(_Strict):
+    name: Slug
+    description: str = ""
+    base_url: str = Field(pattern=r"^https?://[^\s/]+")
+    timeout: Duration = timedelta(seconds=10)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    max_attempts: int = Field(default=4, ge=1, le=20)
+    headers: dict[str, HeaderValue] = Field(default_factory=dict)
+    operations: Operations
+    stores: list[Store] = Field(default_factory=list)
+
+    def secret_names(self) -> list[str]:
+        refs: list[EnvRef] = [v for v in self.headers.values() if isinstance(v, EnvRef)]
+        for operation in self.all_operations().values():
+            refs.extend(v for v in operation.headers.values() if isinstance(v, EnvRef))
+        return sorted({ref.env for ref in refs})
+
+    def all_operations(self) -> dict[str, Operation]:
+        found = {name: getattr(self.operations, "registration" if name == "register" else name)
+                 for name in OPERATION_VARIABLES}
+        return {name: op for name, op in found.items() if op is not None}
+
+
+def template_variables(operation: Operation) -> set[str]:
+    names: set[str] = set(PLACEHOLDER.findall(operation.path))
+    for value in operation.query.values():
+        names.update(PLACEHOLDER.findall(value))
+
+    def walk(node: Any) -> None:
+        if isinstance(node, str):
+            names.update(PLACEHOLDER.findall(node))
+        elif isinstance(node, dict):
+            for item in node.values():
+                walk(item)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(operation.body)
+    return names
+
+
+def semantic_problems(target: Target, file: str) -> list[Problem]:
+    problems: list[Problem] = []
+    for name, operation in target.all_operations().items():
+        allowed = OPERATION_VARIABLES[name]
+        for variable in sorted(template_variables(operation) - allowed):
+            problems.append(Problem(
+                file, f"operations.{name}",
+                f"unknown placeholder {{{variable}}}; this operation may use: "
+                + ", ".join(f"{{{v}}}" for v in sorted(allowed)),
+            ))
+        for field in REQUIRED_EXTRACTS[name]:
+            if field not in operation.extract:
+                problems.append(Problem(
+                    file, f"operations.{name}.extract",
+                    f"must name where the response holds {field!r} (a JSON pointer such as "
+                    f"'/{field}')",
+                ))
+    names = [store.name for store in target.stores]
+    for index, store in enumerate(target.stores):
+        if names.count(store.name) > 1:
+            problems.append(Problem(file, f"stores.{index}.name",
+                                    f"duplicate store name {store.name!r}"))
+    return problems
+
+
+def parse_target(data: Any, file: str = "<target>") -> Target:
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else type(data).__name__
+        raise InputError([Problem(file, "", f"expected a mapping at the top level, got {kind}")])
+    try:
+        target = Target.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(_pydantic_problems(exc, file)) from None
+    problems = semantic_problems(target, file)
+    if problems:
+        raise InputError(problems)
+    return target
+
+
+def load_target(path: str | Path) -> Target:
+    return parse_target(load_yaml_file(path), str(path))
+
+
+def reference_target(base_url: str) -> Target:
+    """The bundled reference target's description, at the given address."""
+    bundled = Path(__file__).resolve().parent / "reference.yaml"
+    data = load_yaml_file(bundled)
+    data["base_url"] = base_url
+    return parse_target(data, str(bundled))

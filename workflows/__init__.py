@@ -1,0 +1,1 @@
+"""Temporal workflow definitions only: deterministic, no I/O."""

@@ -1,0 +1,14 @@
+"""What a memlife worker runs: every workflow and activity, in one list each."""
+
+from __future__ import annotations
+
+from activities.record import finish_run, record_run_started, record_step, record_tenants
+from activities.target import register_tenant, say
+from workflows.pair_lifecycle import PairLifecycleWorkflow
+from workflows.suite import SuiteWorkflow
+
+WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow]
+ASYNC_ACTIVITIES = [register_tenant, say]
+SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, finish_run]
+ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES
+DEFAULT_TASK_QUEUE = "memlife"
