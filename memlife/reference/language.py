@@ -30,9 +30,9 @@ STOPWORDS = frozenset(
         "cambio", "nuevo", "nueva", "realidad", "bueno", "pues", "ese", "esa", "eso", "este",
         "esta", "esto", "estoy", "soy",
         # English
-        "my", "i", "im", "i'm", "the", "a", "an", "of", "and", "or", "what", "which", "where",
+        "my", "i", "im", "i'm", "the", "an", "of", "and", "or", "what", "which", "where",
         "who", "whom", "how", "when", "is", "are", "am", "at", "to", "for", "in", "on", "do",
-        "does", "did", "you", "know", "remember", "tell", "me", "now", "actually", "currently",
+        "does", "did", "you", "know", "remember", "tell", "now", "actually", "currently",
         "today", "new", "please", "with", "about", "that", "this", "it", "its", "changed",
     }
 )

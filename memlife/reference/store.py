@@ -75,6 +75,10 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 """
 
 
+ABSTAIN_ES = "No tengo esa información."
+ABSTAIN_EN = "I don't have that information."
+
+
 class UnknownTenant(LookupError):
     pass
 
@@ -318,7 +322,7 @@ class ReferenceRuntime:
             or self._from_thread(tenant, wanted)
         )
         if evidence is None:
-            reply = "No tengo esa información." if lang == "es" else "I don't have that information."
+            reply = ABSTAIN_ES if lang == "es" else ABSTAIN_EN
         else:
             prefix = "Según lo que me contaste" if lang == "es" else "From what you told me"
             reply = f"{prefix}: {evidence.text}"
