@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import uuid
+
+from temporalio.client import Client
+
+from memlife.lifecycle import Clock, RunInput, RunMeta, RunSummary, suite_workflow_id
+from memlife.scenario import Scenario
+from memlife.targets.config import Target
+from workflows.suite import SuiteWorkflow
+
+
+def run_input(scenario: Scenario, target: Target, clock: Clock | None = None) -> RunInput:
+    run_id = f"test-{uuid.uuid4().hex[:10]}"
+    meta = RunMeta(
+        memlife_version="test", git_revision=None, command="pytest",
+        scenario_file="(test)", scenario_name=scenario.name, scenario_sha256=scenario.digest(),
+        target_name=target.name, target_base_url=target.base_url, clock="skip",
+        temporal_address="time-skipping",
+    )
+    return RunInput(run_id=run_id, scenario=scenario, target=target,
+                    clock=clock or Clock(mode="skip"), meta=meta)
+
+
+async def run_suite(client: Client, task_queue: str, run: RunInput) -> RunSummary:
+    return await client.execute_workflow(
+        SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
+        task_queue=task_queue,
+    )
