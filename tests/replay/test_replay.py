@@ -1,0 +1,33 @@
+"""Recorded histories replay against the current workflow code (sdk-python's
+test_replayer pattern): a deploy in the middle of a multi-day lifecycle must not break it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from workflows.registry import WORKFLOWS
+
+HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
+
+
+def test_there_are_histories_of_every_workflow_type() -> None:
+    types = {
+        json.loads(path.read_text())["events"][0]["workflowExecutionStartedEventAttributes"][
+            "workflowType"]["name"]
+        for path in HISTORIES
+    }
+    assert types == {workflow.__temporal_workflow_definition.name for workflow in WORKFLOWS}
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_history_replays_against_current_code(path: Path) -> None:
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
