@@ -18,7 +18,8 @@ def test_normalize_folds_accents_case_and_whitespace() -> None:
 
 
 def test_required_matches_across_accents_and_case() -> None:
-    score = score_reply("Trabajas en PANADERIA quispe.", Expectation(required=("Panadería Quispe",)))
+    expectation = Expectation(required=("Panadería Quispe",))
+    score = score_reply("Trabajas en PANADERIA quispe.", expectation)
     assert score.passed and score.reasons == ()
 
 
