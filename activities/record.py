@@ -7,23 +7,53 @@ have deterministic keys and are merged, so a retry never duplicates a row.
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 
+from sqlmodel import select
 from temporalio import activity
 
 from memlife import records
 from memlife.artifact import build_artifact
 from memlife.lifecycle import (
     CaseVerdict,
+    ForbiddenValue,
     RunInput,
     RunSummary,
+    StepOutcome,
     StepRecord,
     TenantIdentity,
+    judge_inspection,
     judge_probe,
 )
 from memlife.log import get_logger
 
 log = get_logger("memlife.activities.record")
+
+_values_cache: dict[str, list[records.RunValueRow]] = {}
+_values_lock = threading.Lock()
+
+
+def _run_values(run_id: str) -> list[records.RunValueRow]:
+    """The run's value table, read once per worker process (it never changes)."""
+    with _values_lock:
+        cached = _values_cache.get(run_id)
+        if cached is None:
+            with records.session() as db:
+                cached = list(db.exec(select(records.RunValueRow).where(
+                    records.RunValueRow.run_id == run_id)).all())
+                for row in cached:
+                    db.expunge(row)
+            if len(_values_cache) > 64:
+                _values_cache.clear()
+            _values_cache[run_id] = cached
+        return cached
+
+
+def foreign_values(run_id: str, pair_index: int) -> list[ForbiddenValue]:
+    return [ForbiddenValue(text=row.text, origin="foreign", domain=row.domain,
+                           owner=f"{row.alias} (pair {row.pair_index})")
+            for row in _run_values(run_id) if row.pair_index != pair_index]
 
 
 @activity.defn(name="memlife.record_run_started")
@@ -39,6 +69,17 @@ def record_run_started(run: RunInput) -> None:
             clock=run.clock.describe(), meta_json=records.dumps(meta), status="running",
             started_at=started_at,
         ))
+    values = [
+        records.RunValueRow(id=f"{run.run_id}/{index}/{role}/{domain}/{n}", run_id=run.run_id,
+                            pair_index=index, role=role, alias=pair.tenant(role).alias,
+                            domain=domain, text=text)
+        for index, pair in enumerate(run.scenario.pairs)
+        for role in ("a", "b")
+        for domain, fact in pair.tenant(role).facts.items()
+        for n, text in enumerate(fact.all_texts())
+    ]
+    for start in range(0, len(values), 2000):  # short transactions
+        records.merge_all(values[start:start + 2000])
 
 
 @activity.defn(name="memlife.record_tenants")
@@ -52,14 +93,28 @@ def record_tenants(run_id: str, pair_index: int, tenants: list[TenantIdentity]) 
     ])
 
 
+def _judge(step: StepRecord) -> StepOutcome:
+    by_case = {o.case_id: o for o in step.observations if o.case_id and o.kind == "probe"}
+    foreign = foreign_values(step.run_id, step.pair_index) if step.cases else []
+    verdicts: list[CaseVerdict] = [
+        judge_probe(case, by_case[case.case_id], step.latency_budget_ms, foreign)
+        for case in step.cases if case.case_id in by_case
+    ]
+    summaries = []
+    for case in step.inspections:
+        store_verdicts, summary = judge_inspection(case, step.reads.get(case.case_id, []),
+                                                   step.stores)
+        verdicts += store_verdicts
+        summaries.append(summary)
+    return StepOutcome(verdicts=verdicts + list(step.verdicts), inspections=summaries)
+
+
 @activity.defn(name="memlife.record_step")
-def record_step(step: StepRecord) -> list[CaseVerdict]:
-    """Judge the step's probe cases against their observations, then write everything."""
+def record_step(step: StepRecord) -> StepOutcome:
+    """Judge the step's probe cases and store reads, then write everything."""
     prefix = f"{step.run_id}/{step.pair_index}/{step.step_index}"
     aliases = {t.role: t.alias for t in step.tenants}
-    by_case = {o.case_id: o for o in step.observations if o.case_id}
-    verdicts = [judge_probe(case, by_case[case.case_id], step.latency_budget_ms)
-                for case in step.cases if case.case_id in by_case]
+    outcome = _judge(step)
     rows: list = [records.StepRow(
         id=prefix, run_id=step.run_id, pair_index=step.pair_index, step_index=step.step_index,
         kind=step.kind, label=step.label, scenario_started=step.scenario_started,
@@ -71,7 +126,8 @@ def record_step(step: StepRecord) -> list[CaseVerdict]:
             id=f"{prefix}/{o.seq}", run_id=step.run_id, pair_index=step.pair_index,
             step_index=step.step_index, seq=o.seq, role=o.role,
             tenant_alias=aliases.get(o.role, o.role), kind=o.kind, domain=o.domain,
-            case_id=o.case_id, request=o.request, reply=o.reply, status=o.status,
+            case_id=o.case_id, request=o.request, reply=o.reply, context=o.context,
+            status=o.status,
             http_status=o.http_status, error=o.error, latency_ms=o.latency_ms,
             scenario_time=o.scenario_time, wall_time=o.wall_time,
         )
@@ -80,16 +136,16 @@ def record_step(step: StepRecord) -> list[CaseVerdict]:
     rows += [
         records.VerdictRow(
             id=f"{prefix}/{v.case_id}", run_id=step.run_id, pair_index=step.pair_index,
-            step_index=step.step_index, case_id=v.case_id, role=v.role,
-            tenant_alias=v.tenant_alias, domain=v.domain, outcome=v.outcome, passed=v.passed,
-            latency_ms=v.latency_ms,
+            step_index=step.step_index, stage=step.stage, case_id=v.case_id, role=v.role,
+            tenant_alias=v.tenant_alias, domain=v.domain, store=v.store, outcome=v.outcome,
+            passed=v.passed, latency_ms=v.latency_ms,
             checks_json=records.dumps([c.model_dump() for c in v.checks]),
             findings_json=records.dumps([f.model_dump() for f in v.findings]),
         )
-        for v in verdicts
+        for v in outcome.verdicts
     ]
     records.merge_all(rows)
-    return verdicts
+    return outcome
 
 
 @activity.defn(name="memlife.finish_run")
@@ -115,6 +171,8 @@ def finish_run(run_id: str, failed_pairs: list[int]) -> RunSummary:
         assert run is not None
         run.summary_json = json.dumps(summary)
         db.add(run)
+    with _values_lock:
+        _values_cache.pop(run_id, None)
     failures = len(artifact["failures"])
     log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures)
     return RunSummary(

@@ -1,26 +1,47 @@
-"""Target activities: one HTTP call each, errors raised with precise, typed failures.
+"""Target activities: all HTTP I/O with the system under test.
 
-Transport errors, timeouts and 5xx are retryable (the workflow's RetryPolicy backs off);
-4xx and configuration problems are non-retryable. The workflow turns an exhausted call
-into an inconclusive observation: verdicts are data, never activity failures.
+Registration and deletion requests are one call per activity: transport errors, timeouts
+and 5xx are retried by the workflow's RetryPolicy with backoff; 4xx and configuration
+problems are non-retryable. A conversation step sends one tenant's messages in order inside
+one activity (the dev server's activity rate would otherwise cap a large run): each request
+is retried in place with backoff, every result is heartbeated, and a retried activity
+resumes after the last message that got an answer, so nothing is sent twice. A request that
+still fails is returned as a target error: verdicts are data, never activity failures.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import UTC, datetime
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from memlife.lifecycle import RegisterRequest, RegisterResult, SayRequest, SayResult
+from memlife.lifecycle import (
+    ConverseRequest,
+    DeleteRequest,
+    DeletionState,
+    InspectRequest,
+    RegisterRequest,
+    RegisterResult,
+    Reply,
+    StoreRead,
+    StoreRecordView,
+)
 from memlife.log import get_logger
+from memlife.scoring import normalize
 from memlife.targets import http
-from memlife.targets.http import TargetError
+from memlife.targets.config import DeleteOperation, Operation, Store, Target
+from memlife.targets.http import MissingSecret, TargetError
 
 log = get_logger("memlife.activities.target")
 
 # The error types the workflow's RetryPolicy must not retry.
-NON_RETRYABLE_ERRORS = ["TargetClientError", "MissingSecret", "TargetConfigError"]
+NON_RETRYABLE_ERRORS = ["TargetClientError", "MissingSecret", "TargetBadResponse"]
+READ_CONCURRENCY = 8
+EXCERPT_CHARS = 160
 
 
 def _application_error(error: TargetError) -> ApplicationError:
@@ -28,13 +49,31 @@ def _application_error(error: TargetError) -> ApplicationError:
                             non_retryable=not error.retryable)
 
 
+async def call_with_retries(target: Target, operation: Operation, variables: dict[str, Any],
+                            scenario_now: str) -> tuple[http.Response, int]:
+    """One request, retried in place with exponential backoff while the error is
+    retryable, up to the target's max_attempts. Returns (response, attempts)."""
+    delay = 0.2
+    for attempt in range(1, target.max_attempts + 1):
+        try:
+            return await http.call(target, operation, variables,
+                                   scenario_now=scenario_now), attempt
+        except TargetError as error:
+            if not error.retryable or attempt == target.max_attempts:
+                raise
+            log.info("target call retried", error=str(error), attempt=attempt)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    raise AssertionError("unreachable")
+
+
 @activity.defn(name="memlife.register_tenant")
 async def register_tenant(request: RegisterRequest) -> RegisterResult:
     operation = request.target.operations.registration
+    wall_time = datetime.now(UTC)
     if operation is None:  # the target identifies tenants by phone alone
         return RegisterResult(user_id=request.phone, latency_ms=0.0, status=0,
-                              wall_time=datetime.now(UTC))
-    wall_time = datetime.now(UTC)
+                              wall_time=wall_time)
     try:
         response = await http.call(
             request.target, operation,
@@ -50,21 +89,156 @@ async def register_tenant(request: RegisterRequest) -> RegisterResult:
                           status=response.status, wall_time=wall_time)
 
 
-@activity.defn(name="memlife.say")
-async def say(request: SayRequest) -> SayResult:
-    """Send one message through the conversation endpoint and return the reply."""
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return "\n".join(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+@activity.defn(name="memlife.converse")
+async def converse(request: ConverseRequest) -> list[Reply]:
+    """Send a tenant's messages in order; return one Reply per message."""
+    info = activity.info()
+    done = [Reply.model_validate(item) for item in (info.heartbeat_details[0]
+                                                   if info.heartbeat_details else [])]
+    operation = request.target.operations.say
+    for index in range(len(done), len(request.messages)):
+        variables = {"phone": request.phone, "user_id": request.user_id,
+                     "message": request.messages[index]}
+        wall_time = datetime.now(UTC)
+        try:
+            response, attempts = await call_with_retries(request.target, operation, variables,
+                                                         request.scenario_now)
+            context = response.fields.get("context")
+            reply = Reply(index=index, reply=_text(response.fields["reply"]),
+                          context=None if context is None else _text(context),
+                          http_status=response.status, latency_ms=response.latency_ms,
+                          attempts=attempts, wall_time=wall_time)
+        except MissingSecret as error:
+            raise _application_error(error) from None
+        except TargetError as error:
+            reply = Reply(index=index, status="target-error",
+                          error=f"{type(error).__name__}: {error}", wall_time=wall_time,
+                          attempts=request.target.max_attempts if error.retryable else 1)
+        done.append(reply)
+        activity.heartbeat([r.model_dump(mode="json") for r in done])
+    return done
+
+
+def _deletion_state(operation: DeleteOperation, response: http.Response,
+                    wall_time: datetime, synchronous_if_silent: bool) -> DeletionState:
+    status = response.fields.get("status")
+    status_text = None if status is None else str(status)
+    done = status_text in operation.done_values if status_text is not None else (
+        synchronous_if_silent)
+    return DeletionState(
+        status=status_text,
+        deletion_id=None if response.fields.get("deletion_id") is None else str(
+            response.fields["deletion_id"]),
+        done=done, failed=status_text in operation.failed_values,
+        http_status=response.status, latency_ms=response.latency_ms, wall_time=wall_time,
+    )
+
+
+@activity.defn(name="memlife.delete_tenant")
+async def delete_tenant(request: DeleteRequest) -> DeletionState:
+    operation = request.target.operations.delete_tenant
+    if operation is None:
+        raise ApplicationError("the target file has no operations.delete_tenant",
+                               type="TargetConfigError", non_retryable=True)
+    wall_time = datetime.now(UTC)
+    try:
+        response = await http.call(request.target, operation,
+                                   {"phone": request.phone, "user_id": request.user_id},
+                                   scenario_now=request.scenario_now)
+    except TargetError as error:
+        raise _application_error(error) from None
+    # Without a status operation, a 2xx answer is all the confirmation there is.
+    silent_is_done = request.target.operations.deletion_status is None
+    return _deletion_state(operation, response, wall_time, silent_is_done)
+
+
+@activity.defn(name="memlife.deletion_status")
+async def deletion_status(request: DeleteRequest) -> DeletionState:
+    operation = request.target.operations.deletion_status
+    if operation is None:
+        raise ApplicationError("the target file has no operations.deletion_status",
+                               type="TargetConfigError", non_retryable=True)
     wall_time = datetime.now(UTC)
     try:
         response = await http.call(
-            request.target, request.target.operations.say,
-            {"phone": request.phone, "user_id": request.user_id, "message": request.message},
-            scenario_now=request.scenario_now,
-        )
+            request.target, operation,
+            {"phone": request.phone, "user_id": request.user_id,
+             "deletion_id": request.deletion_id or ""},
+            scenario_now=request.scenario_now)
     except TargetError as error:
-        log.warning("say failed", target=request.target.name, error=str(error),
-                    attempt=activity.info().attempt)
         raise _application_error(error) from None
-    reply = response.fields["reply"]
-    return SayResult(reply=reply if isinstance(reply, str) else str(reply),
-                     latency_ms=response.latency_ms, status=response.status,
-                     wall_time=wall_time)
+    return _deletion_state(operation, response, wall_time, False)
+
+
+async def _read_store(request: InspectRequest, store: Store, mode: str, key: str,
+                      limit: asyncio.Semaphore,
+                      watch_normalized: list[str]) -> StoreRead:
+    assert store.probe is not None
+    probe = store.probe
+    operation = probe.scope if mode == "scope" else probe.needle
+    variables = {"user_id": key} if mode == "scope" else {"needle": key}
+    async with limit:
+        try:
+            response, _ = await call_with_retries(request.target, operation, variables,
+                                                  request.scenario_now)
+            raw = http.json_pointer(response.data, probe.records)
+            if not isinstance(raw, list):
+                raise http.TargetBadResponse(
+                    f"{probe.records!r} is not a list of records in the {store.name} response")
+        except (TargetError, KeyError) as error:
+            reason = (f"no records at {probe.records!r}" if isinstance(error, KeyError)
+                      else f"{type(error).__name__}: {error}")
+            return StoreRead(store=store.name, mode=mode, key=key, status="error",
+                             error=reason)
+    views = []
+    for record in raw[: request.max_records]:
+        def field(pointer: str | None, _record: Any = record) -> Any:
+            if pointer is None:
+                return None
+            try:
+                return http.json_pointer(_record, pointer)
+            except KeyError:
+                return None
+
+        content = _text(field(probe.content) if field(probe.content) is not None else record)
+        normalized = normalize(content)
+        deleted = field(probe.deleted)
+        tenant = field(probe.tenant_field)
+        record_id = field(probe.id)
+        views.append(StoreRecordView(
+            id=None if record_id is None else str(record_id),
+            tenant_id=None if tenant is None else str(tenant),
+            deleted=None if probe.deleted is None else bool(deleted),
+            matches=[i for i, text in enumerate(watch_normalized) if text and text in normalized],
+            excerpt=content[:EXCERPT_CHARS],
+        ))
+    return StoreRead(store=store.name, mode=mode, key=key, total=len(raw), records=views,
+                     latency_ms=response.latency_ms)
+
+
+@activity.defn(name="memlife.inspect_stores")
+async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
+    """Read every probed store by tenant scope (each identity) and by needle (each value),
+    with bounded concurrency. A read that fails is returned as an error, never as empty."""
+    limit = asyncio.Semaphore(READ_CONCURRENCY)
+    watch_normalized = [normalize(text) for text in request.watch]
+    reads = []
+    for store in request.target.stores:
+        if store.probe is None:
+            continue
+        reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
+                  for identity in request.identities]
+        reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
+                  for needle in request.needles]
+    results = await asyncio.gather(*reads)
+    activity.heartbeat(len(results))
+    return list(results)
+

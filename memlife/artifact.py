@@ -1,7 +1,8 @@
 """The result artifact (seed §7): an immutable JSON scorecard built from a run's rows. Pure.
 
-Top-level keys: meta, summary, latency_ms, failures, inconclusive, observations. Missing
-recall and foreign-fact leakage are separate failures, and every leak is its own entry.
+Top-level keys: meta, summary, matrix (invariant × store × stage), latency_ms, deletions,
+failures, inconclusive, observations. Missing recall and foreign-fact leakage are separate
+failures, and every leak and every residue is its own entry.
 """
 
 from __future__ import annotations
@@ -15,20 +16,37 @@ from memlife.scoring import InvariantTally, Tallies, summarize_latency
 ARTIFACT_VERSION = 1
 
 
+def _tally() -> dict[str, int]:
+    return {"checked": 0, "failed": 0, "inconclusive": 0}
+
+
 def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
     run = rows["run"][0]
     meta = json.loads(run.meta_json)
     aliases = {(t.pair_index, t.role): t.alias for t in rows["tenants"]}
     budget_ms = float(meta.get("latency_budget_ms", 700.0))
+    step_labels = {(s.pair_index, s.step_index): s.label for s in rows["steps"]}
 
     # Every invariant appears, checked or not, so a reader sees what was not covered.
     tallies = Tallies({name: InvariantTally() for name in INVARIANTS})
+    matrix: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
+    stages: list[str] = []
     failures: list[dict[str, Any]] = []
     inconclusive: list[dict[str, Any]] = []
+    deletions: list[dict[str, Any]] = []
     verdicts = sorted(rows["verdicts"], key=lambda v: (v.pair_index, v.step_index, v.case_id))
     for verdict in verdicts:
+        stage = verdict.stage or step_labels.get((verdict.pair_index, verdict.step_index)) or (
+            f"step-{verdict.step_index}")
+        if stage not in stages:
+            stages.append(stage)
         for check in json.loads(verdict.checks_json):
             tallies.add(check["invariant"], check["outcome"])
+            cell = matrix.setdefault(check["invariant"], {}).setdefault(
+                check.get("store", "response"), {}).setdefault(stage, _tally())
+            cell["checked"] += 1
+            if check["outcome"] in ("fail", "inconclusive"):
+                cell["failed" if check["outcome"] == "fail" else "inconclusive"] += 1
         for finding in json.loads(verdict.findings_json):
             entry = {
                 "invariant": finding["invariant"],
@@ -36,12 +54,20 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
                 "pair": verdict.pair_index,
                 "tenant": verdict.tenant_alias,
                 "step": verdict.step_index,
+                "stage": stage,
                 "case": verdict.case_id,
-                "domain": verdict.domain,
+                "domain": verdict.domain or None,
                 "store": finding.get("store", "response"),
                 "evidence": {"value": finding.get("value"), "detail": finding.get("detail", "")},
             }
             (failures if finding["outcome"] == "fail" else inconclusive).append(entry)
+        if verdict.store == "deletion-status":
+            deletions.append({
+                "pair": verdict.pair_index, "tenant": verdict.tenant_alias, "stage": stage,
+                "outcome": verdict.outcome,
+                "time_to_forget_s": None if verdict.latency_ms is None else round(
+                    verdict.latency_ms / 1000, 3),
+            })
 
     observations = sorted(rows["observations"],
                           key=lambda o: (o.pair_index, o.step_index, o.seq))
@@ -71,6 +97,7 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
             "started_at": _iso(run.started_at),
             "finished_at": _iso(run.finished_at),
             "status": run.status,
+            "pairs": len({t.pair_index for t in rows["tenants"]}),
         },
         "summary": {
             "passed": passed,
@@ -78,11 +105,16 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
             "cases_passed": cases_passed,
             "cases_failed": sum(1 for v in verdicts if v.outcome == "fail"),
             "cases_inconclusive": sum(1 for v in verdicts if v.outcome == "inconclusive"),
+            "probe_cases": sum(1 for v in verdicts if v.store == "response"),
+            "store_checks": sum(1 for v in verdicts if v.store != "response"),
             "target_errors": len(target_errors),
             "latency_within_target": latency.within_target,
             "by_invariant": by_invariant,
         },
+        "stages": stages,
+        "matrix": matrix,
         "latency_ms": latency.as_dict(),
+        "deletions": deletions,
         "failures": failures,
         "inconclusive": inconclusive,
         "observations": [
@@ -97,6 +129,7 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
                 "case": o.case_id,
                 "request": o.request,
                 "reply": o.reply,
+                "context": o.context,
                 "status": o.status,
                 "http_status": o.http_status,
                 "error": o.error,

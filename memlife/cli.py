@@ -53,7 +53,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                       f"{len(target.stores)} store(s){note}")
             else:
                 scenario = parse_scenario(data, file)
-                print(f"{file}: ok: scenario {scenario.name!r}, {len(scenario.pairs)} pair(s), "
+                pairs = (f"{scenario.generate.count} generated pair(s)" if scenario.generate
+                         else f"{len(scenario.pairs)} pair(s)")
+                print(f"{file}: ok: scenario {scenario.name!r}, {pairs}, "
                       f"{len(scenario.domains)} domain(s), {len(scenario.timeline)} step(s)")
         except InputError as error:
             for problem in error.problems:
@@ -130,6 +132,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         for problem in problems:
             _print_err(str(problem))
         return EXIT_USAGE
+    if target is not None and scenario is not None:
+        cross = _scenario_target_problems(scenario, target, args.target)
+        if cross:
+            for problem in cross:
+                _print_err(str(problem))
+            return EXIT_USAGE
     if target is not None:
         missing = [name for name in target.secret_names() if name not in os.environ]
         if missing:
@@ -138,7 +146,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         _check_target_reachable(args.target, target.base_url)
     assert scenario is not None
+    args.scenario_generates = scenario.generate is not None
     return asyncio.run(_run(args, scenario, target, clock))
+
+
+def _scenario_target_problems(scenario: Any, target: Any, file: str) -> list[Problem]:
+    """What the scenario asks of the target that the target file cannot do."""
+    from memlife.scenario import AwaitDeletionStep, DeleteStep, InspectStep
+
+    problems = []
+    for index, step in enumerate(scenario.timeline):
+        if isinstance(step, DeleteStep | AwaitDeletionStep) and (
+                target.operations.delete_tenant is None):
+            problems.append(Problem(file, "operations.delete_tenant", f"the scenario deletes "
+                                    f"tenants (timeline.{index}) but the target file has no "
+                                    "delete_tenant operation"))
+            break
+    inspects = [i for i, step in enumerate(scenario.timeline) if isinstance(step, InspectStep)]
+    if inspects and not any(store.probe for store in target.stores):
+        problems.append(Problem(file, "stores", f"the scenario inspects stores "
+                                f"(timeline.{inspects[0]}) but no store has a probe"))
+    return problems
 
 
 async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any) -> int:
@@ -147,12 +175,15 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
     from memlife import embedded, records
     from memlife.artifact import build_artifact
     from memlife.lifecycle import RunInput, RunMeta, suite_workflow_id
+    from memlife.scenario import materialize
     from memlife.targets.config import reference_target
     from memlife.temporal import configured_connection, connect
     from workflows.registry import DEFAULT_TASK_QUEUE
     from workflows.suite import SuiteWorkflow
 
     run_id = new_run_id()
+    canary_seed = args.seed or run_id
+    scenario = materialize(scenario, canary_seed)
     task_queue = args.task_queue or DEFAULT_TASK_QUEUE
     async with AsyncExitStack() as stack:
         connection = configured_connection()
@@ -165,7 +196,9 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
             client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
         target_identity: dict[str, str] = {}
         if target is None:
-            process = stack.enter_context(embedded.reference_target(STATE_DIR, args.fault))
+            # A fresh database per run: needle searches see this run's data only.
+            process = stack.enter_context(embedded.reference_target(
+                STATE_DIR, args.fault, db_path=STATE_DIR / "reference" / f"{run_id}.db"))
             target = reference_target(process.base_url)
             target_identity = {"kind": "bundled reference target",
                                "faults": ",".join(args.fault) or "none"}
@@ -174,6 +207,7 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
 
         settle = next((step.duration for step in scenario.timeline if step.step == "wait"),
                       None)
+        scenario_has_canaries = args.scenario_generates
         from memlife.durations import format_duration
 
         meta = RunMeta(
@@ -185,6 +219,7 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
             target_identity=target_identity,
             settle=format_duration(settle) if settle else None,
             clock=clock.describe(), temporal_address=address, web_ui=web_ui,
+            canary_seed=canary_seed if scenario_has_canaries else None,
         )
         workflow_id = suite_workflow_id(scenario.name, run_id)
         link = (f"{web_ui}/namespaces/{client.namespace}/workflows/{quote(workflow_id, safe='')}"
@@ -265,6 +300,15 @@ def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
         table.add_row(name, str(tally["checked"]), str(tally["failed"]),
                       str(tally["inconclusive"]), verdict)
     console.print(table)
+    _print_matrix(console, artifact)
+    if artifact.get("deletions"):
+        times = [d["time_to_forget_s"] for d in artifact["deletions"]
+                 if d["time_to_forget_s"] is not None]
+        confirmed = sum(1 for d in artifact["deletions"] if d["outcome"] == "pass")
+        text = f"deletions: {confirmed}/{len(artifact['deletions'])} confirmed within the SLA"
+        if times:
+            text += f" · time-to-forget median {sorted(times)[len(times) // 2] / 60:.0f} min"
+        console.print(text)
     if latency["count"]:
         console.print(
             f"latency (ms): mean {latency['mean']:.1f} · median {latency['median']:.1f} · "
@@ -274,12 +318,13 @@ def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
     failures = artifact["failures"]
     if failures:
         failure_table = Table(title=f"failures ({len(failures)})", title_justify="left")
-        for column in ("invariant", "reason", "pair", "tenant", "case", "store", "value"):
-            failure_table.add_column(column, overflow="fold", no_wrap=column == "case")
+        for column in ("invariant", "reason", "stage", "tenant", "store", "value"):
+            failure_table.add_column(column, overflow="fold")
         for failure in failures[:25]:
             failure_table.add_row(
-                failure["invariant"], failure["reason"], str(failure["pair"]), failure["tenant"],
-                failure["case"], failure["store"], failure["evidence"].get("value") or "",
+                failure["invariant"], failure["reason"], failure["stage"],
+                f"{failure['tenant']} (pair {failure['pair']})", failure["store"],
+                failure["evidence"].get("value") or "",
             )
         console.print(failure_table)
         if len(failures) > 25:
@@ -292,6 +337,39 @@ def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
                   f"{len(failures)} failure(s) · run {artifact['meta']['run_id']}")
     if link:
         console.print(f"Web UI: {link}", soft_wrap=True)
+
+
+def _print_matrix(console: Any, artifact: dict[str, Any]) -> None:
+    """Invariant × store rows, one column per stage: passed/checked, red where failed."""
+    from rich.table import Table
+
+    matrix, stages = artifact.get("matrix", {}), artifact.get("stages", [])
+    used = [stage for stage in stages
+            if any(stage in cells for stores in matrix.values() for cells in stores.values())]
+    if len(used) < 2:
+        return  # one stage: the invariant table already says it all
+    table = Table(title="invariant × store × stage (passed/checked)", title_justify="left")
+    table.add_column("invariant")
+    table.add_column("store")
+    for stage in used:
+        table.add_column(stage, justify="center")
+    for invariant, stores in matrix.items():
+        for store, cells in stores.items():
+            row = []
+            for stage in used:
+                cell = cells.get(stage)
+                if cell is None:
+                    row.append("")
+                    continue
+                passed = cell["checked"] - cell["failed"] - cell["inconclusive"]
+                text = f"{passed}/{cell['checked']}"
+                if cell["failed"]:
+                    text = f"[red]{text}[/red]"
+                elif cell["inconclusive"]:
+                    text = f"[yellow]{text}[/yellow]"
+                row.append(text)
+            table.add_row(invariant, store, *row)
+    console.print(table)
 
 
 def _write_immutable_json(path: Path, document: dict[str, Any]) -> None:
@@ -356,6 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", metavar="FILE", help="write the JSON result artifact here")
     run.add_argument("--enforce", action="store_true",
                      help="exit 1 when any case fails or the latency target is missed")
+    run.add_argument("--seed", default=None,
+                     help="seed for generated canary values (default: the run id)")
     run.add_argument("--task-queue", default=None)
     run.add_argument("--no-worker", action="store_true",
                      help="do not run an in-process worker (standalone workers serve the run)")

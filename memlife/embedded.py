@@ -65,6 +65,7 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     db_path = db_path or state_dir / "reference-target.db"
+    db_path.parent.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / f"reference-target-{port}.log"
     command = [sys.executable, "-m", "memlife", "target", "serve", "reference",
                "--port", str(port), "--db", str(db_path)]
@@ -92,8 +93,9 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
 
 @contextlib.contextmanager
 def reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
-                     port: int | None = None) -> Iterator[ReferenceTargetProcess]:
-    handle = start_reference_target(state_dir, faults, port)
+                     port: int | None = None,
+                     db_path: Path | None = None) -> Iterator[ReferenceTargetProcess]:
+    handle = start_reference_target(state_dir, faults, port, db_path)
     try:
         yield handle
     finally:

@@ -1,29 +1,51 @@
 """Lifecycle contracts and pure logic: what flows between workflows and activities, how
-expectations are derived from a pair's state, and how one reply is judged. Pure: no
-Temporal, no network, no database (workflows import this module through the sandbox).
+expectations are derived from a pair's state, and how replies and store reads are judged.
+Pure: no Temporal, no network, no database (workflows import it through the sandbox).
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memlife.scenario import Pair, Role, Scenario
-from memlife.scoring import Expectation, score_reply
-from memlife.targets.config import Target
+from memlife.scenario import (
+    AwaitDeletionStep,
+    DeleteStep,
+    FactValue,
+    InspectStep,
+    Pair,
+    ProbeStep,
+    RegisterStep,
+    Role,
+    Scenario,
+    UpdateStep,
+    WaitStep,
+    WriteStep,
+)
+from memlife.scoring import Expectation, contains, normalize, score_reply
+from memlife.targets.config import Store, Target
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 ClockMode = Literal["real", "skip", "compress"]
+Reason = Literal["missing", "leaked", "stale", "residue", "resurrected", "overreach", "slow",
+                 "target-error"]
 
-# The checks a case can contribute to. I1-I4, U1, D2, L as in DESIGN.md; `recall` is the
-# positive half of the seed's rule (own fact present), kept apart from leakage.
-INVARIANTS = ("recall", "I1", "I2", "I3", "I4", "U1", "D2", "L")
+# The checks a case can contribute to: I1-I4, U1, D2, L as in DESIGN.md; `recall` (own
+# fact present) and `abstain` (an abstention when nothing was stated) are the positive
+# halves of the seed's rule, kept apart from leakage.
+INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "U1", "D2", "L")
+RESPONSE = "response"
+CONTEXT = "response-context"
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+# -- run, clock and identities -------------------------------------------------------------
 
 
 class Clock(_Model):
@@ -74,11 +96,12 @@ class RunMeta(_Model):
     clock: str
     temporal_address: str
     web_ui: str | None = None
+    canary_seed: str | None = None
 
 
 class RunInput(_Model):
     run_id: str
-    scenario: Scenario
+    scenario: Scenario  # materialized: concrete pairs
     target: Target
     clock: Clock = Clock()
     meta: RunMeta
@@ -102,6 +125,9 @@ class PairInput(_Model):
     tenants: list[TenantIdentity]
 
 
+# -- activity requests and results ---------------------------------------------------------
+
+
 class RegisterRequest(_Model):
     target: Target
     phone: str
@@ -116,19 +142,81 @@ class RegisterResult(_Model):
     wall_time: datetime
 
 
-class SayRequest(_Model):
+class ConverseRequest(_Model):
+    """Messages of one tenant in one step, sent in order within one activity."""
+
     target: Target
     phone: str
     user_id: str
-    message: str
+    messages: list[str]
     scenario_now: str
 
 
-class SayResult(_Model):
-    reply: str
-    latency_ms: float
-    status: int
+class Reply(_Model):
+    index: int
+    reply: str | None = None
+    context: str | None = None
+    status: Literal["ok", "target-error"] = "ok"
+    http_status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    attempts: int = 1
     wall_time: datetime
+
+
+class DeleteRequest(_Model):
+    target: Target
+    phone: str
+    user_id: str
+    deletion_id: str | None = None
+    scenario_now: str
+
+
+class DeletionState(_Model):
+    """What the target said about a deletion: done, failed, or still in progress."""
+
+    status: str | None = None
+    deletion_id: str | None = None
+    done: bool = False
+    failed: bool = False
+    http_status: int
+    latency_ms: float
+    wall_time: datetime
+
+
+class InspectRequest(_Model):
+    target: Target
+    identities: list[str]
+    needles: list[str]
+    # Texts whose presence in each record is reported (by index): own values, partner's.
+    watch: list[str]
+    scenario_now: str
+    max_records: int = 200
+
+
+class StoreRecordView(_Model):
+    id: str | None = None
+    tenant_id: str | None = None
+    deleted: bool | None = None
+    matches: list[int] = Field(default_factory=list)
+    excerpt: str = ""
+
+
+class StoreRead(_Model):
+    store: str
+    mode: Literal["scope", "needle"]
+    key: str  # the identity or the needle read
+    status: Literal["ok", "error"] = "ok"
+    error: str | None = None
+    total: int = 0
+    records: list[StoreRecordView] = Field(default_factory=list)
+    latency_ms: float | None = None
+
+
+# -- observations, cases, verdicts ---------------------------------------------------------
+
+ObservationKind = Literal["register", "write", "update", "probe", "delete", "deletion-status",
+                          "inspect"]
 
 
 class Observation(_Model):
@@ -136,11 +224,12 @@ class Observation(_Model):
 
     seq: int
     role: Role
-    kind: Literal["register", "write", "probe", "wait"]
+    kind: ObservationKind
     domain: str | None = None
     case_id: str | None = None
     request: str = ""
     reply: str | None = None
+    context: str | None = None
     status: Literal["ok", "target-error"] = "ok"
     http_status: int | None = None
     error: str | None = None
@@ -151,13 +240,14 @@ class Observation(_Model):
 
 class ForbiddenValue(_Model):
     text: str
-    origin: Literal["partner", "superseded"]
+    origin: Literal["partner", "superseded", "deleted", "foreign"]
     domain: str
     owner: str
 
 
 class ProbeCase(_Model):
     case_id: str
+    kind: Literal["recall", "stale", "abstain"] = "recall"
     role: Role
     tenant_alias: str
     domain: str
@@ -165,15 +255,45 @@ class ProbeCase(_Model):
     required: list[str] = Field(default_factory=list)
     any_of: list[str] = Field(default_factory=list)
     forbidden: list[ForbiddenValue] = Field(default_factory=list)
+    # D2: the partner was deleted; this tenant's own value must survive.
+    scoped_deletion: bool = False
+    # I4: the tenant's deleted values were already seen gone from answers (a return now is
+    # a resurrection rather than residue).
+    resurrection: bool = False
     # Why this case cannot be judged (e.g. the write it depends on failed), if so.
     blocked_by: str | None = None
 
 
+class Needle(_Model):
+    text: str
+    domain: str
+    origin: Literal["current", "superseded", "deleted"]
+
+
+class InspectCase(_Model):
+    case_id: str
+    role: Role
+    tenant_alias: str
+    deleted: bool
+    identities: list[str]
+    needles: list[Needle]
+    partner_values: list[ForbiddenValue]
+    # D2: values (by store) this tenant held before the partner's deletion.
+    expected_present: dict[str, list[str]] = Field(default_factory=dict)
+    # I4: stores already seen clean after the deletion (residue now = resurrection).
+    clean_before: list[str] = Field(default_factory=list)
+    # U1: superseded values past their grace period (live in a replace store = stale).
+    stale_after_grace: list[str] = Field(default_factory=list)
+
+    def watch(self) -> list[str]:
+        return [n.text for n in self.needles] + [f.text for f in self.partner_values]
+
+
 class Finding(_Model):
     invariant: str
-    reason: Literal["missing", "leaked", "stale", "slow", "target-error"]
+    reason: Reason
     outcome: Outcome
-    store: str = "response"
+    store: str = RESPONSE
     value: str | None = None
     detail: str = ""
 
@@ -181,18 +301,27 @@ class Finding(_Model):
 class Check(_Model):
     invariant: str
     outcome: Outcome
+    store: str = RESPONSE
 
 
 class CaseVerdict(_Model):
     case_id: str
     role: Role
     tenant_alias: str
-    domain: str
+    domain: str = ""
+    store: str = RESPONSE
     passed: bool
     outcome: Outcome
     checks: list[Check]
     findings: list[Finding]
     latency_ms: float | None = None
+
+
+class InspectSummary(_Model):
+    case_id: str
+    present: dict[str, list[str]] = Field(default_factory=dict)  # current values, by store
+    clean: list[str] = Field(default_factory=list)  # stores with no residue (deleted tenant)
+    expiring: list[str] = Field(default_factory=list)  # stores whose entries expire
 
 
 class StepRecord(_Model):
@@ -201,14 +330,24 @@ class StepRecord(_Model):
     step_index: int
     kind: str
     label: str = ""
+    stage: str
     scenario_started: datetime
     scenario_finished: datetime
     wall_started: datetime
     wall_finished: datetime
     observations: list[Observation] = Field(default_factory=list)
     cases: list[ProbeCase] = Field(default_factory=list)
+    inspections: list[InspectCase] = Field(default_factory=list)
+    reads: dict[str, list[StoreRead]] = Field(default_factory=dict)  # by inspect case id
+    stores: list[Store] = Field(default_factory=list)
+    verdicts: list[CaseVerdict] = Field(default_factory=list)  # judged in the workflow
     latency_budget_ms: float = 700.0
     tenants: list[TenantIdentity] = Field(default_factory=list)
+
+
+class StepOutcome(_Model):
+    verdicts: list[CaseVerdict] = Field(default_factory=list)
+    inspections: list[InspectSummary] = Field(default_factory=list)
 
 
 class PairResult(_Model):
@@ -233,102 +372,274 @@ def other(role: Role) -> Role:
     return "b" if role == "a" else "a"
 
 
-class PairState:
-    """What each tenant of a pair has stated so far; expectations are derived from it."""
-
-    def __init__(self, pair: Pair):
-        self.pair = pair
-        self.stated: dict[Role, set[str]] = {"a": set(), "b": set()}
-        self.unconfirmed: dict[Role, set[str]] = {"a": set(), "b": set()}
-
-    def record_write(self, role: Role, domain: str, confirmed: bool = True) -> None:
-        """A write whose request failed may or may not have landed: cases that depend on it
-        are inconclusive rather than failed or passed."""
-        self.stated[role].add(domain)
-        if confirmed:
-            self.unconfirmed[role].discard(domain)
-        else:
-            self.unconfirmed[role].add(domain)
-
-    def recall_case(self, case_id: str, role: Role, domain: str, question: str) -> ProbeCase:
-        """Own stated value required; every value of the partner forbidden (each recall
-        probe is also a leak probe)."""
-        tenant = self.pair.tenant(role)
-        partner = self.pair.tenant(other(role))
-        required: list[str] = []
-        any_of: list[str] = []
-        if domain in self.stated[role]:
-            fact = tenant.facts[domain]
-            if fact.any_of:
-                any_of = fact.renderings()
-            else:
-                required = [fact.value]
-        forbidden = [
-            ForbiddenValue(text=text, origin="partner", domain=partner_domain,
-                           owner=partner.alias)
-            for partner_domain, fact in partner.facts.items()
-            if partner_domain in self.stated[other(role)]
-            for text in fact.renderings()
-        ]
-        blocked = sorted(
-            [f"{tenant.alias}'s {domain} write failed"] * (domain in self.unconfirmed[role])
-            + [f"{partner.alias}'s {d} write failed" for d in self.unconfirmed[other(role)]]
-        )
-        return ProbeCase(case_id=case_id, role=role, tenant_alias=tenant.alias, domain=domain,
-                         question=question, required=required, any_of=any_of,
-                         forbidden=forbidden, blocked_by="; ".join(blocked) or None)
-
-
 def pick(templates: list[str], index: int) -> str:
     """Deterministic rotation through paraphrases."""
     return templates[index % len(templates)]
 
 
-def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: float) -> CaseVerdict:
-    """Score one reply by the seed's rule, separating missing recall from each leak."""
+# -- pair state ------------------------------------------------------------------------------
+
+
+@dataclass
+class TenantState:
+    """What one tenant has stated, superseded and had deleted, as memlife drove it."""
+
+    alias: str
+    facts: dict[str, FactValue]
+    current: dict[str, list[str]] = field(default_factory=dict)  # domain -> renderings
+    superseded: dict[str, list[tuple[str, datetime]]] = field(default_factory=dict)
+    updates_done: dict[str, int] = field(default_factory=dict)
+    unconfirmed: set[str] = field(default_factory=set)
+    deleted: bool = False
+    registered: bool = True
+    deleted_values: list[tuple[str, str]] = field(default_factory=list)
+    identities: list[str] = field(default_factory=list)
+    deleted_identities: list[str] = field(default_factory=list)
+    deletion_id: str | None = None
+    deletion_requested_at: datetime | None = None
+    baseline: dict[str, list[str]] = field(default_factory=dict)
+    clean_after_deletion: set[str] = field(default_factory=set)
+    answers_clean_after_deletion: bool = False
+
+    def stated_values(self) -> list[tuple[str, str, str]]:
+        """(domain, text, origin) of every value this tenant stated and still owns."""
+        found = [(d, text, "current") for d, texts in self.current.items() for text in texts]
+        found += [(d, text, "superseded") for d, items in self.superseded.items()
+                  for text, _ in items]
+        return found
+
+
+class PairState:
+    """What each tenant of a pair has stated so far; every expectation derives from it."""
+
+    def __init__(self, pair: Pair):
+        self.pair = pair
+        self.tenants: dict[Role, TenantState] = {
+            role: TenantState(alias=pair.tenant(role).alias, facts=dict(pair.tenant(role).facts))
+            for role in ("a", "b")
+        }
+
+    # -- transitions -----------------------------------------------------------------------
+
+    def record_registration(self, role: Role, user_id: str | None) -> None:
+        tenant = self.tenants[role]
+        if user_id is not None:
+            tenant.identities.append(user_id)
+            tenant.registered = True
+
+    def record_write(self, role: Role, domain: str, confirmed: bool = True) -> None:
+        """A write whose request failed may or may not have landed: cases that depend on it
+        are inconclusive rather than failed or passed."""
+        tenant = self.tenants[role]
+        tenant.current[domain] = tenant.facts[domain].renderings()
+        (tenant.unconfirmed.discard if confirmed else tenant.unconfirmed.add)(domain)
+
+    def next_update_value(self, role: Role, domain: str) -> str:
+        tenant = self.tenants[role]
+        return tenant.facts[domain].updates[tenant.updates_done.get(domain, 0)]
+
+    def record_update(self, role: Role, domain: str, now: datetime,
+                      confirmed: bool = True) -> None:
+        tenant = self.tenants[role]
+        new_value = self.next_update_value(role, domain)
+        tenant.updates_done[domain] = tenant.updates_done.get(domain, 0) + 1
+        old = tenant.current.get(domain, [])
+        tenant.superseded.setdefault(domain, []).extend((text, now) for text in old)
+        tenant.current[domain] = [new_value]
+        (tenant.unconfirmed.discard if confirmed else tenant.unconfirmed.add)(domain)
+
+    def record_deletion(self, role: Role, now: datetime, deletion_id: str | None = None) -> None:
+        tenant = self.tenants[role]
+        tenant.deleted_values = [(d, text) for d, text, _ in tenant.stated_values()]
+        tenant.deleted_identities = list(tenant.identities)
+        tenant.current, tenant.superseded = {}, {}
+        tenant.deleted, tenant.registered = True, False
+        tenant.deletion_id, tenant.deletion_requested_at = deletion_id, now
+
+    def absorb_probe_verdicts(self, role: Role, verdicts: list[CaseVerdict]) -> None:
+        """After a deletion, answers seen free of the deleted values arm resurrection."""
+        tenant = self.tenants[role]
+        checks = [c for v in verdicts for c in v.checks if c.invariant == "I4"]
+        if tenant.deleted and checks and all(c.outcome == "pass" for c in checks):
+            tenant.answers_clean_after_deletion = True
+
+    def absorb_inspection(self, role: Role, summary: InspectSummary) -> None:
+        tenant = self.tenants[role]
+        partner = self.tenants[other(role)]
+        if not tenant.deleted and not partner.deleted:
+            tenant.baseline = {store: list(values) for store, values in summary.present.items()
+                               if store not in summary.expiring}
+        if tenant.deleted:
+            tenant.clean_after_deletion.update(summary.clean)
+
+    # -- expectations ----------------------------------------------------------------------
+
+    def _partner_forbidden(self, role: Role) -> list[ForbiddenValue]:
+        partner = self.tenants[other(role)]
+        values = partner.stated_values() + [(d, t, "deleted") for d, t in partner.deleted_values]
+        return [ForbiddenValue(text=text, origin="partner", domain=domain, owner=partner.alias)
+                for domain, text, _ in values]
+
+    def _blocked(self, role: Role, domain: str | None) -> str | None:
+        own, partner = self.tenants[role], self.tenants[other(role)]
+        reasons = [f"{own.alias}'s {domain} write failed"] if domain in own.unconfirmed else []
+        reasons += [f"{partner.alias}'s {d} write failed" for d in sorted(partner.unconfirmed)]
+        return "; ".join(reasons) or None
+
+    def probe_case(self, case_id: str, kind: str, role: Role, domain: str, question: str,
+                   now: datetime, grace: timedelta,
+                   abstain_phrases: list[str]) -> ProbeCase:
+        tenant = self.tenants[role]
+        partner = self.tenants[other(role)]
+        forbidden = self._partner_forbidden(role)
+        required: list[str] = []
+        any_of: list[str] = []
+        if kind == "abstain":
+            any_of = list(abstain_phrases)
+        elif tenant.deleted:
+            forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d,
+                                         owner=tenant.alias) for d, text in tenant.deleted_values]
+        else:
+            renderings = tenant.current.get(domain, [])
+            if len(renderings) > 1:
+                any_of = renderings
+            else:
+                required = renderings
+            forbidden += [
+                ForbiddenValue(text=text, origin="superseded", domain=d, owner=tenant.alias)
+                for d, items in tenant.superseded.items() for text, when in items
+                if when + grace <= now
+            ]
+        return ProbeCase(
+            case_id=case_id, kind=kind, role=role, tenant_alias=tenant.alias, domain=domain,
+            question=question, required=required, any_of=any_of, forbidden=forbidden,
+            scoped_deletion=partner.deleted and not tenant.deleted and bool(required or any_of),
+            resurrection=tenant.answers_clean_after_deletion,
+            blocked_by=self._blocked(role, domain),
+        )
+
+    def probe_domains(self, kind: str, role: Role, domains: list[str]) -> list[str]:
+        """Which of `domains` a probe of this kind asks this tenant about."""
+        tenant, partner = self.tenants[role], self.tenants[other(role)]
+        if kind == "abstain":
+            partner_domains = set(partner.current) | set(partner.superseded)
+            return [d for d in domains if d in partner_domains and d not in tenant.current
+                    and not tenant.deleted]
+        if kind == "stale":
+            return [d for d in domains if d in tenant.superseded and not tenant.deleted]
+        if tenant.deleted:
+            stated = {d for d, _ in tenant.deleted_values}
+            return [d for d in domains if d in stated]
+        return [d for d in domains if d in tenant.current]
+
+    def inspect_case(self, case_id: str, role: Role, now: datetime,
+                     grace: timedelta) -> InspectCase:
+        tenant = self.tenants[role]
+        partner = self.tenants[other(role)]
+        if tenant.deleted:
+            needles = [Needle(text=text, domain=d, origin="deleted")
+                       for d, text in tenant.deleted_values]
+        else:
+            needles = [Needle(text=text, domain=d, origin=origin)
+                       for d, text, origin in tenant.stated_values()]
+        stale = [text for items in tenant.superseded.values() for text, when in items
+                 if when + grace <= now]
+        expected = tenant.baseline if partner.deleted and not tenant.deleted else {}
+        # Only values still current are expected to survive the partner's deletion.
+        current = {text for texts in tenant.current.values() for text in texts}
+        expected = {store: [v for v in values if v in current]
+                    for store, values in expected.items()}
+        return InspectCase(
+            case_id=case_id, role=role, tenant_alias=tenant.alias, deleted=tenant.deleted,
+            # A deleted tenant is looked for under the identities it had when deleted; a
+            # re-registered identity is a new tenant as far as the target knows.
+            identities=list(tenant.deleted_identities if tenant.deleted else tenant.identities),
+            needles=needles,
+            partner_values=self._partner_forbidden(role),
+            expected_present={s: v for s, v in expected.items() if v},
+            clean_before=sorted(tenant.clean_after_deletion), stale_after_grace=stale,
+        )
+
+
+# -- judging replies -------------------------------------------------------------------------
+
+_LEAK = {"partner": ("I3", "leaked"), "foreign": ("I3", "leaked"),
+         "superseded": ("U1", "stale"), "deleted": ("I4", "residue")}
+
+
+def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: float,
+                foreign: list[ForbiddenValue] | None = None) -> CaseVerdict:
+    """Score one reply by the seed's rule, separating missing recall from each leak.
+
+    `foreign` are values of tenants outside this pair: a leak from anywhere in the run is a
+    leak.
+    """
+    forbidden = list(case.forbidden) + list(foreign or [])
     findings: list[Finding] = []
     checks: list[Check] = []
-    has_recall = bool(case.required or case.any_of)
-    leak_invariant = {"partner": "I3", "superseded": "U1"}
-    leak_reason = {"partner": "leaked", "superseded": "stale"}
-    invariants = ["recall"] if has_recall else []
-    invariants += sorted({leak_invariant[f.origin] for f in case.forbidden})
+    positive = "abstain" if case.kind == "abstain" else "recall"
+    has_positive = bool(case.required or case.any_of)
+    invariants = [positive] if has_positive else []
+    invariants += sorted({_LEAK[f.origin][0] for f in forbidden})
+    if case.scoped_deletion:
+        invariants.append("D2")
+    context_checked = observation.context is not None and any(
+        f.origin in ("partner", "foreign") for f in forbidden)
 
     if observation.status != "ok" or observation.reply is None or case.blocked_by:
         detail = observation.error or case.blocked_by or "no reply"
-        for invariant in invariants:
-            checks.append(Check(invariant=invariant, outcome="inconclusive"))
+        for invariant in invariants + (["I2"] if context_checked else []):
+            store = CONTEXT if invariant == "I2" else RESPONSE
+            checks.append(Check(invariant=invariant, outcome="inconclusive", store=store))
             findings.append(Finding(invariant=invariant, reason="target-error",
-                                    outcome="inconclusive", detail=detail))
+                                    outcome="inconclusive", store=store, detail=detail))
         return CaseVerdict(case_id=case.case_id, role=case.role, tenant_alias=case.tenant_alias,
                            domain=case.domain, passed=False, outcome="inconclusive",
                            checks=checks, findings=findings)
 
     expectation = Expectation(required=tuple(case.required),
-                              forbidden=tuple(f.text for f in case.forbidden),
+                              forbidden=tuple(f.text for f in forbidden),
                               any_of=tuple(case.any_of))
     score = score_reply(observation.reply, expectation)
-    if has_recall:
-        recall_ok = not score.missing and not score.any_of_missing
-        checks.append(Check(invariant="recall", outcome="pass" if recall_ok else "fail"))
+    if has_positive:
+        present = not score.missing and not score.any_of_missing
+        checks.append(Check(invariant=positive, outcome="pass" if present else "fail"))
         for text in score.missing:
-            findings.append(Finding(invariant="recall", reason="missing", outcome="fail",
+            findings.append(Finding(invariant=positive, reason="missing", outcome="fail",
                                     value=text, detail="own value absent from the reply"))
         if score.any_of_missing:
-            findings.append(Finding(invariant="recall", reason="missing", outcome="fail",
+            findings.append(Finding(invariant=positive, reason="missing", outcome="fail",
                                     value=" | ".join(case.any_of),
                                     detail="none of the accepted renderings is in the reply"))
+        if case.scoped_deletion:
+            checks.append(Check(invariant="D2", outcome="pass" if present else "fail"))
+            if not present:
+                findings.append(Finding(
+                    invariant="D2", reason="overreach", outcome="fail",
+                    value=" | ".join(case.required or case.any_of),
+                    detail="the partner's deletion took this tenant's value with it"))
     leaked = set(score.leaked)
-    for invariant in sorted({leak_invariant[f.origin] for f in case.forbidden}):
-        relevant = [f for f in case.forbidden if leak_invariant[f.origin] == invariant]
+    for invariant in sorted({_LEAK[f.origin][0] for f in forbidden}):
+        relevant = [f for f in forbidden if _LEAK[f.origin][0] == invariant]
         hits = [f for f in relevant if f.text in leaked]
         checks.append(Check(invariant=invariant, outcome="fail" if hits else "pass"))
         for hit in hits:  # every leak listed on its own
+            reason = _LEAK[hit.origin][1]
+            if hit.origin == "deleted" and case.resurrection:
+                reason = "resurrected"
             findings.append(Finding(
-                invariant=invariant, reason=leak_reason[hit.origin], outcome="fail",
-                value=hit.text,
-                detail=f"{hit.owner}'s {hit.domain} value appeared in the reply",
+                invariant=invariant, reason=reason, outcome="fail", value=hit.text,
+                detail=f"{hit.owner}'s {hit.domain} value ({hit.origin}) appeared in the reply",
             ))
+    if context_checked:
+        context = normalize(observation.context or "")
+        hits = [f for f in forbidden if f.origin in ("partner", "foreign")
+                and contains(context, f.text)]
+        checks.append(Check(invariant="I2", outcome="fail" if hits else "pass", store=CONTEXT))
+        for hit in hits:
+            findings.append(Finding(
+                invariant="I2", reason="leaked", outcome="fail", store=CONTEXT, value=hit.text,
+                detail=f"{hit.owner}'s {hit.domain} value was in the retrieval context"))
     if observation.latency_ms is not None:
         slow = observation.latency_ms > latency_budget_ms
         checks.append(Check(invariant="L", outcome="fail" if slow else "pass"))
@@ -337,12 +648,253 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
                 invariant="L", reason="slow", outcome="fail",
                 detail=f"{observation.latency_ms:.1f} ms > budget {latency_budget_ms:g} ms",
             ))
+    passed = score.passed and not any(f.outcome == "fail" and f.invariant in ("I2", "D2")
+                                      for f in findings)
     return CaseVerdict(
         case_id=case.case_id, role=case.role, tenant_alias=case.tenant_alias,
-        domain=case.domain, passed=score.passed,
-        outcome="pass" if score.passed else "fail",
+        domain=case.domain, passed=passed, outcome="pass" if passed else "fail",
         checks=checks, findings=findings, latency_ms=observation.latency_ms,
     )
+
+
+# -- judging store reads ---------------------------------------------------------------------
+
+
+def judge_inspection(case: InspectCase, reads: list[StoreRead],
+                     stores: list[Store]) -> tuple[list[CaseVerdict], InspectSummary]:
+    """One verdict per store: I1, I2, U1, D2 for a live tenant; I4 for a deleted one.
+
+    A store that could not be read is inconclusive for everything it would have shown:
+    an error is never taken for absence.
+    """
+    watch = case.watch()
+    own_ids = set(case.identities)
+    partner_texts = {f.text for f in case.partner_values}
+    needle_origin = {n.text: n for n in case.needles}
+    verdicts: list[CaseVerdict] = []
+    present: dict[str, list[str]] = {}
+    clean: list[str] = []
+    by_store: dict[str, list[StoreRead]] = {}
+    for read in reads:
+        by_store.setdefault(read.store, []).append(read)
+
+    for store in stores:
+        store_reads = by_store.get(store.name, [])
+        if not store_reads:
+            continue
+        checks: list[Check] = []
+        findings: list[Finding] = []
+
+        def fail(invariant: str, reason: Reason, value: str | None, detail: str,
+                 store_name: str = store.name, _findings: list[Finding] = findings) -> None:
+            _findings.append(Finding(invariant=invariant, reason=reason, outcome="fail",
+                                    store=store_name, value=value, detail=detail))
+
+        invariants = (["I4"] if case.deleted else
+                      ["I1", "I2"] + (["U1"] if store.updates == "replace"
+                                      and case.stale_after_grace else [])
+                      + (["D2"] if store.name in case.expected_present else []))
+        errors = [r for r in store_reads if r.status != "ok"]
+        if errors:
+            for invariant in invariants:
+                checks.append(Check(invariant=invariant, outcome="inconclusive",
+                                    store=store.name))
+                findings.append(Finding(
+                    invariant=invariant, reason="target-error", outcome="inconclusive",
+                    store=store.name, detail=f"{errors[0].mode} read failed: {errors[0].error}"))
+            verdicts.append(_store_verdict(case, store.name, checks, findings))
+            continue
+
+        seen: dict[str, tuple[StoreRecordView, set[str]]] = {}
+        for read in store_reads:
+            for index, record in enumerate(read.records):
+                key = record.id or f"{read.mode}:{read.key}:{index}"
+                texts = {watch[i] for i in record.matches if i < len(watch)}
+                if key in seen:
+                    seen[key][1].update(texts)
+                else:
+                    seen[key] = (record, texts)
+                if (not case.deleted and read.mode == "scope"
+                        and record.tenant_id not in (None, *own_ids)):
+                    fail("I2", "leaked", None, f"a read scoped to {case.tenant_alias} "
+                         f"returned a record of tenant {record.tenant_id}")
+        records = list(seen.values())
+
+        if case.deleted:
+            residue = []
+            for record, texts in records:
+                allowed = (
+                    (store.retention == "tombstone" and record.deleted is True)
+                    or (store.retention == "retain-redacted" and not texts)
+                )
+                if not allowed:
+                    residue.append((record, texts))
+            reason: Reason = "resurrected" if store.name in case.clean_before else "residue"
+            for record, texts in residue:
+                what = ", ".join(sorted(texts)) or None
+                fail("I4", reason, what,
+                     f"record {record.id or '?'} of tenant {record.tenant_id or '?'} remains "
+                     f"({store.retention} store): {record.excerpt[:120]!r}")
+            checks.append(Check(invariant="I4", outcome="fail" if residue else "pass",
+                                store=store.name))
+            if not residue:
+                clean.append(store.name)
+            verdicts.append(_store_verdict(case, store.name, checks, findings))
+            continue
+
+        i1_fail = i2_fail = u1_fail = False
+        for record, texts in records:
+            foreign_record = record.tenant_id is not None and record.tenant_id not in own_ids
+            own_hits = [t for t in texts if t in needle_origin]
+            if foreign_record and own_hits:
+                i1_fail = True
+                for text in own_hits:
+                    fail("I1", "leaked", text, f"{case.tenant_alias}'s value is filed under "
+                         f"tenant {record.tenant_id} (record {record.id or '?'})")
+            if not foreign_record:
+                for text in sorted(texts & partner_texts):
+                    i2_fail = True
+                    owner = next(f for f in case.partner_values if f.text == text)
+                    fail("I2", "leaked", text, f"{owner.owner}'s {owner.domain} value is in a "
+                         f"record of {case.tenant_alias} (record {record.id or '?'})")
+                if store.updates == "replace" and record.deleted is not True:
+                    for text in sorted(texts & set(case.stale_after_grace)):
+                        u1_fail = True
+                        fail("U1", "stale", text, f"superseded value still live in record "
+                             f"{record.id or '?'}")
+        i2_fail = i2_fail or any(f.invariant == "I2" for f in findings)
+        checks.append(Check(invariant="I1", outcome="fail" if i1_fail else "pass",
+                            store=store.name))
+        checks.append(Check(invariant="I2", outcome="fail" if i2_fail else "pass",
+                            store=store.name))
+        if "U1" in invariants:
+            checks.append(Check(invariant="U1", outcome="fail" if u1_fail else "pass",
+                                store=store.name))
+        held = sorted({text for record, texts in records
+                       if record.tenant_id in (None, *own_ids) and record.deleted is not True
+                       for text in texts if needle_origin.get(text) is not None
+                       and needle_origin[text].origin == "current"})
+        present[store.name] = held
+        if "D2" in invariants:
+            lost = [v for v in case.expected_present[store.name] if v not in held]
+            checks.append(Check(invariant="D2", outcome="fail" if lost else "pass",
+                                store=store.name))
+            for value in lost:
+                fail("D2", "overreach", value, "held before the partner's deletion, gone after")
+        verdicts.append(_store_verdict(case, store.name, checks, findings))
+    summary = InspectSummary(case_id=case.case_id, present=present, clean=clean,
+                             expiring=[s.name for s in stores if s.expires is not None])
+    return verdicts, summary
+
+
+def _store_verdict(case: InspectCase, store: str, checks: list[Check],
+                   findings: list[Finding]) -> CaseVerdict:
+    outcomes = {c.outcome for c in checks}
+    outcome: Outcome = ("fail" if "fail" in outcomes else
+                        "inconclusive" if "inconclusive" in outcomes else "pass")
+    return CaseVerdict(case_id=f"{case.case_id}-{store}", role=case.role,
+                       tenant_alias=case.tenant_alias, store=store, passed=outcome == "pass",
+                       outcome=outcome, checks=checks, findings=findings)
+
+
+def deletion_verdict(case_id: str, role: Role, alias: str, state: DeletionState | None,
+                     error: str | None, deadline: timedelta, elapsed: timedelta,
+                     store: str = "deletion-status") -> CaseVerdict:
+    """I4 at confirmation: deletion confirmed within the SLA. Not confirmed by the deadline
+    fails (slow); a reported failure fails; no usable answer at all is inconclusive."""
+    detail = f"time-to-forget {elapsed}" if state and state.done else ""
+    if state is not None and state.done:
+        finding: Finding | None = None
+        outcome: Outcome = "pass"
+    elif state is not None and state.failed:
+        outcome = "fail"
+        finding = Finding(invariant="I4", reason="target-error", outcome="fail", store=store,
+                          value=state.status, detail="the target reported the deletion failed")
+    elif state is not None:
+        outcome = "fail"
+        finding = Finding(invariant="I4", reason="slow", outcome="fail", store=store,
+                          value=state.status,
+                          detail=f"not confirmed within the deletion SLA ({deadline})")
+    else:
+        outcome = "inconclusive"
+        finding = Finding(invariant="I4", reason="target-error", outcome="inconclusive",
+                          store=store, detail=error or "no status")
+    return CaseVerdict(
+        case_id=case_id, role=role, tenant_alias=alias, store=store, passed=outcome == "pass",
+        outcome=outcome, checks=[Check(invariant="I4", outcome=outcome, store=store)],
+        findings=[finding] if finding else [],
+        latency_ms=None if not detail else elapsed.total_seconds() * 1000,
+    )
+
+
+# -- scenario-level checks (used by validation) -----------------------------------------------
+
+
+def timeline_problems(scenario: Scenario) -> list[tuple[str, str]]:
+    """Walk the timeline with the first pair's state; report steps that cannot work or
+    would check nothing, with the reason and what to do."""
+    problems: list[tuple[str, str]] = []
+    state = PairState(scenario.pairs[0])
+    now = datetime(2000, 1, 1, tzinfo=UTC)
+    deleted_at: dict[Role, int] = {}
+    for index, step in enumerate(scenario.timeline):
+        path = f"timeline.{index}"
+        tenants: list[Role] = list(getattr(step, "tenants", []))
+        for role in tenants:
+            tenant = state.tenants[role]
+            needs_identity = isinstance(step, WriteStep | UpdateStep | ProbeStep | DeleteStep)
+            if needs_identity and tenant.deleted and not tenant.registered:
+                problems.append((path, f"tenant {role} was deleted at timeline."
+                                 f"{deleted_at[role]}; add a `register` step for it first"))
+        if problems:
+            return problems
+        if isinstance(step, WaitStep):
+            now += step.duration
+        elif isinstance(step, WriteStep):
+            for role in tenants:
+                for domain in scenario.step_domains(step):
+                    if domain in state.tenants[role].facts:
+                        state.record_write(role, domain)
+        elif isinstance(step, UpdateStep):
+            for role in tenants:
+                for domain in step.domains:
+                    if domain not in state.tenants[role].current:
+                        problems.append((path, f"updates {domain} of tenant {role} before it "
+                                         "was written"))
+                        return problems
+                    state.record_update(role, domain, now)
+        elif isinstance(step, ProbeStep):
+            domains = scenario.step_domains(step)
+            if not any(state.probe_domains(step.kind, role, domains) for role in tenants):
+                hint = {"stale": "no probed domain was updated before this step",
+                        "abstain": "no probed domain was stated by the partner alone",
+                        "recall": "no probed domain was written before this step"}[step.kind]
+                problems.append((path, f"this {step.kind} probe would check nothing: {hint}"))
+        elif isinstance(step, DeleteStep):
+            for role in tenants:
+                if state.tenants[role].deleted:
+                    problems.append((path, f"tenant {role} is already deleted"))
+                    return problems
+                state.record_deletion(role, now)
+                deleted_at[role] = index
+        elif isinstance(step, AwaitDeletionStep):
+            for role in tenants:
+                if not state.tenants[role].deleted:
+                    problems.append((path, f"awaits the deletion of tenant {role}, but no "
+                                     "earlier step deletes it"))
+        elif isinstance(step, RegisterStep):
+            for role in tenants:
+                if not state.tenants[role].deleted:
+                    problems.append((path, f"tenant {role} is registered already (register "
+                                     "re-registers a deleted tenant's phone)"))
+                state.tenants[role].registered = True
+        elif isinstance(step, InspectStep):
+            pass
+    return problems
+
+
+def stage_of(step_index: int, label: str) -> str:
+    return label or f"step-{step_index}"
 
 
 def suite_workflow_id(scenario: str, run_id: str) -> str:

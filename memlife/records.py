@@ -79,6 +79,7 @@ class ObservationRow(SQLModel, table=True):
     case_id: str | None = None
     request: str
     reply: str | None = None
+    context: str | None = None
     status: str
     http_status: int | None = None
     error: str | None = None
@@ -93,15 +94,31 @@ class VerdictRow(SQLModel, table=True):
     run_id: str = Field(index=True)
     pair_index: int
     step_index: int
+    stage: str = ""
     case_id: str
     role: str
     tenant_alias: str
     domain: str
+    store: str = "response"
     outcome: str
     passed: bool
     latency_ms: float | None = None
     checks_json: str
     findings_json: str
+
+
+class RunValueRow(SQLModel, table=True):
+    """Every fact value of a run and who owns it: a reply holding a value of a tenant
+    outside the probed pair is a leak too."""
+
+    __tablename__ = "run_values"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    role: str
+    alias: str
+    domain: str
+    text: str
 
 
 _engines: dict[str, Engine] = {}
@@ -137,8 +154,28 @@ def engine_for(url: str | None = None) -> Engine:
             else:
                 engine = create_engine(url, pool_pre_ping=True)
             SQLModel.metadata.create_all(engine)
+            _check_schema(engine, url)
             _engines[url] = engine
     return engine
+
+
+def _check_schema(engine: Engine, url: str) -> None:
+    """create_all adds missing tables, never missing columns: refuse an older database
+    with a clear message rather than failing later in the middle of a run."""
+    from sqlalchemy import inspect
+
+    from memlife.errors import MemlifeError
+
+    inspector = inspect(engine)
+    for table in SQLModel.metadata.sorted_tables:
+        have = {column["name"] for column in inspector.get_columns(table.name)}
+        missing = [column.name for column in table.columns if column.name not in have]
+        if missing:
+            raise MemlifeError(
+                f"the recorder database {url} was written by an older memlife (table "
+                f"{table.name} lacks {', '.join(missing)}); move it aside or point "
+                "MEMLIFE_DB_URL at a new database"
+            )
 
 
 @contextmanager
@@ -167,7 +204,7 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
             return None
         by_run = {
             "tenants": TenantRow, "steps": StepRow, "observations": ObservationRow,
-            "verdicts": VerdictRow,
+            "verdicts": VerdictRow, "values": RunValueRow,
         }
         found: dict[str, list[Any]] = {"run": [run]}
         for name, model in by_run.items():

@@ -58,26 +58,43 @@ class _Strict(BaseModel):
 
 
 class Templates(_Strict):
-    """Message templates of one domain in one language."""
+    """Message templates of one domain in one language. `question` is the evaluation set
+    (what runs ask and report on); `question_dev` is the development set, kept apart so that
+    paraphrases tuned on it cannot leak into evaluation. `update` supersedes a value
+    (defaults to `statement`)."""
 
     statement: list[str] = Field(min_length=1)
     question: list[str] = Field(min_length=1)
+    question_dev: list[str] = Field(default_factory=list)
     update: list[str] = Field(default_factory=list)
+
+    def updates(self) -> list[str]:
+        return self.update or self.statement
+
+
+CanaryKind = Literal["employer", "address", "person", "pet", "school"]
 
 
 class Domain(_Strict):
     description: str = ""
+    # How to generate run-unique values for this domain (see memlife.canaries).
+    canary: CanaryKind | None = None
     templates: dict[str, Templates] = Field(min_length=1)
 
 
 class FactValue(_Strict):
-    """A fact's value; `any_of` lists accepted renderings when one of several will do."""
+    """A fact's value; `any_of` lists accepted renderings when one of several will do;
+    `updates` are the values later `update` steps supersede it with, in order."""
 
     value: str = Field(min_length=1)
     any_of: list[str] = Field(default_factory=list)
+    updates: list[str] = Field(default_factory=list)
 
     def renderings(self) -> list[str]:
         return [self.value, *self.any_of]
+
+    def all_texts(self) -> list[str]:
+        return [self.value, *self.any_of, *self.updates]
 
 
 def _fact_value(value: Any) -> Any:
@@ -115,15 +132,91 @@ class WaitStep(_Strict):
     duration: Duration
 
 
+class UpdateStep(_Strict):
+    """Supersede a value through the conversation, with the fact's next `updates` value."""
+
+    step: Literal["update"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
+    domains: list[str] = Field(min_length=1)
+
+
 class ProbeStep(_Strict):
+    """Ask questions; what each answer must and must not hold is derived from state:
+    recall (own current value required; partner's and own superseded/deleted forbidden),
+    stale (recall limited to updated domains), abstain (domains only the partner stated:
+    the partner's value forbidden, an abstention phrase required when the scenario has one).
+    """
+
     step: Literal["probe"]
     label: str = ""
-    kind: Literal["recall"] = "recall"
+    kind: Literal["recall", "stale", "abstain"] = "recall"
     tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
     domains: Domains = "all"
 
 
-Step = Annotated[WriteStep | WaitStep | ProbeStep, Field(discriminator="step")]
+class DeleteStep(_Strict):
+    """Request deletion of the whole tenant."""
+
+    step: Literal["delete"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+
+
+class AwaitDeletionStep(_Strict):
+    """Poll deletion status until done or the deadline (the deletion SLA) passes."""
+
+    step: Literal["await-deletion"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+    deadline: Duration | None = None  # default: the scenario's deletion_sla
+    poll: Duration = timedelta(minutes=15)
+
+
+class InspectStep(_Strict):
+    """Read every store the target declares, by tenant scope and by needle search."""
+
+    step: Literal["inspect"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
+
+
+class RegisterStep(_Strict):
+    """Register the tenant's phone again (after deletion: a fresh identity, same phone)."""
+
+    step: Literal["register"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+
+
+STEP_KINDS = ("write", "update", "wait", "probe", "delete", "await-deletion", "inspect",
+              "register")
+Step = Annotated[
+    WriteStep | UpdateStep | WaitStep | ProbeStep | DeleteStep | AwaitDeletionStep
+    | InspectStep | RegisterStep,
+    Field(discriminator="step"),
+]
+
+
+class PairGeneration(_Strict):
+    """Generate `count` pairs whose facts are canaries for every domain with a generator."""
+
+    count: int = Field(ge=1, le=20_000)
+    alias_prefix: Slug = "t"
+    language: str | None = None
+
+
+def _non_negative_duration(value: Any) -> timedelta:
+    if value in ("0", "0s", 0):
+        return timedelta(0)
+    return _to_timedelta(value)
+
+
+GraceDuration = Annotated[
+    timedelta,
+    BeforeValidator(_non_negative_duration),
+    PlainSerializer(lambda v: format_duration(v), return_type=str),
+]
 
 
 class Scenario(_Strict):
@@ -131,15 +224,32 @@ class Scenario(_Strict):
     description: str = ""
     language: str = "es"
     latency_budget: Duration = timedelta(milliseconds=700)
+    # After an update, how long the old value may still be served (U1's grace period).
+    update_grace: GraceDuration = timedelta(0)
+    # The deletion SLA: await-deletion fails when deletion is not confirmed by then.
+    deletion_sla: Duration = timedelta(hours=24)
+    # Phrases an abstaining answer contains, per language (abstain probes require one).
+    abstain_phrases: dict[str, list[str]] = Field(default_factory=dict)
     domains: dict[str, Domain] = Field(min_length=1)
-    pairs: list[Pair] = Field(min_length=1)
+    pairs: list[Pair] = Field(default_factory=list)
+    generate: PairGeneration | None = None
     timeline: list[Step] = Field(min_length=1)
 
     def language_of(self, tenant: Tenant) -> str:
         return tenant.language or self.language
 
-    def step_domains(self, step: WriteStep | ProbeStep) -> list[str]:
+    def step_domains(self, step: WriteStep | ProbeStep | UpdateStep) -> list[str]:
         return list(self.domains) if step.domains == "all" else list(step.domains)
+
+    def update_counts(self) -> dict[tuple[str, str], int]:
+        """How many times the timeline updates each (role, domain)."""
+        counts: dict[tuple[str, str], int] = {}
+        for step in self.timeline:
+            if isinstance(step, UpdateStep):
+                for role in step.tenants:
+                    for domain in step.domains:
+                        counts[(role, domain)] = counts.get((role, domain), 0) + 1
+        return counts
 
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of the validated scenario."""
@@ -173,19 +283,38 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
                             "must contain the placeholder {value} exactly once and no other "
                             f"placeholder (found {names or 'none'})",
                         )
-            for index, template in enumerate(templates.question):
-                if _placeholders(template):
-                    report(
-                        f"{base}.question.{index}",
-                        "a question must not contain placeholders: it must not reveal the value",
-                    )
+            for kind in ("question", "question_dev"):
+                for index, template in enumerate(getattr(templates, kind)):
+                    if _placeholders(template):
+                        report(f"{base}.{kind}.{index}", "a question must not contain "
+                               "placeholders: it must not reveal the value")
+            evaluation = {normalize(q) for q in templates.question}
+            for index, template in enumerate(templates.question_dev):
+                if normalize(template) in evaluation:
+                    report(f"{base}.question_dev.{index}", "also in the evaluation set "
+                           "`question`: dev and eval templates must not overlap")
 
+    if not scenario.pairs and scenario.generate is None:
+        report("pairs", "no pairs: list them under `pairs` or generate them with `generate`")
+    if scenario.pairs and scenario.generate is not None:
+        report("generate", "give either `pairs` or `generate`, not both")
+    if scenario.generate is not None:
+        for domain_name, domain in scenario.domains.items():
+            if domain.canary is None:
+                report(f"domains.{domain_name}.canary", "generated pairs need a canary "
+                       "generator for every domain (employer, address, person, pet, school)")
+        if problems:
+            return problems
+        scenario = materialize(scenario, seed="validation")
+
+    update_counts = scenario.update_counts()
     aliases: dict[str, str] = {}
     questions_normalized = [
-        (f"domains.{d}.templates.{lang}.question.{i}", normalize(q))
+        (f"domains.{d}.templates.{lang}.{kind}.{i}", normalize(q))
         for d, domain in scenario.domains.items()
         for lang, templates in domain.templates.items()
-        for i, q in enumerate(templates.question)
+        for kind in ("question", "question_dev")
+        for i, q in enumerate(getattr(templates, kind))
     ]
     for pair_index, pair in enumerate(scenario.pairs):
         for role in ("a", "b"):
@@ -207,7 +336,17 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
                 if language not in domain.templates:
                     report(fact_path, f"domain {domain_name!r} has no templates in language "
                            f"{language!r} (has: {', '.join(domain.templates)})")
-                for rendering in fact.renderings():
+                needed = update_counts.get((role, domain_name), 0)
+                if needed > len(fact.updates):
+                    report(f"{fact_path}.updates", f"the timeline updates {domain_name} "
+                           f"{needed} time(s) but {len(fact.updates)} new value(s) are given")
+                texts = fact.all_texts()
+                for i, first in enumerate(texts):
+                    for second in texts[i + 1:]:
+                        if _overlap(first, second):
+                            report(fact_path, f"{first!r} and {second!r} overlap after "
+                                   "normalization: an old value could not be told from the new")
+                for rendering in texts:
                     if not normalize(rendering):
                         report(fact_path, "value is empty after normalization")
                     for question_path, question in questions_normalized:
@@ -220,18 +359,29 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
         problems.extend(_exclusivity_problems(pair, pair_index, file))
 
     for step_index, step in enumerate(scenario.timeline):
-        if isinstance(step, WriteStep | ProbeStep) and step.domains != "all":
+        if isinstance(step, WriteStep | ProbeStep | UpdateStep) and step.domains != "all":
             for domain_index, domain_name in enumerate(step.domains):
                 if domain_name not in scenario.domains:
                     report(f"timeline.{step_index}.domains.{domain_index}",
                            f"unknown domain {domain_name!r}")
-    if not any(isinstance(step, ProbeStep) for step in scenario.timeline):
-        report("timeline", "has no probe step: nothing would be checked")
+    if not any(isinstance(step, ProbeStep | InspectStep) for step in scenario.timeline):
+        report("timeline", "has no probe or inspect step: nothing would be checked")
+    if not problems and scenario.pairs:
+        from memlife.lifecycle import timeline_problems
+
+        problems.extend(Problem(file, path, reason)
+                        for path, reason in timeline_problems(scenario))
     return problems
 
 
+def _overlap(first: str, second: str) -> bool:
+    a, b = normalize(first), normalize(second)
+    return bool(a and b and (a in b or b in a))
+
+
 def _exclusivity_problems(pair: Pair, pair_index: int, file: str) -> list[Problem]:
-    """Every value of A against every value of B: neither may contain the other.
+    """Every value of A (current, accepted renderings, updates) against every value of B:
+    neither may contain the other.
 
     Substring scoring would otherwise count B's own answer as a leak of A's value (or miss
     a real leak): the pair could not tell recall from leakage.
@@ -239,33 +389,69 @@ def _exclusivity_problems(pair: Pair, pair_index: int, file: str) -> list[Proble
     problems: list[Problem] = []
     for domain_a, fact_a in pair.a.facts.items():
         for domain_b, fact_b in pair.b.facts.items():
-            for text_a in fact_a.renderings():
-                for text_b in fact_b.renderings():
-                    norm_a, norm_b = normalize(text_a), normalize(text_b)
-                    if norm_a and norm_b and (norm_a in norm_b or norm_b in norm_a):
+            for text_a in fact_a.all_texts():
+                for text_b in fact_b.all_texts():
+                    if _overlap(text_a, text_b):
                         problems.append(Problem(
                             file,
                             f"pairs.{pair_index}.b.facts.{domain_b}",
                             f"value {text_b!r} is not mutually exclusive with tenant a's "
                             f"{domain_a} value {text_a!r} after normalization "
-                            f"({norm_b!r} vs {norm_a!r}); a leak could not be seen",
+                            f"({normalize(text_b)!r} vs {normalize(text_a)!r}); a leak "
+                            "could not be seen",
                         ))
     return problems
+
+
+def materialize(scenario: Scenario, seed: str) -> Scenario:
+    """The scenario with concrete pairs: generated pairs get canary values (and as many
+    update values as the timeline needs) drawn from `seed`; listed pairs are kept."""
+    if scenario.generate is None:
+        return scenario
+    from memlife.canaries import CanaryPool
+
+    questions = [q for domain in scenario.domains.values()
+                 for templates in domain.templates.values()
+                 for q in (*templates.question, *templates.question_dev)]
+    pool = CanaryPool(seed, avoid=questions)
+    updates = scenario.update_counts()
+    generation = scenario.generate
+    pairs = []
+    for index in range(generation.count):
+        tenants = {}
+        for role in ("a", "b"):
+            facts = {}
+            for name, domain in scenario.domains.items():
+                assert domain.canary is not None
+                value = pool.draw(domain.canary)
+                later = [pool.draw(domain.canary) for _ in range(updates.get((role, name), 0))]
+                facts[name] = FactValue(value=value, updates=later)
+            tenants[role] = Tenant(alias=f"{generation.alias_prefix}{index:03d}{role}",
+                                   language=generation.language, facts=facts)
+        pairs.append(Pair(a=tenants["a"], b=tenants["b"]))
+    return scenario.model_copy(update={"pairs": pairs, "generate": None})
 
 
 def _pydantic_problems(error: ValidationError, file: str) -> list[Problem]:
     problems = []
     for item in error.errors(include_url=False):
         # Drop union-member tags pydantic inserts (e.g. 'function-before[...]'), keep the path.
-        path = ".".join(
-            str(part) for part in item["loc"]
-            if not (isinstance(part, str) and ("[" in part or part in {"write", "wait", "probe"}))
-        )
+        loc = list(item["loc"])
+        kept = []
+        for position, part in enumerate(loc):
+            if isinstance(part, str) and "[" in part:
+                continue  # a union member's tag such as 'function-before[...]'
+            # the step kind pydantic inserts after timeline.N
+            if (part in STEP_KINDS and position >= 2 and loc[position - 2] == "timeline"
+                    and isinstance(loc[position - 1], int)):
+                continue
+            kept.append(str(part))
+        path = ".".join(kept)
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown field"
         elif item["type"] == "union_tag_invalid":
-            message = f"unknown step kind; expected one of: write, wait, probe ({message})"
+            message = f"unknown step kind; expected one of: {', '.join(STEP_KINDS)}"
         elif message.startswith("Value error, "):
             message = message.removeprefix("Value error, ")
         problems.append(Problem(file, path, message))

@@ -6,14 +6,27 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
+from memlife.targets.config import Target
+
 # Target calls: transport errors, timeouts and 5xx back off and retry, bounded;
-# 4xx and configuration problems fail at once (non-retryable types).
+# 4xx, bad responses and configuration problems fail at once (non-retryable types).
 TARGET_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=4,
-    non_retryable_error_types=["TargetClientError", "MissingSecret", "TargetConfigError"],
+    non_retryable_error_types=["TargetClientError", "MissingSecret", "TargetConfigError",
+                               "TargetBadResponse"],
+)
+
+# Store inspection retries reads in place; the activity itself is retried only when the
+# worker running it died (heartbeat timeout) or it timed out.
+INSPECT_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=3,
+    non_retryable_error_types=["MissingSecret", "TargetConfigError"],
 )
 
 # Recording: the database may be briefly unavailable; retries are safe (idempotent writes).
@@ -26,8 +39,26 @@ RECORD_RETRY = RetryPolicy(
 )
 
 RECORD_TIMEOUT = timedelta(minutes=2)
+_SLACK = timedelta(seconds=10)
+_BACKOFF_TOTAL = timedelta(seconds=20)  # in-place retries sleep 0.2 s doubling to 5 s
 
 
 def target_timeout(call_timeout: timedelta) -> timedelta:
     """An attempt may take the HTTP timeout plus scheduling slack."""
-    return call_timeout + timedelta(seconds=10)
+    return call_timeout + _SLACK
+
+
+def _per_request(target: Target) -> timedelta:
+    return target.timeout * target.max_attempts + _BACKOFF_TOTAL
+
+
+def converse_timeouts(target: Target, messages: int) -> tuple[timedelta, timedelta]:
+    """(start-to-close, heartbeat) for sending `messages` in order, each retried in place."""
+    per_message = _per_request(target)
+    return per_message * messages + _SLACK, per_message + _SLACK
+
+
+def inspect_timeout(target: Target, reads_per_store: int) -> timedelta:
+    stores = max(1, sum(1 for s in target.stores if s.probe is not None))
+    # Reads run 8 at a time; bound generously by the serial worst case of one store.
+    return _per_request(target) * reads_per_store * stores / 8 + _per_request(target) + _SLACK

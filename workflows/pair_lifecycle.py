@@ -1,13 +1,15 @@
 """PairLifecycleWorkflow: one pair of tenants through the scenario's timeline.
 
-Decides what happens when; every target call and every database write is an activity.
-A target call that fails after its retries becomes an inconclusive observation, so a
-broken target can never make a check pass, and never crashes the lifecycle either.
+Decides what happens when; every target call and every database write is an activity, and
+every wait is a durable timer. A target call that fails after its retries becomes an
+inconclusive observation: a broken target can never make a check pass, and never crashes
+the lifecycle either.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,36 +18,88 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.record import record_step, record_tenants
-    from activities.target import register_tenant, say
+    from activities.target import (
+        converse,
+        delete_tenant,
+        deletion_status,
+        inspect_stores,
+        register_tenant,
+    )
     from memlife.durations import format_duration
     from memlife.lifecycle import (
         CaseVerdict,
+        ConverseRequest,
+        DeleteRequest,
+        DeletionState,
+        InspectCase,
+        InspectRequest,
         Observation,
         PairInput,
         PairResult,
         PairState,
         ProbeCase,
         RegisterRequest,
-        SayRequest,
+        StepOutcome,
         StepRecord,
+        StoreRead,
         TenantIdentity,
+        deletion_verdict,
         pick,
+        stage_of,
     )
-    from memlife.scenario import ProbeStep, Role, WaitStep, WriteStep
-    from workflows.options import RECORD_RETRY, RECORD_TIMEOUT, TARGET_RETRY, target_timeout
+    from memlife.scenario import (
+        AwaitDeletionStep,
+        DeleteStep,
+        InspectStep,
+        ProbeStep,
+        RegisterStep,
+        Role,
+        UpdateStep,
+        WaitStep,
+        WriteStep,
+    )
+    from workflows.options import (
+        INSPECT_RETRY,
+        RECORD_RETRY,
+        RECORD_TIMEOUT,
+        TARGET_RETRY,
+        converse_timeouts,
+        inspect_timeout,
+        target_timeout,
+    )
 
 
 def _failure_text(error: ActivityError) -> str:
-    cause = error.cause
-    while cause is not None and not isinstance(cause, ApplicationError) and cause.cause:
+    """The innermost application error's type and message (timeouts: the timeout)."""
+    cause: Any = error
+    while getattr(cause, "cause", None) is not None:
         cause = cause.cause
-    if isinstance(cause, ApplicationError):
-        return f"{cause.type}: {cause.message}"
-    return str(cause or error)
+        if isinstance(cause, ApplicationError):
+            return f"{cause.type}: {cause.message}"
+    return str(cause) or type(cause).__name__
 
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+@dataclass
+class Message:
+    text: str
+    kind: str
+    domain: str | None = None
+    case_id: str | None = None
+
+
+@dataclass
+class StepWork:
+    """What one step produced, for recording and judging."""
+
+    observations: list[Observation] = field(default_factory=list)
+    cases: list[ProbeCase] = field(default_factory=list)
+    inspections: list[InspectCase] = field(default_factory=list)
+    reads: dict[str, list[StoreRead]] = field(default_factory=dict)
+    verdicts: list[CaseVerdict] = field(default_factory=list)
 
 
 @workflow.defn(name="PairLifecycleWorkflow")
@@ -54,22 +108,22 @@ class PairLifecycleWorkflow:
         self._seq = 0
         self._step_index = -1
         self._step_kind = "starting"
+        self._stage = ""
         self._steps_total = 0
         self._cases = 0
         self._cases_passed = 0
         self._inconclusive = 0
         self._failures = 0
+        self._wake_at: datetime | None = None
+        self._deletion_states: dict[Role, DeletionState | None] = {}
 
     @workflow.query
     def progress(self) -> dict[str, Any]:
         return {
-            "step": self._step_index,
-            "steps": self._steps_total,
-            "kind": self._step_kind,
-            "cases": self._cases,
-            "cases_passed": self._cases_passed,
-            "failures": self._failures,
-            "inconclusive": self._inconclusive,
+            "step": self._step_index, "steps": self._steps_total, "kind": self._step_kind,
+            "stage": self._stage, "cases": self._cases, "cases_passed": self._cases_passed,
+            "failures": self._failures, "inconclusive": self._inconclusive,
+            "wake_at": _iso(self._wake_at) if self._wake_at else None,
         }
 
     @workflow.run
@@ -80,44 +134,66 @@ class PairLifecycleWorkflow:
         self._state = PairState(scenario.pairs[0])
         self._tenants: dict[Role, TenantIdentity] = {t.role: t for t in pair_input.tenants}
 
-        await self._register()
+        await self._run_step(-1, "register", "", self._register(("a", "b"), initial=True))
         for index, step in enumerate(scenario.timeline):
-            self._step_index, self._step_kind = index, step.step
-            started_scenario, started_wall = self._scenario_now(), workflow.now()
-            observations: list[Observation] = []
-            cases: list[ProbeCase] = []
             if isinstance(step, WaitStep):
-                await workflow.sleep(
-                    pair_input.clock.real_wait(step.duration),
-                    summary=f"{step.label or 'wait'} {format_duration(step.duration)}",
-                )
+                work = self._wait(step)
             elif isinstance(step, WriteStep):
-                observations = await self._write(step)
+                work = self._write(step)
+            elif isinstance(step, UpdateStep):
+                work = self._update(step)
             elif isinstance(step, ProbeStep):
-                cases, observations = await self._probe(index, step)
-            verdicts = await self._record(index, step.step, step.label, started_scenario,
-                                          started_wall, observations, cases)
-            self._tally(verdicts)
+                work = self._probe(index, step)
+            elif isinstance(step, DeleteStep):
+                work = self._delete(index, step)
+            elif isinstance(step, AwaitDeletionStep):
+                work = self._await_deletion(index, step)
+            elif isinstance(step, InspectStep):
+                work = self._inspect(index, step)
+            else:
+                assert isinstance(step, RegisterStep)
+                work = self._register(tuple(step.tenants), initial=False)
+            await self._run_step(index, step.step, step.label, work)
         self._step_kind = "done"
         return PairResult(pair_index=pair_input.pair_index, cases=self._cases,
                           cases_passed=self._cases_passed, inconclusive=self._inconclusive,
                           failures=self._failures)
 
+    async def _run_step(self, index: int, kind: str, label: str, work: Any) -> None:
+        self._step_index, self._step_kind = index, kind
+        self._stage = stage_of(index, label)
+        started_scenario, started_wall = self._scenario_now(), workflow.now()
+        produced: StepWork = await work
+        outcome = await self._record(index, kind, label, started_scenario, started_wall,
+                                     produced)
+        for summary in outcome.inspections:
+            role = next(c.role for c in produced.inspections if c.case_id == summary.case_id)
+            self._state.absorb_inspection(role, summary)
+        for role in ("a", "b"):
+            self._state.absorb_probe_verdicts(
+                role, [v for v in outcome.verdicts if v.role == role and v.store == "response"])
+        self._tally(outcome.verdicts)
+
     # -- steps ---------------------------------------------------------------------------
 
-    async def _register(self) -> None:
-        started_scenario, started_wall = self._scenario_now(), workflow.now()
-        observations = await asyncio.gather(
-            *(self._register_one(role) for role in ("a", "b"))
-        )
-        await workflow.execute_activity(
+    async def _wait(self, step: WaitStep) -> StepWork:
+        real = self._input.clock.real_wait(step.duration)
+        self._wake_at = workflow.now() + real
+        await workflow.sleep(real, summary=f"{step.label or 'wait'} "
+                                           f"{format_duration(step.duration)}")
+        self._wake_at = None
+        return StepWork()
+
+    async def _register(self, roles: tuple[Role, ...], initial: bool) -> StepWork:
+        observations = await asyncio.gather(*(self._register_one(role) for role in roles))
+        await workflow.execute_local_activity(
             record_tenants,
             args=[self._input.run_id, self._input.pair_index, list(self._tenants.values())],
             start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
             summary="record tenants",
         )
-        await self._record(-1, "register", "", started_scenario, started_wall,
-                           list(observations), [])
+        del initial
+        return StepWork(observations=list(observations))
 
     async def _register_one(self, role: Role) -> Observation:
         tenant = self._tenants[role]
@@ -134,100 +210,280 @@ class PairLifecycleWorkflow:
                 summary=f"register {tenant.alias}",
             )
         except ActivityError as error:
+            self._tenants[role] = tenant.model_copy(update={"user_id": None})
             return Observation(seq=seq, role=role, kind="register", request=tenant.phone,
                                status="target-error", error=_failure_text(error),
                                scenario_time=scenario_time, wall_time=workflow.now())
         self._tenants[role] = tenant.model_copy(update={"user_id": result.user_id})
+        self._state.record_registration(role, result.user_id)
         return Observation(seq=seq, role=role, kind="register", request=tenant.phone,
                            reply=result.user_id, http_status=result.status or None,
                            latency_ms=result.latency_ms, scenario_time=scenario_time,
                            wall_time=result.wall_time)
 
-    async def _write(self, step: WriteStep) -> list[Observation]:
+    async def _write(self, step: WriteStep) -> StepWork:
         scenario = self._input.scenario
 
         async def write_tenant(role: Role) -> list[Observation]:
             tenant = self._state.pair.tenant(role)
-            templates = scenario.domains
             language = scenario.language_of(tenant)
-            found: list[Observation] = []
-            for domain_index, domain in enumerate(scenario.step_domains(step)):
-                fact = tenant.facts.get(domain)
-                if fact is None:
-                    continue
-                template = pick(templates[domain].templates[language].statement,
-                                self._input.pair_index + domain_index)
-                observation = await self._say(role, template.format(value=fact.value),
-                                              "write", domain, None)
+            domains = [d for d in scenario.step_domains(step) if d in tenant.facts]
+            messages = [
+                Message(pick(scenario.domains[d].templates[language].statement,
+                             self._input.pair_index + i).format(value=tenant.facts[d].value),
+                        "write", d)
+                for i, d in enumerate(domains)
+            ]
+            observations = await self._converse(role, messages)
+            for domain, observation in zip(domains, observations, strict=True):
                 self._state.record_write(role, domain, confirmed=observation.status == "ok")
-                found.append(observation)
-            return found
+            return observations
 
         per_tenant = await asyncio.gather(*(write_tenant(role) for role in step.tenants))
-        return [o for observations in per_tenant for o in observations]
+        return StepWork(observations=[o for items in per_tenant for o in items])
 
-    async def _probe(self, index: int,
-                     step: ProbeStep) -> tuple[list[ProbeCase], list[Observation]]:
+    async def _update(self, step: UpdateStep) -> StepWork:
         scenario = self._input.scenario
 
-        async def probe_tenant(role: Role) -> list[tuple[ProbeCase, Observation]]:
+        async def update_tenant(role: Role) -> list[Observation]:
             tenant = self._state.pair.tenant(role)
             language = scenario.language_of(tenant)
-            found: list[tuple[ProbeCase, Observation]] = []
-            for domain in scenario.step_domains(step):
-                if domain not in tenant.facts:
-                    continue
+            messages = [
+                Message(pick(scenario.domains[d].templates[language].updates(),
+                             self._input.pair_index + i).format(
+                    value=self._state.next_update_value(role, d)), "update", d)
+                for i, d in enumerate(step.domains)
+            ]
+            observations = await self._converse(role, messages)
+            for domain, observation in zip(step.domains, observations, strict=True):
+                self._state.record_update(role, domain, observation.scenario_time,
+                                          confirmed=observation.status == "ok")
+            return observations
+
+        per_tenant = await asyncio.gather(*(update_tenant(role) for role in step.tenants))
+        return StepWork(observations=[o for items in per_tenant for o in items])
+
+    async def _probe(self, index: int, step: ProbeStep) -> StepWork:
+        scenario = self._input.scenario
+        now = self._scenario_now()
+
+        async def probe_tenant(role: Role) -> tuple[list[ProbeCase], list[Observation]]:
+            tenant = self._state.pair.tenant(role)
+            language = scenario.language_of(tenant)
+            phrases = scenario.abstain_phrases.get(language, [])
+            cases: list[ProbeCase] = []
+            for domain in self._state.probe_domains(step.kind, role,
+                                                    scenario.step_domains(step)):
                 questions = scenario.domains[domain].templates[language].question
-                for question_index, question in enumerate(questions):
-                    case_id = f"s{index}-{role}-{domain}-q{question_index}"
-                    case = self._state.recall_case(case_id, role, domain, question)
-                    observation = await self._say(role, question, "probe", domain, case_id)
-                    found.append((case, observation))
-            return found
+                for q_index, question in enumerate(questions):
+                    cases.append(self._state.probe_case(
+                        f"s{index}-{role}-{domain}-q{q_index}", step.kind, role, domain,
+                        question, now, scenario.update_grace, phrases))
+            observations = await self._converse(
+                role, [Message(c.question, "probe", c.domain, c.case_id) for c in cases])
+            return cases, observations
 
         per_tenant = await asyncio.gather(*(probe_tenant(role) for role in step.tenants))
-        pairs = [item for items in per_tenant for item in items]
-        return [case for case, _ in pairs], [observation for _, observation in pairs]
+        return StepWork(cases=[c for cases, _ in per_tenant for c in cases],
+                        observations=[o for _, obs in per_tenant for o in obs])
+
+    async def _delete(self, index: int, step: DeleteStep) -> StepWork:
+        async def delete_one(role: Role) -> tuple[Observation, CaseVerdict | None]:
+            tenant = self._tenants[role]
+            seq = self._next_seq()
+            scenario_time = self._scenario_now()
+            target = self._input.target
+            state: DeletionState | None = None
+            error = None
+            if tenant.user_id is None:
+                error = "tenant was never registered; nothing to delete"
+            else:
+                try:
+                    state = await workflow.execute_activity(
+                        delete_tenant,
+                        DeleteRequest(target=target, phone=tenant.phone,
+                                      user_id=tenant.user_id, scenario_now=_iso(scenario_time)),
+                        start_to_close_timeout=target_timeout(target.timeout),
+                        retry_policy=TARGET_RETRY, summary=f"delete {tenant.alias}",
+                    )
+                except ActivityError as failure:
+                    error = _failure_text(failure)
+            self._state.record_deletion(role, scenario_time,
+                                        state.deletion_id if state else None)
+            self._deletion_states[role] = state
+            observation = Observation(
+                seq=seq, role=role, kind="delete", request=f"delete {tenant.user_id}",
+                reply=state.status if state else None,
+                status="ok" if state else "target-error", error=error,
+                http_status=state.http_status if state else None,
+                latency_ms=state.latency_ms if state else None, scenario_time=scenario_time,
+                wall_time=state.wall_time if state else workflow.now())
+            verdict = None if state else deletion_verdict(
+                f"s{index}-{role}-delete", role, tenant.alias, None, error, timedelta(0),
+                timedelta(0), store="deletion-request")
+            return observation, verdict
+
+        results = await asyncio.gather(*(delete_one(role) for role in step.tenants))
+        return StepWork(observations=[o for o, _ in results],
+                        verdicts=[v for _, v in results if v is not None])
+
+    async def _await_deletion(self, index: int, step: AwaitDeletionStep) -> StepWork:
+        scenario = self._input.scenario
+        deadline = step.deadline or scenario.deletion_sla
+        target = self._input.target
+
+        async def await_one(role: Role) -> tuple[list[Observation], CaseVerdict]:
+            tenant_state = self._state.tenants[role]
+            identity = self._tenants[role]
+            requested = tenant_state.deletion_requested_at or self._scenario_now()
+            user_id = (tenant_state.deleted_identities or [identity.user_id or ""])[-1]
+            state = self._deletion_states.get(role)
+            observations: list[Observation] = []
+            error = None if state else "the deletion request itself failed"
+            while state is not None and not state.done and not state.failed:
+                if target.operations.deletion_status is None:
+                    break
+                if self._scenario_now() - requested >= deadline:
+                    break
+                remaining = deadline - (self._scenario_now() - requested)
+                await self._sleep(min(step.poll, remaining), f"poll deletion of "
+                                  f"{tenant_state.alias}")
+                seq, scenario_time = self._next_seq(), self._scenario_now()
+                try:
+                    state = await workflow.execute_activity(
+                        deletion_status,
+                        DeleteRequest(target=target, phone=identity.phone, user_id=user_id,
+                                      deletion_id=tenant_state.deletion_id,
+                                      scenario_now=_iso(scenario_time)),
+                        start_to_close_timeout=target_timeout(target.timeout),
+                        retry_policy=TARGET_RETRY,
+                        summary=f"deletion status {tenant_state.alias}",
+                    )
+                    observations.append(Observation(
+                        seq=seq, role=role, kind="deletion-status", request=user_id,
+                        reply=state.status, http_status=state.http_status,
+                        latency_ms=state.latency_ms, scenario_time=scenario_time,
+                        wall_time=state.wall_time))
+                except ActivityError as failure:
+                    observations.append(Observation(
+                        seq=seq, role=role, kind="deletion-status", request=user_id,
+                        status="target-error", error=_failure_text(failure),
+                        scenario_time=scenario_time, wall_time=workflow.now()))
+            elapsed = self._scenario_now() - requested
+            verdict = deletion_verdict(f"s{index}-{role}-deletion", role, tenant_state.alias,
+                                       state, error, deadline, elapsed)
+            return observations, verdict
+
+        results = await asyncio.gather(*(await_one(role) for role in step.tenants))
+        return StepWork(observations=[o for obs, _ in results for o in obs],
+                        verdicts=[v for _, v in results])
+
+    async def _inspect(self, index: int, step: InspectStep) -> StepWork:
+        target = self._input.target
+        now = self._scenario_now()
+        probed = [store for store in target.stores if store.probe is not None]
+
+        async def inspect_one(role: Role) -> tuple[InspectCase, list[StoreRead]]:
+            case = self._state.inspect_case(f"s{index}-{role}", role, now,
+                                            self._input.scenario.update_grace)
+            if not case.identities:
+                reads = [StoreRead(store=s.name, mode="scope", key="?", status="error",
+                                   error="the tenant has no identity to read by")
+                         for s in probed]
+                return case, reads
+            try:
+                reads = await workflow.execute_activity(
+                    inspect_stores,
+                    InspectRequest(target=target, identities=case.identities,
+                                   needles=[n.text for n in case.needles], watch=case.watch(),
+                                   scenario_now=_iso(now)),
+                    start_to_close_timeout=inspect_timeout(target, len(case.needles) + 1),
+                    heartbeat_timeout=inspect_timeout(target, len(case.needles) + 1),
+                    retry_policy=INSPECT_RETRY,
+                    summary=f"inspect {len(probed)} store(s) for {case.tenant_alias}",
+                )
+            except ActivityError as failure:  # fail closed: unread is not absent
+                reads = [StoreRead(store=s.name, mode="scope", key=",".join(case.identities),
+                                   status="error", error=_failure_text(failure))
+                         for s in probed]
+            return case, reads
+
+        results = await asyncio.gather(*(inspect_one(role) for role in step.tenants))
+        observations = [
+            Observation(
+                seq=self._next_seq(), role=case.role, kind="inspect", domain=None,
+                request=f"{read.store} {read.mode} {read.key}",
+                reply=f"{read.total} record(s)" if read.status == "ok" else None,
+                status="ok" if read.status == "ok" else "target-error", error=read.error,
+                latency_ms=read.latency_ms, scenario_time=now, wall_time=workflow.now())
+            for case, reads in results for read in reads
+        ]
+        return StepWork(observations=observations,
+                        inspections=[case for case, _ in results],
+                        reads={case.case_id: reads for case, reads in results})
 
     # -- plumbing ------------------------------------------------------------------------
 
-    async def _say(self, role: Role, message: str, kind: str, domain: str | None,
-                   case_id: str | None) -> Observation:
+    async def _converse(self, role: Role, messages: list[Message]) -> list[Observation]:
+        """Send one tenant's messages in order (one activity); one observation each."""
+        if not messages:
+            return []
         tenant = self._tenants[role]
-        seq = self._next_seq()
         scenario_time = self._scenario_now()
-        base = {"seq": seq, "role": role, "kind": kind, "domain": domain, "case_id": case_id,
-                "request": message, "scenario_time": scenario_time}
+        seqs = [self._next_seq() for _ in messages]
+
+        def observation(i: int, **fields: Any) -> Observation:
+            message = messages[i]
+            return Observation(seq=seqs[i], role=role, kind=message.kind, domain=message.domain,
+                               case_id=message.case_id, request=message.text,
+                               scenario_time=scenario_time, **fields)
+
         if tenant.user_id is None:
-            return Observation(**base, status="target-error", wall_time=workflow.now(),
-                               error="tenant could not be registered; nothing was sent")
+            return [observation(i, status="target-error", wall_time=workflow.now(),
+                                error="tenant could not be registered; nothing was sent")
+                    for i in range(len(messages))]
         target = self._input.target
+        start_to_close, heartbeat = converse_timeouts(target, len(messages))
         try:
-            result = await workflow.execute_activity(
-                say,
-                SayRequest(target=target, phone=tenant.phone, user_id=tenant.user_id,
-                           message=message, scenario_now=_iso(scenario_time)),
-                start_to_close_timeout=target_timeout(target.timeout),
+            replies = await workflow.execute_activity(
+                converse,
+                ConverseRequest(target=target, phone=tenant.phone, user_id=tenant.user_id,
+                                messages=[m.text for m in messages],
+                                scenario_now=_iso(scenario_time)),
+                start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=TARGET_RETRY,
-                summary=f"{kind} {tenant.alias} {domain or ''}".strip(),
+                summary=f"{messages[0].kind} {tenant.alias}: {len(messages)} message(s)",
             )
         except ActivityError as error:
-            return Observation(**base, status="target-error", error=_failure_text(error),
-                               wall_time=workflow.now())
-        return Observation(**base, reply=result.reply, http_status=result.status,
-                           latency_ms=result.latency_ms, wall_time=result.wall_time)
+            text = _failure_text(error)
+            return [observation(i, status="target-error", error=text, wall_time=workflow.now())
+                    for i in range(len(messages))]
+        return [observation(r.index, reply=r.reply, context=r.context, status=r.status,
+                            http_status=r.http_status, error=r.error, latency_ms=r.latency_ms,
+                            wall_time=r.wall_time)
+                for r in replies]
+
+    async def _sleep(self, scenario_duration: timedelta, summary: str) -> None:
+        real = self._input.clock.real_wait(scenario_duration)
+        self._wake_at = workflow.now() + real
+        await workflow.sleep(real, summary=summary)
+        self._wake_at = None
 
     async def _record(self, index: int, kind: str, label: str, started_scenario: datetime,
-                      started_wall: datetime, observations: list[Observation],
-                      cases: list[ProbeCase]) -> list[CaseVerdict]:
-        return await workflow.execute_activity(
+                      started_wall: datetime, work: StepWork) -> StepOutcome:
+        # Recording is a short, idempotent database write: a local activity (no server round
+        # trip to schedule it) that simply runs again if the workflow task is retried.
+        return await workflow.execute_local_activity(
             record_step,
             StepRecord(
                 run_id=self._input.run_id, pair_index=self._input.pair_index,
-                step_index=index, kind=kind, label=label,
+                step_index=index, kind=kind, label=label, stage=stage_of(index, label),
                 scenario_started=started_scenario, scenario_finished=self._scenario_now(),
                 wall_started=started_wall, wall_finished=workflow.now(),
-                observations=observations, cases=cases,
+                observations=work.observations, cases=work.cases,
+                inspections=work.inspections, reads=work.reads,
+                stores=list(self._input.target.stores) if work.inspections else [],
+                verdicts=work.verdicts,
                 latency_budget_ms=self._input.scenario.latency_budget / timedelta(milliseconds=1),
                 tenants=list(self._tenants.values()),
             ),

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from activities.record import finish_run, record_run_started, record_step, record_tenants
-from activities.target import register_tenant, say
+from activities.target import (
+    converse,
+    delete_tenant,
+    deletion_status,
+    inspect_stores,
+    register_tenant,
+)
 from workflows.pair_lifecycle import PairLifecycleWorkflow
 from workflows.suite import SuiteWorkflow
 
 WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow]
-ASYNC_ACTIVITIES = [register_tenant, say]
+ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, inspect_stores]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, finish_run]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES
 DEFAULT_TASK_QUEUE = "memlife"

@@ -2,8 +2,8 @@
 
 Conversation surface (what a product exposes):
   POST   /v1/users                  {phone}            -> {user_id, created}
-  POST   /v1/preview                {phone, message}   -> {user_id, reply}   (nothing is sent)
-  DELETE /v1/users/{user_id}                           -> {deletion_id, status}
+  POST   /v1/preview                {phone, message}   -> {user_id, reply, context}
+  DELETE /v1/users/{user_id}                           -> {deletion_id, status} (async)
   GET    /v1/users/{user_id}/deletion                  -> {deletion_id, status, ...}
 Admin read surface (what memlife's store probes read; read-only):
   GET    /admin/stores                                 -> {stores: [{name, role}]}
@@ -23,6 +23,10 @@ from pydantic import BaseModel, Field
 from memlife.reference.store import FAULTS, STORES, ReferenceRuntime, UnknownStore, UnknownTenant
 
 NOW_HEADER = "X-Memlife-Now"
+
+
+# Module level: with postponed annotations FastAPI resolves this name from the globals.
+NowHeader = Annotated[str | None, Header(alias=NOW_HEADER)]
 
 
 class RegisterRequest(BaseModel):
@@ -47,7 +51,6 @@ def _clock(header_value: str | None) -> datetime:
 
 def create_app(runtime: ReferenceRuntime) -> FastAPI:
     app = FastAPI(title="memlife reference target", version="1")
-    NowHeader = Annotated[str | None, Header(alias=NOW_HEADER)]
 
     @app.get("/health")
     def health() -> dict[str, object]:
@@ -55,28 +58,33 @@ def create_app(runtime: ReferenceRuntime) -> FastAPI:
 
     @app.post("/v1/users")
     def register(body: RegisterRequest, now: NowHeader = None) -> dict[str, object]:
+        """Register a phone; a phone whose user was deleted registers as a new user."""
         user_id, created = runtime.register(body.phone, _clock(now))
         return {"user_id": user_id, "created": created}
 
     @app.post("/v1/preview")
-    def preview(body: PreviewRequest, now: NowHeader = None) -> dict[str, str]:
+    def preview(body: PreviewRequest, now: NowHeader = None) -> dict[str, object]:
+        """One turn: a statement is remembered, a question answered. `context` is the
+        retrieval context the answer was assembled from (top-k memories)."""
         try:
-            user_id, reply = runtime.converse(body.phone, body.message, _clock(now))
+            user_id, answer = runtime.converse(body.phone, body.message, _clock(now))
         except UnknownTenant:
             raise HTTPException(404, "phone is not registered") from None
-        return {"user_id": user_id, "reply": reply}
+        return {"user_id": user_id, "reply": answer.reply, "context": answer.context,
+                "layer": answer.layer}
 
-    @app.delete("/v1/users/{user_id}")
+    @app.delete("/v1/users/{user_id}", status_code=202)
     def delete_user(user_id: str, now: NowHeader = None) -> dict[str, str]:
+        """Request erasure; poll /v1/users/{user_id}/deletion until `completed`."""
         try:
             return runtime.delete_tenant(user_id, _clock(now))
         except UnknownTenant:
             raise HTTPException(404, "unknown user") from None
 
     @app.get("/v1/users/{user_id}/deletion")
-    def deletion(user_id: str) -> dict[str, str | None]:
+    def deletion(user_id: str, now: NowHeader = None) -> dict[str, str | None]:
         try:
-            return runtime.deletion_status(user_id)
+            return runtime.deletion_status(user_id, _clock(now))
         except UnknownTenant:
             raise HTTPException(404, "no deletion requested for this user") from None
 
@@ -86,16 +94,18 @@ def create_app(runtime: ReferenceRuntime) -> FastAPI:
                 "faults": {name: FAULTS[name] for name in sorted(runtime.faults)}}
 
     @app.get("/admin/stores/{store}/records")
-    def records(store: str, tenant_id: Annotated[str, Query(min_length=1)]) -> dict[str, object]:
+    def records(store: str, tenant_id: Annotated[str, Query(min_length=1)],
+                now: NowHeader = None) -> dict[str, object]:
         try:
-            return {"records": runtime.store_records(store, tenant_id=tenant_id)}
+            return {"records": runtime.store_records(store, _clock(now), tenant_id=tenant_id)}
         except UnknownStore:
             raise HTTPException(404, f"unknown store {store!r}") from None
 
     @app.get("/admin/stores/{store}/search")
-    def search(store: str, q: Annotated[str, Query(min_length=1)]) -> dict[str, object]:
+    def search(store: str, q: Annotated[str, Query(min_length=1)],
+               now: NowHeader = None) -> dict[str, object]:
         try:
-            return {"records": runtime.store_records(store, needle=q)}
+            return {"records": runtime.store_records(store, _clock(now), needle=q)}
         except UnknownStore:
             raise HTTPException(404, f"unknown store {store!r}") from None
 

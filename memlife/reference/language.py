@@ -16,7 +16,8 @@ from unidecode import unidecode
 _WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
 
 # Words that split a statement into key and value ("... es X", "... en X", "... is X").
-MARKERS = frozenset({"es", "son", "en", "a", "al", "is", "are", "at", "to", "for", "with"})
+MARKERS = frozenset({"es", "son", "en", "a", "al", "llama", "llamo", "is", "are", "at", "to",
+                     "for", "with", "named", "called"})
 
 # Filler and question words that carry no key information.
 STOPWORDS = frozenset(
@@ -53,6 +54,10 @@ _SYNONYMS = {
     "job": "work",
     "colour": "color",
     "favorita": "favorito",
+    "direccion": "vivo",
+    "domicilio": "vivo",
+    "address": "live",
+    "studied": "study",
 }
 
 

@@ -1,12 +1,21 @@
-"""The reference target's runtime: four stores in the seed's roles, persisted in SQLite.
+"""The reference target's runtime: the seed's stores, persisted in SQLite, with time.
 
-- thread: thread checkpoints (every user message and assistant reply, per tenant)
-- memory: long-term vector memory (one record per stated key; bag-of-words vectors)
-- graph: graph evidence, nodes keyed by tenant (tenant node, fact nodes, STATED edges)
-- jobs: job / operations projections (one row per conversation job, input and output)
+Stores (retention policy in parentheses, as `scenarios/targets/reference.yaml` declares):
+- thread: thread checkpoints, every user message and reply (tombstone: deletion marks rows
+  deleted; deleted checkpoints are never served)
+- memory: long-term vector memory, one record per stated key (purge)
+- graph: graph evidence, tenant-keyed nodes and STATED edges (purge)
+- jobs: job / operations projections, one row per conversation job (retain-redacted:
+  deletion keeps the row for audit and blanks its input and output)
+- summaries: per-tenant summaries, written when a session has been idle for an hour and
+  refreshed by the nightly job (purge)
+- cache: answers cached per tenant and question for 6 hours (purge)
 
-Answers are assembled with the seed's precedence: graph, then memory, then thread.
-Deterministic: no LLM, no randomness; the clock is the caller's `X-Memlife-Now` if given.
+Answers use the seed's precedence: graph, then memory, then thread. Time is the caller's
+`X-Memlife-Now` (or the wall clock): background work — session summaries, the nightly
+job at 02:00 UTC, the asynchronous deletion worker, cache expiry — runs lazily, in time
+order, whenever a request brings the clock past its due time. Deterministic: no LLM, no
+randomness beyond opaque ids.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memlife.reference import language
@@ -28,12 +37,36 @@ STORES: dict[str, str] = {
     "memory": "long-term vector memory",
     "graph": "graph evidence",
     "jobs": "job and operations projections",
+    "summaries": "tenant summaries",
+    "cache": "response cache",
 }
 
 FAULTS: dict[str, str] = {
     "cross-tenant-leak": "answers also carry other tenants' values for the same key "
     "(retrieval without the tenant filter)",
+    "deletion-skips-summaries": "tenant deletion leaves the summaries store alone",
+    "premature-deletion-status": "deletion reports completed at once; the purge runs 2h later",
+    "nightly-resurrection": "the nightly job rebuilds memory from every checkpoint, including "
+    "the tombstoned checkpoints of deleted tenants",
+    "stale-after-update": "an update adds the new value but the old one stays live and is "
+    "served first",
+    "cache-stale": "writes do not invalidate the response cache (6h TTL)",
+    "topk-fallback-leak": "when a tenant's own memories under-fill top-k, other tenants' "
+    "memories fill it",
+    "graph-unscoped-delete": "tenant deletion misses the graph (its nodes survive)",
+    "delete-overreach": "tenant deletion removes memory and graph records of every tenant "
+    "that share a key with the deleted one",
+    "partial-delete": "tenant deletion reports success but purges only part of the memory",
 }
+
+ABSTAIN_ES = "No tengo esa información."
+ABSTAIN_EN = "I don't have that information."
+TOP_K = 3
+SESSION_IDLE = timedelta(hours=1)
+NIGHTLY_HOUR = 2
+DELETION_DELAY = timedelta(minutes=30)
+PREMATURE_PURGE_DELAY = timedelta(hours=2)
+CACHE_TTL = timedelta(hours=6)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
@@ -43,18 +76,19 @@ CREATE TABLE IF NOT EXISTS users (
 CREATE INDEX IF NOT EXISTS users_phone ON users(phone, status);
 CREATE TABLE IF NOT EXISTS thread_messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, role TEXT NOT NULL,
-    content TEXT NOT NULL, created_at TEXT NOT NULL
+    content TEXT NOT NULL, norm TEXT NOT NULL, created_at TEXT NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS thread_tenant ON thread_messages(tenant_id);
 CREATE TABLE IF NOT EXISTS memories (
     id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL,
-    value TEXT NOT NULL, vector TEXT NOT NULL, created_at TEXT NOT NULL,
+    value TEXT NOT NULL, norm TEXT NOT NULL, vector TEXT NOT NULL, created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL, seq INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memories_tenant ON memories(tenant_id);
 CREATE TABLE IF NOT EXISTS graph_nodes (
     node_key TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, label TEXT NOT NULL,
-    predicate TEXT NOT NULL, value TEXT NOT NULL, evidence TEXT NOT NULL,
+    predicate TEXT NOT NULL, value TEXT NOT NULL, evidence TEXT NOT NULL, norm TEXT NOT NULL,
     updated_at TEXT NOT NULL, seq INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS graph_nodes_tenant ON graph_nodes(tenant_id);
@@ -64,19 +98,29 @@ CREATE TABLE IF NOT EXISTS graph_edges (
 );
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
-    input TEXT NOT NULL, output TEXT NOT NULL, created_at TEXT NOT NULL
+    input TEXT NOT NULL, output TEXT NOT NULL, norm TEXT NOT NULL, created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_tenant ON jobs(tenant_id);
+CREATE TABLE IF NOT EXISTS summaries (
+    tenant_id TEXT PRIMARY KEY, content TEXT NOT NULL, norm TEXT NOT NULL,
+    updated_at TEXT NOT NULL, source TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cache (
+    tenant_id TEXT NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL,
+    context TEXT NOT NULL, norm TEXT NOT NULL, cached_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL, PRIMARY KEY (tenant_id, question)
+);
 CREATE TABLE IF NOT EXISTS deletions (
     id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, status TEXT NOT NULL,
-    requested_at TEXT NOT NULL, completed_at TEXT
+    requested_at TEXT NOT NULL, purge_due TEXT NOT NULL, completed_at TEXT,
+    reported_completed_at TEXT
 );
+CREATE TABLE IF NOT EXISTS activity (
+    tenant_id TEXT PRIMARY KEY, last_message_at TEXT NOT NULL, summarized_at TEXT
+);
+CREATE TABLE IF NOT EXISTS clock (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
-
-
-ABSTAIN_ES = "No tengo esa información."
-ABSTAIN_EN = "I don't have that information."
 
 
 class UnknownTenant(LookupError):
@@ -91,11 +135,25 @@ class UnknownStore(LookupError):
 class Evidence:
     layer: str
     text: str
-    value: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    reply: str
+    context: list[str]
+    layer: str | None
 
 
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _norm(text: str) -> str:
+    return language.normalize(text)
 
 
 class ReferenceRuntime:
@@ -131,6 +189,12 @@ class ReferenceRuntime:
             raise
         self._db.execute("COMMIT")
 
+    @contextmanager
+    def _at(self, now: datetime) -> Iterator[datetime]:
+        """Lock, open a transaction, and bring background work up to `now` first."""
+        with self._lock, self._transaction():
+            yield self._advance(now)
+
     def _next_seq(self) -> int:
         self._db.execute(
             "INSERT INTO counters(name, value) VALUES ('seq', 1) "
@@ -146,11 +210,131 @@ class ReferenceRuntime:
             raise UnknownTenant(phone)
         return row["user_id"]
 
+    def _is_active(self, tenant: str) -> bool:
+        row = self._db.execute("SELECT status FROM users WHERE user_id=?", (tenant,)).fetchone()
+        return row is not None and row["status"] == "active"
+
+    # -- the clock and background work ---------------------------------------------------
+
+    def _advance(self, now: datetime) -> datetime:
+        """Run every background job due by `now`, in time order. The clock never goes back."""
+        row = self._db.execute("SELECT value FROM clock WHERE name='now'").fetchone()
+        last = _parse(row["value"]) if row else None
+        if last is not None and now <= last:
+            return last
+        start = last or now
+        events: list[tuple[datetime, int, str, str]] = []
+        for deletion in self._db.execute(
+            "SELECT id, purge_due FROM deletions WHERE completed_at IS NULL"
+        ).fetchall():
+            due = _parse(deletion["purge_due"])
+            if due <= now:
+                events.append((due, 0, "purge", deletion["id"]))
+        for item in self._db.execute(
+            "SELECT tenant_id, last_message_at, summarized_at FROM activity"
+        ).fetchall():
+            due = _parse(item["last_message_at"]) + SESSION_IDLE
+            done = item["summarized_at"] and _parse(item["summarized_at"]) >= due
+            if due <= now and not done:
+                events.append((due, 1, "summary", item["tenant_id"]))
+        night = start.replace(hour=NIGHTLY_HOUR, minute=0, second=0, microsecond=0)
+        if night <= start:
+            night += timedelta(days=1)
+        while last is not None and night <= now:
+            events.append((night, 2, "nightly", ""))
+            night += timedelta(days=1)
+        for when, _, kind, subject in sorted(events):
+            if kind == "purge":
+                self._purge(subject, when)
+            elif kind == "summary":
+                self._summarize(subject, when, "session")
+                self._db.execute("UPDATE activity SET summarized_at=? WHERE tenant_id=?",
+                                 (_iso(when), subject))
+            else:
+                self._nightly(when)
+        self._db.execute("DELETE FROM cache WHERE expires_at <= ?", (_iso(now),))
+        self._db.execute(
+            "INSERT INTO clock(name, value) VALUES ('now', ?) "
+            "ON CONFLICT(name) DO UPDATE SET value=excluded.value", (_iso(now),))
+        return now
+
+    def _summarize(self, tenant: str, when: datetime, source: str) -> None:
+        if not self._is_active(tenant):
+            return
+        texts = [row["text"] for row in self._db.execute(
+            "SELECT text FROM memories WHERE tenant_id=? ORDER BY seq", (tenant,))]
+        if not texts:
+            return
+        content = " ".join(texts)
+        self._db.execute(
+            "INSERT INTO summaries(tenant_id, content, norm, updated_at, source) VALUES "
+            "(?,?,?,?,?) ON CONFLICT(tenant_id) DO UPDATE SET content=excluded.content, "
+            "norm=excluded.norm, updated_at=excluded.updated_at, source=excluded.source",
+            (tenant, content, _norm(content), _iso(when), source),
+        )
+
+    def _nightly(self, when: datetime) -> None:
+        """Rebuild memory from checkpoints (replaying statements in order), then summarize.
+
+        Clean: only live checkpoints of active tenants. The nightly-resurrection fault reads
+        every checkpoint, tombstoned ones included, and so re-creates deleted memories.
+        """
+        include_deleted = "nightly-resurrection" in self.faults
+        query = ("SELECT tenant_id, content FROM thread_messages WHERE role='user' "
+                 + ("" if include_deleted else "AND deleted=0 ") + "ORDER BY id")
+        by_tenant: dict[str, list[str]] = {}
+        for row in self._db.execute(query).fetchall():
+            by_tenant.setdefault(row["tenant_id"], []).append(row["content"])
+        stamp = _iso(when)
+        for tenant, messages in by_tenant.items():
+            if not include_deleted and not self._is_active(tenant):
+                continue
+            for message in messages:
+                if not language.is_question(message):
+                    self._store_fact(tenant, message, stamp, graph=False)
+        for row in self._db.execute("SELECT user_id FROM users WHERE status='active'").fetchall():
+            self._summarize(row["user_id"], when, "nightly")
+
+    def _purge(self, deletion_id: str, when: datetime) -> None:
+        row = self._db.execute("SELECT tenant_id FROM deletions WHERE id=?",
+                               (deletion_id,)).fetchone()
+        tenant = row["tenant_id"]
+        stamp = _iso(when)
+        keys = [r["key"] for r in self._db.execute(
+            "SELECT key FROM memories WHERE tenant_id=?", (tenant,))]
+        if "partial-delete" in self.faults:
+            self._db.execute(
+                "DELETE FROM memories WHERE id IN (SELECT id FROM memories WHERE tenant_id=? "
+                "ORDER BY seq LIMIT 1)", (tenant,))
+        else:
+            self._db.execute("DELETE FROM memories WHERE tenant_id=?", (tenant,))
+        if "graph-unscoped-delete" not in self.faults:
+            self._db.execute("DELETE FROM graph_nodes WHERE tenant_id=?", (tenant,))
+            self._db.execute("DELETE FROM graph_edges WHERE tenant_id=?", (tenant,))
+        if "delete-overreach" in self.faults and keys:
+            marks = ",".join("?" * len(keys))
+            self._db.execute(f"DELETE FROM memories WHERE key IN ({marks})", keys)  # noqa: S608
+            self._db.execute(
+                f"DELETE FROM graph_nodes WHERE label='Fact' AND predicate IN ({marks})",  # noqa: S608
+                keys)
+        if "deletion-skips-summaries" not in self.faults:
+            self._db.execute("DELETE FROM summaries WHERE tenant_id=?", (tenant,))
+        self._db.execute("DELETE FROM cache WHERE tenant_id=?", (tenant,))
+        self._db.execute("DELETE FROM activity WHERE tenant_id=?", (tenant,))
+        self._db.execute("UPDATE thread_messages SET deleted=1 WHERE tenant_id=?", (tenant,))
+        self._db.execute(
+            "UPDATE jobs SET input='[redacted]', output='[redacted]', norm='[redacted]', "
+            "status='redacted' WHERE tenant_id=?", (tenant,))
+        self._db.execute(
+            "UPDATE deletions SET status='completed', completed_at=?, "
+            "reported_completed_at=COALESCE(reported_completed_at, ?) WHERE id=?",
+            (stamp, stamp, deletion_id))
+
     # -- public surface ------------------------------------------------------------------
 
     def register(self, phone: str, now: datetime) -> tuple[str, bool]:
         """Return (user_id, created). A phone maps to one active user."""
-        with self._lock, self._transaction():
+        with self._at(now) as clock:
             row = self._db.execute(
                 "SELECT user_id FROM users WHERE phone=? AND status='active'", (phone,)
             ).fetchone()
@@ -159,101 +343,103 @@ class ReferenceRuntime:
             user_id = f"u_{uuid.uuid4().hex[:16]}"
             self._db.execute(
                 "INSERT INTO users(user_id, phone, status, created_at) VALUES (?,?,?,?)",
-                (user_id, phone, "active", _iso(now)),
+                (user_id, phone, "active", _iso(clock)),
             )
             return user_id, True
 
-    def converse(self, phone: str, message: str, now: datetime) -> tuple[str, str]:
-        """One conversation turn through the preview path: (user_id, reply). Nothing is sent."""
-        with self._lock, self._transaction():
+    def converse(self, phone: str, message: str, now: datetime) -> tuple[str, Answer]:
+        """One conversation turn through the preview path: (user_id, answer). Nothing is sent."""
+        with self._at(now) as clock:
             tenant = self._tenant_for_phone(phone)
-            stamp = _iso(now)
-            self._db.execute(
-                "INSERT INTO thread_messages(tenant_id, role, content, created_at) "
-                "VALUES (?,?,?,?)",
-                (tenant, "user", message, stamp),
-            )
+            stamp = _iso(clock)
+            self._thread_append(tenant, "user", message, stamp)
             if language.is_question(message):
-                reply = self._answer(tenant, message)
+                answer = self._answer(tenant, message, clock)
             else:
-                reply = self._remember(tenant, message, stamp)
+                answer = Answer(self._remember(tenant, message, stamp), [], None)
+            self._thread_append(tenant, "assistant", answer.reply, stamp)
             self._db.execute(
-                "INSERT INTO thread_messages(tenant_id, role, content, created_at) "
-                "VALUES (?,?,?,?)",
-                (tenant, "assistant", reply, stamp),
-            )
-            self._db.execute(
-                "INSERT INTO jobs(id, tenant_id, kind, status, input, output, created_at) "
-                "VALUES (?,?,?,?,?,?,?)",
+                "INSERT INTO jobs(id, tenant_id, kind, status, input, output, norm, created_at) "
+                "VALUES (?,?,?,?,?,?,?,?)",
                 (f"job_{uuid.uuid4().hex[:16]}", tenant, "conversation", "completed",
-                 message, reply, stamp),
+                 message, answer.reply, _norm(f"{message}\n{answer.reply}"), stamp),
             )
-            return tenant, reply
+            self._db.execute(
+                "INSERT INTO activity(tenant_id, last_message_at) VALUES (?,?) "
+                "ON CONFLICT(tenant_id) DO UPDATE SET last_message_at=excluded.last_message_at",
+                (tenant, stamp))
+            return tenant, answer
 
     def delete_tenant(self, user_id: str, now: datetime) -> dict[str, str]:
-        """Erase a tenant from every store; the user row keeps only its id and status."""
-        with self._lock, self._transaction():
+        """Request erasure. The user is detached from its phone at once (so the phone can
+        register afresh); the purge runs asynchronously, DELETION_DELAY later."""
+        with self._at(now) as clock:
             row = self._db.execute(
                 "SELECT status FROM users WHERE user_id=?", (user_id,)
             ).fetchone()
             if row is None:
                 raise UnknownTenant(user_id)
-            stamp = _iso(now)
-            for table in ("thread_messages", "memories", "graph_nodes", "graph_edges", "jobs"):
-                self._db.execute(f"DELETE FROM {table} WHERE tenant_id=?", (user_id,))  # noqa: S608
+            existing = self._db.execute(
+                "SELECT id, status FROM deletions WHERE tenant_id=?", (user_id,)).fetchone()
+            if existing is not None:  # idempotent: a retried request is the same request
+                return {"deletion_id": existing["id"], "status": existing["status"]}
+            stamp = _iso(clock)
             self._db.execute(
                 "UPDATE users SET status='deleted', phone='', deleted_at=? WHERE user_id=?",
                 (stamp, user_id),
             )
+            premature = "premature-deletion-status" in self.faults
+            due = clock + (PREMATURE_PURGE_DELAY if premature else DELETION_DELAY)
             deletion_id = f"del_{uuid.uuid4().hex[:16]}"
             self._db.execute(
-                "INSERT INTO deletions(id, tenant_id, status, requested_at, completed_at) "
-                "VALUES (?,?,?,?,?)",
-                (deletion_id, user_id, "completed", stamp, stamp),
+                "INSERT INTO deletions(id, tenant_id, status, requested_at, purge_due, "
+                "reported_completed_at) VALUES (?,?,?,?,?,?)",
+                (deletion_id, user_id, "completed" if premature else "pending", stamp,
+                 _iso(due), stamp if premature else None),
             )
-            return {"deletion_id": deletion_id, "status": "completed"}
+            return {"deletion_id": deletion_id,
+                    "status": "completed" if premature else "pending"}
 
-    def deletion_status(self, user_id: str) -> dict[str, str | None]:
-        with self._lock:
+    def deletion_status(self, user_id: str, now: datetime) -> dict[str, str | None]:
+        with self._at(now):
             row = self._db.execute(
-                "SELECT id, status, requested_at, completed_at FROM deletions "
-                "WHERE tenant_id=? ORDER BY requested_at DESC LIMIT 1",
+                "SELECT * FROM deletions WHERE tenant_id=? ORDER BY requested_at DESC LIMIT 1",
                 (user_id,),
             ).fetchone()
         if row is None:
             raise UnknownTenant(user_id)
-        return {"deletion_id": row["id"], "status": row["status"],
-                "requested_at": row["requested_at"], "completed_at": row["completed_at"]}
+        reported = row["reported_completed_at"] or row["completed_at"]
+        return {"deletion_id": row["id"], "status": "completed" if reported else "pending",
+                "requested_at": row["requested_at"], "completed_at": reported}
 
     # -- admin reads (for probes) --------------------------------------------------------
 
-    def store_records(self, store: str, tenant_id: str | None = None,
+    def store_records(self, store: str, now: datetime, tenant_id: str | None = None,
                       needle: str | None = None) -> list[dict[str, object]]:
-        """Records of one store, by tenant scope and/or by normalized needle search."""
+        """Records of one store, by tenant scope or by normalized needle (all tenants)."""
         if store not in STORES:
             raise UnknownStore(store)
-        with self._lock:
-            records = [self._record(store, row) for row in self._rows(store, tenant_id)]
-        if needle is not None:
-            wanted = language.normalize(needle)
-            records = [r for r in records if wanted and wanted in language.normalize(
-                str(r["content"]))]
-        return records
-
-    def _rows(self, store: str, tenant_id: str | None) -> list[sqlite3.Row]:
         table = {"thread": "thread_messages", "memory": "memories", "graph": "graph_nodes",
-                 "jobs": "jobs"}[store]
-        if tenant_id is None:
-            return self._db.execute(f"SELECT * FROM {table}").fetchall()  # noqa: S608
-        return self._db.execute(
-            f"SELECT * FROM {table} WHERE tenant_id=?", (tenant_id,)  # noqa: S608
-        ).fetchall()
+                 "jobs": "jobs", "summaries": "summaries", "cache": "cache"}[store]
+        clauses: list[str] = []
+        params: list[str] = []
+        if tenant_id is not None:
+            clauses.append("tenant_id = ?")
+            params.append(tenant_id)
+        if needle is not None:
+            clauses.append("instr(norm, ?) > 0")
+            params.append(_norm(needle))
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._at(now):
+            rows = self._db.execute(f"SELECT * FROM {table}{where}", params).fetchall()  # noqa: S608
+        return [self._record(store, row) for row in rows]
 
     @staticmethod
     def _record(store: str, row: sqlite3.Row) -> dict[str, object]:
         if store == "thread":
             return {"id": str(row["id"]), "tenant_id": row["tenant_id"], "role": row["role"],
-                    "content": row["content"], "created_at": row["created_at"]}
+                    "content": row["content"], "deleted": bool(row["deleted"]),
+                    "created_at": row["created_at"]}
         if store == "memory":
             return {"id": row["id"], "tenant_id": row["tenant_id"], "content": row["text"],
                     "key": row["key"], "updated_at": row["updated_at"]}
@@ -261,66 +447,124 @@ class ReferenceRuntime:
             return {"id": row["node_key"], "tenant_id": row["tenant_id"], "label": row["label"],
                     "content": f"{row['predicate']}: {row['value']}",
                     "updated_at": row["updated_at"]}
-        return {"id": row["id"], "tenant_id": row["tenant_id"], "kind": row["kind"],
-                "status": row["status"], "content": f"{row['input']}\n{row['output']}",
-                "created_at": row["created_at"]}
+        if store == "jobs":
+            return {"id": row["id"], "tenant_id": row["tenant_id"], "kind": row["kind"],
+                    "status": row["status"], "content": f"{row['input']}\n{row['output']}",
+                    "created_at": row["created_at"]}
+        if store == "summaries":
+            return {"id": f"summary:{row['tenant_id']}", "tenant_id": row["tenant_id"],
+                    "content": row["content"], "source": row["source"],
+                    "updated_at": row["updated_at"]}
+        return {"id": f"cache:{row['tenant_id']}:{row['question']}", "tenant_id": row["tenant_id"],
+                "content": row["answer"], "cached_at": row["cached_at"],
+                "expires_at": row["expires_at"]}
 
-    # -- memory write path ---------------------------------------------------------------
+    # -- write path ----------------------------------------------------------------------
+
+    def _thread_append(self, tenant: str, role: str, content: str, stamp: str) -> None:
+        self._db.execute(
+            "INSERT INTO thread_messages(tenant_id, role, content, norm, created_at) "
+            "VALUES (?,?,?,?,?)", (tenant, role, content, _norm(content), stamp))
 
     def _remember(self, tenant: str, message: str, stamp: str) -> str:
-        parsed = language.split_statement(message)
         lang = language.detect_language(message)
-        if parsed is None:
+        stored = self._store_fact(tenant, message, stamp, graph=True)
+        if "cache-stale" not in self.faults:
+            self._db.execute("DELETE FROM cache WHERE tenant_id=?", (tenant,))
+        if not stored:
             return "Entendido." if lang == "es" else "Noted."
+        return "Entendido, lo recordaré." if lang == "es" else "Got it, I'll remember that."
+
+    def _store_fact(self, tenant: str, message: str, stamp: str, *, graph: bool) -> bool:
+        parsed = language.split_statement(message)
+        if parsed is None:
+            return False
         key_tokens, value = parsed
         key = " ".join(sorted(key_tokens))
         seq = self._next_seq()
         vector = json.dumps(sorted(language.content_tokens(message)))
         existing = self._db.execute(
-            "SELECT id FROM memories WHERE tenant_id=? AND key=?", (tenant, key)
+            "SELECT id, text FROM memories WHERE tenant_id=? AND key=? ORDER BY seq DESC",
+            (tenant, key),
         ).fetchone()
-        if existing is not None:  # an update supersedes the value in place (Mem0 UPDATE)
+        keep_old = "stale-after-update" in self.faults
+        if existing is not None and existing["text"] == message:
+            pass  # nothing new (e.g. the nightly rebuild replaying a statement)
+        elif existing is not None and not keep_old:  # an update supersedes in place
             self._db.execute(
-                "UPDATE memories SET text=?, value=?, vector=?, updated_at=?, seq=? WHERE id=?",
-                (message, value, vector, stamp, seq, existing["id"]),
+                "UPDATE memories SET text=?, value=?, norm=?, vector=?, updated_at=?, seq=? "
+                "WHERE id=?",
+                (message, value, _norm(message), vector, stamp, seq, existing["id"]),
             )
         else:
-            self._db.execute(
-                "INSERT INTO memories(id, tenant_id, key, text, value, vector, created_at, "
-                "updated_at, seq) VALUES (?,?,?,?,?,?,?,?,?)",
-                (f"mem_{uuid.uuid4().hex[:16]}", tenant, key, message, value, vector, stamp,
-                 stamp, seq),
-            )
+            duplicate = self._db.execute(
+                "SELECT 1 FROM memories WHERE tenant_id=? AND text=?", (tenant, message)
+            ).fetchone()
+            if duplicate is None:
+                self._db.execute(
+                    "INSERT INTO memories(id, tenant_id, key, text, value, norm, vector, "
+                    "created_at, updated_at, seq) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (f"mem_{uuid.uuid4().hex[:16]}", tenant, key, message, value,
+                     _norm(message), vector, stamp, stamp, seq),
+                )
+        if graph:
+            self._graph_fact(tenant, key, value, message, stamp, seq, keep_old)
+        return True
+
+    def _graph_fact(self, tenant: str, key: str, value: str, message: str, stamp: str,
+                    seq: int, keep_old: bool) -> None:
         tenant_node = f"tenant:{tenant}"
         fact_node = f"tenant:{tenant}:fact:{key.replace(' ', '_')}"
+        conflict = "NOTHING" if keep_old else (
+            "UPDATE SET value=excluded.value, evidence=excluded.evidence, norm=excluded.norm, "
+            "updated_at=excluded.updated_at, seq=excluded.seq")
         self._db.execute(
             "INSERT INTO graph_nodes(node_key, tenant_id, label, predicate, value, evidence, "
-            "updated_at, seq) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(node_key) DO UPDATE SET "
-            "value=excluded.value, evidence=excluded.evidence, updated_at=excluded.updated_at, "
-            "seq=excluded.seq",
-            (fact_node, tenant, "Fact", key, value, message, stamp, seq),
+            f"norm, updated_at, seq) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(node_key) DO "
+            f"{conflict}",
+            (fact_node, tenant, "Fact", key, value, message, _norm(f"{key}: {value}"), stamp,
+             seq),
         )
         self._db.execute(
             "INSERT OR IGNORE INTO graph_nodes(node_key, tenant_id, label, predicate, value, "
-            "evidence, updated_at, seq) VALUES (?,?,?,?,?,?,?,?)",
-            (tenant_node, tenant, "Tenant", "tenant", tenant, "", stamp, seq),
+            "evidence, norm, updated_at, seq) VALUES (?,?,?,?,?,?,?,?,?)",
+            (tenant_node, tenant, "Tenant", "tenant", tenant, "", tenant, stamp, seq),
         )
         self._db.execute(
             "INSERT OR IGNORE INTO graph_edges(src, dst, rel, tenant_id) VALUES (?,?,?,?)",
             (tenant_node, fact_node, "STATED", tenant),
         )
-        return "Entendido, lo recordaré." if lang == "es" else "Got it, I'll remember that."
 
-    # -- answer path: graph, then memory, then thread ------------------------------------
+    # -- answer path: cache, then graph, then memory, then thread ------------------------
 
-    def _answer(self, tenant: str, question: str) -> str:
+    def _answer(self, tenant: str, question: str, now: datetime) -> Answer:
+        normalized_question = _norm(question)
+        cached = self._db.execute(
+            "SELECT answer, context FROM cache WHERE tenant_id=? AND question=?",
+            (tenant, normalized_question),
+        ).fetchone()
+        if cached is not None:
+            return Answer(cached["answer"], json.loads(cached["context"]), "cache")
+        answer = self._compose(tenant, question)
+        self._db.execute(
+            "INSERT INTO cache(tenant_id, question, answer, context, norm, cached_at, "
+            "expires_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(tenant_id, question) DO UPDATE SET "
+            "answer=excluded.answer, context=excluded.context, norm=excluded.norm, "
+            "cached_at=excluded.cached_at, expires_at=excluded.expires_at",
+            (tenant, normalized_question, answer.reply, json.dumps(answer.context),
+             _norm(answer.reply), _iso(now), _iso(now + CACHE_TTL)),
+        )
+        return answer
+
+    def _compose(self, tenant: str, question: str) -> Answer:
         lang = language.detect_language(question)
         wanted = language.content_tokens(question)
-        evidence = (
-            self._from_graph(tenant, wanted)
-            or self._from_memory(tenant, wanted)
-            or self._from_thread(tenant, wanted)
-        )
+        context = self._retrieve(tenant, wanted)
+        evidence = self._from_graph(tenant, wanted)
+        if evidence is None and context:
+            evidence = Evidence("memory", context[0])
+        if evidence is None:
+            evidence = self._from_thread(tenant, wanted)
         if evidence is None:
             reply = ABSTAIN_ES if lang == "es" else ABSTAIN_EN
         else:
@@ -331,56 +575,63 @@ class ReferenceRuntime:
             if foreign:
                 joiner = "También tengo anotado" if lang == "es" else "I also have noted"
                 reply += f" {joiner}: {'; '.join(foreign)}."
-        return reply
+        return Answer(reply, context, evidence.layer if evidence else None)
 
-    def _best(self, rows: list[sqlite3.Row], wanted: frozenset[str],
-              tokens_of: str) -> sqlite3.Row | None:
-        best: tuple[float, int] | None = None
-        chosen = None
+    def _ranked(self, rows: list[sqlite3.Row], wanted: frozenset[str],
+                tokens_of: str) -> list[sqlite3.Row]:
+        scored = []
         for row in rows:
-            tokens = frozenset(str(row[tokens_of]).split()) if tokens_of != "vector" else \
-                frozenset(json.loads(row["vector"]))
+            raw = row[tokens_of]
+            tokens = frozenset(json.loads(raw)) if tokens_of == "vector" else frozenset(
+                str(raw).split())
             score = language.overlap(wanted, tokens)
-            if score <= 0:
-                continue
-            rank = (score, row["seq"])
-            if best is None or rank > best:
-                best, chosen = rank, row
-        return chosen
+            if score > 0:
+                scored.append(((score, row["seq"]), row))
+        scored.sort(key=lambda item: item[0], reverse=True)
+        return [row for _, row in scored]
+
+    def _retrieve(self, tenant: str, wanted: frozenset[str]) -> list[str]:
+        """Top-k memories for the question: the retrieval context. Scoped to the tenant;
+        the topk-fallback-leak fault fills an under-filled top-k from other tenants."""
+        own = self._ranked(self._db.execute(
+            "SELECT * FROM memories WHERE tenant_id=?", (tenant,)).fetchall(), wanted, "vector")
+        chosen = own[:TOP_K]
+        if len(chosen) < TOP_K and "topk-fallback-leak" in self.faults:
+            foreign = self._ranked(self._db.execute(
+                "SELECT * FROM memories WHERE tenant_id != ? ORDER BY seq DESC LIMIT 500",
+                (tenant,)).fetchall(), wanted, "vector")
+            chosen += foreign[: TOP_K - len(chosen)]
+        return [row["text"] for row in chosen]
 
     def _from_graph(self, tenant: str, wanted: frozenset[str]) -> Evidence | None:
         rows = self._db.execute(
             "SELECT * FROM graph_nodes WHERE tenant_id=? AND label='Fact'", (tenant,)
         ).fetchall()
-        row = self._best(rows, wanted, "predicate")
-        return Evidence("graph", row["evidence"], row["value"]) if row else None
-
-    def _from_memory(self, tenant: str, wanted: frozenset[str]) -> Evidence | None:
-        rows = self._db.execute("SELECT * FROM memories WHERE tenant_id=?", (tenant,)).fetchall()
-        row = self._best(rows, wanted, "vector")
-        return Evidence("memory", row["text"], row["value"]) if row else None
+        ranked = self._ranked(rows, wanted, "predicate")
+        return Evidence("graph", ranked[0]["evidence"]) if ranked else None
 
     def _from_thread(self, tenant: str, wanted: frozenset[str]) -> Evidence | None:
         rows = self._db.execute(
-            "SELECT * FROM thread_messages WHERE tenant_id=? AND role='user' ORDER BY id DESC",
-            (tenant,),
+            "SELECT * FROM thread_messages WHERE tenant_id=? AND role='user' AND deleted=0 "
+            "ORDER BY id DESC", (tenant,),
         ).fetchall()
         for row in rows:
             if language.is_question(row["content"]):
                 continue
             if wanted & language.content_tokens(row["content"]):
-                return Evidence("thread", row["content"], row["content"])
+                return Evidence("thread", row["content"])
         return None
 
     def _foreign_values(self, tenant: str, wanted: frozenset[str]) -> list[str]:
-        """The fault: the same graph lookup without the tenant predicate, newest first."""
+        """The cross-tenant-leak fault: the graph lookup without its tenant predicate."""
         rows = self._db.execute(
             "SELECT * FROM graph_nodes WHERE tenant_id != ? AND label='Fact' "
             "ORDER BY seq DESC LIMIT 200",
             (tenant,),
         ).fetchall()
-        matches = [r for r in rows if language.overlap(wanted, frozenset(r["predicate"].split()))]
-        best = max((language.overlap(wanted, frozenset(r["predicate"].split()))
-                    for r in matches), default=0)
-        return [r["value"] for r in matches
+        ranked = self._ranked(rows, wanted, "predicate")
+        if not ranked:
+            return []
+        best = language.overlap(wanted, frozenset(ranked[0]["predicate"].split()))
+        return [r["value"] for r in ranked
                 if language.overlap(wanted, frozenset(r["predicate"].split())) == best][:3]

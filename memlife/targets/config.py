@@ -29,6 +29,10 @@ OPERATION_VARIABLES: dict[str, frozenset[str]] = {
     "delete_tenant": frozenset({"phone", "user_id"}),
     "deletion_status": frozenset({"phone", "user_id", "deletion_id"}),
 }
+PROBE_VARIABLES: dict[str, frozenset[str]] = {
+    "scope": frozenset({"user_id"}),
+    "needle": frozenset({"needle"}),
+}
 REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
     "register": (),
     "say": ("reply",),
@@ -82,22 +86,31 @@ class Operation(_Strict):
         return value
 
 
-class DeletionStatusOperation(Operation):
-    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
+class DeleteOperation(Operation):
+    """Tenant deletion. If the response carries a `status` among `done_values`, deletion is
+    confirmed at once; otherwise `deletion_status` is polled (or, without one, a 2xx is
+    taken as synchronous completion)."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "DELETE"
     done_values: list[str] = Field(default_factory=lambda: ["completed"], min_length=1)
     failed_values: list[str] = Field(default_factory=lambda: ["failed", "error"])
+
+
+class DeletionStatusOperation(DeleteOperation):
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
 
 
 class Operations(_Strict):
     # `register` would shadow ABCMeta.register on the model class; the file still says it.
     registration: Operation | None = Field(default=None, alias="register")
     say: Operation
-    delete_tenant: Operation | None = None
+    delete_tenant: DeleteOperation | None = None
     deletion_status: DeletionStatusOperation | None = None
 
 
 class StoreProbe(_Strict):
-    """Read-only HTTP reads of one store: by tenant scope and by needle search."""
+    """Read-only HTTP reads of one store: by tenant scope and by needle search. The
+    pointers address each record inside the `records` list."""
 
     kind: Literal["http"] = "http"
     scope: Operation
@@ -105,12 +118,25 @@ class StoreProbe(_Strict):
     records: str = "/records"
     content: str = "/content"
     tenant_field: str = "/tenant_id"
+    id: str = "/id"
+    deleted: str | None = None  # a truthy value here marks a tombstoned record
+
+    @field_validator("records", "content", "tenant_field", "id", "deleted")
+    @classmethod
+    def _pointer(cls, value: str | None) -> str | None:
+        return value if value is None else _check_pointer(value)
 
 
 class Store(_Strict):
     name: Slug
     role: str = ""
+    # purge: must be absent after deletion; tombstone: may remain if marked deleted (and is
+    # never served); retain-redacted: may keep a row, never the value.
     retention: Literal["purge", "tombstone", "retain-redacted"] = "purge"
+    # replace: a superseded value must leave the store; append: history kept by design.
+    updates: Literal["replace", "append"] = "replace"
+    # Entries expire by design after this long (a cache): absence later is not overreach.
+    expires: Duration | None = None
     probe: StoreProbe | None = None
 
 
@@ -121,6 +147,8 @@ class Target(_Strict):
     timeout: Duration = timedelta(seconds=10)
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     max_attempts: int = Field(default=4, ge=1, le=20)
+    # In-flight requests per worker process: memlife must not overload what it measures.
+    max_concurrency: int = Field(default=8, ge=1, le=256)
     headers: dict[str, HeaderValue] = Field(default_factory=dict)
     operations: Operations
     stores: list[Store] = Field(default_factory=list)
@@ -178,6 +206,32 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
         if names.count(store.name) > 1:
             problems.append(Problem(file, f"stores.{index}.name",
                                     f"duplicate store name {store.name!r}"))
+        if store.name == "response":
+            problems.append(Problem(file, f"stores.{index}.name",
+                                    "'response' names the answer surface; pick another name"))
+        if store.probe is None:
+            continue
+        for mode, allowed in PROBE_VARIABLES.items():
+            operation = getattr(store.probe, mode)
+            used = template_variables(operation)
+            for variable in sorted(used - allowed):
+                problems.append(Problem(
+                    file, f"stores.{index}.probe.{mode}",
+                    f"unknown placeholder {{{variable}}}; a {mode} read may use: "
+                    + ", ".join(f"{{{v}}}" for v in sorted(allowed)),
+                ))
+            if not used & allowed:
+                problems.append(Problem(
+                    file, f"stores.{index}.probe.{mode}",
+                    f"must use {' or '.join(f'{{{v}}}' for v in sorted(allowed))}: a read "
+                    "that names no tenant or needle cannot tell one tenant from another",
+                ))
+        if store.retention == "tombstone" and store.probe.deleted is None:
+            problems.append(Problem(
+                file, f"stores.{index}.probe.deleted",
+                "a tombstone store must say where a record is marked deleted (a JSON pointer "
+                "such as '/deleted')",
+            ))
     return problems
 
 

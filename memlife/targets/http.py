@@ -6,6 +6,7 @@ URL; latency is measured around the HTTP exchange alone (send to last body byte)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -117,6 +118,15 @@ def json_pointer(document: Any, pointer: str) -> Any:
 
 
 _clients: dict[tuple[str, float], httpx.AsyncClient] = {}
+_limits: dict[tuple[str, int], asyncio.Semaphore] = {}
+
+
+def _limit_for(target: Target) -> asyncio.Semaphore:
+    key = (target.base_url, target.max_concurrency)
+    limit = _limits.get(key)
+    if limit is None:
+        limit = _limits[key] = asyncio.Semaphore(target.max_concurrency)
+    return limit
 
 
 def client_for(target: Target) -> httpx.AsyncClient:
@@ -159,13 +169,15 @@ async def call(
     request = client.build_request(
         operation.method, path, params=params or None, json=body, headers=headers
     )
-    started = time.perf_counter()
     try:
-        response = await client.send(request, stream=True)
-        try:
-            payload = await _read_capped(response, target.max_body_bytes)
-        finally:
-            await response.aclose()
+        async with _limit_for(target):  # waiting here is not the target's latency
+            started = time.perf_counter()
+            response = await client.send(request, stream=True)
+            try:
+                payload = await _read_capped(response, target.max_body_bytes)
+            finally:
+                await response.aclose()
+            latency_ms = (time.perf_counter() - started) * 1000
     except httpx.TimeoutException as exc:
         raise TargetTimeout(
             f"{operation.method} {path}: no answer within {target.timeout.total_seconds():g}s "
@@ -175,7 +187,6 @@ async def call(
         raise TargetUnreachable(
             f"{operation.method} {target.base_url}{path}: {type(exc).__name__}: {exc or 'failed'}"
         ) from None
-    latency_ms = (time.perf_counter() - started) * 1000
     excerpt = payload[:_BODY_EXCERPT].decode("utf-8", "replace")
     status = response.status_code
     if status not in operation.success:
