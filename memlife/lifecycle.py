@@ -400,6 +400,9 @@ class TenantState:
     baseline: dict[str, list[str]] = field(default_factory=dict)
     clean_after_deletion: set[str] = field(default_factory=set)
     answers_clean_after_deletion: bool = False
+    # Domains this tenant was last answered correctly about before its partner's deletion:
+    # only those can show that the deletion took something (D2).
+    recalled_before_partner_deletion: set[str] = field(default_factory=set)
 
     def stated_values(self) -> list[tuple[str, str, str]]:
         """(domain, text, origin) of every value this tenant stated and still owns."""
@@ -457,8 +460,16 @@ class PairState:
         tenant.deletion_id, tenant.deletion_requested_at = deletion_id, now
 
     def absorb_probe_verdicts(self, role: Role, verdicts: list[CaseVerdict]) -> None:
-        """After a deletion, answers seen free of the deleted values arm resurrection."""
+        """After a deletion, answers seen free of the deleted values arm resurrection;
+        before the partner's deletion, correct answers set what D2 expects to survive."""
         tenant = self.tenants[role]
+        if not self.tenants[other(role)].deleted and not tenant.deleted:
+            for verdict in verdicts:
+                recall = [c.outcome for c in verdict.checks if c.invariant == "recall"]
+                if recall == ["pass"]:
+                    tenant.recalled_before_partner_deletion.add(verdict.domain)
+                elif recall:
+                    tenant.recalled_before_partner_deletion.discard(verdict.domain)
         checks = [c for v in verdicts for c in v.checks if c.invariant == "I4"]
         if tenant.deleted and checks and all(c.outcome == "pass" for c in checks):
             tenant.answers_clean_after_deletion = True
@@ -513,7 +524,8 @@ class PairState:
         return ProbeCase(
             case_id=case_id, kind=kind, role=role, tenant_alias=tenant.alias, domain=domain,
             question=question, required=required, any_of=any_of, forbidden=forbidden,
-            scoped_deletion=partner.deleted and not tenant.deleted and bool(required or any_of),
+            scoped_deletion=(partner.deleted and not tenant.deleted and bool(required or any_of)
+                             and domain in tenant.recalled_before_partner_deletion),
             resurrection=tenant.answers_clean_after_deletion,
             blocked_by=self._blocked(role, domain),
         )
@@ -730,11 +742,16 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
                 if not allowed:
                     residue.append((record, texts))
             reason: Reason = "resurrected" if store.name in case.clean_before else "residue"
+            # One finding per deleted value still present (and one for value-less rows a
+            # purge store still holds), each naming how many records and which.
+            by_value: dict[str | None, list[StoreRecordView]] = {}
             for record, texts in residue:
-                what = ", ".join(sorted(texts)) or None
-                fail("I4", reason, what,
-                     f"record {record.id or '?'} of tenant {record.tenant_id or '?'} remains "
-                     f"({store.retention} store): {record.excerpt[:120]!r}")
+                for text in sorted(texts) or [None]:
+                    by_value.setdefault(text, []).append(record)
+            for text, holders in by_value.items():
+                fail("I4", reason, text,
+                     f"{_records_phrase(holders)} remain in this {store.retention} store"
+                     + ("" if text else " (rows of the deleted tenant, value-less)"))
             checks.append(Check(invariant="I4", outcome="fail" if residue else "pass",
                                 store=store.name))
             if not residue:
@@ -743,25 +760,34 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
             continue
 
         i1_fail = i2_fail = u1_fail = False
+        misfiled: dict[str, list[StoreRecordView]] = {}
+        foreign_in_own: dict[str, list[StoreRecordView]] = {}
+        stale_live: dict[str, list[StoreRecordView]] = {}
         for record, texts in records:
             foreign_record = record.tenant_id is not None and record.tenant_id not in own_ids
-            own_hits = [t for t in texts if t in needle_origin]
-            if foreign_record and own_hits:
-                i1_fail = True
-                for text in own_hits:
-                    fail("I1", "leaked", text, f"{case.tenant_alias}'s value is filed under "
-                         f"tenant {record.tenant_id} (record {record.id or '?'})")
-            if not foreign_record:
-                for text in sorted(texts & partner_texts):
-                    i2_fail = True
-                    owner = next(f for f in case.partner_values if f.text == text)
-                    fail("I2", "leaked", text, f"{owner.owner}'s {owner.domain} value is in a "
-                         f"record of {case.tenant_alias} (record {record.id or '?'})")
-                if store.updates == "replace" and record.deleted is not True:
-                    for text in sorted(texts & set(case.stale_after_grace)):
-                        u1_fail = True
-                        fail("U1", "stale", text, f"superseded value still live in record "
-                             f"{record.id or '?'}")
+            if foreign_record:
+                for text in texts:
+                    if text in needle_origin:
+                        misfiled.setdefault(text, []).append(record)
+                continue
+            for text in texts & partner_texts:
+                foreign_in_own.setdefault(text, []).append(record)
+            if store.updates == "replace" and record.deleted is not True:
+                for text in texts & set(case.stale_after_grace):
+                    stale_live.setdefault(text, []).append(record)
+        for text, holders in sorted(misfiled.items()):
+            i1_fail = True
+            owners = sorted({r.tenant_id or "?" for r in holders})
+            fail("I1", "leaked", text, f"{case.tenant_alias}'s value is filed under other "
+                 f"tenant(s) {', '.join(owners[:3])}: {_records_phrase(holders)}")
+        for text, holders in sorted(foreign_in_own.items()):
+            i2_fail = True
+            owner = next(f for f in case.partner_values if f.text == text)
+            fail("I2", "leaked", text, f"{owner.owner}'s {owner.domain} value is in "
+                 f"{case.tenant_alias}'s scope: {_records_phrase(holders)}")
+        for text, holders in sorted(stale_live.items()):
+            u1_fail = True
+            fail("U1", "stale", text, f"superseded value still live: {_records_phrase(holders)}")
         i2_fail = i2_fail or any(f.invariant == "I2" for f in findings)
         checks.append(Check(invariant="I1", outcome="fail" if i1_fail else "pass",
                             store=store.name))
@@ -785,6 +811,13 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
     summary = InspectSummary(case_id=case.case_id, present=present, clean=clean,
                              expiring=[s.name for s in stores if s.expires is not None])
     return verdicts, summary
+
+
+def _records_phrase(records: list[StoreRecordView]) -> str:
+    ids = [r.id or "?" for r in records[:3]]
+    more = f" and {len(records) - 3} more" if len(records) > 3 else ""
+    noun = "record" if len(records) == 1 else "records"
+    return f"{len(records)} {noun} ({', '.join(ids)}{more})"
 
 
 def _store_verdict(case: InspectCase, store: str, checks: list[Check],

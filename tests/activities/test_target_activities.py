@@ -17,11 +17,10 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
-from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.target import register_tenant, say
-from memlife.lifecycle import RegisterRequest, SayRequest
+from activities.target import converse, inspect_stores, register_tenant
+from memlife.lifecycle import ConverseRequest, InspectRequest, RegisterRequest
 from memlife.targets import http
 from memlife.targets.config import Target, parse_target
 
@@ -127,28 +126,84 @@ async def test_latency_is_measured_and_now_header_sent(misbehaving_url: str) -> 
     assert 0 < response.latency_ms < 5000
 
 
-async def test_say_activity_maps_errors_to_retryable_or_not(misbehaving_url: str) -> None:
+async def test_converse_retries_in_place_and_returns_errors_as_data(
+        misbehaving_url: str) -> None:
     env = ActivityEnvironment()
-    for path, non_retryable in (("/boom", False), ("/missing", True)):
-        request = SayRequest(target=target_for(misbehaving_url, path), phone="+12015550101",
-                             user_id="u", message="hola", scenario_now="2026-12-03T00:00:00Z")
-        with pytest.raises(ApplicationError) as caught:
-            await env.run(say, request)
-        assert caught.value.non_retryable is non_retryable
-        assert caught.value.type in ("TargetServerError", "TargetClientError")
+    for path, attempts in (("/boom", 4), ("/missing", 1)):
+        request = ConverseRequest(target=target_for(misbehaving_url, path),
+                                  phone="+12015550101", user_id="u", messages=["hola", "adiós"],
+                                  scenario_now="2026-12-03T00:00:00Z")
+        replies = await env.run(converse, request)
+        assert [r.status for r in replies] == ["target-error", "target-error"]
+        assert all(r.attempts == attempts for r in replies)
+        assert "HTTP" in (replies[0].error or "")
 
 
-async def test_register_and_say_against_the_reference_target(clean_target: Target) -> None:
+async def test_converse_resumes_after_the_last_heartbeat(clean_target: Target) -> None:
+    """A retried activity must not send again what already got an answer."""
+    env = ActivityEnvironment()
+    registered = await env.run(register_tenant, RegisterRequest(
+        target=clean_target, phone="+12025550177", tenant_alias="t",
+        scenario_now="2026-12-03T00:00:00Z"))
+    request = ConverseRequest(target=clean_target, phone="+12025550177",
+                              user_id=registered.user_id,
+                              messages=["Mi color favorito es ámbar.",
+                                        "¿Cuál es mi color favorito?"],
+                              scenario_now="2026-12-03T00:00:00Z")
+    first = await env.run(converse, request)
+    assert "ámbar" in (first[1].reply or "")
+    beats: list[object] = []
+    resumed_env = ActivityEnvironment()
+    resumed_env.info = resumed_env.info.__class__(
+        **{**resumed_env.info.__dict__,
+           "heartbeat_details": [[first[0].model_dump(mode="json")]], "attempt": 2})
+    resumed_env.on_heartbeat = lambda *details: beats.append(details)
+    resumed = await resumed_env.run(converse, request)
+    assert resumed[0] == first[0]  # taken from the heartbeat, not sent again
+    assert resumed[1].index == 1 and "ámbar" in (resumed[1].reply or "")
+    assert len(beats) == 1
+    thread = await env.run(inspect_stores, InspectRequest(
+        target=clean_target, identities=[registered.user_id], needles=[],
+        watch=["ámbar"], scenario_now="2026-12-03T00:00:00Z"))
+    statements = [r for read in thread if read.store == "thread" for r in read.records
+                  if r.excerpt.startswith("Mi color")]
+    assert len(statements) == 1  # the statement reached the target once
+
+
+async def test_register_converse_and_inspect_against_the_reference_target(
+        clean_target: Target) -> None:
     env = ActivityEnvironment()
     registered = await env.run(register_tenant, RegisterRequest(
         target=clean_target, phone="+12025550188", tenant_alias="t",
         scenario_now="2026-12-03T00:00:00Z"))
     assert registered.user_id.startswith("u_") and registered.status == 200
-    said = await env.run(say, SayRequest(
+    replies = await env.run(converse, ConverseRequest(
         target=clean_target, phone="+12025550188", user_id=registered.user_id,
-        message="Mi color favorito es ámbar.", scenario_now="2026-12-03T00:00:00Z"))
-    assert said.status == 200 and said.reply
-    asked = await env.run(say, SayRequest(
-        target=clean_target, phone="+12025550188", user_id=registered.user_id,
-        message="¿Cuál es mi color favorito?", scenario_now="2026-12-03T00:00:00Z"))
-    assert "ámbar" in asked.reply and asked.latency_ms > 0
+        messages=["Mi color favorito es turquesa.", "¿Cuál es mi color favorito?"],
+        scenario_now="2026-12-03T00:00:00Z"))
+    assert [r.status for r in replies] == ["ok", "ok"]
+    assert "turquesa" in (replies[1].reply or "") and replies[1].latency_ms
+    assert replies[1].context is not None and "turquesa" in replies[1].context
+    reads = await env.run(inspect_stores, InspectRequest(
+        target=clean_target, identities=[registered.user_id], needles=["turquesa"],
+        watch=["turquesa", "granate"], scenario_now="2026-12-03T00:00:00Z"))
+    assert {r.store for r in reads} == {s.name for s in clean_target.stores}
+    assert all(r.status == "ok" for r in reads)
+    memory = [r for r in reads if r.store == "memory" and r.mode == "needle"][0]
+    assert memory.total == 1 and memory.records[0].matches == [0]
+    assert memory.records[0].tenant_id == registered.user_id
+
+
+async def test_an_unreadable_store_comes_back_as_an_error(misbehaving_url: str) -> None:
+    target = parse_target({
+        "name": "misbehaving", "base_url": misbehaving_url,
+        "operations": {"say": {"path": "/ok", "extract": {"reply": "/reply"}}},
+        "stores": [{"name": "broken", "probe": {
+            "scope": {"method": "POST", "path": "/boom", "json": {"u": "{user_id}"}},
+            "needle": {"method": "POST", "path": "/html", "json": {"q": "{needle}"}}}}],
+    })
+    reads = await ActivityEnvironment().run(inspect_stores, InspectRequest(
+        target=target, identities=["u"], needles=["x"], watch=["x"],
+        scenario_now="2026-12-03T00:00:00Z"))
+    assert [(r.mode, r.status) for r in reads] == [("scope", "error"), ("needle", "error")]
+    assert "HTTP 503" in (reads[0].error or "") and "not JSON" in (reads[1].error or "")

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def test_seed_run_passes_with_a_complete_artifact(tmp_path: Path) -> None:
     latency = artifact["latency_ms"]
     assert set(latency) >= {"mean", "median", "p95", "max", "share_within_target"}
     assert latency["share_within_target"] == 1.0
-    assert len(artifact["observations"]) == 14
+    assert len(artifact["observations"]) == 14  # 2 registrations, 6 statements, 6 questions
     assert (tmp_path / "r.json").stat().st_mode & 0o222 == 0  # written read-only
     assert (tmp_path / ".memlife" / "temporal.db").exists()  # the dev server persisted
 
@@ -89,3 +90,33 @@ def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args
     assert expected in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / ".memlife").exists()  # nothing was started
+
+
+NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
+
+
+def test_full_nightly_lifecycle_in_skip_mode_is_clean(tmp_path: Path) -> None:
+    result = memlife("run", str(NIGHTLY), "--clock", "skip", "--enforce", "--out", "r.json",
+                     cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    artifact = json.loads((tmp_path / "r.json").read_text())
+    assert artifact["meta"]["pairs"] == 20 and artifact["meta"]["clock"] == "skip"
+    assert artifact["meta"]["canary_seed"] == artifact["meta"]["run_id"]
+    assert artifact["failures"] == [] and artifact["inconclusive"] == []
+    assert "invariant × store × stage" in result.stdout
+    scenario_times = [o["scenario_time"] for o in artifact["observations"]]
+    first = datetime.fromisoformat(min(scenario_times).replace("Z", "+00:00"))
+    last = datetime.fromisoformat(max(scenario_times).replace("Z", "+00:00"))
+    assert last - first > timedelta(days=3, hours=6)
+
+
+def test_nightly_against_a_deletion_fault_names_invariant_and_store(tmp_path: Path) -> None:
+    result = memlife("run", str(NIGHTLY), "--clock", "skip", "--enforce", "--out", "r.json",
+                     "--fault", "graph-unscoped-delete", "--seed", "fixed-seed",
+                     cwd=tmp_path, timeout=600)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    artifact = json.loads((tmp_path / "r.json").read_text())
+    assert artifact["meta"]["canary_seed"] == "fixed-seed"
+    cells = {(f["invariant"], f["store"], f["stage"]) for f in artifact["failures"]}
+    assert cells == {("I4", "graph", "deletion-confirmed"), ("I4", "graph", "after-3d")}
+    assert len({f["tenant"] for f in artifact["failures"]}) == 20

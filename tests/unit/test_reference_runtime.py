@@ -1,16 +1,19 @@
-"""The reference target's runtime: stores, precedence, deletion, the leak fault."""
+"""The reference target's runtime: stores, precedence, time-driven jobs, deletion, faults."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 from memlife.reference import language
+from memlife.reference.app import create_app
 from memlife.reference.store import STORES, ReferenceRuntime
 
-NOW = datetime(2026, 11, 30, tzinfo=UTC)
+T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+ANA, BRUNO = "+12015550101", "+12015550102"
 
 
 @pytest.fixture
@@ -18,15 +21,19 @@ def runtime(tmp_path: Path) -> ReferenceRuntime:
     return ReferenceRuntime(tmp_path / "ref.db")
 
 
-def setup_pair(runtime: ReferenceRuntime) -> tuple[str, str]:
-    ana, created = runtime.register("+12015550101", NOW)
-    bruno, _ = runtime.register("+12015550102", NOW)
+def setup_pair(runtime: ReferenceRuntime, now: datetime = T0) -> tuple[str, str]:
+    ana, created = runtime.register(ANA, now)
+    bruno, _ = runtime.register(BRUNO, now)
     assert created
-    for phone, color, job in (("+12015550101", "azul", "Panadería Quispe"),
-                              ("+12015550102", "verde", "Ferretería Olmos")):
-        runtime.converse(phone, f"Mi color favorito es {color}.", NOW)
-        runtime.converse(phone, f"Trabajo en {job}.", NOW)
+    for phone, color, job in ((ANA, "azul", "Panadería Quispe"),
+                              (BRUNO, "verde", "Ferretería Olmos")):
+        runtime.converse(phone, f"Mi color favorito es {color}.", now)
+        runtime.converse(phone, f"Trabajo en {job}.", now)
     return ana, bruno
+
+
+def ask(runtime: ReferenceRuntime, phone: str, question: str, now: datetime = T0) -> str:
+    return runtime.converse(phone, question, now)[1].reply
 
 
 def test_statement_split_and_question_tokens() -> None:
@@ -34,75 +41,175 @@ def test_statement_split_and_question_tokens() -> None:
         frozenset({"color", "favorito"}), "azul cobalto")
     assert language.split_statement("Trabajo en Panadería Quispe") == (
         frozenset({"trabajo"}), "Panadería Quispe")
+    assert language.split_statement("Mi mascota se llama Luna Arriaga") == (
+        frozenset({"mascota"}), "Luna Arriaga")
     assert language.content_tokens("¿En qué empresa trabajo?") == frozenset({"trabajo"})
     assert language.is_question("¿Dónde trabajo?") and not language.is_question("Trabajo.")
 
 
 def test_register_is_idempotent_per_phone(runtime: ReferenceRuntime) -> None:
-    first, created = runtime.register("+12015550101", NOW)
-    again, created_again = runtime.register("+12015550101", NOW)
+    first, created = runtime.register(ANA, T0)
+    again, created_again = runtime.register(ANA, T0)
     assert created and not created_again and first == again
 
 
-def test_answers_are_scoped_to_the_tenant(runtime: ReferenceRuntime) -> None:
+def test_answers_and_context_are_scoped_to_the_tenant(runtime: ReferenceRuntime) -> None:
     setup_pair(runtime)
-    _, reply = runtime.converse("+12015550101", "¿Cuál es mi color favorito?", NOW)
-    assert "azul" in reply and "verde" not in reply
-    _, reply = runtime.converse("+12015550102", "¿Dónde trabajo?", NOW)
-    assert "Ferretería Olmos" in reply and "Quispe" not in reply
+    _, answer = runtime.converse(ANA, "¿Cuál es mi color favorito?", T0)
+    assert "azul" in answer.reply and "verde" not in answer.reply
+    assert answer.layer == "graph" and answer.context == ["Mi color favorito es azul."]
+    assert "Ferretería Olmos" in ask(runtime, BRUNO, "¿Dónde trabajo?")
 
 
-def test_update_supersedes_in_memory_and_graph(runtime: ReferenceRuntime) -> None:
+def test_update_supersedes_in_memory_graph_and_cache(runtime: ReferenceRuntime) -> None:
     ana, _ = setup_pair(runtime)
-    runtime.converse("+12015550101", "Ahora mi color favorito es rojo.", NOW)
-    _, reply = runtime.converse("+12015550101", "¿Cuál es mi color favorito?", NOW)
+    assert "azul" in ask(runtime, ANA, "¿Cuál es mi color favorito?")  # now cached
+    runtime.converse(ANA, "Ahora mi color favorito es rojo.", T0 + timedelta(minutes=1))
+    reply = ask(runtime, ANA, "¿Cuál es mi color favorito?", T0 + timedelta(minutes=2))
     assert "rojo" in reply and "azul" not in reply
-    memory = runtime.store_records("memory", tenant_id=ana)
-    assert [r["content"] for r in memory if "color" in str(r["content"])] == [
-        "Ahora mi color favorito es rojo."]
+    now = T0 + timedelta(minutes=3)
+    assert runtime.store_records("memory", now, needle="azul") == []
+    assert runtime.store_records("graph", now, needle="azul") == []
 
 
-def test_precedence_graph_then_memory_then_thread(runtime: ReferenceRuntime) -> None:
-    runtime.register("+12015550101", NOW)
-    runtime.converse("+12015550101", "Hoy hace sol", NOW)  # no marker: thread only
-    _, reply = runtime.converse("+12015550101", "¿Qué tal el sol?", NOW)
-    assert "Hoy hace sol" in reply  # answered from the thread
-    _, reply = runtime.converse("+12015550101", "¿Cuál es mi deporte?", NOW)
-    assert reply == "No tengo esa información."
+def test_precedence_falls_back_to_the_thread_then_abstains(runtime: ReferenceRuntime) -> None:
+    runtime.register(ANA, T0)
+    runtime.converse(ANA, "Hoy hace sol", T0)  # no marker: stays in the thread only
+    assert "Hoy hace sol" in ask(runtime, ANA, "¿Qué tal el sol?")
+    assert ask(runtime, ANA, "¿Cuál es mi deporte?") == "No tengo esa información."
 
 
 def test_every_store_is_readable_by_scope_and_needle(runtime: ReferenceRuntime) -> None:
     ana, bruno = setup_pair(runtime)
+    ask(runtime, ANA, "¿Dónde trabajo?")
+    later = T0 + timedelta(hours=2)  # the session summary is due after an idle hour
     for store in STORES:
-        scoped = runtime.store_records(store, tenant_id=ana)
+        scoped = runtime.store_records(store, later, tenant_id=ana)
         assert scoped and all(r["tenant_id"] == ana for r in scoped), store
-    needle = runtime.store_records("graph", needle="panaderia QUISPE")
+    needle = runtime.store_records("graph", later, needle="panaderia QUISPE")
     assert [r["tenant_id"] for r in needle] == [ana]
-    assert runtime.store_records("jobs", needle="verde")[0]["tenant_id"] == bruno
+    assert runtime.store_records("jobs", later, needle="verde")[0]["tenant_id"] == bruno
 
 
-def test_deletion_empties_every_store_for_that_tenant_only(runtime: ReferenceRuntime) -> None:
+def test_deletion_is_asynchronous_and_honours_each_retention_policy(
+        runtime: ReferenceRuntime) -> None:
     ana, bruno = setup_pair(runtime)
-    result = runtime.delete_tenant(ana, NOW)
-    assert result["status"] == "completed"
-    assert runtime.deletion_status(ana)["status"] == "completed"
-    for store in STORES:
-        assert runtime.store_records(store, tenant_id=ana) == [], store
-        assert runtime.store_records(store, tenant_id=bruno), store
-    assert runtime.store_records("memory", needle="azul") == []
-    new_ana, created = runtime.register("+12015550101", NOW)  # same phone, fresh identity
+    ask(runtime, ANA, "¿Dónde trabajo?")
+    assert runtime.delete_tenant(ana, T0)["status"] == "pending"
+    assert runtime.deletion_status(ana, T0 + timedelta(minutes=29))["status"] == "pending"
+    assert runtime.store_records("memory", T0 + timedelta(minutes=29), tenant_id=ana)
+    done = T0 + timedelta(minutes=31)
+    assert runtime.deletion_status(ana, done)["status"] == "completed"
+    for store in ("memory", "graph", "summaries", "cache"):
+        assert runtime.store_records(store, done, tenant_id=ana) == [], store
+    thread = runtime.store_records("thread", done, tenant_id=ana)
+    assert thread and all(r["deleted"] for r in thread)  # tombstoned
+    jobs = runtime.store_records("jobs", done, tenant_id=ana)
+    assert jobs and all("Quispe" not in r["content"] for r in jobs)  # redacted
+    assert runtime.store_records("memory", done, tenant_id=bruno)
+    new_ana, created = runtime.register(ANA, done)  # same phone, fresh identity
     assert created and new_ana != ana
-    _, reply = runtime.converse("+12015550101", "¿Cuál es mi color favorito?", NOW)
-    assert "azul" not in reply
+    assert "azul" not in ask(runtime, ANA, "¿Cuál es mi color favorito?", done)
 
 
-def test_cross_tenant_leak_fault_appends_foreign_values(tmp_path: Path) -> None:
-    leaky = ReferenceRuntime(tmp_path / "leaky.db", ["cross-tenant-leak"])
+def test_nightly_job_and_session_summaries_follow_the_scenario_clock(
+        runtime: ReferenceRuntime) -> None:
+    ana, _ = setup_pair(runtime)
+    assert runtime.store_records("summaries", T0 + timedelta(minutes=59), tenant_id=ana) == []
+    summary = runtime.store_records("summaries", T0 + timedelta(minutes=61), tenant_id=ana)
+    assert summary[0]["source"] == "session" and "Quispe" in summary[0]["content"]
+    nightly = runtime.store_records("summaries", T0 + timedelta(days=1), tenant_id=ana)
+    assert nightly[0]["source"] == "nightly"
+
+
+def test_cache_answers_expire_after_six_hours(runtime: ReferenceRuntime) -> None:
+    ana, _ = setup_pair(runtime)
+    ask(runtime, ANA, "¿Dónde trabajo?")
+    assert runtime.store_records("cache", T0 + timedelta(hours=5), tenant_id=ana)
+    assert runtime.store_records("cache", T0 + timedelta(hours=6, seconds=1),
+                                 tenant_id=ana) == []
+
+
+def fault_runtime(tmp_path: Path, fault: str) -> ReferenceRuntime:
+    return ReferenceRuntime(tmp_path / f"{fault}.db", [fault])
+
+
+def test_cross_tenant_leak_fault(tmp_path: Path) -> None:
+    leaky = fault_runtime(tmp_path, "cross-tenant-leak")
     setup_pair(leaky)
-    _, reply = leaky.converse("+12015550101", "¿Cuál es mi color favorito?", NOW)
+    reply = ask(leaky, ANA, "¿Cuál es mi color favorito?")
     assert "azul" in reply and "verde" in reply
+
+
+def test_stale_and_cache_faults_serve_the_old_value(tmp_path: Path) -> None:
+    for fault in ("stale-after-update", "cache-stale"):
+        runtime = fault_runtime(tmp_path, fault)
+        setup_pair(runtime)
+        ask(runtime, ANA, "¿Dónde trabajo?")
+        runtime.converse(ANA, "Ahora trabajo en Taller Rivas.", T0 + timedelta(minutes=1))
+        reply = ask(runtime, ANA, "¿Dónde trabajo?", T0 + timedelta(hours=1))
+        assert "Quispe" in reply, fault
+
+
+def test_deletion_faults(tmp_path: Path) -> None:
+    expectations = {
+        "graph-unscoped-delete": ("graph", True),
+        "partial-delete": ("memory", True),
+        "deletion-skips-summaries": ("summaries", True),
+    }
+    for fault, (store, survives) in expectations.items():
+        runtime = fault_runtime(tmp_path, fault)
+        ana, _ = setup_pair(runtime)
+        ask(runtime, ANA, "¿Dónde trabajo?", T0 + timedelta(hours=2))  # a summary exists
+        runtime.delete_tenant(ana, T0 + timedelta(hours=2))
+        done = T0 + timedelta(hours=3)
+        assert runtime.deletion_status(ana, done)["status"] == "completed"
+        assert bool(runtime.store_records(store, done, tenant_id=ana)) is survives, fault
+
+
+def test_premature_status_and_nightly_resurrection(tmp_path: Path) -> None:
+    premature = fault_runtime(tmp_path, "premature-deletion-status")
+    ana, _ = setup_pair(premature)
+    assert premature.delete_tenant(ana, T0)["status"] == "completed"
+    assert premature.store_records("memory", T0 + timedelta(minutes=1), tenant_id=ana)
+    assert premature.store_records("memory", T0 + timedelta(hours=2, minutes=1),
+                                   tenant_id=ana) == []
+    resurrecting = fault_runtime(tmp_path, "nightly-resurrection")
+    ana, _ = setup_pair(resurrecting)
+    resurrecting.delete_tenant(ana, T0)
+    assert resurrecting.store_records("memory", T0 + timedelta(hours=1), tenant_id=ana) == []
+    assert resurrecting.store_records("memory", T0 + timedelta(days=1), tenant_id=ana)
+
+
+def test_overreach_and_topk_faults(tmp_path: Path) -> None:
+    overreach = fault_runtime(tmp_path, "delete-overreach")
+    ana, bruno = setup_pair(overreach)
+    overreach.delete_tenant(ana, T0)
+    assert overreach.store_records("memory", T0 + timedelta(hours=1), tenant_id=bruno) == []
+    topk = fault_runtime(tmp_path, "topk-fallback-leak")
+    setup_pair(topk)
+    _, answer = topk.converse(ANA, "¿Dónde trabajo?", T0)
+    assert any("Olmos" in item for item in answer.context)
 
 
 def test_unknown_fault_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown fault"):
         ReferenceRuntime(tmp_path / "x.db", ["gremlins"])
+
+
+def test_http_surface_follows_the_memlife_clock_header(runtime: ReferenceRuntime) -> None:
+    client = TestClient(create_app(runtime))
+    later = "2031-05-01T00:00:00Z"
+    user = client.post("/v1/users", json={"phone": ANA}, headers={"X-Memlife-Now": later})
+    assert user.status_code == 200
+    client.post("/v1/preview", json={"phone": ANA, "message": "Trabajo en Panadería Quispe."},
+                headers={"X-Memlife-Now": later})
+    records = client.get("/admin/stores/thread/records",
+                         params={"tenant_id": user.json()["user_id"]},
+                         headers={"X-Memlife-Now": later}).json()["records"]
+    assert records[0]["created_at"] == later
+    deletion = client.delete(f"/v1/users/{user.json()['user_id']}",
+                             headers={"X-Memlife-Now": later})
+    assert deletion.status_code == 202 and deletion.json()["status"] == "pending"
+    bad = client.post("/v1/users", json={"phone": BRUNO}, headers={"X-Memlife-Now": "soon"})
+    assert bad.status_code == 400 and "ISO-8601" in bad.text

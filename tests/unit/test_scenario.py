@@ -123,7 +123,8 @@ def test_value_inside_a_question_is_rejected() -> None:
 def test_timeline_must_probe_something() -> None:
     data = seed_data()
     data["timeline"] = [{"step": "write"}]
-    assert problems_of(data) == ["s.yaml: timeline: has no probe step: nothing would be checked"]
+    assert problems_of(data) == ["s.yaml: timeline: has no probe or inspect step: nothing would "
+                                "be checked"]
 
 
 @pytest.mark.parametrize(

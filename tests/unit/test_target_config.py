@@ -22,7 +22,9 @@ def reference_data() -> dict[str, Any]:
 def test_bundled_reference_target_file_is_valid() -> None:
     target = load_target(REPO / "scenarios" / "targets" / "reference.yaml")
     assert target.base_url == "http://127.0.0.1:8080"
-    assert [s.name for s in target.stores] == ["thread", "memory", "graph", "jobs"]
+    assert [s.name for s in target.stores] == ["thread", "memory", "graph", "jobs", "summaries",
+                                              "cache"]
+    assert {s.name: s.retention for s in target.stores}["thread"] == "tombstone"
     assert target.operations.registration is not None
 
 
