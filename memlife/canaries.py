@@ -22,7 +22,7 @@ SURNAMES = (
     "Jáuregui Landa Maldonado Nuñez Olaechea Pizarro Quiroga Robledo Sepúlveda Toledo Uriarte "
     "Valcárcel Alcántara Bustamante Cárdenas Durán Elizondo Fajardo Gallardo Huerta Izquierdo "
     "Lizarraga Medrano Noriega Ordóñez Peñalver Quevedo Ribera Solórzano Trujillo Ulloa Vergara "
-    "Aguirre Barragán Cuadrado Del Solar Espejo Ferrando Garmendia Herrero Inclán Jiménez Lafuente "
+    "Aguirre Barragán Cuadrado Solana Espejo Ferrando Garmendia Herrero Inclán Jiménez Lafuente "
     "Mariscal Olavarría Perales Rosales Salcedo Tejada Uribe Valverde Zaldívar Aranda Berrocal "
     "Chacón Domínguez Egaña Fuentes Guzmán Heredia Irujo Luján Manrique Ochandiano Pastrana"
 ).split()

@@ -281,6 +281,8 @@ def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=140)  # logs and CI: no terminal to fit, keep tables whole
     summary, latency = artifact["summary"], artifact["latency_ms"]
     table = Table(title="memlife: checks by invariant", title_justify="left")
     table.add_column("invariant")
@@ -353,8 +355,12 @@ def _print_matrix(console: Any, artifact: dict[str, Any]) -> None:
     table.add_column("store")
     for stage in used:
         table.add_column(stage, justify="center")
-    for invariant, stores in matrix.items():
-        for store, cells in stores.items():
+    from memlife.lifecycle import INVARIANTS
+
+    order = {name: index for index, name in enumerate(INVARIANTS)}
+    for invariant, stores in sorted(matrix.items(), key=lambda item: order.get(item[0], 99)):
+        for store, cells in sorted(stores.items(), key=lambda item: (item[0] != "response",
+                                                                     item[0])):
             row = []
             for stage in used:
                 cell = cells.get(stage)
