@@ -42,6 +42,17 @@ def free_port(preferred: int | None = None) -> int:
         return probe.getsockname()[1]
 
 
+def stop_process(process: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM this child (by its PID, never by name), SIGKILL it after `grace` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
 @dataclass
 class ReferenceTargetProcess:
     process: subprocess.Popen[bytes]
@@ -49,13 +60,7 @@ class ReferenceTargetProcess:
     log_path: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop_process(self.process, grace=10)
 
 
 def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
@@ -112,13 +117,7 @@ class DevServerProcess:
     log_path: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop_process(self.process, grace=20)
 
 
 def start_dev_server(state_dir: Path, *, port: int | None = None,

@@ -16,18 +16,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-    ValidationError,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from memlife.durations import format_duration, parse_duration
-from memlife.errors import InputError, Problem
+from memlife.errors import Problem
 from memlife.scoring import normalize
+from memlife.validation import parse_document
 from memlife.yamlio import load_yaml_file
 
 
@@ -189,8 +183,6 @@ class RegisterStep(_Strict):
     tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
 
 
-STEP_KINDS = ("write", "update", "wait", "probe", "delete", "await-deletion", "inspect",
-              "register")
 Step = Annotated[
     WriteStep | UpdateStep | WaitStep | ProbeStep | DeleteStep | AwaitDeletionStep
     | InspectStep | RegisterStep,
@@ -432,45 +424,9 @@ def materialize(scenario: Scenario, seed: str) -> Scenario:
     return scenario.model_copy(update={"pairs": pairs, "generate": None})
 
 
-def _pydantic_problems(error: ValidationError, file: str) -> list[Problem]:
-    problems = []
-    for item in error.errors(include_url=False):
-        # Drop union-member tags pydantic inserts (e.g. 'function-before[...]'), keep the path.
-        loc = list(item["loc"])
-        kept = []
-        for position, part in enumerate(loc):
-            if isinstance(part, str) and "[" in part:
-                continue  # a union member's tag such as 'function-before[...]'
-            # the step kind pydantic inserts after timeline.N
-            if (part in STEP_KINDS and position >= 2 and loc[position - 2] == "timeline"
-                    and isinstance(loc[position - 1], int)):
-                continue
-            kept.append(str(part))
-        path = ".".join(kept)
-        message = item["msg"]
-        if item["type"] == "extra_forbidden":
-            message = "unknown field"
-        elif item["type"] == "union_tag_invalid":
-            message = f"unknown step kind; expected one of: {', '.join(STEP_KINDS)}"
-        elif message.startswith("Value error, "):
-            message = message.removeprefix("Value error, ")
-        problems.append(Problem(file, path, message))
-    return problems
-
-
 def parse_scenario(data: Any, file: str = "<scenario>") -> Scenario:
     """Validate already-parsed YAML; raise InputError listing every problem."""
-    if not isinstance(data, dict):
-        kind = "empty" if data is None else type(data).__name__
-        raise InputError([Problem(file, "", f"expected a mapping at the top level, got {kind}")])
-    try:
-        scenario = Scenario.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(_pydantic_problems(exc, file)) from None
-    problems = semantic_problems(scenario, file)
-    if problems:
-        raise InputError(problems)
-    return scenario
+    return parse_document(Scenario, data, file, semantic_problems)
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -14,10 +14,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memlife.errors import InputError, Problem
-from memlife.scenario import Duration, Slug, _pydantic_problems
+from memlife.errors import Problem
+from memlife.scenario import Duration, Slug
+from memlife.validation import parse_document
 from memlife.yamlio import load_yaml_file
 
 PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -236,17 +237,7 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
 
 
 def parse_target(data: Any, file: str = "<target>") -> Target:
-    if not isinstance(data, dict):
-        kind = "empty" if data is None else type(data).__name__
-        raise InputError([Problem(file, "", f"expected a mapping at the top level, got {kind}")])
-    try:
-        target = Target.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(_pydantic_problems(exc, file)) from None
-    problems = semantic_problems(target, file)
-    if problems:
-        raise InputError(problems)
-    return target
+    return parse_document(Target, data, file, semantic_problems)
 
 
 def load_target(path: str | Path) -> Target:
