@@ -23,6 +23,7 @@ from memlife.lifecycle import (
     ConverseRequest,
     DeleteRequest,
     DeletionState,
+    ForgetRequest,
     InspectRequest,
     RegisterRequest,
     RegisterResult,
@@ -176,6 +177,28 @@ async def deletion_status(request: DeleteRequest) -> DeletionState:
     except TargetError as error:
         raise _application_error(error) from None
     return _deletion_state(operation, response, wall_time, False)
+
+
+@activity.defn(name="memlife.forget_fact")
+async def forget_fact(request: ForgetRequest) -> DeletionState:
+    """Erase one fact through the target's `forget` operation (a 2xx means done)."""
+    operation = request.target.operations.forget
+    if operation is None:
+        raise ApplicationError("the target file has no operations.forget",
+                               type="TargetConfigError", non_retryable=True)
+    wall_time = datetime.now(UTC)
+    try:
+        response = await http.call(
+            request.target, operation,
+            {"phone": request.phone, "user_id": request.user_id, "value": request.value,
+             "domain": request.domain},
+            scenario_now=request.scenario_now)
+    except TargetError as error:
+        raise _application_error(error) from None
+    status = response.fields.get("status")
+    return DeletionState(status=None if status is None else str(status), done=True,
+                         http_status=response.status, latency_ms=response.latency_ms,
+                         wall_time=wall_time)
 
 
 async def _read_store(request: InspectRequest, store: Store, mode: str, key: str,

@@ -156,7 +156,14 @@ def _scenario_target_problems(scenario: Any, target: Any, file: str) -> list[Pro
 
     problems = []
     for index, step in enumerate(scenario.timeline):
-        if isinstance(step, DeleteStep | AwaitDeletionStep) and (
+        if isinstance(step, DeleteStep) and step.domains and target.operations.forget is None:
+            problems.append(Problem(file, "operations.forget", f"the scenario forgets single "
+                                    f"facts (timeline.{index}) but the target file has no "
+                                    "forget operation; drop the step or describe one"))
+            break
+    for index, step in enumerate(scenario.timeline):
+        if (isinstance(step, DeleteStep) and not step.domains
+                or isinstance(step, AwaitDeletionStep)) and (
                 target.operations.delete_tenant is None):
             problems.append(Problem(file, "operations.delete_tenant", f"the scenario deletes "
                                     f"tenants (timeline.{index}) but the target file has no "

@@ -172,6 +172,15 @@ class DeleteRequest(_Model):
     scenario_now: str
 
 
+class ForgetRequest(_Model):
+    target: Target
+    phone: str
+    user_id: str
+    domain: str
+    value: str
+    scenario_now: str
+
+
 class DeletionState(_Model):
     """What the target said about a deletion: done, failed, or still in progress."""
 
@@ -393,6 +402,7 @@ class TenantState:
     deleted: bool = False
     registered: bool = True
     deleted_values: list[tuple[str, str]] = field(default_factory=list)
+    forgotten: list[tuple[str, str]] = field(default_factory=list)  # single facts erased
     identities: list[str] = field(default_factory=list)
     deleted_identities: list[str] = field(default_factory=list)
     deletion_id: str | None = None
@@ -451,9 +461,18 @@ class PairState:
         tenant.current[domain] = [new_value]
         (tenant.unconfirmed.discard if confirmed else tenant.unconfirmed.add)(domain)
 
+    def record_forget(self, role: Role, domain: str) -> None:
+        """One fact erased: its values (current and superseded) must be gone everywhere
+        while the tenant lives on."""
+        tenant = self.tenants[role]
+        texts = tenant.current.pop(domain, []) + [t for t, _ in tenant.superseded.pop(domain, [])]
+        tenant.forgotten += [(domain, text) for text in texts]
+        tenant.unconfirmed.discard(domain)
+
     def record_deletion(self, role: Role, now: datetime, deletion_id: str | None = None) -> None:
         tenant = self.tenants[role]
         tenant.deleted_values = [(d, text) for d, text, _ in tenant.stated_values()]
+        tenant.deleted_values += tenant.forgotten
         tenant.deleted_identities = list(tenant.identities)
         tenant.current, tenant.superseded = {}, {}
         tenant.deleted, tenant.registered = True, False
@@ -480,7 +499,7 @@ class PairState:
         if not tenant.deleted and not partner.deleted:
             tenant.baseline = {store: list(values) for store, values in summary.present.items()
                                if store not in summary.expiring}
-        if tenant.deleted:
+        if tenant.deleted or tenant.forgotten:
             tenant.clean_after_deletion.update(summary.clean)
 
     # -- expectations ----------------------------------------------------------------------
@@ -488,6 +507,7 @@ class PairState:
     def _partner_forbidden(self, role: Role) -> list[ForbiddenValue]:
         partner = self.tenants[other(role)]
         values = partner.stated_values() + [(d, t, "deleted") for d, t in partner.deleted_values]
+        values += [(d, t, "deleted") for d, t in partner.forgotten if not partner.deleted]
         return [ForbiddenValue(text=text, origin="partner", domain=domain, owner=partner.alias)
                 for domain, text, _ in values]
 
@@ -521,6 +541,8 @@ class PairState:
                 for d, items in tenant.superseded.items() for text, when in items
                 if when + grace <= now
             ]
+            forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d,
+                                         owner=tenant.alias) for d, text in tenant.forgotten]
         return ProbeCase(
             case_id=case_id, kind=kind, role=role, tenant_alias=tenant.alias, domain=domain,
             question=question, required=required, any_of=any_of, forbidden=forbidden,
@@ -542,7 +564,8 @@ class PairState:
         if tenant.deleted:
             stated = {d for d, _ in tenant.deleted_values}
             return [d for d in domains if d in stated]
-        return [d for d in domains if d in tenant.current]
+        forgotten = {d for d, _ in tenant.forgotten}
+        return [d for d in domains if d in tenant.current or d in forgotten]
 
     def inspect_case(self, case_id: str, role: Role, now: datetime,
                      grace: timedelta) -> InspectCase:
@@ -554,6 +577,8 @@ class PairState:
         else:
             needles = [Needle(text=text, domain=d, origin=origin)
                        for d, text, origin in tenant.stated_values()]
+            needles += [Needle(text=text, domain=d, origin="deleted")
+                        for d, text in tenant.forgotten]
         stale = [text for items in tenant.superseded.values() for text, when in items
                  if when + grace <= now]
         expected = tenant.baseline if partner.deleted and not tenant.deleted else {}
@@ -702,10 +727,12 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
             _findings.append(Finding(invariant=invariant, reason=reason, outcome="fail",
                                     store=store_name, value=value, detail=detail))
 
+        forgotten = {n.text for n in case.needles if n.origin == "deleted"}
         invariants = (["I4"] if case.deleted else
                       ["I1", "I2"] + (["U1"] if store.updates == "replace"
                                       and case.stale_after_grace else [])
-                      + (["D2"] if store.name in case.expected_present else []))
+                      + (["D2"] if store.name in case.expected_present else [])
+                      + (["I4"] if forgotten else []))
         errors = [r for r in store_reads if r.status != "ok"]
         if errors:
             for invariant in invariants:
@@ -760,6 +787,21 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
             continue
 
         i1_fail = i2_fail = u1_fail = False
+        # A forgotten fact of a live tenant: its values must be gone (by retention policy).
+        kept: dict[str, list[StoreRecordView]] = {}
+        for record, texts in records:
+            if store.retention == "tombstone" and record.deleted is True:
+                continue
+            for text in texts & forgotten:
+                kept.setdefault(text, []).append(record)
+        for text, holders in sorted(kept.items()):
+            fail("I4", "resurrected" if store.name in case.clean_before else "residue", text,
+                 f"a forgotten value remains: {_records_phrase(holders)}")
+        if forgotten:
+            checks.append(Check(invariant="I4", outcome="fail" if kept else "pass",
+                                store=store.name))
+            if not kept:
+                clean.append(store.name)
         misfiled: dict[str, list[StoreRecordView]] = {}
         foreign_in_own: dict[str, list[StoreRecordView]] = {}
         stale_live: dict[str, list[StoreRecordView]] = {}
@@ -767,7 +809,7 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
             foreign_record = record.tenant_id is not None and record.tenant_id not in own_ids
             if foreign_record:
                 for text in texts:
-                    if text in needle_origin:
+                    if text in needle_origin and text not in forgotten:
                         misfiled.setdefault(text, []).append(record)
                 continue
             for text in texts & partner_texts:
@@ -903,6 +945,14 @@ def timeline_problems(scenario: Scenario) -> list[tuple[str, str]]:
                         "abstain": "no probed domain was stated by the partner alone",
                         "recall": "no probed domain was written before this step"}[step.kind]
                 problems.append((path, f"this {step.kind} probe would check nothing: {hint}"))
+        elif isinstance(step, DeleteStep) and step.domains:
+            for role in tenants:
+                for domain in step.domains:
+                    if domain not in state.tenants[role].current:
+                        problems.append((path, f"forgets {domain} of tenant {role}, which is "
+                                         "not a current fact of it"))
+                        return problems
+                    state.record_forget(role, domain)
         elif isinstance(step, DeleteStep):
             for role in tenants:
                 if state.tenants[role].deleted:

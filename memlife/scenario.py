@@ -150,11 +150,13 @@ class ProbeStep(_Strict):
 
 
 class DeleteStep(_Strict):
-    """Request deletion of the whole tenant."""
+    """Request deletion of the whole tenant or, with `domains`, forget single facts (the
+    target file's `forget` operation)."""
 
     step: Literal["delete"]
     label: str = ""
     tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+    domains: list[str] | None = Field(default=None, min_length=1)
 
 
 class AwaitDeletionStep(_Strict):
@@ -351,7 +353,8 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
         problems.extend(_exclusivity_problems(pair, pair_index, file))
 
     for step_index, step in enumerate(scenario.timeline):
-        if isinstance(step, WriteStep | ProbeStep | UpdateStep) and step.domains != "all":
+        if (isinstance(step, WriteStep | ProbeStep | UpdateStep | DeleteStep)
+                and step.domains not in ("all", None)):
             for domain_index, domain_name in enumerate(step.domains):
                 if domain_name not in scenario.domains:
                     report(f"timeline.{step_index}.domains.{domain_index}",

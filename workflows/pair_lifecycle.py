@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         converse,
         delete_tenant,
         deletion_status,
+        forget_fact,
         inspect_stores,
         register_tenant,
     )
@@ -31,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         ConverseRequest,
         DeleteRequest,
         DeletionState,
+        ForgetRequest,
         InspectCase,
         InspectRequest,
         Observation,
@@ -145,7 +147,8 @@ class PairLifecycleWorkflow:
             elif isinstance(step, ProbeStep):
                 work = self._probe(index, step)
             elif isinstance(step, DeleteStep):
-                work = self._delete(index, step)
+                work = (self._forget(index, step) if step.domains
+                        else self._delete(index, step))
             elif isinstance(step, AwaitDeletionStep):
                 work = self._await_deletion(index, step)
             elif isinstance(step, InspectStep):
@@ -286,6 +289,47 @@ class PairLifecycleWorkflow:
         per_tenant = await asyncio.gather(*(probe_tenant(role) for role in step.tenants))
         return StepWork(cases=[c for cases, _ in per_tenant for c in cases],
                         observations=[o for _, obs in per_tenant for o in obs])
+
+    async def _forget(self, index: int, step: DeleteStep) -> StepWork:
+        """Single-fact erasure: each (tenant, domain) through the target's forget operation."""
+        target = self._input.target
+
+        async def forget_one(role: Role, domain: str) -> tuple[Observation, CaseVerdict | None]:
+            tenant = self._tenants[role]
+            value = self._state.tenants[role].current[domain][0]
+            seq, scenario_time = self._next_seq(), self._scenario_now()
+            error = None
+            state: DeletionState | None = None
+            try:
+                state = await workflow.execute_activity(
+                    forget_fact,
+                    ForgetRequest(target=target, phone=tenant.phone,
+                                  user_id=tenant.user_id or "", domain=domain, value=value,
+                                  scenario_now=_iso(scenario_time)),
+                    start_to_close_timeout=target_timeout(target.timeout),
+                    retry_policy=TARGET_RETRY, summary=f"forget {tenant.alias} {domain}",
+                )
+            except ActivityError as failure:
+                error = _failure_text(failure)
+            # Fail closed: even an unconfirmed forget is then checked as if it had happened.
+            self._state.record_forget(role, domain)
+            observation = Observation(
+                seq=seq, role=role, kind="delete", domain=domain, request=f"forget {domain}",
+                reply=state.status if state else None,
+                status="ok" if state else "target-error", error=error,
+                http_status=state.http_status if state else None,
+                latency_ms=state.latency_ms if state else None, scenario_time=scenario_time,
+                wall_time=state.wall_time if state else workflow.now())
+            verdict = None if state else deletion_verdict(
+                f"s{index}-{role}-forget-{domain}", role, tenant.alias, None, error,
+                timedelta(0), timedelta(0), store="deletion-request")
+            return observation, verdict
+
+        assert step.domains is not None
+        results = await asyncio.gather(*(forget_one(role, domain) for role in step.tenants
+                                         for domain in step.domains))
+        return StepWork(observations=[o for o, _ in results],
+                        verdicts=[v for _, v in results if v is not None])
 
     async def _delete(self, index: int, step: DeleteStep) -> StepWork:
         async def delete_one(role: Role) -> tuple[Observation, CaseVerdict | None]:

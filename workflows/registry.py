@@ -7,6 +7,7 @@ from activities.target import (
     converse,
     delete_tenant,
     deletion_status,
+    forget_fact,
     inspect_stores,
     register_tenant,
 )
@@ -14,7 +15,8 @@ from workflows.pair_lifecycle import PairLifecycleWorkflow
 from workflows.suite import SuiteWorkflow
 
 WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow]
-ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, inspect_stores]
+ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
+                    inspect_stores]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, finish_run]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES
 DEFAULT_TASK_QUEUE = "memlife"

@@ -5,6 +5,7 @@ Conversation surface (what a product exposes):
   POST   /v1/preview                {phone, message}   -> {user_id, reply, context}
   DELETE /v1/users/{user_id}                           -> {deletion_id, status} (async)
   GET    /v1/users/{user_id}/deletion                  -> {deletion_id, status, ...}
+  POST   /v1/users/{user_id}/forget {value}            -> {status}   (one fact)
 Admin read surface (what memlife's store probes read; read-only):
   GET    /admin/stores                                 -> {stores: [{name, role}]}
   GET    /admin/stores/{store}/records?tenant_id=ID    -> {records: [...]}
@@ -31,6 +32,10 @@ NowHeader = Annotated[str | None, Header(alias=NOW_HEADER)]
 
 class RegisterRequest(BaseModel):
     phone: str = Field(min_length=4, max_length=32)
+
+
+class ForgetRequest(BaseModel):
+    value: str = Field(min_length=1, max_length=400)
 
 
 class PreviewRequest(BaseModel):
@@ -80,6 +85,14 @@ def create_app(runtime: ReferenceRuntime) -> FastAPI:
             return runtime.delete_tenant(user_id, _clock(now))
         except UnknownTenant:
             raise HTTPException(404, "unknown user") from None
+
+    @app.post("/v1/users/{user_id}/forget")
+    def forget(user_id: str, body: ForgetRequest, now: NowHeader = None) -> dict[str, str]:
+        """Forget one fact of an active user (every record that holds the value)."""
+        try:
+            return runtime.forget(user_id, body.value, _clock(now))
+        except UnknownTenant:
+            raise HTTPException(404, "unknown or deleted user") from None
 
     @app.get("/v1/users/{user_id}/deletion")
     def deletion(user_id: str, now: NowHeader = None) -> dict[str, str | None]:

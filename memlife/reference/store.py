@@ -57,6 +57,8 @@ FAULTS: dict[str, str] = {
     "delete-overreach": "tenant deletion removes memory and graph records of every tenant "
     "that share a key with the deleted one",
     "partial-delete": "tenant deletion reports success but purges only part of the memory",
+    "forget-skips-graph": "forgetting a fact removes the memory but leaves the graph node "
+    "(which keeps answering)",
 }
 
 ABSTAIN_ES = "No tengo esa información."
@@ -399,6 +401,30 @@ class ReferenceRuntime:
             )
             return {"deletion_id": deletion_id,
                     "status": "completed" if premature else "pending"}
+
+    def forget(self, user_id: str, value: str, now: datetime) -> dict[str, str]:
+        """Erase one fact: memories and graph facts holding it go; checkpoints and job rows
+        that mention it are redacted; the tenant's cache is dropped and its summary redone."""
+        with self._at(now) as clock:
+            if not self._is_active(user_id):
+                raise UnknownTenant(user_id)
+            needle = _norm(value)
+            self._db.execute("DELETE FROM memories WHERE tenant_id=? AND instr(norm, ?) > 0",
+                             (user_id, needle))
+            if "forget-skips-graph" not in self.faults:
+                self._db.execute(
+                    "DELETE FROM graph_nodes WHERE tenant_id=? AND label='Fact' AND "
+                    "instr(norm, ?) > 0", (user_id, needle))
+            self._db.execute(
+                "UPDATE thread_messages SET content='[olvidado]', norm='[olvidado]' "
+                "WHERE tenant_id=? AND instr(norm, ?) > 0", (user_id, needle))
+            self._db.execute(
+                "UPDATE jobs SET input='[olvidado]', output='[olvidado]', norm='[olvidado]' "
+                "WHERE tenant_id=? AND instr(norm, ?) > 0", (user_id, needle))
+            self._db.execute("DELETE FROM cache WHERE tenant_id=?", (user_id,))
+            self._db.execute("DELETE FROM summaries WHERE tenant_id=?", (user_id,))
+            self._summarize(user_id, clock, "session")
+            return {"status": "completed"}
 
     def deletion_status(self, user_id: str, now: datetime) -> dict[str, str | None]:
         with self._at(now):

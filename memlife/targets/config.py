@@ -29,6 +29,7 @@ OPERATION_VARIABLES: dict[str, frozenset[str]] = {
     "say": frozenset({"phone", "user_id", "message"}),
     "delete_tenant": frozenset({"phone", "user_id"}),
     "deletion_status": frozenset({"phone", "user_id", "deletion_id"}),
+    "forget": frozenset({"phone", "user_id", "value", "domain"}),
 }
 PROBE_VARIABLES: dict[str, frozenset[str]] = {
     "scope": frozenset({"user_id"}),
@@ -39,6 +40,7 @@ REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
     "say": ("reply",),
     "delete_tenant": (),
     "deletion_status": ("status",),
+    "forget": (),
 }
 
 
@@ -107,6 +109,8 @@ class Operations(_Strict):
     say: Operation
     delete_tenant: DeleteOperation | None = None
     deletion_status: DeletionStatusOperation | None = None
+    # Forget one fact (a single-fact erasure): {value} and {domain} name it.
+    forget: Operation | None = None
 
 
 class StoreProbe(_Strict):

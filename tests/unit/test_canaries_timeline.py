@@ -54,8 +54,10 @@ def problems(data: dict[str, Any]) -> list[str]:
 def test_probe_after_deletion_needs_a_register_step() -> None:
     data = nightly_data()
     data["timeline"] = [s for s in data["timeline"] if s.get("step") != "register"]
-    assert any(p.startswith("n.yaml: timeline.") and "was deleted at timeline.12; add a "
-               "`register` step" in p for p in problems(data))
+    deleted_at = next(i for i, step in enumerate(data["timeline"])
+                      if step.get("step") == "delete" and "domains" not in step)
+    assert any(p.startswith("n.yaml: timeline.") and f"was deleted at timeline.{deleted_at}; "
+               "add a `register` step" in p for p in problems(data))
 
 
 def test_stale_probe_without_an_update_checks_nothing() -> None:
@@ -95,3 +97,12 @@ def test_dev_and_eval_questions_must_not_overlap() -> None:
     templates["question_dev"] = [templates["question"][0]]
     assert any(p.startswith("n.yaml: domains.pet.templates.es.question_dev.0: also in the "
                             "evaluation set") for p in problems(data))
+
+
+def test_forgetting_what_was_never_stated_is_refused() -> None:
+    data = nightly_data()
+    for step in data["timeline"]:
+        if step.get("label") == "forget":
+            step["domains"] = ["school"]  # b never states its school
+    assert any("forgets school of tenant b, which is not a current fact of it" in p
+               for p in problems(data))

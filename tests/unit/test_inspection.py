@@ -140,3 +140,15 @@ def test_an_unreadable_store_is_inconclusive_never_clean() -> None:
     assert verdicts[0].outcome == "inconclusive" and not verdicts[0].passed
     assert summary.clean == []  # never counted as seen clean
     assert "HTTP 503" in verdicts[0].findings[0].detail
+
+
+def test_a_forgotten_value_of_a_live_tenant_must_leave_every_store() -> None:
+    forgot = case(needles=[Needle(text="Panadería Quispe", domain="job", origin="current"),
+                           Needle(text="Canelo Ruiz", domain="pet", origin="deleted")])
+    stores = [store("graph"), store("thread", "tombstone", "append")]
+    reads = [read("graph", "needle", "Canelo Ruiz", record("g1", "u-ana", [1])),
+             read("thread", "needle", "Canelo Ruiz", record("t1", "u-ana", [1], deleted=True))]
+    verdicts, summary = judge_inspection(forgot, reads, stores)
+    assert outcomes(verdicts)[("I4", "graph")] == "fail"
+    assert outcomes(verdicts)[("I4", "thread")] == "pass"  # tombstoned is allowed
+    assert summary.clean == ["thread"]

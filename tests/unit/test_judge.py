@@ -203,3 +203,19 @@ def test_clock_modes() -> None:
             assert "--clock" in str(error)
         else:
             raise AssertionError(f"{bad} accepted")
+
+
+def test_forgotten_fact_is_forbidden_while_the_tenant_lives_on() -> None:
+    state = updatable_pair()
+    state.record_forget("a", "pet")
+    assert state.probe_domains("recall", "a", ["job", "pet"]) == ["job", "pet"]
+    case = recall(state, domain="pet")
+    assert case.required == []
+    assert [(f.text, f.origin) for f in case.forbidden if f.owner == "ana"] == [
+        ("Canelo", "deleted")]
+    verdict = judge_probe(case, observation("Tu mascota se llama Canelo."), 700)
+    assert [(f.invariant, f.reason) for f in verdict.findings] == [("I4", "residue")]
+    inspect = state.inspect_case("s9-a", "a", NOW, GRACE)
+    assert ("Canelo", "deleted") in [(n.text, n.origin) for n in inspect.needles]
+    # the partner's answers must not carry it either
+    assert "Canelo" in [f.text for f in recall(state, "b", "job").forbidden]

@@ -213,3 +213,18 @@ def test_http_surface_follows_the_memlife_clock_header(runtime: ReferenceRuntime
     assert deletion.status_code == 202 and deletion.json()["status"] == "pending"
     bad = client.post("/v1/users", json={"phone": BRUNO}, headers={"X-Memlife-Now": "soon"})
     assert bad.status_code == 400 and "ISO-8601" in bad.text
+
+
+def test_forget_erases_one_fact_everywhere(runtime: ReferenceRuntime, tmp_path: Path) -> None:
+    ana, _ = setup_pair(runtime)
+    assert runtime.forget(ana, "Panadería Quispe", T0)["status"] == "completed"
+    for store in STORES:
+        assert runtime.store_records(store, T0, needle="Quispe") == [], store
+    assert "azul" in ask(runtime, ANA, "¿Cuál es mi color favorito?")
+    assert "Quispe" not in ask(runtime, ANA, "¿Dónde trabajo?")
+    faulty = fault_runtime(tmp_path, "forget-skips-graph")
+    ana, _ = setup_pair(faulty)
+    faulty.forget(ana, "Panadería Quispe", T0)
+    assert faulty.store_records("memory", T0, needle="Quispe") == []
+    assert faulty.store_records("graph", T0, needle="Quispe")
+    assert "Quispe" in ask(faulty, ANA, "¿Dónde trabajo?")

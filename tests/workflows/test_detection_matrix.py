@@ -49,6 +49,9 @@ DETECTION = {
                          [("I4", "memory", "deletion-confirmed")]),
     "partial-delete": ([("I4", "memory", "deletion-confirmed", "residue")],
                        [("I4", "graph", "deletion-confirmed")]),
+    "forget-skips-graph": ([("I4", "graph", "b-intact", "residue"),
+                            ("I4", "response", "b-intact", "residue")],
+                           [("I4", "memory", "b-intact")]),
 }
 
 
