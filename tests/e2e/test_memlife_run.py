@@ -120,3 +120,23 @@ def test_nightly_against_a_deletion_fault_names_invariant_and_store(tmp_path: Pa
     cells = {(f["invariant"], f["store"], f["stage"]) for f in artifact["failures"]}
     assert cells == {("I4", "graph", "deletion-confirmed"), ("I4", "graph", "after-3d")}
     assert len({f["tenant"] for f in artifact["failures"]}) == 20
+
+
+def test_compressed_clock_divides_waits_and_reaches_the_target(tmp_path: Path) -> None:
+    scenario = SEED.read_text().replace("duration: 150ms", "duration: 2h")
+    (tmp_path / "two-hours.yaml").write_text(scenario)
+    result = memlife("run", "two-hours.yaml", "--clock", "compress=3600", "--out", "r.json",
+                     "--enforce", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    artifact = json.loads((tmp_path / "r.json").read_text())
+    assert artifact["meta"]["clock"] == "compress=3600"
+    observations = artifact["observations"]
+
+    def at(kind: str, field: str) -> list[datetime]:
+        return [datetime.fromisoformat(o[field].replace("Z", "+00:00"))
+                for o in observations if o["kind"] == kind]
+
+    scenario_gap = min(at("probe", "scenario_time")) - max(at("write", "scenario_time"))
+    wall_gap = min(at("probe", "wall_time")) - max(at("write", "wall_time"))
+    assert scenario_gap >= timedelta(hours=2)
+    assert wall_gap < timedelta(minutes=5)  # two scenario hours took about two seconds
