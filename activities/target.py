@@ -12,7 +12,9 @@ still fails is returned as a target error: verdicts are data, never activity fai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +45,28 @@ log = get_logger("memlife.activities.target")
 NON_RETRYABLE_ERRORS = ["TargetClientError", "MissingSecret", "TargetBadResponse"]
 READ_CONCURRENCY = 8
 EXCERPT_CHARS = 160
+
+
+HEARTBEAT_EVERY = 2.0  # seconds; the workflows' heartbeat timeout is a few times this
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(details: Callable[[], Any]) -> AsyncIterator[None]:
+    """Heartbeat in the background while the block runs, so that a worker that dies is
+    noticed within the heartbeat timeout even while one request is slow."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_EVERY)
+            activity.heartbeat(details())
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def _application_error(error: TargetError) -> ApplicationError:
@@ -105,6 +129,16 @@ async def converse(request: ConverseRequest) -> list[Reply]:
     done = [Reply.model_validate(item) for item in (info.heartbeat_details[0]
                                                    if info.heartbeat_details else [])]
     operation = request.target.operations.say
+
+    def progress() -> list[dict[str, Any]]:
+        return [r.model_dump(mode="json") for r in done]
+
+    async with heartbeating(progress):
+        await _send_all(request, operation, done)
+    return done
+
+
+async def _send_all(request: ConverseRequest, operation: Operation, done: list[Reply]) -> None:
     for index in range(len(done), len(request.messages)):
         variables = {"phone": request.phone, "user_id": request.user_id,
                      "message": request.messages[index]}
@@ -125,7 +159,6 @@ async def converse(request: ConverseRequest) -> list[Reply]:
                           attempts=request.target.max_attempts if error.retryable else 1)
         done.append(reply)
         activity.heartbeat([r.model_dump(mode="json") for r in done])
-    return done
 
 
 def _deletion_state(operation: DeleteOperation, response: http.Response,
@@ -261,7 +294,7 @@ async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
                   for identity in request.identities]
         reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
                   for needle in request.needles]
-    results = await asyncio.gather(*reads)
-    activity.heartbeat(len(results))
+    async with heartbeating(lambda: None):
+        results = await asyncio.gather(*reads)
     return list(results)
 

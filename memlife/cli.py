@@ -411,12 +411,21 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         _print_err("--host: the reference target binds loopback only (127.0.0.1 or ::1)")
         return EXIT_USAGE
+    from memlife.durations import parse_duration
+
+    try:
+        service_time = parse_duration(args.service_time).total_seconds() if (
+            args.service_time) else 0.0
+    except ValueError as error:
+        _print_err(f"--service-time: {error}")
+        return EXIT_USAGE
     runtime = ReferenceRuntime(args.db, args.fault)
     faults = ", ".join(args.fault) or "none"
     print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults})",
           flush=True)
     try:
-        uvicorn.run(create_app(runtime), host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(create_app(runtime, service_time), host=args.host, port=args.port,
+                    log_level="warning")
     finally:
         runtime.close()
     return EXIT_OK
@@ -463,6 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"))
     serve.add_argument("--fault", action="append", default=[], metavar="NAME")
+    serve.add_argument("--service-time", default=None, metavar="DURATION",
+                       help="simulated thinking time per conversation turn, e.g. 300ms")
     serve.set_defaults(handler=cmd_target_serve)
     return parser
 

@@ -65,7 +65,8 @@ class ReferenceTargetProcess:
 
 def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
                            port: int | None = None, db_path: Path | None = None,
-                           timeout: float = 30.0) -> ReferenceTargetProcess:
+                           timeout: float = 30.0,
+                           service_time: str | None = None) -> ReferenceTargetProcess:
     """Start `memlife target serve reference` as a child process and wait until healthy."""
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -76,6 +77,8 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
                "--port", str(port), "--db", str(db_path)]
     for fault in faults:
         command += ["--fault", fault]
+    if service_time:
+        command += ["--service-time", service_time]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)

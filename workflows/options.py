@@ -52,10 +52,14 @@ def _per_request(target: Target) -> timedelta:
     return target.timeout * target.max_attempts + _BACKOFF_TOTAL
 
 
+# Activities heartbeat every 2 s in the background: a worker that died is noticed this fast.
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+
+
 def converse_timeouts(target: Target, messages: int) -> tuple[timedelta, timedelta]:
     """(start-to-close, heartbeat) for sending `messages` in order, each retried in place."""
     per_message = _per_request(target)
-    return per_message * messages + _SLACK, per_message + _SLACK
+    return per_message * messages + _SLACK, HEARTBEAT_TIMEOUT
 
 
 def inspect_timeout(target: Target, reads_per_store: int) -> timedelta:

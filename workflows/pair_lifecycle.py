@@ -61,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
         WriteStep,
     )
     from workflows.options import (
+        HEARTBEAT_TIMEOUT,
         INSPECT_RETRY,
         RECORD_RETRY,
         RECORD_TIMEOUT,
@@ -442,7 +443,7 @@ class PairLifecycleWorkflow:
                                    needles=[n.text for n in case.needles], watch=case.watch(),
                                    scenario_now=_iso(now)),
                     start_to_close_timeout=inspect_timeout(target, len(case.needles) + 1),
-                    heartbeat_timeout=inspect_timeout(target, len(case.needles) + 1),
+                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
                     retry_policy=INSPECT_RETRY,
                     summary=f"inspect {len(probed)} store(s) for {case.tenant_alias}",
                 )

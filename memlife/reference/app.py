@@ -15,6 +15,7 @@ Admin read surface (what memlife's store probes read; read-only):
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -54,7 +55,9 @@ def _clock(header_value: str | None) -> datetime:
     return datetime.now(UTC)
 
 
-def create_app(runtime: ReferenceRuntime) -> FastAPI:
+def create_app(runtime: ReferenceRuntime, service_time: float = 0.0) -> FastAPI:
+    """`service_time` (seconds) simulates a model's thinking time on every conversation
+    turn, outside the runtime's lock (as an LLM call would be)."""
     app = FastAPI(title="memlife reference target", version="1")
 
     @app.get("/health")
@@ -71,6 +74,8 @@ def create_app(runtime: ReferenceRuntime) -> FastAPI:
     def preview(body: PreviewRequest, now: NowHeader = None) -> dict[str, object]:
         """One turn: a statement is remembered, a question answered. `context` is the
         retrieval context the answer was assembled from (top-k memories)."""
+        if service_time:
+            time.sleep(service_time)
         try:
             user_id, answer = runtime.converse(body.phone, body.message, _clock(now))
         except UnknownTenant:
