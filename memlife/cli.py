@@ -419,13 +419,19 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     except ValueError as error:
         _print_err(f"--service-time: {error}")
         return EXIT_USAGE
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            _print_err(f"--api-key-env: environment variable {args.api_key_env} is not set")
+            return EXIT_USAGE
     runtime = ReferenceRuntime(args.db, args.fault)
     faults = ", ".join(args.fault) or "none"
     print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults})",
           flush=True)
     try:
-        uvicorn.run(create_app(runtime, service_time), host=args.host, port=args.port,
-                    log_level="warning")
+        uvicorn.run(create_app(runtime, service_time, api_key), host=args.host,
+                    port=args.port, log_level="warning")
     finally:
         runtime.close()
     return EXIT_OK
@@ -472,6 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"))
     serve.add_argument("--fault", action="append", default=[], metavar="NAME")
+    serve.add_argument("--api-key-env", default=None, metavar="NAME",
+                       help="require 'Authorization: Bearer <value of NAME>' on every request")
     serve.add_argument("--service-time", default=None, metavar="DURATION",
                        help="simulated thinking time per conversation turn, e.g. 300ms")
     serve.set_defaults(handler=cmd_target_serve)

@@ -65,8 +65,8 @@ class ReferenceTargetProcess:
 
 def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
                            port: int | None = None, db_path: Path | None = None,
-                           timeout: float = 30.0,
-                           service_time: str | None = None) -> ReferenceTargetProcess:
+                           timeout: float = 30.0, service_time: str | None = None,
+                           api_key_env: str | None = None) -> ReferenceTargetProcess:
     """Start `memlife target serve reference` as a child process and wait until healthy."""
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -79,6 +79,8 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
         command += ["--fault", fault]
     if service_time:
         command += ["--service-time", service_time]
+    if api_key_env:
+        command += ["--api-key-env", api_key_env]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)
@@ -101,9 +103,9 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
 
 @contextlib.contextmanager
 def reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
-                     port: int | None = None,
-                     db_path: Path | None = None) -> Iterator[ReferenceTargetProcess]:
-    handle = start_reference_target(state_dir, faults, port, db_path)
+                     port: int | None = None, db_path: Path | None = None,
+                     api_key_env: str | None = None) -> Iterator[ReferenceTargetProcess]:
+    handle = start_reference_target(state_dir, faults, port, db_path, api_key_env=api_key_env)
     try:
         yield handle
     finally:

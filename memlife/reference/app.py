@@ -15,11 +15,13 @@ Admin read surface (what memlife's store probes read; read-only):
 
 from __future__ import annotations
 
+import hmac
 import time
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, HTTPException, Query
+from fastapi import FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from memlife.reference.store import FAULTS, STORES, ReferenceRuntime, UnknownStore, UnknownTenant
@@ -55,10 +57,22 @@ def _clock(header_value: str | None) -> datetime:
     return datetime.now(UTC)
 
 
-def create_app(runtime: ReferenceRuntime, service_time: float = 0.0) -> FastAPI:
+def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
+               api_key: str | None = None) -> FastAPI:
     """`service_time` (seconds) simulates a model's thinking time on every conversation
-    turn, outside the runtime's lock (as an LLM call would be)."""
+    turn, outside the runtime's lock (as an LLM call would be). With `api_key`, every
+    endpoint but /health requires `Authorization: Bearer <api_key>`."""
     app = FastAPI(title="memlife reference target", version="1")
+
+    if api_key is not None:
+        expected = f"Bearer {api_key}".encode()
+
+        @app.middleware("http")
+        async def require_key(request: Request, call_next: Any) -> Any:
+            given = request.headers.get("authorization", "").encode()
+            if request.url.path != "/health" and not hmac.compare_digest(given, expected):
+                return JSONResponse({"detail": "missing or wrong API key"}, status_code=401)
+            return await call_next(request)
 
     @app.get("/health")
     def health() -> dict[str, object]:
