@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -14,7 +15,8 @@ class Problem:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.path or '(top level)'}: {self.reason}"
+        reason = re.sub(r"\s*[\r\n\t]+\s*", " ", self.reason)  # one line, always
+        return f"{self.file}: {self.path or '(top level)'}: {reason}"
 
 
 class MemlifeError(Exception):

@@ -186,10 +186,30 @@ def session(url: str | None = None) -> Iterator[Session]:
 
 
 def merge_all(rows: list[SQLModel], url: str | None = None) -> None:
-    """Idempotent upsert of a batch in one short transaction."""
-    with session(url) as db:
-        for row in rows:
-            db.merge(row)
+    """Idempotent upsert of a batch in one short transaction.
+
+    A real INSERT ... ON CONFLICT DO UPDATE, not select-then-insert: two attempts of one
+    activity may overlap (a retry racing a slow first attempt) and must both succeed.
+    """
+    engine = engine_for(url)
+    by_table: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        table = type(row).__table__  # type: ignore[attr-defined]
+        by_table.setdefault(table, []).append(
+            {column.name: getattr(row, column.name) for column in table.columns})
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    with engine.begin() as connection:
+        for table, values in by_table.items():
+            keys = [column.name for column in table.primary_key.columns]
+            for start in range(0, len(values), 500):
+                statement = insert(table).values(values[start:start + 500])
+                updates = {column.name: statement.excluded[column.name]
+                           for column in table.columns if column.name not in keys}
+                connection.execute(statement.on_conflict_do_update(index_elements=keys,
+                                                                   set_=updates))
 
 
 def dumps(value: Any) -> str:

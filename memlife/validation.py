@@ -3,6 +3,8 @@ the whole document can check; every problem becomes `file: field.path: reason`."
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -18,6 +20,15 @@ STEP_KINDS = ("write", "update", "wait", "probe", "delete", "await-deletion", "i
               "register")
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _path_part(part: object) -> str:
+    """Field names as written; an odd key (spaces, dots, control characters) quoted."""
+    text = str(part)
+    return text if _PLAIN_KEY.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+
+
 def pydantic_problems(error: ValidationError, file: str) -> list[Problem]:
     problems = []
     for item in error.errors(include_url=False):
@@ -29,7 +40,7 @@ def pydantic_problems(error: ValidationError, file: str) -> list[Problem]:
             if (part in STEP_KINDS and position >= 2 and loc[position - 2] == "timeline"
                     and isinstance(loc[position - 1], int)):
                 continue
-            kept.append(str(part))
+            kept.append(_path_part(part))
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown field"

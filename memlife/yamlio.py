@@ -51,6 +51,10 @@ def load_yaml_file(path: str | Path) -> Any:
         raise InputError([Problem(name, "", f"cannot read: {exc.strerror}")]) from None
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        reason = f"invalid YAML: character #x{exc.character:04x} is not allowed ({exc.reason})" \
+            if isinstance(exc.character, int) else f"invalid YAML: {exc.reason}"
+        raise InputError([Problem(name, f"character {exc.position + 1}", reason)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""

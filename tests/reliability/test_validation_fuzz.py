@@ -1,0 +1,124 @@
+"""Validation is fed generated scenario and target files and never fails with anything but
+one InputError of `file: path: reason` lines (the CLI turns that into exit 2)."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memlife.errors import InputError
+from memlife.scenario import parse_scenario
+from memlife.targets.config import parse_target
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = yaml.safe_load((REPO / "scenarios" / "seed-six-case.yaml").read_text())
+NIGHTLY = yaml.safe_load((REPO / "scenarios" / "lifecycle-nightly.yaml").read_text())
+TARGET = yaml.safe_load((REPO / "scenarios" / "targets" / "reference.yaml").read_text())
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.sampled_from(["0ms", "-1s", "3d", "150ms", "1h30m", "abc", "{value}", "", "all",
+                     "write", "probe", "recall", "stale", "a", "b", "employer", "pet"]),
+)
+values = st.recursive(
+    scalars,
+    lambda children: st.one_of(st.lists(children, max_size=4),
+                               st.dictionaries(st.text(max_size=12), children, max_size=4)),
+    max_leaves=12,
+)
+
+
+def paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(node, dict):
+        for key, child in node.items():
+            found += paths(child, (*prefix, key))
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            found += paths(child, (*prefix, index))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, base: dict[str, Any]) -> Any:
+    """A valid document with a few of its nodes replaced, deleted or extended."""
+    document = copy.deepcopy(base)
+    for _ in range(draw(st.integers(1, 4))):
+        locations = paths(document)
+        location = draw(st.sampled_from(locations))
+        if not location:
+            return draw(values)
+        parent = document
+        for part in location[:-1]:
+            parent = parent[part]
+        action = draw(st.sampled_from(["replace", "delete", "add"]))
+        if action == "replace":
+            parent[location[-1]] = draw(values)
+        elif action == "delete":
+            del parent[location[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.text(max_size=10))] = draw(values)
+        if not isinstance(document, dict):
+            return document
+    return document
+
+
+def check(parse: Any, document: Any) -> None:
+    try:
+        parse(document, "f.yaml")
+    except InputError as error:
+        assert error.problems
+        for problem in error.problems:
+            text = str(problem)
+            assert text.startswith("f.yaml: ") and "\n" not in text, text
+
+
+fuzz = settings(max_examples=300, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+@fuzz
+@given(mutated(SEED))
+def test_mutated_seed_scenarios(document: Any) -> None:
+    check(parse_scenario, document)
+
+
+@fuzz
+@given(mutated(NIGHTLY))
+def test_mutated_nightly_scenarios(document: Any) -> None:
+    check(parse_scenario, document)
+
+
+@fuzz
+@given(mutated(TARGET))
+def test_mutated_target_files(document: Any) -> None:
+    check(parse_target, document)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values)
+def test_arbitrary_documents(document: Any) -> None:
+    check(parse_scenario, document)
+    check(parse_target, document)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_cli_validate_never_shows_a_traceback(tmp_path_factory: Any, raw: bytes) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / "s.yaml"
+    path.write_bytes(raw)
+    result = subprocess.run([sys.executable, "-m", "memlife", "validate", str(path)],
+                            capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+    assert result.returncode in (0, 2), result.stderr
+    assert "Traceback" not in result.stderr
+    if result.returncode == 2:
+        assert all(line.startswith(str(path)) for line in result.stderr.splitlines()), \
+            result.stderr
