@@ -32,6 +32,9 @@ def free_port(preferred: int | None = None) -> int:
     """`preferred` if it is free on loopback, else any free port."""
     if preferred:
         with socket.socket() as probe:
+            # Like the servers we start: a port whose old connections linger in TIME_WAIT
+            # is free to listen on again.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind((LOOPBACK, preferred))
                 return preferred
@@ -128,9 +131,10 @@ class DevServerProcess:
 def start_dev_server(state_dir: Path, *, port: int | None = None,
                      ui_port: int | None = DEFAULT_UI_PORT,
                      db_filename: Path | None = None) -> DevServerProcess:
-    """Start the dev server on loopback with its persistence file under `state_dir`."""
+    """Start the dev server on loopback with its persistence file under `state_dir`; on
+    `port` when given (a restart keeps its address), else on a free one."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port(port) if port else free_port()
+    port = port or free_port()
     chosen_ui = free_port(ui_port) if ui_port else None
     db_filename = db_filename or state_dir / "temporal.db"
     log_path = state_dir / "temporal-dev-server.log"

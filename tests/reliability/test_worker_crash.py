@@ -10,72 +10,26 @@ a child process, killed by PID.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
-from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded, records
+from memlife import embedded
 from memlife.lifecycle import Clock, pair_workflow_id, suite_workflow_id
-from memlife.scenario import Scenario, load_scenario, materialize
 from memlife.targets.config import reference_target
+from tests.reliability.helpers import (
+    assert_same_rows,
+    progress_of,
+    row_keys,
+    small_nightly,
+    start_worker,
+)
 from tests.workflows.helpers import run_input, run_suite
 from workflows.suite import SuiteWorkflow
 
-REPO = Path(__file__).resolve().parents[2]
-NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
 KILLS = 12
-
-
-def small_nightly(seed: str) -> Scenario:
-    scenario = load_scenario(NIGHTLY)
-    assert scenario.generate is not None
-    generation = scenario.generate.model_copy(update={"count": 2})
-    # Under a 20,000x clock a 10 s recovery from a kill is 55 scenario hours: the deletion
-    # SLA is not what this test is about.
-    return materialize(scenario.model_copy(update={"generate": generation,
-                                                   "deletion_sla": timedelta(days=365)}), seed)
-
-
-def start_worker(address: str, db_url: str, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
-           "PYTHONPATH": str(REPO)}
-    with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, str(REPO / "worker.py")], cwd=REPO, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-
-def row_keys(run_id: str, url: str) -> dict[str, object]:
-    """What the run recorded, as multisets (a duplicate would count twice). Deletion-status
-    polls are counted apart: how many it takes depends on timing under a compressed clock
-    (each recovery from a kill advances scenario time by hours)."""
-    loaded = records.load_run(run_id, url)
-    assert loaded is not None
-    observations = [o for o in loaded["observations"] if o.kind != "deletion-status"]
-    return {
-        "steps": Counter((s.pair_index, s.step_index, s.kind) for s in loaded["steps"]),
-        "observations": Counter((o.pair_index, o.step_index, o.kind, o.domain, o.case_id,
-                                 o.status) for o in observations),
-        "verdicts": Counter((v.pair_index, v.step_index, v.case_id, v.outcome)
-                            for v in loaded["verdicts"]),
-        "tenants": Counter((t.pair_index, t.role) for t in loaded["tenants"]),
-        "polled": {o.pair_index for o in loaded["observations"]
-                   if o.kind == "deletion-status"},
-    }
-
-
-async def progress_of(client: Client, workflow_id: str) -> dict[str, object] | None:
-    try:
-        return await client.get_workflow_handle(workflow_id).query(
-            "progress", rpc_timeout=timedelta(seconds=1))
-    except Exception:  # no worker up to answer, or the workflow has not started yet
-        return None
 
 
 async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
@@ -129,8 +83,5 @@ async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
     assert kinds & {"write", "probe", "inspect", "update"}, kills  # inside target calls
     assert kinds & {"wait", "await-deletion"}, kills  # during durable timers
     assert summary.passed, summary
-    actual = row_keys(run.run_id, crash_db)
-    for name in ("steps", "observations", "verdicts", "tenants"):
-        assert actual[name] == expected[name], (name, actual[name] - expected[name],
-                                                expected[name] - actual[name])
-    assert actual["polled"] == expected["polled"] == {0, 1}  # each deletion was polled
+    assert_same_rows(row_keys(run.run_id, crash_db), expected)
+    assert expected["polled"] == {0, 1}

@@ -1,0 +1,70 @@
+"""Helpers shared by the reliability tests: a small seeded nightly, a worker child process,
+and the multiset of rows a run recorded."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+
+from memlife import records
+from memlife.scenario import Scenario, load_scenario, materialize
+
+REPO = Path(__file__).resolve().parents[2]
+NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
+
+
+def small_nightly(seed: str, pairs: int = 2) -> Scenario:
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    generation = scenario.generate.model_copy(update={"count": pairs})
+    # Under a compressed clock a recovery of a few seconds is many scenario hours: the
+    # deletion SLA is not what these tests are about.
+    return materialize(scenario.model_copy(update={"generate": generation,
+                                                   "deletion_sla": timedelta(days=365)}), seed)
+
+
+def start_worker(address: str, db_url: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
+           "PYTHONPATH": str(REPO)}
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, str(REPO / "worker.py")], cwd=REPO, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def row_keys(run_id: str, url: str) -> dict[str, object]:
+    """What the run recorded, as multisets (a duplicate would count twice). Deletion-status
+    polls are counted apart: how many it takes depends on timing under a compressed clock."""
+    loaded = records.load_run(run_id, url)
+    assert loaded is not None
+    observations = [o for o in loaded["observations"] if o.kind != "deletion-status"]
+    return {
+        "steps": Counter((s.pair_index, s.step_index, s.kind) for s in loaded["steps"]),
+        "observations": Counter((o.pair_index, o.step_index, o.kind, o.domain, o.case_id,
+                                 o.status) for o in observations),
+        "verdicts": Counter((v.pair_index, v.step_index, v.case_id, v.outcome)
+                            for v in loaded["verdicts"]),
+        "tenants": Counter((t.pair_index, t.role) for t in loaded["tenants"]),
+        "polled": {o.pair_index for o in loaded["observations"]
+                   if o.kind == "deletion-status"},
+    }
+
+
+def assert_same_rows(actual: dict[str, object], expected: dict[str, object]) -> None:
+    for name in ("steps", "observations", "verdicts", "tenants"):
+        assert actual[name] == expected[name], (name, actual[name] - expected[name],  # type: ignore[operator]
+                                                expected[name] - actual[name])  # type: ignore[operator]
+    assert actual["polled"] == expected["polled"]  # every deletion was polled
+
+
+async def progress_of(client: Client, workflow_id: str) -> dict[str, object] | None:
+    try:
+        return await client.get_workflow_handle(workflow_id).query(
+            "progress", rpc_timeout=timedelta(seconds=1))
+    except Exception:  # no worker up to answer, the server is down, or not started yet
+        return None
