@@ -19,10 +19,12 @@ SEED = REPO / "scenarios" / "seed-six-case.yaml"
 MEMLIFE = [sys.executable, "-m", "memlife"]
 
 
-def memlife(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")}
-    env["PYTHONPATH"] = str(REPO)
+def memlife(*args: str, cwd: Path, timeout: float = 240,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it, with a clean Temporal configuration (plus `env`)."""
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")}
+    env = {**base, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run([*MEMLIFE, *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
 
@@ -69,9 +71,22 @@ def test_leaky_target_described_by_a_file_fails_with_I3(tmp_path: Path) -> None:
     assert {f["tenant"] for f in failures} == {"ana", "bruno"}
 
 
+SECRET_TARGET = """
+name: needs-a-token
+base_url: http://127.0.0.1:9
+headers: {Authorization: {env: MEMLIFE_E2E_UNSET_TOKEN, prefix: "Bearer "}}
+operations:
+  say: {method: POST, path: /v1/preview, json: {m: "{message}"}, extract: {reply: /reply}}
+"""
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
+        (["run", str(SEED), "--target", "secret.yaml"],
+         "secret.yaml: headers: environment variable(s) MEMLIFE_E2E_UNSET_TOKEN not set"),
+        (["TEMPORAL_ADDRESS=127.0.0.1:9", "run", str(SEED)],
+         "cannot reach Temporal at 127.0.0.1:9 (connection refused)"),
         (["validate", "missing.yaml"], "missing.yaml: (top level): file not found"),
         (["run", "bad.yaml"], "bad.yaml: pairs.0.b.facts.color: value 'azul marino' is not "
                               "mutually exclusive"),
@@ -85,7 +100,10 @@ def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args
     (tmp_path / "bad.yaml").write_text(scenario)
     target = (REPO / "scenarios" / "targets" / "reference.yaml").read_text()
     (tmp_path / "t.yaml").write_text(target.replace("127.0.0.1:8080", "127.0.0.1:9"))
-    result = memlife(*args, cwd=tmp_path, timeout=60)
+    (tmp_path / "secret.yaml").write_text(SECRET_TARGET)
+    # A leading NAME=value argument is an environment variable, as in a shell.
+    extra_env = dict(arg.split("=", 1) for arg in args[:1] if "=" in arg)
+    result = memlife(*args[len(extra_env):], cwd=tmp_path, timeout=60, env=extra_env)
     assert result.returncode == 2
     assert expected in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1

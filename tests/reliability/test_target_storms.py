@@ -1,0 +1,118 @@
+"""Target faults in the middle of a lifecycle, injected by a proxy in front of the real
+reference target: a short 5xx burst is absorbed by bounded retries with backoff; a storm
+that outlasts them, or garbage bodies, make the affected checks inconclusive — never a pass,
+and not a failure either, since nothing was observed."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from temporalio.testing import WorkflowEnvironment
+
+from memlife import records
+from memlife.artifact import build_artifact
+from memlife.scenario import Scenario
+from memlife.targets.config import Target
+from tests.workflows.helpers import run_input, run_suite
+
+Injector = Callable[[int], Response | None]  # nth conversation request -> fault, or None
+
+
+class StormProxy:
+    """Forwards to the target; conversation requests go through `inject` first."""
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream
+        self.inject: Injector = lambda n: None
+        self.conversations = 0
+        self.lock = threading.Lock()
+        self.app = FastAPI()
+        self.app.add_api_route("/{path:path}", self.forward,
+                               methods=["GET", "POST", "DELETE"])
+
+    async def forward(self, path: str, request: Request) -> Response:
+        if path == "v1/preview":
+            with self.lock:
+                self.conversations += 1
+                number = self.conversations
+            fault = self.inject(number)
+            if fault is not None:
+                return fault
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
+        async with httpx.AsyncClient(base_url=self.upstream) as client:
+            upstream = await client.request(request.method, f"/{path}",
+                                            params=request.query_params, headers=headers,
+                                            content=await request.body())
+        return Response(upstream.content, status_code=upstream.status_code,
+                        media_type=upstream.headers.get("content-type"))
+
+
+@pytest.fixture
+def proxy(clean_target: Target) -> Iterator[tuple[StormProxy, Target]]:
+    storm = StormProxy(clean_target.base_url)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(storm.app, host="127.0.0.1", port=port,
+                                           log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield storm, clean_target.model_copy(update={"base_url": f"http://127.0.0.1:{port}"})
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def unavailable(_: int) -> Response:
+    return Response("upstream overloaded", status_code=503)
+
+
+async def lifecycle(env: WorkflowEnvironment, task_queue: str, scenario: Scenario,
+                    target: Target) -> dict:
+    run = run_input(scenario, target)
+    await run_suite(env.client, task_queue, run)
+    loaded = records.load_run(run.run_id)
+    assert loaded is not None
+    return build_artifact(loaded)
+
+
+async def test_a_short_5xx_burst_is_absorbed_by_retries(
+        proxy: tuple[StormProxy, Target], skip_env: WorkflowEnvironment, skip_worker: str,
+        seed_scenario: Scenario) -> None:
+    storm, target = proxy
+    storm.inject = lambda n: unavailable(n) if n in (2, 3, 7, 8, 9) else None
+    artifact = await lifecycle(skip_env, skip_worker, seed_scenario, target)
+    assert storm.conversations == 12 + 5  # every fault was retried, and nothing else
+    assert artifact["summary"]["passed"], artifact["summary"]
+    assert artifact["summary"]["target_errors"] == 0
+
+
+@pytest.mark.parametrize("fault", [
+    unavailable,
+    lambda n: Response("<html><body>Maintenance</body></html>", media_type="text/html"),
+    lambda n: Response(b"\x00\xff garbage", media_type="application/json"),
+    lambda n: Response('{"answer": "wrong shape"}', media_type="application/json"),
+], ids=["503-storm", "html-page", "garbage-json", "wrong-shape"])
+async def test_a_storm_that_outlasts_retries_is_inconclusive(
+        proxy: tuple[StormProxy, Target], skip_env: WorkflowEnvironment, skip_worker: str,
+        seed_scenario: Scenario, fault: Injector) -> None:
+    storm, target = proxy
+    storm.inject = lambda n: fault(n) if n > 6 else None  # every question, not the writes
+    artifact = await lifecycle(skip_env, skip_worker, seed_scenario, target)
+    summary = artifact["summary"]
+    assert not summary["passed"]
+    assert summary["cases_inconclusive"] == 6 and summary["cases_passed"] == 0
+    assert artifact["failures"] == []  # nothing observed, nothing claimed
+    assert summary["target_errors"] == 6
+    assert all(i["reason"] == "target-error" for i in artifact["inconclusive"])
+    assert summary["by_invariant"]["I3"] == {"checked": 6, "failed": 0, "inconclusive": 6}
