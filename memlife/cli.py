@@ -132,8 +132,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         for problem in problems:
             _print_err(str(problem))
         return EXIT_USAGE
-    if target is not None and scenario is not None:
-        cross = _scenario_target_problems(scenario, target, args.target)
+    if scenario is not None and (target is not None or args.target == "reference"):
+        from memlife.targets.config import reference_target
+
+        described = target or reference_target("http://127.0.0.1:8080")
+        cross = _scenario_target_problems(scenario, described, args.target, args.scenario)
         if cross:
             for problem in cross:
                 _print_err(str(problem))
@@ -150,7 +153,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return asyncio.run(_run(args, scenario, target, clock))
 
 
-def _scenario_target_problems(scenario: Any, target: Any, file: str) -> list[Problem]:
+def _scenario_target_problems(scenario: Any, target: Any, file: str,
+                              scenario_file: str) -> list[Problem]:
     """What the scenario asks of the target that the target file cannot do."""
     from memlife.scenario import AwaitDeletionStep, DeleteStep, InspectStep
 
@@ -169,6 +173,14 @@ def _scenario_target_problems(scenario: Any, target: Any, file: str) -> list[Pro
                                     f"tenants (timeline.{index}) but the target file has no "
                                     "delete_tenant operation"))
             break
+    declared = [store.name for store in target.stores if store.probe is not None]
+    for index, step in enumerate(scenario.timeline):
+        if isinstance(step, InspectStep) and step.stores:
+            for position, name in enumerate(step.stores):
+                if name not in declared:
+                    problems.append(Problem(
+                        scenario_file, f"timeline.{index}.stores.{position}",
+                        f"unknown store {name!r}; {file} probes: {', '.join(declared) or 'none'}"))
     inspects = [i for i, step in enumerate(scenario.timeline) if isinstance(step, InspectStep)]
     if inspects and not any(store.probe for store in target.stores):
         problems.append(Problem(file, "stores", f"the scenario inspects stores "

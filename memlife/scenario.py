@@ -170,11 +170,13 @@ class AwaitDeletionStep(_Strict):
 
 
 class InspectStep(_Strict):
-    """Read every store the target declares, by tenant scope and by needle search."""
+    """Read every store the target declares (or those named in `stores`), by tenant scope
+    and by needle search."""
 
     step: Literal["inspect"]
     label: str = ""
     tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
+    stores: list[str] | None = Field(default=None, min_length=1)
 
 
 class RegisterStep(_Strict):

@@ -425,6 +425,9 @@ class PairLifecycleWorkflow:
 
     async def _inspect(self, index: int, step: InspectStep) -> StepWork:
         target = self._input.target
+        if step.stores:  # inspect only the named stores
+            target = target.model_copy(update={
+                "stores": [s for s in target.stores if s.name in step.stores]})
         now = self._scenario_now()
         probed = [store for store in target.stores if store.probe is not None]
 

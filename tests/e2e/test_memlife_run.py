@@ -85,6 +85,8 @@ operations:
     [
         (["run", str(SEED), "--target", "secret.yaml"],
          "secret.yaml: headers: environment variable(s) MEMLIFE_E2E_UNSET_TOKEN not set"),
+        (["run", "vault.yaml"], "vault.yaml: timeline.3.stores.1: unknown store 'vault'; "
+                                "reference probes: thread, memory, graph, jobs, summaries, cache"),
         (["TEMPORAL_ADDRESS=127.0.0.1:9", "run", str(SEED)],
          "cannot reach Temporal at 127.0.0.1:9 (connection refused)"),
         (["validate", "missing.yaml"], "missing.yaml: (top level): file not found"),
@@ -101,6 +103,8 @@ def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args
     target = (REPO / "scenarios" / "targets" / "reference.yaml").read_text()
     (tmp_path / "t.yaml").write_text(target.replace("127.0.0.1:8080", "127.0.0.1:9"))
     (tmp_path / "secret.yaml").write_text(SECRET_TARGET)
+    (tmp_path / "vault.yaml").write_text(
+        SEED.read_text() + "  - {step: inspect, stores: [memory, vault]}\n")
     # A leading NAME=value argument is an environment variable, as in a shell.
     extra_env = dict(arg.split("=", 1) for arg in args[:1] if "=" in arg)
     result = memlife(*args[len(extra_env):], cwd=tmp_path, timeout=60, env=extra_env)
