@@ -176,19 +176,27 @@ def _deletion_state(operation: DeleteOperation, response: http.Response,
     )
 
 
-@activity.defn(name="memlife.delete_tenant")
-async def delete_tenant(request: DeleteRequest) -> DeletionState:
-    operation = request.target.operations.delete_tenant
+async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
+                        variables: dict[str, Any]) -> tuple[Any, http.Response, datetime]:
+    """One erasure-related request (delete, status, forget) by the operation's name."""
+    operation = getattr(request.target.operations, name)
     if operation is None:
-        raise ApplicationError("the target file has no operations.delete_tenant",
+        raise ApplicationError(f"the target file has no operations.{name}",
                                type="TargetConfigError", non_retryable=True)
     wall_time = datetime.now(UTC)
     try:
         response = await http.call(request.target, operation,
-                                   {"phone": request.phone, "user_id": request.user_id},
+                                   {"phone": request.phone, "user_id": request.user_id,
+                                    **variables},
                                    scenario_now=request.scenario_now)
     except TargetError as error:
         raise _application_error(error) from None
+    return operation, response, wall_time
+
+
+@activity.defn(name="memlife.delete_tenant")
+async def delete_tenant(request: DeleteRequest) -> DeletionState:
+    operation, response, wall_time = await _erasure_call(request, "delete_tenant", {})
     # Without a status operation, a 2xx answer is all the confirmation there is.
     silent_is_done = request.target.operations.deletion_status is None
     return _deletion_state(operation, response, wall_time, silent_is_done)
@@ -196,38 +204,16 @@ async def delete_tenant(request: DeleteRequest) -> DeletionState:
 
 @activity.defn(name="memlife.deletion_status")
 async def deletion_status(request: DeleteRequest) -> DeletionState:
-    operation = request.target.operations.deletion_status
-    if operation is None:
-        raise ApplicationError("the target file has no operations.deletion_status",
-                               type="TargetConfigError", non_retryable=True)
-    wall_time = datetime.now(UTC)
-    try:
-        response = await http.call(
-            request.target, operation,
-            {"phone": request.phone, "user_id": request.user_id,
-             "deletion_id": request.deletion_id or ""},
-            scenario_now=request.scenario_now)
-    except TargetError as error:
-        raise _application_error(error) from None
+    operation, response, wall_time = await _erasure_call(
+        request, "deletion_status", {"deletion_id": request.deletion_id or ""})
     return _deletion_state(operation, response, wall_time, False)
 
 
 @activity.defn(name="memlife.forget_fact")
 async def forget_fact(request: ForgetRequest) -> DeletionState:
     """Erase one fact through the target's `forget` operation (a 2xx means done)."""
-    operation = request.target.operations.forget
-    if operation is None:
-        raise ApplicationError("the target file has no operations.forget",
-                               type="TargetConfigError", non_retryable=True)
-    wall_time = datetime.now(UTC)
-    try:
-        response = await http.call(
-            request.target, operation,
-            {"phone": request.phone, "user_id": request.user_id, "value": request.value,
-             "domain": request.domain},
-            scenario_now=request.scenario_now)
-    except TargetError as error:
-        raise _application_error(error) from None
+    _, response, wall_time = await _erasure_call(
+        request, "forget", {"value": request.value, "domain": request.domain})
     status = response.fields.get("status")
     return DeletionState(status=None if status is None else str(status), done=True,
                          http_status=response.status, latency_ms=response.latency_ms,

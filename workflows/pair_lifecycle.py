@@ -314,17 +314,9 @@ class PairLifecycleWorkflow:
                 error = _failure_text(failure)
             # Fail closed: even an unconfirmed forget is then checked as if it had happened.
             self._state.record_forget(role, domain)
-            observation = Observation(
-                seq=seq, role=role, kind="delete", domain=domain, request=f"forget {domain}",
-                reply=state.status if state else None,
-                status="ok" if state else "target-error", error=error,
-                http_status=state.http_status if state else None,
-                latency_ms=state.latency_ms if state else None, scenario_time=scenario_time,
-                wall_time=state.wall_time if state else workflow.now())
-            verdict = None if state else deletion_verdict(
-                f"s{index}-{role}-forget-{domain}", role, tenant.alias, None, error,
-                timedelta(0), timedelta(0), store="deletion-request")
-            return observation, verdict
+            return self._erasure_result(
+                f"s{index}-{role}-forget-{domain}", role, seq, scenario_time,
+                f"forget {domain}", domain, state, error)
 
         assert step.domains is not None
         results = await asyncio.gather(*(forget_one(role, domain) for role in step.tenants
@@ -356,21 +348,29 @@ class PairLifecycleWorkflow:
             self._state.record_deletion(role, scenario_time,
                                         state.deletion_id if state else None)
             self._deletion_states[role] = state
-            observation = Observation(
-                seq=seq, role=role, kind="delete", request=f"delete {tenant.user_id}",
-                reply=state.status if state else None,
-                status="ok" if state else "target-error", error=error,
-                http_status=state.http_status if state else None,
-                latency_ms=state.latency_ms if state else None, scenario_time=scenario_time,
-                wall_time=state.wall_time if state else workflow.now())
-            verdict = None if state else deletion_verdict(
-                f"s{index}-{role}-delete", role, tenant.alias, None, error, timedelta(0),
-                timedelta(0), store="deletion-request")
-            return observation, verdict
+            return self._erasure_result(f"s{index}-{role}-delete", role, seq, scenario_time,
+                                        f"delete {tenant.user_id}", None, state, error)
 
         results = await asyncio.gather(*(delete_one(role) for role in step.tenants))
         return StepWork(observations=[o for o, _ in results],
                         verdicts=[v for _, v in results if v is not None])
+
+    def _erasure_result(self, case_id: str, role: Role, seq: int, scenario_time: datetime,
+                        request: str, domain: str | None, state: DeletionState | None,
+                        error: str | None) -> tuple[Observation, CaseVerdict | None]:
+        """The observation of an erasure request and, when it failed, its verdict (the
+        later inspections decide whether anything was erased)."""
+        observation = Observation(
+            seq=seq, role=role, kind="delete", domain=domain, request=request,
+            reply=state.status if state else None,
+            status="ok" if state else "target-error", error=error,
+            http_status=state.http_status if state else None,
+            latency_ms=state.latency_ms if state else None, scenario_time=scenario_time,
+            wall_time=state.wall_time if state else workflow.now())
+        verdict = None if state else deletion_verdict(
+            case_id, role, self._tenants[role].alias, None, error, timedelta(0), timedelta(0),
+            store="deletion-request")
+        return observation, verdict
 
     async def _await_deletion(self, index: int, step: AwaitDeletionStep) -> StepWork:
         scenario = self._input.scenario

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
 from temporalio.testing import ActivityEnvironment
@@ -23,6 +20,7 @@ from activities.target import converse, inspect_stores, register_tenant
 from memlife.lifecycle import ConverseRequest, InspectRequest, RegisterRequest
 from memlife.targets import http
 from memlife.targets.config import Target, parse_target
+from tests.servers import serve_in_thread
 
 
 def misbehaving_app() -> FastAPI:
@@ -62,19 +60,8 @@ def misbehaving_app() -> FastAPI:
 
 @pytest.fixture(scope="module")
 def misbehaving_url() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(misbehaving_app(), host="127.0.0.1", port=port,
-                                           log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_in_thread(misbehaving_app()) as url:
+        yield url
 
 
 def target_for(base_url: str, path: str, timeout: str = "10s") -> Target:

@@ -39,7 +39,9 @@ def start_worker(address: str, db_url: str, log: Path) -> subprocess.Popen[bytes
 
 def row_keys(run_id: str, url: str) -> dict[str, object]:
     """What the run recorded, as multisets (a duplicate would count twice). Deletion-status
-    polls are counted apart: how many it takes depends on timing under a compressed clock."""
+    polls are left out: how many it takes depends on timing under a compressed clock (a
+    retried, idempotent deletion request may even find the purge done and need none). That
+    every deletion was confirmed shows in the verdicts, which must be identical."""
     loaded = records.load_run(run_id, url)
     assert loaded is not None
     observations = [o for o in loaded["observations"] if o.kind != "deletion-status"]
@@ -50,8 +52,6 @@ def row_keys(run_id: str, url: str) -> dict[str, object]:
         "verdicts": Counter((v.pair_index, v.step_index, v.case_id, v.outcome)
                             for v in loaded["verdicts"]),
         "tenants": Counter((t.pair_index, t.role) for t in loaded["tenants"]),
-        "polled": {o.pair_index for o in loaded["observations"]
-                   if o.kind == "deletion-status"},
     }
 
 
@@ -59,7 +59,6 @@ def assert_same_rows(actual: dict[str, object], expected: dict[str, object]) -> 
     for name in ("steps", "observations", "verdicts", "tenants"):
         assert actual[name] == expected[name], (name, actual[name] - expected[name],  # type: ignore[operator]
                                                 expected[name] - actual[name])  # type: ignore[operator]
-    assert actual["polled"] == expected["polled"]  # every deletion was polled
 
 
 async def progress_of(client: Client, workflow_id: str) -> dict[str, object] | None:

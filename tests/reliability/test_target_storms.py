@@ -5,14 +5,11 @@ and not a failure either, since nothing was observed."""
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from temporalio.testing import WorkflowEnvironment
@@ -21,6 +18,7 @@ from memlife import records
 from memlife.artifact import build_artifact
 from memlife.scenario import Scenario
 from memlife.targets.config import Target
+from tests.servers import serve_in_thread
 from tests.workflows.helpers import run_input, run_suite
 
 Injector = Callable[[int], Response | None]  # nth conversation request -> fault, or None
@@ -58,19 +56,8 @@ class StormProxy:
 @pytest.fixture
 def proxy(clean_target: Target) -> Iterator[tuple[StormProxy, Target]]:
     storm = StormProxy(clean_target.base_url)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(storm.app, host="127.0.0.1", port=port,
-                                           log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield storm, clean_target.model_copy(update={"base_url": f"http://127.0.0.1:{port}"})
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_in_thread(storm.app) as url:
+        yield storm, clean_target.model_copy(update={"base_url": url})
 
 
 def unavailable(_: int) -> Response:
