@@ -41,8 +41,6 @@ from memlife.targets.http import MissingSecret, TargetError
 
 log = get_logger("memlife.activities.target")
 
-# The error types the workflow's RetryPolicy must not retry.
-NON_RETRYABLE_ERRORS = ["TargetClientError", "MissingSecret", "TargetBadResponse"]
 READ_CONCURRENCY = 8
 EXCERPT_CHARS = 160
 

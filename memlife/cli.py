@@ -254,7 +254,7 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
             id=workflow_id, task_queue=task_queue,
             static_summary=f"{scenario.name} against {target.name} ({clock.describe()})",
         )
-        summary = await _await_with_progress(handle, len(scenario.pairs))
+        await _await_with_progress(handle)
 
     loaded = records.load_run(run_id)
     if loaded is None:
@@ -268,11 +268,10 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
         print(f"artifact: {args.out}")
     if args.enforce and not artifact["summary"]["passed"]:
         return EXIT_FAILED
-    del summary
     return EXIT_OK
 
 
-async def _await_with_progress(handle: Any, pairs: int) -> Any:
+async def _await_with_progress(handle: Any) -> Any:
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -291,7 +290,6 @@ async def _await_with_progress(handle: Any, pairs: int) -> Any:
                 text = "waiting for the worker…"
             elapsed = asyncio.get_running_loop().time() - started
             status.update(f"{text} · {elapsed:.0f}s")
-    del pairs
     return result.result()
 
 

@@ -137,7 +137,7 @@ class PairLifecycleWorkflow:
         self._state = PairState(scenario.pairs[0])
         self._tenants: dict[Role, TenantIdentity] = {t.role: t for t in pair_input.tenants}
 
-        await self._run_step(-1, "register", "", self._register(("a", "b"), initial=True))
+        await self._run_step(-1, "register", "", self._register(("a", "b")))
         for index, step in enumerate(scenario.timeline):
             if isinstance(step, WaitStep):
                 work = self._wait(step)
@@ -156,7 +156,7 @@ class PairLifecycleWorkflow:
                 work = self._inspect(index, step)
             else:
                 assert isinstance(step, RegisterStep)
-                work = self._register(tuple(step.tenants), initial=False)
+                work = self._register(tuple(step.tenants))
             await self._run_step(index, step.step, step.label, work)
         self._step_kind = "done"
         return PairResult(pair_index=pair_input.pair_index, cases=self._cases,
@@ -188,7 +188,7 @@ class PairLifecycleWorkflow:
         self._wake_at = None
         return StepWork()
 
-    async def _register(self, roles: tuple[Role, ...], initial: bool) -> StepWork:
+    async def _register(self, roles: tuple[Role, ...]) -> StepWork:
         observations = await asyncio.gather(*(self._register_one(role) for role in roles))
         await workflow.execute_local_activity(
             record_tenants,
@@ -196,7 +196,6 @@ class PairLifecycleWorkflow:
             start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
             summary="record tenants",
         )
-        del initial
         return StepWork(observations=list(observations))
 
     async def _register_one(self, role: Role) -> Observation:
