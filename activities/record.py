@@ -149,18 +149,24 @@ def record_step(step: StepRecord) -> StepOutcome:
 
 
 @activity.defn(name="memlife.finish_run")
-def finish_run(run_id: str, failed_pairs: list[int]) -> RunSummary:
+def finish_run(run_id: str, failed_pairs: list[int],
+               cancelled_pairs: list[int] | None = None) -> RunSummary:
     """Close the run and compute its summary from what was recorded. A run with a failed
-    pair lifecycle is `incomplete`, and an incomplete run never passes."""
+    or cancelled pair lifecycle is not `finished`, and never passes."""
     with records.session() as db:
         run = db.get(records.RunRow, run_id)
         if run is None:
             raise RuntimeError(f"run {run_id} was never recorded")
         if run.finished_at is None:
             run.finished_at = datetime.now(UTC)
-        run.status = "finished" if not failed_pairs else (
-            "incomplete: pair lifecycle(s) " + ", ".join(map(str, failed_pairs)) + " failed"
-        )
+        if failed_pairs:
+            run.status = ("incomplete: pair lifecycle(s) " + ", ".join(map(str, failed_pairs))
+                          + " failed")
+        elif cancelled_pairs:
+            run.status = ("cancelled: pair lifecycle(s) "
+                          + ", ".join(map(str, cancelled_pairs)) + " cancelled by an operator")
+        else:
+            run.status = "finished"
         db.add(run)
     loaded = records.load_run(run_id)
     assert loaded is not None
@@ -181,3 +187,14 @@ def finish_run(run_id: str, failed_pairs: list[int]) -> RunSummary:
         inconclusive=len(artifact["inconclusive"]),
         latency_within_target=summary["latency_within_target"],
     )
+
+
+@activity.defn(name="memlife.prepare_scheduled_run")
+def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
+    """A scheduled run gets its own id, canary seed and fresh tenants each time it starts."""
+    from memlife.scenario import materialize
+
+    scenario = materialize(run.scenario, run_id)
+    meta = run.meta.model_copy(update={
+        "canary_seed": run_id if run.scenario.generate is not None else None})
+    return run.model_copy(update={"run_id": run_id, "scenario": scenario, "meta": meta})

@@ -34,14 +34,28 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
     failures: list[dict[str, Any]] = []
     inconclusive: list[dict[str, Any]] = []
     deletions: list[dict[str, Any]] = []
+    case_entries: list[dict[str, Any]] = []
+    per_pair: dict[int, Tallies] = {}
+    step_outcomes: dict[tuple[int, int], dict[str, int]] = {}
     verdicts = sorted(rows["verdicts"], key=lambda v: (v.pair_index, v.step_index, v.case_id))
     for verdict in verdicts:
         stage = verdict.stage or step_labels.get((verdict.pair_index, verdict.step_index)) or (
             f"step-{verdict.step_index}")
         if stage not in stages:
             stages.append(stage)
-        for check in json.loads(verdict.checks_json):
+        checks = json.loads(verdict.checks_json)
+        case_entries.append({"pair": verdict.pair_index, "tenant": verdict.tenant_alias,
+                      "step": verdict.step_index, "stage": stage, "case": verdict.case_id,
+                      "domain": verdict.domain or None, "store": verdict.store,
+                      "outcome": verdict.outcome, "checks": checks})
+        outcome_counts = step_outcomes.setdefault((verdict.pair_index, verdict.step_index),
+                                                  {"pass": 0, "fail": 0, "inconclusive": 0})
+        outcome_counts[verdict.outcome] = outcome_counts.get(verdict.outcome, 0) + 1
+        pair_tallies = per_pair.setdefault(verdict.pair_index, Tallies(
+            {name: InvariantTally() for name in INVARIANTS}))
+        for check in checks:
             tallies.add(check["invariant"], check["outcome"])
+            pair_tallies.add(check["invariant"], check["outcome"])
             cell = matrix.setdefault(check["invariant"], {}).setdefault(
                 check.get("store", "response"), {}).setdefault(stage, _tally())
             cell["checked"] += 1
@@ -113,6 +127,21 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
         },
         "stages": stages,
         "matrix": matrix,
+        "tenants": [{"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
+                     "user_id": t.user_id}
+                    for t in sorted(rows["tenants"], key=lambda t: (t.pair_index, t.role))],
+        "pairs": [{"pair": index, "by_invariant": {
+            name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
+            for name, t in tallies_of.by_invariant.items() if t.checked}}
+            for index, tallies_of in sorted(per_pair.items())],
+        "timeline": [{"pair": s.pair_index, "step": s.step_index, "kind": s.kind,
+                      "stage": s.label or s.kind,
+                      "scenario_started": _iso(s.scenario_started),
+                      "scenario_finished": _iso(s.scenario_finished),
+                      "outcomes": step_outcomes.get((s.pair_index, s.step_index), {})}
+                     for s in sorted(rows["steps"], key=lambda s: (s.pair_index,
+                                                                    s.step_index))],
+        "cases": case_entries,
         "latency_ms": latency.as_dict(),
         "deletions": deletions,
         "failures": failures,

@@ -197,6 +197,7 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
     from memlife.scenario import materialize
     from memlife.targets.config import reference_target
     from memlife.temporal import configured_connection, connect
+    from workflows import attributes
     from workflows.registry import DEFAULT_TASK_QUEUE
     from workflows.suite import SuiteWorkflow
 
@@ -213,6 +214,8 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
             temporal = await stack.enter_async_context(embedded.embedded_temporal(
                 STATE_DIR, skip_time=clock.mode == "skip"))
             client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
+        # The time-skipping server has no custom search attributes.
+        search_attributes = clock.mode != "skip" and await _search_attributes_ready(client)
         target_identity: dict[str, str] = {}
         if target is None:
             # A fresh database per run: needle searches see this run's data only.
@@ -250,11 +253,15 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
             print(f"Temporal Web UI: {link}", flush=True)
         handle = await client.start_workflow(
             SuiteWorkflow.run,
-            RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta),
+            RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta,
+                     search_attributes=search_attributes),
             id=workflow_id, task_queue=task_queue,
             static_summary=f"{scenario.name} against {target.name} ({clock.describe()})",
+            search_attributes=attributes.start_attributes(
+                scenario=scenario.name, target=target.name, run=run_id)
+            if search_attributes else None,
         )
-        await _await_with_progress(handle)
+        await _await_with_progress(client, handle, scenario.name, run_id)
 
     loaded = records.load_run(run_id)
     if loaded is None:
@@ -271,21 +278,35 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
     return EXIT_OK
 
 
-async def _await_with_progress(handle: Any) -> Any:
+async def _search_attributes_ready(client: Any) -> bool:
+    from memlife.temporal import ensure_search_attributes
+    from workflows import attributes
+
+    missing = await ensure_search_attributes(client)
+    if missing:
+        _print_err("memlife: note: this namespace lacks memlife's search attributes ("
+                   + ", ".join(missing) + "); runs work, but cannot be found by them. "
+                   "Register them once with:\n  " + "\n  ".join(attributes.create_commands()))
+    return not missing
+
+
+async def _await_with_progress(client: Any, handle: Any, scenario: str, run_id: str) -> Any:
     from rich.console import Console
+
+    from memlife.progress import describe_run_progress, pair_progress
 
     console = Console(stderr=True)
     result = asyncio.ensure_future(handle.result())
     started = asyncio.get_running_loop().time()
     with console.status("starting…") as status:
         while not result.done():
-            await asyncio.wait([result], timeout=1.0)
+            await asyncio.wait([result], timeout=2.0)
             if result.done():
                 break
             try:
                 progress = await handle.query("progress")
-                text = (f"{progress['phase']}: {progress['pairs_done']}/{progress['pairs']} "
-                        f"pair lifecycle(s) done")
+                pairs = await pair_progress(client, scenario, run_id, progress["pairs"])
+                text = describe_run_progress(progress, pairs, datetime.now(UTC))
             except Exception:  # a query can race the workflow's start; keep waiting
                 text = "waiting for the worker…"
             elapsed = asyncio.get_running_loop().time() - started
@@ -493,6 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--service-time", default=None, metavar="DURATION",
                        help="simulated thinking time per conversation turn, e.g. 300ms")
     serve.set_defaults(handler=cmd_target_serve)
+
+    from memlife.operations import add_parsers
+
+    add_parsers(commands)
     return parser
 
 

@@ -146,6 +146,10 @@ def start_dev_server(state_dir: Path, *, port: int | None = None,
         "--metrics-port", str(free_port()),
         "--http-port", str(free_port()),
     ]
+    from workflows.attributes import REGISTRATION
+
+    for name, kind in REGISTRATION.items():  # memlife's runs are findable in the Web UI
+        command += ["--search-attribute", f"{name}={kind}"]
     if chosen_ui:
         command += ["--ui-ip", LOOPBACK, "--ui-port", str(chosen_ui), "--ui-disable-news-fetch"]
     else:

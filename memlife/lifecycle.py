@@ -100,11 +100,14 @@ class RunMeta(_Model):
 
 
 class RunInput(_Model):
+    # Empty for a scheduled run: the workflow assigns a fresh id, seed and tenants at start.
     run_id: str
-    scenario: Scenario  # materialized: concrete pairs
+    scenario: Scenario  # materialized: concrete pairs (a scheduled run: as written)
     target: Target
     clock: Clock = Clock()
     meta: RunMeta
+    # Keep memlife's search attributes current (the cluster has them registered).
+    search_attributes: bool = False
 
 
 class TenantIdentity(_Model):
@@ -123,6 +126,7 @@ class PairInput(_Model):
     clock: Clock
     clock_origin: datetime
     tenants: list[TenantIdentity]
+    search_attributes: bool = False
 
 
 # -- activity requests and results ---------------------------------------------------------
@@ -365,6 +369,7 @@ class PairResult(_Model):
     cases_passed: int
     inconclusive: int
     failures: int
+    cancelled: bool = False
 
 
 class RunSummary(_Model):

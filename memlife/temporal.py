@@ -89,3 +89,51 @@ def build_worker(client: Client, task_queue: str, executor: ThreadPoolExecutor,
         activity_executor=executor,
         **tuning,
     )
+
+
+async def ensure_search_attributes(client: Client) -> list[str]:
+    """Make sure memlife's search attributes exist in the client's namespace, registering
+    the missing ones when the cluster lets us. Returns what is still missing (then runs
+    work without them, and the caller says which commands register them)."""
+    from temporalio.api.enums.v1 import IndexedValueType
+    from temporalio.api.operatorservice.v1 import (
+        AddSearchAttributesRequest,
+        ListSearchAttributesRequest,
+    )
+
+    from workflows.attributes import ALL
+
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace))
+    except Exception:  # no operator permission (e.g. a cloud API key scoped to workflows)
+        return [key.name for key in ALL]
+    have = {**dict(listed.custom_attributes), **dict(listed.system_attributes)}
+    missing = {key.name: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{key.indexed_value_type.name}")
+               for key in ALL if key.name not in have}
+    if not missing:
+        return []
+    try:
+        await client.operator_service.add_search_attributes(AddSearchAttributesRequest(
+            namespace=client.namespace, search_attributes=missing))
+    except Exception:
+        return sorted(missing)
+    return []
+
+
+async def connect_to_stack() -> tuple[Client, str]:
+    """The cluster the operations commands (schedule, check-deletion, status) talk to: the
+    configured one (TEMPORAL_ADDRESS / envconfig), else the local `memlife dev` stack on
+    127.0.0.1:7233. Returns the client and its address."""
+    config = configured_connection() or {"target_host": DEFAULT_ADDRESS}
+    address = config["target_host"]
+    try:
+        client = await Client.connect(**{**config, "data_converter": pydantic_data_converter})
+    except Exception as exc:
+        hint = ("start the local stack with `memlife dev` (in another terminal)"
+                if configured_connection() is None else
+                "check TEMPORAL_ADDRESS / the envconfig profile")
+        raise UnreachableError(
+            f"cannot reach Temporal at {address} ({describe_connect_error(exc)}); {hint}"
+        ) from None
+    return client, address

@@ -60,6 +60,7 @@ with workflow.unsafe.imports_passed_through():
         WaitStep,
         WriteStep,
     )
+    from workflows import attributes
     from workflows.options import (
         HEARTBEAT_TIMEOUT,
         INSPECT_RETRY,
@@ -119,6 +120,13 @@ class PairLifecycleWorkflow:
         self._failures = 0
         self._wake_at: datetime | None = None
         self._deletion_states: dict[Role, DeletionState | None] = {}
+        # Operator controls: end the current wait now (scenario time moves on as if it had
+        # elapsed), or stop at the next step boundary.
+        self._skip_requested = False
+        self._skipped = timedelta(0)
+        self._cancel_reason: str | None = None
+        self._problems: list[dict[str, Any]] = []
+        self._verdict_attribute = attributes.RUNNING
 
     @workflow.query
     def progress(self) -> dict[str, Any]:
@@ -127,7 +135,28 @@ class PairLifecycleWorkflow:
             "stage": self._stage, "cases": self._cases, "cases_passed": self._cases_passed,
             "failures": self._failures, "inconclusive": self._inconclusive,
             "wake_at": _iso(self._wake_at) if self._wake_at else None,
+            "cancelled": self._cancel_reason,
         }
+
+    @workflow.query
+    def verdicts(self) -> dict[str, Any]:
+        """Tallies so far and every failed or inconclusive check (the first 200)."""
+        return {"verdict": self._verdict_attribute, "cases": self._cases,
+                "cases_passed": self._cases_passed, "failures": self._failures,
+                "inconclusive": self._inconclusive, "problems": self._problems}
+
+    @workflow.signal
+    def skip_wait(self) -> None:
+        """Operator fast-forward: end the current wait now. Outside a wait it does nothing."""
+        if self._wake_at is None:
+            workflow.logger.info("skip_wait ignored: the lifecycle is not waiting")
+            return
+        self._skip_requested = True
+
+    @workflow.signal
+    def cancel(self, reason: str) -> None:
+        """Stop at the next step boundary (a wait ends at once); the run never passes."""
+        self._cancel_reason = reason or "cancelled by an operator"
 
     @workflow.run
     async def run(self, pair_input: PairInput) -> PairResult:
@@ -137,8 +166,21 @@ class PairLifecycleWorkflow:
         self._state = PairState(scenario.pairs[0])
         self._tenants: dict[Role, TenantIdentity] = {t.role: t for t in pair_input.tenants}
 
+        if pair_input.search_attributes:
+            workflow.upsert_search_attributes([
+                attributes.RUN.value_set(pair_input.run_id),
+                attributes.SCENARIO.value_set(scenario.name),
+                attributes.TARGET.value_set(pair_input.target.name),
+                attributes.PAIR.value_set(pair_input.pair_index),
+                attributes.TENANT.value_set([t.alias for t in pair_input.tenants]),
+                attributes.VERDICT.value_set(attributes.RUNNING),
+            ])
         await self._run_step(-1, "register", "", self._register(("a", "b")))
         for index, step in enumerate(scenario.timeline):
+            if self._cancel_reason:
+                workflow.logger.info("lifecycle cancelled before step %d: %s", index,
+                                     self._cancel_reason)
+                break
             if isinstance(step, WaitStep):
                 work = self._wait(step)
             elif isinstance(step, WriteStep):
@@ -158,14 +200,24 @@ class PairLifecycleWorkflow:
                 assert isinstance(step, RegisterStep)
                 work = self._register(tuple(step.tenants))
             await self._run_step(index, step.step, step.label, work)
-        self._step_kind = "done"
+        self._step_kind = "cancelled" if self._cancel_reason else "done"
+        if pair_input.search_attributes:
+            final = (attributes.CANCELLED if self._cancel_reason else
+                     attributes.FAIL if self._failures else
+                     attributes.INCONCLUSIVE if self._inconclusive or
+                     self._cases_passed < self._cases else attributes.PASS)
+            workflow.upsert_search_attributes([attributes.PHASE.value_set(self._step_kind),
+                                               attributes.VERDICT.value_set(final)])
         return PairResult(pair_index=pair_input.pair_index, cases=self._cases,
                           cases_passed=self._cases_passed, inconclusive=self._inconclusive,
-                          failures=self._failures)
+                          failures=self._failures, cancelled=self._cancel_reason is not None)
 
     async def _run_step(self, index: int, kind: str, label: str, work: Any) -> None:
         self._step_index, self._step_kind = index, kind
         self._stage = stage_of(index, label)
+        if self._input.search_attributes:
+            workflow.upsert_search_attributes([attributes.PHASE.value_set(
+                f"{self._stage} ({kind})" if self._stage != kind else kind)])
         started_scenario, started_wall = self._scenario_now(), workflow.now()
         produced: StepWork = await work
         outcome = await self._record(index, kind, label, started_scenario, started_wall,
@@ -176,16 +228,13 @@ class PairLifecycleWorkflow:
         for role in ("a", "b"):
             self._state.absorb_probe_verdicts(
                 role, [v for v in outcome.verdicts if v.role == role and v.store == "response"])
-        self._tally(outcome.verdicts)
+        await self._tally(outcome.verdicts)
 
     # -- steps ---------------------------------------------------------------------------
 
     async def _wait(self, step: WaitStep) -> StepWork:
-        real = self._input.clock.real_wait(step.duration)
-        self._wake_at = workflow.now() + real
-        await workflow.sleep(real, summary=f"{step.label or 'wait'} "
-                                           f"{format_duration(step.duration)}")
-        self._wake_at = None
+        await self._sleep(step.duration,
+                          f"{step.label or 'wait'} {format_duration(step.duration)}")
         return StepWork()
 
     async def _register(self, roles: tuple[Role, ...]) -> StepWork:
@@ -385,7 +434,7 @@ class PairLifecycleWorkflow:
             observations: list[Observation] = []
             error = None if state else "the deletion request itself failed"
             while state is not None and not state.done and not state.failed:
-                if target.operations.deletion_status is None:
+                if target.operations.deletion_status is None or self._cancel_reason:
                     break
                 if self._scenario_now() - requested >= deadline:
                     break
@@ -511,10 +560,28 @@ class PairLifecycleWorkflow:
                 for r in replies]
 
     async def _sleep(self, scenario_duration: timedelta, summary: str) -> None:
-        real = self._input.clock.real_wait(scenario_duration)
-        self._wake_at = workflow.now() + real
-        await workflow.sleep(real, summary=summary)
-        self._wake_at = None
+        """A durable timer that an operator may end early (skip_wait, cancel). A skipped
+        wait still moves scenario time on by its full length."""
+        if self._cancel_reason:
+            return
+        clock = self._input.clock
+        real = clock.real_wait(scenario_duration)
+        wake_at = workflow.now() + real
+        self._wake_at, self._skip_requested = wake_at, False
+        try:
+            await workflow.wait_condition(
+                lambda: self._skip_requested or self._cancel_reason is not None,
+                timeout=real, timeout_summary=summary)
+            remaining = max(timedelta(0), wake_at - workflow.now())
+            if self._skip_requested:
+                now = workflow.now()
+                self._skipped += clock.scenario_now(now, now + remaining) - now
+                workflow.logger.info("wait skipped by an operator: %s (%s of it left)",
+                                     summary, remaining)
+        except TimeoutError:
+            pass  # the wait ran its course
+        finally:
+            self._wake_at, self._skip_requested = None, False
 
     async def _record(self, index: int, kind: str, label: str, started_scenario: datetime,
                       started_wall: datetime, work: StepWork) -> StepOutcome:
@@ -538,16 +605,39 @@ class PairLifecycleWorkflow:
             summary=f"record step {index} ({kind})",
         )
 
-    def _tally(self, verdicts: list[CaseVerdict]) -> None:
+    async def _tally(self, verdicts: list[CaseVerdict]) -> None:
         for verdict in verdicts:
             self._cases += 1
             self._cases_passed += verdict.passed
             self._inconclusive += verdict.outcome == "inconclusive"
             self._failures += sum(1 for f in verdict.findings if f.outcome == "fail")
+            for finding in verdict.findings:
+                if len(self._problems) < 200:
+                    self._problems.append({
+                        "case": verdict.case_id, "tenant": verdict.tenant_alias,
+                        "stage": self._stage, "invariant": finding.invariant,
+                        "outcome": finding.outcome, "reason": finding.reason,
+                        "store": finding.store})
+        if not self._input.search_attributes:
+            return
+        current = (attributes.FAIL if self._failures else
+                   attributes.INCONCLUSIVE if self._inconclusive else attributes.RUNNING)
+        if current == self._verdict_attribute:
+            return
+        self._verdict_attribute = current
+        workflow.upsert_search_attributes([attributes.VERDICT.value_set(current)])
+        parent = workflow.info().parent
+        if current == attributes.FAIL and parent is not None:
+            try:  # the run's verdict turns "fail" now, not when this pair ends days later
+                await workflow.get_external_workflow_handle(parent.workflow_id).signal(
+                    "pair_failing", self._input.pair_index)
+            except Exception as error:
+                workflow.logger.warning("could not tell the suite about a failure: %s", error)
 
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
 
     def _scenario_now(self) -> datetime:
-        return self._input.clock.scenario_now(self._input.clock_origin, workflow.now())
+        return self._input.clock.scenario_now(self._input.clock_origin,
+                                              workflow.now()) + self._skipped

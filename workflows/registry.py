@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from activities.record import finish_run, record_run_started, record_step, record_tenants
+from activities.record import (
+    finish_run,
+    prepare_scheduled_run,
+    record_run_started,
+    record_step,
+    record_tenants,
+)
 from activities.target import (
     converse,
     delete_tenant,
@@ -11,12 +17,14 @@ from activities.target import (
     inspect_stores,
     register_tenant,
 )
+from workflows.deletion_check import DeletionCheckWorkflow
 from workflows.pair_lifecycle import PairLifecycleWorkflow
 from workflows.suite import SuiteWorkflow
 
-WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow]
+WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, DeletionCheckWorkflow]
 ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
                     inspect_stores]
-SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, finish_run]
+SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, finish_run,
+                   prepare_scheduled_run]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES
 DEFAULT_TASK_QUEUE = "memlife"

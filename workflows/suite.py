@@ -9,7 +9,7 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.record import finish_run, record_run_started
+    from activities.record import finish_run, prepare_scheduled_run, record_run_started
     from memlife.lifecycle import (
         PairInput,
         PairResult,
@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
         pair_workflow_id,
     )
     from memlife.phones import synthetic_phone
+    from workflows import attributes
     from workflows.options import RECORD_RETRY, RECORD_TIMEOUT
     from workflows.pair_lifecycle import PairLifecycleWorkflow
 
@@ -29,21 +30,85 @@ class SuiteWorkflow:
         self._pairs_total = 0
         self._pairs_done = 0
         self._phase = "starting"
+        self._results: dict[int, PairResult | None] = {}
+        self._failing_pairs: set[int] = set()
+        self._children: dict[int, str] = {}
+        self._cancel_reason: str | None = None
+        self._run: RunInput | None = None
+        self._verdict_attribute = attributes.RUNNING
+        self._final_verdict: str | None = None
 
     @workflow.query
     def progress(self) -> dict[str, Any]:
         return {"phase": self._phase, "pairs": self._pairs_total,
-                "pairs_done": self._pairs_done}
+                "pairs_done": self._pairs_done,
+                "run_id": self._run.run_id if self._run else None,
+                "cancelled": self._cancel_reason}
+
+    @workflow.query
+    def verdicts(self) -> dict[str, Any]:
+        """Per finished pair: cases, passes, failures; and which pairs have failed so far."""
+        done = {index: result for index, result in self._results.items() if result}
+        return {
+            "verdict": self._verdict(),
+            "pairs_failing": sorted(self._failing_pairs),
+            "pairs_broken": sorted(i for i, r in self._results.items() if r is None),
+            "cases": sum(r.cases for r in done.values()),
+            "cases_passed": sum(r.cases_passed for r in done.values()),
+            "failures": sum(r.failures for r in done.values()),
+            "inconclusive": sum(r.inconclusive for r in done.values()),
+            "pairs": {str(i): r.model_dump() for i, r in sorted(done.items())},
+        }
+
+    @workflow.signal
+    def pair_failing(self, pair_index: int) -> None:
+        """A pair reports its first failure at once, so the run's verdict is current."""
+        if pair_index not in self._failing_pairs:
+            self._failing_pairs.add(pair_index)
+            self._upsert_verdict()
+
+    @workflow.signal
+    async def skip_wait(self) -> None:
+        """Operator fast-forward: every pair ends its current wait now."""
+        await self._broadcast("skip_wait")
+
+    @workflow.signal
+    async def cancel(self, reason: str) -> None:
+        """Stop every pair at its next step boundary (or now, if waiting); the run is
+        recorded as cancelled and never passes."""
+        self._cancel_reason = reason or "cancelled by an operator"
+        await self._broadcast("cancel", self._cancel_reason)
+
+    async def _broadcast(self, signal: str, *args: Any) -> None:
+        running = [workflow_id for index, workflow_id in self._children.items()
+                   if index not in self._results]
+        for workflow_id in running:
+            try:
+                await workflow.get_external_workflow_handle(workflow_id).signal(signal, *args)
+            except Exception as error:  # a pair that just finished cannot be signalled
+                workflow.logger.info("signal %s to %s not delivered: %s", signal,
+                                     workflow_id, error)
 
     @workflow.run
     async def run(self, run: RunInput) -> RunSummary:
+        if not run.run_id:  # started by a schedule: a fresh run every time
+            start = workflow.info().start_time
+            run_id = start.strftime("%Y%m%dT%H%M%SZ") + "-" + workflow.uuid4().hex[:6]
+            run = await workflow.execute_activity(
+                prepare_scheduled_run, args=[run, run_id], start_to_close_timeout=RECORD_TIMEOUT,
+                retry_policy=RECORD_RETRY, summary="prepare scheduled run",
+            )
+        self._run = run
         scenario = run.scenario
         self._pairs_total = len(scenario.pairs)
+        self._upsert(attributes.RUN.value_set(run.run_id),
+                     attributes.SCENARIO.value_set(scenario.name),
+                     attributes.TARGET.value_set(run.target.name))
         await workflow.execute_activity(
             record_run_started, run, start_to_close_timeout=RECORD_TIMEOUT,
             retry_policy=RECORD_RETRY, summary="record run",
         )
-        self._phase = "lifecycles"
+        self._set_phase("lifecycles")
         origin = workflow.now()
         children = []
         for index, pair in enumerate(scenario.pairs):
@@ -57,30 +122,73 @@ class SuiteWorkflow:
                 run_id=run.run_id, pair_index=index,
                 scenario=scenario.model_copy(update={"pairs": [pair]}),
                 target=run.target, clock=run.clock, clock_origin=origin, tenants=tenants,
+                search_attributes=run.search_attributes,
             )
             children.append(self._pair(pair_input))
         results = await asyncio.gather(*children)
         failed_pairs = [index for index, result in enumerate(results) if result is None]
-        self._phase = "summarizing"
+        cancelled = [result.pair_index for result in results if result and result.cancelled]
+        self._set_phase("summarizing")
+        finish_args: list[Any] = [run.run_id, failed_pairs]
+        if cancelled:
+            finish_args.append(cancelled)
         summary = await workflow.execute_activity(
-            finish_run, args=[run.run_id, failed_pairs], start_to_close_timeout=RECORD_TIMEOUT,
+            finish_run, args=finish_args, start_to_close_timeout=RECORD_TIMEOUT,
             retry_policy=RECORD_RETRY, summary="summarize run",
         )
         self._phase = "done"
+        final = (attributes.CANCELLED if cancelled or self._cancel_reason else
+                 attributes.PASS if summary.passed else
+                 attributes.FAIL if summary.failures or failed_pairs else
+                 attributes.INCONCLUSIVE)
+        self._final_verdict = final
+        self._upsert(attributes.PHASE.value_set("done"), attributes.VERDICT.value_set(final))
         return summary
 
     async def _pair(self, pair_input: PairInput) -> PairResult | None:
         pair = pair_input.scenario.pairs[0]
+        workflow_id = pair_workflow_id(pair_input.scenario.name, pair_input.run_id,
+                                       pair_input.pair_index)
+        self._children[pair_input.pair_index] = workflow_id
+        result: PairResult | None = None
         try:
-            return await workflow.execute_child_workflow(
-                PairLifecycleWorkflow.run, pair_input,
-                id=pair_workflow_id(pair_input.scenario.name, pair_input.run_id,
-                                    pair_input.pair_index),
+            result = await workflow.execute_child_workflow(
+                PairLifecycleWorkflow.run, pair_input, id=workflow_id,
                 static_summary=f"pair {pair_input.pair_index}: {pair.a.alias} / {pair.b.alias}",
             )
+            return result
         except ChildWorkflowError as error:
             # The run is marked incomplete and fails closed; the error is in the pair's history.
             workflow.logger.error("pair lifecycle failed: %s", error)
             return None
         finally:
+            self._results[pair_input.pair_index] = result
             self._pairs_done += 1
+            if result is None or result.failures:
+                self._failing_pairs.add(pair_input.pair_index)
+            self._upsert_verdict()
+
+    def _verdict(self) -> str:
+        if self._final_verdict:
+            return self._final_verdict
+        if self._cancel_reason:
+            return attributes.CANCELLED
+        if self._failing_pairs:
+            return attributes.FAIL
+        return attributes.RUNNING
+
+    def _upsert_verdict(self) -> None:
+        verdict = self._verdict()
+        if verdict != self._verdict_attribute:
+            self._verdict_attribute = verdict
+            self._upsert(attributes.VERDICT.value_set(verdict))
+
+    def _set_phase(self, phase: str) -> None:
+        self._phase = phase
+        self._upsert(attributes.PHASE.value_set(phase))
+
+    def _upsert(self, *updates: Any) -> None:
+        """Only when the cluster has memlife's attributes (input flag): older histories and
+        the time-skipping server never see these commands."""
+        if self._run is not None and self._run.search_attributes:
+            workflow.upsert_search_attributes(list(updates))
