@@ -152,7 +152,7 @@ async def _send_all(request: ConverseRequest, operation: Operation, done: list[R
         except MissingSecret as error:
             raise _application_error(error) from None
         except TargetError as error:
-            reply = Reply(index=index, status="target-error",
+            reply = Reply(index=index, status="target-error", http_status=error.status,
                           error=f"{type(error).__name__}: {error}", wall_time=wall_time,
                           attempts=request.target.max_attempts if error.retryable else 1)
         done.append(reply)

@@ -1,5 +1,3 @@
-import sys
+from memlife.cli import entry
 
-from memlife.cli import main
-
-sys.exit(main())
+entry()

@@ -536,5 +536,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def entry() -> None:
+    """The `memlife` executable. After a command that used a Temporal client, the process
+    ends without interpreter teardown: the SDK's Rust threads can otherwise abort a
+    finished command during finalization (temporalio/sdk-python#300). Output is flushed
+    first; nothing memlife writes depends on atexit handlers."""
+    code = main()
+    from memlife import temporal
+
+    if temporal.client_used():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -162,6 +162,9 @@ def start_dev_server(state_dir: Path, *, port: int | None = None,
 
 
 async def wait_for_client(server: DevServerProcess, timeout: float = 60.0) -> Client:
+    from memlife.temporal import mark_client_used
+
+    mark_client_used()
     deadline = time.monotonic() + timeout
     last_error = ""
     while time.monotonic() < deadline:
@@ -193,6 +196,9 @@ async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
     """The dev server (persistent, with Web UI) or, for skip mode, the time-skipping server."""
     state_dir.mkdir(parents=True, exist_ok=True)
     if skip_time:
+        from memlife.temporal import mark_client_used
+
+        mark_client_used()
         env = await WorkflowEnvironment.start_time_skipping(
             data_converter=pydantic_data_converter,
             test_server_existing_path=bundled_binary("temporal-test-server"),

@@ -469,10 +469,8 @@ def _check_attributes(check: Any) -> Any:
 async def _await_receipt(handle: Any) -> Any:
     from rich.console import Console
 
-    from memlife.erasure import ErasureReceipt
-
     console = Console(stderr=True)
-    result = asyncio.ensure_future(handle.result(result_type=ErasureReceipt))
+    result = asyncio.ensure_future(handle.result())
     with console.status("deletion check: starting…") as status:
         while not result.done():
             await asyncio.wait([result], timeout=2.0)
@@ -510,7 +508,9 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         client, _ = await connect_to_stack()
         workflow_id = (args.check if "/" in args.check
                        else f"memlife/deletion-check/{args.check}")
-        handle = client.get_workflow_handle(workflow_id)
+        from workflows.deletion_check import DeletionCheckWorkflow
+
+        handle = client.get_workflow_handle_for(DeletionCheckWorkflow.run, workflow_id)
         try:
             description = await handle.describe()
         except Exception:

@@ -93,7 +93,7 @@ def scorecard(artifact: dict[str, Any]) -> dict[str, Any]:
                            if f["reason"] not in LEAK_REASONS + RESIDUE_REASONS],
         "inconclusive": artifact.get("inconclusive", []),
         "timeline": artifact.get("timeline", []),
-        "tenants": [{k: t[k] for k in ("pair", "role", "alias")}
+        "tenants": [{k: t.get(k) for k in ("pair", "role", "alias", "phone", "user_id")}
                     for t in artifact.get("tenants", [])],
         "cases": artifact.get("cases", []),
     }
@@ -327,7 +327,7 @@ def timeline_svg(card: dict[str, Any]) -> str:
             outcomes = step.get("outcomes") or {}
             state = _step_state(step)
             x = left + plot * start / span
-            w = max(plot * (finish - start) / span, 4.0)
+            w = max(plot * (finish - start) / span, 5.0)
             if step["kind"] == "wait":
                 parts.append(f'<rect x="{x:.1f}" y="{y + 8}" width="{w:.1f}" height="4" '
                              f'class="wait"><title>{html.escape(step["stage"])} (wait)</title>'
@@ -419,6 +419,21 @@ def _findings_html(title: str, entries: list[dict[str, Any]], open_: bool = True
             f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
 
+def _tenants_html(card: dict[str, Any]) -> str:
+    tenants = card.get("tenants", [])
+    if not tenants:
+        return "<p class=muted>No tenants recorded.</p>"
+    rows = "".join(
+        f"<tr><td>{t['pair']}</td><td>{t['role']}</td><td>{html.escape(str(t['alias']))}</td>"
+        f"<td><code>{html.escape(str(t.get('phone') or ''))}</code></td>"
+        f"<td><code>{html.escape(str(t.get('user_id') or ''))}</code></td></tr>"
+        for t in tenants[:MAX_TIMELINE_PAIRS * 2])
+    return ("<details><summary>Synthetic tenants of this run "
+            f"({len(tenants)})</summary><table class=list><thead><tr><th>pair</th>"
+            "<th>role</th><th>alias</th><th>phone</th><th>tenant id</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></details>")
+
+
 _STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
 max-width:1100px;color:#1d2430;padding:0 16px}
@@ -498,5 +513,6 @@ started {html.escape(str(meta.get('started_at')))} · status
 {_findings_html('Other failures', card['other_failures'])}
 {_findings_html('Inconclusive', card['inconclusive'], open_=False)}
 {'' if any_findings else '<p>No failures.</p>'}
+<h2>Tenants</h2>{_tenants_html(card)}
 </body></html>
 """

