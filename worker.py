@@ -39,7 +39,7 @@ async def serve(task_queue: str, max_concurrent_activities: int) -> None:
 
 
 def main() -> int:
-    configure()
+    configure(level="INFO")  # a worker says what it does; MEMLIFE_LOG_LEVEL overrides
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
     parser.add_argument("--max-concurrent-activities", type=int, default=64)

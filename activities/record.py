@@ -145,6 +145,10 @@ def record_step(step: StepRecord) -> StepOutcome:
         for v in outcome.verdicts
     ]
     records.merge_all(rows)
+    failed = sum(1 for v in outcome.verdicts if v.outcome == "fail")
+    log.info("step recorded", step=step.step_index, kind=step.kind, stage=step.stage,
+             observations=len(step.observations), verdicts=len(outcome.verdicts),
+             failed=failed)
     return outcome
 
 

@@ -524,8 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from memlife.log import configure
 
-    configure()
     args = build_parser().parse_args(argv)
+    configure(level="INFO" if args.command == "dev" else None)  # dev: the worker's steps
     try:
         return args.handler(args)
     except MemlifeError as error:

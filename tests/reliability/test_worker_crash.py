@@ -16,7 +16,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded
+from memlife import embedded, records
 from memlife.lifecycle import Clock, pair_workflow_id, suite_workflow_id
 from memlife.targets.config import reference_target
 from tests.reliability.helpers import (
@@ -84,5 +84,13 @@ async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
     kinds = {kind for _, kind in kills}
     assert kinds & {"write", "probe", "inspect", "update"}, kills  # inside target calls
     assert "wait" in kinds, kills  # during a durable timer
-    assert summary.passed, summary
+    assert summary.passed, (summary, kills, _target_errors(run.run_id, crash_db))
     assert_same_rows(row_keys(run.run_id, crash_db), expected)
+
+
+def _target_errors(run_id: str, url: str) -> list[tuple[object, ...]]:
+    """What went wrong, for the failure message."""
+    loaded = records.load_run(run_id, url)
+    assert loaded is not None
+    return [(o.pair_index, o.step_index, o.kind, o.error) for o in loaded["observations"]
+            if o.status != "ok"][:10]

@@ -66,16 +66,133 @@ async def record(name: str, scenario_path: Path, faults: list[str],
         await env.shutdown()
 
 
+def _save(name: str, history: object) -> None:
+    path = HISTORIES / f"{name}.json"
+    path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")  # type: ignore[attr-defined]
+    print(f"wrote {path.relative_to(REPO)}")
+
+
+async def record_operator_runs() -> None:
+    """v2 on the dev server (the time-skipping server has no custom search attributes):
+    search attributes kept current, an operator fast-forward, and a scheduled-style run
+    (empty run id) cancelled by an operator."""
+    import os
+
+    from memlife.scenario import load_scenario
+    from memlife.temporal import ensure_search_attributes
+    from workflows.suite import SuiteWorkflow
+
+    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
+    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
+    server = embedded.start_dev_server(scratch / "temporal", ui_port=None)
+    try:
+        client = await embedded.wait_for_client(server)
+        assert not await ensure_search_attributes(client)
+        seed_text = (REPO / "scenarios" / "seed-six-case.yaml").read_text()
+        with embedded.reference_target(scratch) as process, \
+                ThreadPoolExecutor(max_workers=8) as executor:
+            task_queue = f"record-{uuid.uuid4().hex[:6]}"
+            async with build_worker(client, task_queue, executor):
+                for name, wait, signal, scheduled in (
+                        ("v2-seed-fastforward", "6h", "skip_wait", False),
+                        ("v2-scheduled-cancel", "2d", "cancel", True)):
+                    scenario_file = scratch / f"{name}.yaml"
+                    scenario_file.write_text(
+                        seed_text.replace("duration: 150ms", f"duration: {wait}"))
+                    scenario = load_scenario(scenario_file)
+                    run = run_input(scenario, reference_target(process.base_url)).model_copy(
+                        update={"search_attributes": True})
+                    from memlife.lifecycle import Clock
+
+                    run = run.model_copy(update={"clock": Clock(mode="real")})
+                    if scheduled:
+                        run = run.model_copy(update={"run_id": ""})
+                    suite_id = f"memlife/{scenario.name}/{name}-{uuid.uuid4().hex[:6]}"
+                    handle = await client.start_workflow(SuiteWorkflow.run, run, id=suite_id,
+                                                         task_queue=task_queue)
+                    run_id = run.run_id
+                    while True:  # until the pair waits
+                        await asyncio.sleep(0.2)
+                        progress = await handle.query("progress")
+                        run_id = progress.get("run_id") or run_id
+                        if not run_id or progress["phase"] != "lifecycles":
+                            continue
+                        pair = client.get_workflow_handle(
+                            pair_workflow_id(scenario.name, run_id, 0))
+                        try:
+                            if (await pair.query("progress")).get("wake_at"):
+                                break
+                        except Exception:
+                            continue
+                    if signal == "cancel":
+                        await handle.signal("cancel", "recorded cancellation")
+                    else:
+                        await handle.signal("skip_wait")
+                    await handle.result()
+                    _save(f"{name}-suite", await handle.fetch_history())
+                    _save(f"{name}-pair", await client.get_workflow_handle(
+                        pair_workflow_id(scenario.name, run_id, 0)).fetch_history())
+    finally:
+        server.stop()
+
+
+async def record_deletion_check() -> None:
+    """v2 DeletionCheckWorkflow: a deletion that misses the graph, polled to its deadline."""
+    import os
+    from datetime import timedelta
+
+    import httpx
+
+    from memlife.erasure import DeletionCheckInput
+    from workflows.deletion_check import DeletionCheckWorkflow
+
+    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
+    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=bundled_binary("temporal-test-server"),
+    )
+    try:
+        with embedded.reference_target(scratch, ["graph-unscoped-delete"]) as process, \
+                ThreadPoolExecutor(max_workers=8) as executor:
+            phone = "+34600000123"
+            with httpx.Client(base_url=process.base_url) as http:
+                user_id = http.post("/v1/users", json={"phone": phone}).json()["user_id"]
+                http.post("/v1/preview", json={"phone": phone,
+                                               "message": "Trabajo en Astilleros Norte."})
+            task_queue = f"record-{uuid.uuid4().hex[:6]}"
+            async with build_worker(env.client, task_queue, executor):
+                check = DeletionCheckInput(
+                    check_id="recorded", target=reference_target(process.base_url),
+                    user_id=user_id, phone=phone, values=["Astilleros Norte"],
+                    questions=["¿Dónde trabajo?"], request=True,
+                    deadline=timedelta(hours=2), poll=timedelta(minutes=20))
+                handle = await env.client.start_workflow(
+                    DeletionCheckWorkflow.run, check, id="memlife/deletion-check/recorded",
+                    task_queue=task_queue)
+                await handle.result()
+                _save("v2-deletion-check-graph-residue", await handle.fetch_history())
+    finally:
+        await env.shutdown()
+
+
 async def main() -> None:
+    """Records what is missing; released histories are never written over."""
     HISTORIES.mkdir(parents=True, exist_ok=True)
-    for stale in HISTORIES.glob("*.json"):
-        stale.unlink()
+    have = {path.stem for path in HISTORIES.glob("*.json")}
     seed = REPO / "scenarios" / "seed-six-case.yaml"
-    await record("v1-seed-clean", seed, [])
-    await record("v1-seed-leak", seed, ["cross-tenant-leak"])
     nightly = REPO / "scenarios" / "lifecycle-nightly.yaml"
-    await record("v1-nightly-resurrection", nightly, ["nightly-resurrection"],
-                 generated_pairs=1)
+    if "v1-seed-clean-suite" not in have:
+        await record("v1-seed-clean", seed, [])
+    if "v1-seed-leak-suite" not in have:
+        await record("v1-seed-leak", seed, ["cross-tenant-leak"])
+    if "v1-nightly-resurrection-suite" not in have:
+        await record("v1-nightly-resurrection", nightly, ["nightly-resurrection"],
+                     generated_pairs=1)
+    if "v2-seed-fastforward-suite" not in have:
+        await record_operator_runs()
+    if "v2-deletion-check-graph-residue" not in have:
+        await record_deletion_check()
 
 
 if __name__ == "__main__":

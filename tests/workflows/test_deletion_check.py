@@ -23,6 +23,14 @@ VALUES = ["verde jade", "Astilleros Norte"]
 
 
 @pytest.fixture(scope="module")
+def fresh_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """Its own target: the session's shared one has a clock other tests moved days ahead."""
+    state = tmp_path_factory.mktemp("reference-deletion-check")
+    with embedded.reference_target(state) as process:
+        yield reference_target(process.base_url)
+
+
+@pytest.fixture(scope="module")
 def graph_fault_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     state = tmp_path_factory.mktemp("reference-graph-fault")
     with embedded.reference_target(state, faults=["graph-unscoped-delete"]) as process:
@@ -54,9 +62,9 @@ async def run_check(env: WorkflowEnvironment, task_queue: str,
 
 
 async def test_a_clean_deletion_gets_a_passing_receipt_with_time_to_forget(
-        skip_env: WorkflowEnvironment, skip_worker: str, clean_target: Target) -> None:
-    user_id, phone = write_tenant(clean_target)
-    receipt = await run_check(skip_env, skip_worker, check_input(clean_target, user_id, phone))
+        skip_env: WorkflowEnvironment, skip_worker: str, fresh_target: Target) -> None:
+    user_id, phone = write_tenant(fresh_target)
+    receipt = await run_check(skip_env, skip_worker, check_input(fresh_target, user_id, phone))
 
     assert receipt.verdict == "pass", receipt.reasons
     stores = {s.store: s for s in receipt.stores}
