@@ -207,9 +207,14 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
     task_queue = args.task_queue or DEFAULT_TASK_QUEUE
     async with AsyncExitStack() as stack:
         connection = configured_connection()
+        dev_stack = None if connection is not None or clock.mode == "skip" else (
+            await _running_dev_stack())
         if connection is not None:
             client = await connect(connection)
             address, web_ui = connection["target_host"], os.environ.get("MEMLIFE_WEB_UI")
+        elif dev_stack is not None:
+            client, address, web_ui = dev_stack
+            print(f"using the local stack from `memlife dev` at {address}", file=sys.stderr)
         else:
             temporal = await stack.enter_async_context(embedded.embedded_temporal(
                 STATE_DIR, skip_time=clock.mode == "skip"))
@@ -276,6 +281,29 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
     if args.enforce and not artifact["summary"]["passed"]:
         return EXIT_FAILED
     return EXIT_OK
+
+
+async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
+    """The `memlife dev` stack of this directory, when it is up: runs then show in its Web
+    UI and its recorder, beside the scheduled ones."""
+    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from memlife.devstack import read_stack
+    from memlife.temporal import mark_client_used
+
+    info = read_stack(STATE_DIR)
+    if info is None:
+        return None
+    mark_client_used()
+    try:
+        client = await asyncio.wait_for(Client.connect(
+            info.temporal_address, data_converter=pydantic_data_converter), timeout=3)
+        await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    except Exception:  # a stale file from a stack that was killed: run embedded instead
+        return None
+    return client, info.temporal_address, info.web_ui
 
 
 async def _search_attributes_ready(client: Any) -> bool:

@@ -180,6 +180,34 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
     assert missing.returncode == 2 and "no schedule named" in missing.stderr
 
 
+def test_run_finds_the_local_stack_and_a_failing_run_is_found_by_its_verdict(
+        dev_stack: DevStack, tmp_path: Path) -> None:
+    with embedded.reference_target(tmp_path / "leaky", faults=["cross-tenant-leak"]) as leaky:
+        target_file = target_file_for(leaky.base_url, tmp_path / "leaky.yaml")
+        # No TEMPORAL_ADDRESS: `run` finds the stack through .memlife/dev.json.
+        result = subprocess.run(
+            [*MEMLIFE, "run", str(SEED), "--target", str(target_file), "--enforce"],
+            cwd=dev_stack.home, env=clean_env(), capture_output=True, text=True, timeout=180,
+            check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "using the local stack" in result.stderr
+    assert " · run " in result.stdout, result.stdout + result.stderr
+    run_id = result.stdout.split(" · run ", 1)[1].split(" ", 1)[0]
+    failing = dev_stack.workflows(f'MemlifeRun="{run_id}" AND MemlifeVerdict="fail"')
+    assert {w["type"]["name"] for w in failing} == {"SuiteWorkflow",  # type: ignore[index]
+                                                    "PairLifecycleWorkflow"}
+    # Its verdicts query lists every failed check, with invariant and stage.
+    verdicts = dev_stack.temporal("workflow", "query", "--workflow-id",
+                                  f"memlife/seed-six-case/{run_id}/pair-0", "--type",
+                                  "verdicts")
+    problems = json.loads(verdicts)["queryResult"][0]["problems"]
+    assert {p["invariant"] for p in problems} == {"I3"} and len(problems) == 6
+    # And bad report input is one line, exit 2.
+    missing = dev_stack.memlife("report", "no-such-run")
+    assert missing.returncode == 2 and "no run 'no-such-run'" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
 def _start_long_run(stack: DevStack, scenario: Path) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [*MEMLIFE, "run", str(scenario), "--target", str(stack.target_file), "--out",
