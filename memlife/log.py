@@ -52,8 +52,10 @@ def add_activity_context(_logger: Any, _method: str, event: dict[str, Any]) -> d
 
 
 def configure(level: str | None = None) -> None:
+    """Idempotent; an explicit `level` (a command's own default) reconfigures, since
+    module-level loggers may already have configured the default before main() runs."""
     global _configured
-    if _configured:
+    if _configured and level is None:
         return
     level_name = (os.environ.get("MEMLIFE_LOG_LEVEL") or level or "WARNING").upper()
     renderer: Any = (structlog.processors.JSONRenderer() if log_format() == "json"

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.options import (
         HEARTBEAT_TIMEOUT,
         INSPECT_RETRY,
+        RESUMABLE_RETRY,
         TARGET_RETRY,
         converse_timeouts,
         inspect_timeout,
@@ -166,7 +167,7 @@ class DeletionCheckWorkflow:
                 ConverseRequest(target=target, phone=check.phone, user_id=check.user_id,
                                 messages=check.questions, scenario_now=_iso(now)),
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
-                retry_policy=TARGET_RETRY,
+                retry_policy=RESUMABLE_RETRY,
                 summary=f"ask {len(check.questions)} question(s) as {check.user_id}")
         except ActivityError as failure:
             from memlife.lifecycle import Reply

@@ -19,13 +19,23 @@ TARGET_RETRY = RetryPolicy(
                                "TargetBadResponse"],
 )
 
-# Store inspection retries reads in place; the activity itself is retried only when the
-# worker running it died (heartbeat timeout) or it timed out.
+# Conversations and store inspections retry their requests in place and heartbeat what is
+# done, so a Temporal-level retry means the worker died (heartbeat timeout) and resumes where
+# it stopped. Rolling restarts can kill one long activity several times in a row: measured in
+# the crash test, four consecutive kills exhausted four attempts. These attempts are cheap
+# (nothing is sent twice), so the budget is larger; what still fails is inconclusive.
+RESUMABLE_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=500),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=10,
+    non_retryable_error_types=TARGET_RETRY.non_retryable_error_types,
+)
 INSPECT_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
-    maximum_attempts=3,
+    maximum_attempts=10,
     non_retryable_error_types=["MissingSecret", "TargetConfigError"],
 )
 

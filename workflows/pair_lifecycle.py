@@ -66,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
         INSPECT_RETRY,
         RECORD_RETRY,
         RECORD_TIMEOUT,
+        RESUMABLE_RETRY,
         TARGET_RETRY,
         converse_timeouts,
         inspect_timeout,
@@ -547,7 +548,7 @@ class PairLifecycleWorkflow:
                                 messages=[m.text for m in messages],
                                 scenario_now=_iso(scenario_time)),
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
-                retry_policy=TARGET_RETRY,
+                retry_policy=RESUMABLE_RETRY,
                 summary=f"{messages[0].kind} {tenant.alias}: {len(messages)} message(s)",
             )
         except ActivityError as error:
