@@ -18,6 +18,7 @@ from memlife.artifact import build_artifact
 from memlife.lifecycle import (
     CaseVerdict,
     ForbiddenValue,
+    Observation,
     RunInput,
     RunSummary,
     StepOutcome,
@@ -109,6 +110,15 @@ def _judge(step: StepRecord) -> StepOutcome:
     return StepOutcome(verdicts=verdicts + list(step.verdicts), inspections=summaries)
 
 
+def _metrics(observation: Observation) -> dict[str, float]:
+    metrics = {f"stage:{name}": value for name, value in observation.stages.items()}
+    if observation.cost is not None:
+        metrics["cost"] = observation.cost
+    if observation.tokens is not None:
+        metrics["tokens"] = float(observation.tokens)
+    return metrics
+
+
 @activity.defn(name="memlife.record_step")
 def record_step(step: StepRecord) -> StepOutcome:
     """Judge the step's probe cases and store reads, then write everything."""
@@ -132,6 +142,14 @@ def record_step(step: StepRecord) -> StepOutcome:
             scenario_time=o.scenario_time, wall_time=o.wall_time,
         )
         for o in step.observations
+    ]
+    rows += [
+        records.ObservationMetricRow(
+            id=f"{prefix}/{o.seq}/{name}", run_id=step.run_id,
+            observation_id=f"{prefix}/{o.seq}", pair_index=step.pair_index,
+            step_index=step.step_index, seq=o.seq, name=name, value=value)
+        for o in step.observations
+        for name, value in _metrics(o).items()
     ]
     rows += [
         records.VerdictRow(

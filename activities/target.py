@@ -147,6 +147,8 @@ async def _send_all(request: ConverseRequest, operation: Operation, done: list[R
             context = response.fields.get("context")
             reply = Reply(index=index, reply=_text(response.fields["reply"]),
                           context=None if context is None else _text(context),
+                          stages=response.timings, cost=_number(response.fields.get("cost")),
+                          tokens=_whole(response.fields.get("tokens")),
                           http_status=response.status, latency_ms=response.latency_ms,
                           attempts=attempts, wall_time=wall_time)
         except MissingSecret as error:
@@ -157,6 +159,21 @@ async def _send_all(request: ConverseRequest, operation: Operation, done: list[R
                           attempts=request.target.max_attempts if error.retryable else 1)
         done.append(reply)
         activity.heartbeat([r.model_dump(mode="json") for r in done])
+
+
+def _number(value: Any) -> float | None:
+    """A reported cost: a number, or a numeric string; anything else is not a cost."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
 
 
 def _deletion_state(operation: DeleteOperation, response: http.Response,

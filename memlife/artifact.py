@@ -85,9 +85,14 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
 
     observations = sorted(rows["observations"],
                           key=lambda o: (o.pair_index, o.step_index, o.seq))
-    probe_latencies = [o.latency_ms for o in observations
-                       if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None]
-    latency = summarize_latency(probe_latencies, budget_ms)
+    metrics: dict[tuple[int, int, int], dict[str, float]] = {}
+    for metric in rows.get("metrics", []):
+        metrics.setdefault((metric.pair_index, metric.step_index, metric.seq), {})[
+            metric.name] = metric.value
+    probes = [o for o in observations
+              if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None]
+    latency = summarize_latency([o.latency_ms for o in probes], budget_ms)
+    probe_metrics = [metrics.get((o.pair_index, o.step_index, o.seq), {}) for o in probes]
     cases = len(verdicts)
     cases_passed = sum(1 for v in verdicts if v.passed)
     target_errors = [o for o in observations if o.status != "ok"]
@@ -142,7 +147,10 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
                      for s in sorted(rows["steps"], key=lambda s: (s.pair_index,
                                                                     s.step_index))],
         "cases": case_entries,
-        "latency_ms": latency.as_dict(),
+        "latency_ms": {**latency.as_dict(), "stages": stage_latency(probe_metrics)},
+        "cost": cost_summary(probe_metrics, {
+            pair: sum(m.get("cost", 0.0) for (p, _, _), m in metrics.items() if p == pair)
+            for pair in {t.pair_index for t in rows["tenants"]}}),
         "deletions": deletions,
         "failures": failures,
         "inconclusive": inconclusive,
@@ -163,11 +171,57 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
                 "http_status": o.http_status,
                 "error": o.error,
                 "latency_ms": o.latency_ms,
+                **_observation_metrics(metrics.get((o.pair_index, o.step_index, o.seq), {})),
                 "scenario_time": _iso(o.scenario_time),
                 "wall_time": _iso(o.wall_time),
             }
             for o in observations
         ],
+    }
+
+
+def _observation_metrics(metrics: dict[str, float]) -> dict[str, Any]:
+    if not metrics:
+        return {}
+    found: dict[str, Any] = {}
+    stages = {name[6:]: value for name, value in metrics.items() if name.startswith("stage:")}
+    if stages:
+        found["stages"] = stages
+    if "cost" in metrics:
+        found["cost"] = metrics["cost"]
+    if "tokens" in metrics:
+        found["tokens"] = int(metrics["tokens"])
+    return found
+
+
+def stage_latency(probe_metrics: list[dict[str, float]]) -> dict[str, dict[str, Any]]:
+    """Per Server-Timing stage: mean, median, p95 and max over the probes that reported it."""
+    by_stage: dict[str, list[float]] = {}
+    for metrics in probe_metrics:
+        for name, value in metrics.items():
+            if name.startswith("stage:"):
+                by_stage.setdefault(name[6:], []).append(value)
+    return {stage: {key: value for key, value in summarize_latency(values).as_dict().items()
+                    if key not in ("share_within_target", "target_ms")}
+            for stage, values in sorted(by_stage.items())}
+
+
+def cost_summary(probe_metrics: list[dict[str, float]],
+                 cost_by_pair: dict[int, float]) -> dict[str, Any] | None:
+    """Cost per probe, and per lifecycle (every turn of a pair: writes, updates, probes),
+    when the target reports it (in its own unit, e.g. USD)."""
+    costs = [m["cost"] for m in probe_metrics if "cost" in m]
+    tokens = [m["tokens"] for m in probe_metrics if "tokens" in m]
+    if not costs and not tokens:
+        return None
+    lifecycles = list(cost_by_pair.values())
+    return {
+        "probes_reporting": len(costs),
+        "per_probe_mean": round(sum(costs) / len(costs), 9) if costs else None,
+        "per_lifecycle_mean": round(sum(lifecycles) / len(lifecycles), 9)
+        if costs and lifecycles else None,
+        "total": round(sum(lifecycles), 9) if costs else None,
+        "tokens_per_probe_mean": round(sum(tokens) / len(tokens), 2) if tokens else None,
     }
 
 

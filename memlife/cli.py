@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -105,25 +106,70 @@ def _check_target_reachable(file: str, base_url: str) -> None:
         ) from None
 
 
+@dataclass
+class Configuration:
+    """One system under test in a run: a target file, or the bundled reference target in
+    one retrieval mode. Several make an experiment (seed §9): same tenants and values."""
+
+    label: str
+    target: Any = None  # a Target; None: the bundled reference target
+    retrieval: str = "combined"
+    file: str = "reference"
+    faults: list[str] | None = None  # None: the command line's --fault
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from memlife.lifecycle import parse_clock
+    from memlife.reference.store import RETRIEVAL_MODES
     from memlife.scenario import load_scenario
-    from memlife.targets.config import load_target
+    from memlife.targets.config import load_target, reference_target
 
     problems: list[Problem] = []
-    scenario = target = None
+    scenario = None
     try:
         scenario = load_scenario(args.scenario)
     except InputError as error:
         problems += error.problems
-    if args.target != "reference":
+    files = args.target or ["reference"]
+    modes = [mode.strip() for text in args.retrieval for mode in text.split(",") if mode.strip()]
+    for mode in modes:
+        if mode not in RETRIEVAL_MODES:
+            problems.append(Problem("command line", "--retrieval", f"unknown mode {mode!r}; "
+                                    f"one of {', '.join(RETRIEVAL_MODES)}"))
+    configurations: list[Configuration] = []
+    if args.matrix:
+        if args.target or args.retrieval:
+            problems.append(Problem("command line", "--matrix", "replaces --target and "
+                                    "--retrieval; give one or the other"))
         try:
-            target = load_target(args.target)
+            configurations += _matrix_configurations(args.matrix)
         except InputError as error:
             problems += error.problems
-        if args.fault:
-            problems.append(Problem(args.target, "", "--fault applies only to the bundled "
-                                    "reference target (--target reference)"))
+        files = []
+    for file in files:
+        if file == "reference":
+            for mode in modes or ["combined"]:
+                configurations.append(Configuration(
+                    label=f"reference/{mode}" if modes else "reference", retrieval=mode))
+            continue
+        try:
+            target = load_target(file)
+        except InputError as error:
+            problems += error.problems
+            continue
+        configurations.append(Configuration(label=target.name, target=target, file=file))
+    if args.fault and any(c.target is not None for c in configurations):
+        problems.append(Problem("command line", "--fault", "applies only to the bundled "
+                                "reference target (--target reference)"))
+    if modes and "reference" not in files:
+        problems.append(Problem("command line", "--retrieval", "applies only to the bundled "
+                                "reference target (--target reference)"))
+    labels = [c.label for c in configurations]
+    for label in {label for label in labels if labels.count(label) > 1}:
+        problems.append(Problem("command line", "--target", f"two configurations are both "
+                                f"named {label!r}; give each target file its own name"))
+    if args.repeat is not None and args.repeat < 1:
+        problems.append(Problem("command line", "--repeat", "must be at least 1"))
     try:
         clock = parse_clock(args.clock)
     except ValueError as error:
@@ -132,25 +178,53 @@ def cmd_run(args: argparse.Namespace) -> int:
         for problem in problems:
             _print_err(str(problem))
         return EXIT_USAGE
-    if scenario is not None and (target is not None or args.target == "reference"):
-        from memlife.targets.config import reference_target
-
-        described = target or reference_target("http://127.0.0.1:8080")
-        cross = _scenario_target_problems(scenario, described, args.target, args.scenario)
+    assert scenario is not None
+    for configuration in configurations:
+        described = configuration.target or reference_target("http://127.0.0.1:8080")
+        cross = _scenario_target_problems(scenario, described, configuration.file,
+                                          args.scenario)
         if cross:
             for problem in cross:
                 _print_err(str(problem))
             return EXIT_USAGE
-    if target is not None:
+    for configuration in configurations:
+        target = configuration.target
+        if target is None:
+            continue
         missing = [name for name in target.secret_names() if name not in os.environ]
         if missing:
-            _print_err(f"{args.target}: headers: environment variable(s) {', '.join(missing)} "
-                       "not set; export them before running")
+            _print_err(f"{configuration.file}: headers: environment variable(s) "
+                       f"{', '.join(missing)} not set; export them before running")
             return EXIT_USAGE
-        _check_target_reachable(args.target, target.base_url)
-    assert scenario is not None
+        _check_target_reachable(configuration.file, target.base_url)
     args.scenario_generates = scenario.generate is not None
-    return asyncio.run(_run(args, scenario, target, clock))
+    args.repeat = args.repeat or scenario.repetitions
+    return asyncio.run(_run(args, scenario, configurations, clock))
+
+
+def _matrix_configurations(path: str) -> list[Configuration]:
+    from memlife.experiment import load_matrix
+    from memlife.targets.config import load_target
+
+    matrix = load_matrix(path)
+    configurations = []
+    problems: list[Problem] = []
+    for entry in matrix.configurations:
+        if entry.target is None:
+            configurations.append(Configuration(label=entry.name,
+                                                retrieval=entry.retrieval or "combined",
+                                                faults=list(entry.faults)))
+            continue
+        file = str(Path(path).parent / entry.target)
+        try:
+            target = load_target(file)
+        except InputError as error:
+            problems += error.problems
+            continue
+        configurations.append(Configuration(label=entry.name, target=target, file=file))
+    if problems:
+        raise InputError(problems)
+    return configurations
 
 
 def _scenario_target_problems(scenario: Any, target: Any, file: str,
@@ -188,23 +262,28 @@ def _scenario_target_problems(scenario: Any, target: Any, file: str,
     return problems
 
 
-async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any) -> int:
+@dataclass
+class StartedRun:
+    run_id: str
+    configuration: str
+    repetition: int
+    handle: Any
+    link: str | None
+
+
+async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Configuration],
+               clock: Any) -> int:
     from contextlib import AsyncExitStack
 
     from memlife import embedded, records
     from memlife.artifact import build_artifact
-    from memlife.lifecycle import RunInput, RunMeta, suite_workflow_id
     from memlife.scenario import materialize
-    from memlife.targets.config import reference_target
     from memlife.temporal import configured_connection, connect
-    from workflows import attributes
     from workflows.registry import DEFAULT_TASK_QUEUE
-    from workflows.suite import SuiteWorkflow
 
-    run_id = new_run_id()
-    canary_seed = args.seed or run_id
-    scenario = materialize(scenario, canary_seed)
+    experiment = new_run_id() if len(configurations) > 1 or args.repeat > 1 else None
     task_queue = args.task_queue or DEFAULT_TASK_QUEUE
+    started: list[StartedRun] = []
     async with AsyncExitStack() as stack:
         connection = configured_connection()
         dev_stack = None if connection is not None or clock.mode == "skip" else (
@@ -221,66 +300,132 @@ async def _run(args: argparse.Namespace, scenario: Any, target: Any, clock: Any)
             client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
         # The time-skipping server has no custom search attributes.
         search_attributes = clock.mode != "skip" and await _search_attributes_ready(client)
-        target_identity: dict[str, str] = {}
-        if target is None:
-            # A fresh database per run: needle searches see this run's data only.
-            process = stack.enter_context(embedded.reference_target(
-                STATE_DIR, args.fault, db_path=STATE_DIR / "reference" / f"{run_id}.db"))
-            target = reference_target(process.base_url)
-            target_identity = {"kind": "bundled reference target",
-                               "faults": ",".join(args.fault) or "none"}
         if not args.no_worker:
             await stack.enter_async_context(embedded.running_worker(client, task_queue))
+        if experiment:
+            print(f"memlife {__version__} · experiment {experiment} · scenario "
+                  f"{scenario.name} · {len(configurations)} configuration(s) × "
+                  f"{args.repeat} repetition(s) · clock {clock.describe()}", flush=True)
+        for repetition in range(1, args.repeat + 1):
+            # Every configuration of a repetition gets the same tenants and values; every
+            # repetition fresh ones.
+            base_seed = args.seed or experiment or ""
+            for configuration in configurations:
+                run_id = new_run_id()
+                seed = (f"{base_seed}-r{repetition}" if args.repeat > 1 else base_seed) or run_id
+                materialized = materialize(scenario, seed)
+                target, identity = configuration.target, {}
+                if target is None:
+                    from memlife.targets.config import reference_target
 
-        settle = next((step.duration for step in scenario.timeline if step.step == "wait"),
-                      None)
-        scenario_has_canaries = args.scenario_generates
-        from memlife.durations import format_duration
+                    # A fresh database per run: needle searches see this run's data only.
+                    faults = (args.fault if configuration.faults is None
+                              else configuration.faults)
+                    process = stack.enter_context(embedded.reference_target(
+                        STATE_DIR, faults, db_path=STATE_DIR / "reference" / f"{run_id}.db",
+                        retrieval=configuration.retrieval))
+                    target = reference_target(process.base_url)
+                    identity = {"kind": "bundled reference target",
+                                "faults": ",".join(faults) or "none",
+                                "retrieval": configuration.retrieval}
+                started.append(await _start_run(
+                    args, client, materialized, target, identity, clock, run_id, seed,
+                    address, web_ui, task_queue, search_attributes, experiment,
+                    configuration.label, repetition))
+                if clock.mode == "skip":
+                    # One skipped clock for the whole server: runs take turns.
+                    await _await_runs(client, started[-1:])
+        if clock.mode != "skip":
+            await _await_runs(client, started)
 
-        meta = RunMeta(
-            memlife_version=__version__, git_revision=_git_revision(),
-            command=shlex.join(["memlife", *sys.argv[1:]]),
-            scenario_file=str(args.scenario), scenario_name=scenario.name,
-            scenario_sha256=hashlib.sha256(Path(args.scenario).read_bytes()).hexdigest(),
-            target_name=target.name, target_base_url=target.base_url,
-            target_identity=target_identity,
-            settle=format_duration(settle) if settle else None,
-            clock=clock.describe(), temporal_address=address, web_ui=web_ui,
-            canary_seed=canary_seed if scenario_has_canaries else None,
-        )
-        workflow_id = suite_workflow_id(scenario.name, run_id)
-        link = (f"{web_ui}/namespaces/{client.namespace}/workflows/{quote(workflow_id, safe='')}"
-                if web_ui else None)
-        print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
-              f"({len(scenario.pairs)} pair(s)) · target {target.name} at {target.base_url} "
-              f"· clock {clock.describe()}")
-        if link:
-            print(f"Temporal Web UI: {link}", flush=True)
-        handle = await client.start_workflow(
-            SuiteWorkflow.run,
-            RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta,
-                     search_attributes=search_attributes),
-            id=workflow_id, task_queue=task_queue,
-            static_summary=f"{scenario.name} against {target.name} ({clock.describe()})",
-            search_attributes=attributes.start_attributes(
-                scenario=scenario.name, target=target.name, run=run_id)
-            if search_attributes else None,
-        )
-        await _await_with_progress(client, handle, scenario.name, run_id)
+    artifacts = []
+    for run in started:
+        loaded = records.load_run(run.run_id)
+        if loaded is None:
+            _print_err(f"run {run.run_id} finished but its records are not in "
+                       f"{records.database_url()}; is MEMLIFE_DB_URL the same for the workers "
+                       "and this command?")
+            return EXIT_USAGE
+        artifacts.append(build_artifact(loaded))
+    if experiment is None:
+        artifact = artifacts[0]
+        _print_summary(artifact, started[0].link)
+        document = artifact
+    else:
+        from memlife.experiment import experiment_document
 
-    loaded = records.load_run(run_id)
-    if loaded is None:
-        _print_err(f"run {run_id} finished but its records are not in {records.database_url()}; "
-                   "is MEMLIFE_DB_URL the same for the workers and this command?")
-        return EXIT_USAGE
-    artifact = build_artifact(loaded)
-    _print_summary(artifact, link)
+        document = experiment_document(experiment, artifacts)
+        _print_comparison(document)
     if args.out:
-        _write_immutable_json(Path(args.out), artifact)
+        _write_immutable_json(Path(args.out), document)
         print(f"artifact: {args.out}")
-    if args.enforce and not artifact["summary"]["passed"]:
+    if args.enforce and not all(a["summary"]["passed"] for a in artifacts):
         return EXIT_FAILED
     return EXIT_OK
+
+
+async def _start_run(args: argparse.Namespace, client: Any, scenario: Any, target: Any,
+                     identity: dict[str, str], clock: Any, run_id: str, seed: str,
+                     address: str, web_ui: str | None, task_queue: str,
+                     search_attributes: bool, experiment: str | None, configuration: str,
+                     repetition: int) -> StartedRun:
+    from memlife.durations import format_duration
+    from memlife.lifecycle import RunInput, RunMeta, suite_workflow_id
+    from workflows import attributes
+    from workflows.suite import SuiteWorkflow
+
+    settle = next((step.duration for step in scenario.timeline if step.step == "wait"), None)
+    meta = RunMeta(
+        memlife_version=__version__, git_revision=_git_revision(),
+        command=shlex.join(["memlife", *sys.argv[1:]]),
+        scenario_file=str(args.scenario), scenario_name=scenario.name,
+        scenario_sha256=hashlib.sha256(Path(args.scenario).read_bytes()).hexdigest(),
+        target_name=target.name, target_base_url=target.base_url, target_identity=identity,
+        settle=format_duration(settle) if settle else None,
+        clock=clock.describe(), temporal_address=address, web_ui=web_ui,
+        canary_seed=seed if args.scenario_generates else None,
+        experiment=experiment, configuration=configuration if experiment else None,
+        repetition=repetition if experiment else None,
+    )
+    workflow_id = suite_workflow_id(scenario.name, run_id)
+    link = (f"{web_ui}/namespaces/{client.namespace}/workflows/{quote(workflow_id, safe='')}"
+            if web_ui else None)
+    where = f" · {configuration} #{repetition}" if experiment else ""
+    print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
+          f"({len(scenario.pairs)} pair(s)) · target {target.name} at {target.base_url} "
+          f"· clock {clock.describe()}{where}")
+    if link:
+        print(f"Temporal Web UI: {link}", flush=True)
+    handle = await client.start_workflow(
+        SuiteWorkflow.run,
+        RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta,
+                 search_attributes=search_attributes),
+        id=workflow_id, task_queue=task_queue,
+        static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
+        search_attributes=attributes.start_attributes(
+            scenario=scenario.name, target=target.name, run=run_id)
+        if search_attributes else None,
+    )
+    return StartedRun(run_id, configuration, repetition, handle, link)
+
+
+async def _await_runs(client: Any, runs: list[StartedRun]) -> list[Any]:
+    if len(runs) == 1:
+        run = runs[0]
+        scenario = run.handle.id.split("/")[1]
+        return [await _await_with_progress(client, run.handle, scenario, run.run_id)]
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    pending = {asyncio.ensure_future(run.handle.result()): run for run in runs}
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with console.status("starting…") as status:
+        while not all(future.done() for future in pending):
+            await asyncio.wait(list(pending), timeout=2.0)
+            done = sum(1 for future in pending if future.done())
+            status.update(f"{done}/{len(runs)} run(s) done · {loop.time() - started:.0f}s")
+    return [future.result() for future in pending]
 
 
 async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
@@ -340,6 +485,39 @@ async def _await_with_progress(client: Any, handle: Any, scenario: str, run_id: 
             elapsed = asyncio.get_running_loop().time() - started
             status.update(f"{text} · {elapsed:.0f}s")
     return result.result()
+
+
+def _print_comparison(document: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from memlife.experiment import comparison_rows
+
+    console = _plain_console()
+    labels, rows = comparison_rows(document)
+    meta = document["experiment"]
+    table = Table(title=f"experiment {meta['id']}: {len(labels)} configuration(s) × "
+                  f"{meta['repetitions']} repetition(s) (95% CI over pairs)",
+                  title_justify="left")
+    table.add_column("")
+    for label in labels:
+        table.add_column(label, justify="right")
+    for row in rows:
+        table.add_row(*[f"[red]{value}[/red]" if value == "FAIL" else value for value in row])
+    console.print(table)
+    for artifact in document["runs"]:
+        summary = artifact["summary"]
+        console.print(f"  {artifact['meta'].get('configuration')} #"
+                      f"{artifact['meta'].get('repetition')}: run {artifact['meta']['run_id']}"
+                      f" · {summary['cases_passed']}/{summary['cases']} cases")
+
+
+def _plain_console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=160)
+    return console
 
 
 def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
@@ -484,10 +662,10 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
         if not api_key:
             _print_err(f"--api-key-env: environment variable {args.api_key_env} is not set")
             return EXIT_USAGE
-    runtime = ReferenceRuntime(args.db, args.fault)
+    runtime = ReferenceRuntime(args.db, args.fault, args.retrieval)
     faults = ", ".join(args.fault) or "none"
-    print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults})",
-          flush=True)
+    print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults},"
+          f" retrieval: {args.retrieval})", flush=True)
     try:
         uvicorn.run(create_app(runtime, service_time, api_key), host=args.host,
                     port=args.port, log_level="warning")
@@ -500,6 +678,8 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from memlife.reference.store import RETRIEVAL_MODES
+
     parser = argparse.ArgumentParser(
         prog="memlife",
         description="Long-horizon lifecycle tests for multi-tenant conversational memory.",
@@ -513,8 +693,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a scenario's lifecycles against a target")
     run.add_argument("scenario", metavar="SCENARIO")
-    run.add_argument("--target", default="reference",
-                     help="target file, or 'reference' for the bundled reference target")
+    run.add_argument("--target", action="append", default=[], metavar="FILE",
+                     help="target file, or 'reference' for the bundled reference target; "
+                     "repeat it to compare configurations side by side")
+    run.add_argument("--retrieval", action="append", default=[], metavar="MODES",
+                     help="retrieval modes of the bundled reference target to compare, "
+                     "e.g. thread,vector,graph,combined")
+    run.add_argument("--repeat", type=int, default=None, metavar="N",
+                     help="run N times with fresh tenants and values; every result kept "
+                     "(default: the scenario's `repetitions`, 1)")
+    run.add_argument("--matrix", default=None, metavar="FILE",
+                     help="configurations to compare (target files, reference retrieval "
+                     "modes and faults), side by side")
     run.add_argument("--fault", action="append", default=[], metavar="NAME",
                      help="fault to inject into the bundled reference target (repeatable)")
     run.add_argument("--clock", default="real", help="real | skip | compress=N")
@@ -541,6 +731,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="require 'Authorization: Bearer <value of NAME>' on every request")
     serve.add_argument("--service-time", default=None, metavar="DURATION",
                        help="simulated thinking time per conversation turn, e.g. 300ms")
+    serve.add_argument("--retrieval", choices=RETRIEVAL_MODES, default="combined",
+                       help="which layers answer: the thread, vector memory or the graph "
+                       "alone, or all with the seed's precedence (default)")
     serve.set_defaults(handler=cmd_target_serve)
 
     from memlife.operations import add_parsers
@@ -550,6 +743,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from temporalio.client import WorkflowFailureError
+
     from memlife.log import configure
 
     args = build_parser().parse_args(argv)
@@ -558,6 +753,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args)
     except MemlifeError as error:
         _print_err(f"memlife: {error}")
+        return EXIT_USAGE
+    except WorkflowFailureError as error:
+        # Verdicts are data: a workflow that fails is memlife or its cluster failing.
+        cause = error.cause
+        while getattr(cause, "cause", None) is not None:
+            cause = cause.cause
+        _print_err(f"memlife: a workflow failed ({type(cause).__name__}: {cause}); what was "
+                   "recorded so far is kept; see the worker's log and the Web UI")
         return EXIT_USAGE
     except KeyboardInterrupt:
         _print_err("memlife: interrupted")

@@ -69,7 +69,8 @@ class ReferenceTargetProcess:
 def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
                            port: int | None = None, db_path: Path | None = None,
                            timeout: float = 30.0, service_time: str | None = None,
-                           api_key_env: str | None = None) -> ReferenceTargetProcess:
+                           api_key_env: str | None = None,
+                           retrieval: str = "combined") -> ReferenceTargetProcess:
     """Start `memlife target serve reference` as a child process and wait until healthy."""
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -84,6 +85,8 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
         command += ["--service-time", service_time]
     if api_key_env:
         command += ["--api-key-env", api_key_env]
+    if retrieval != "combined":
+        command += ["--retrieval", retrieval]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)
@@ -107,8 +110,10 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
 @contextlib.contextmanager
 def reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
                      port: int | None = None, db_path: Path | None = None,
-                     api_key_env: str | None = None) -> Iterator[ReferenceTargetProcess]:
-    handle = start_reference_target(state_dir, faults, port, db_path, api_key_env=api_key_env)
+                     api_key_env: str | None = None,
+                     retrieval: str = "combined") -> Iterator[ReferenceTargetProcess]:
+    handle = start_reference_target(state_dir, faults, port, db_path, api_key_env=api_key_env,
+                                    retrieval=retrieval)
     try:
         yield handle
     finally:

@@ -97,6 +97,11 @@ class RunMeta(_Model):
     temporal_address: str
     web_ui: str | None = None
     canary_seed: str | None = None
+    # An experiment compares configurations over repetitions (seed §9): its id, which
+    # configuration and which repetition this run is.
+    experiment: str | None = None
+    configuration: str | None = None
+    repetition: int | None = None
 
 
 class RunInput(_Model):
@@ -166,6 +171,9 @@ class Reply(_Model):
     latency_ms: float | None = None
     attempts: int = 1
     wall_time: datetime
+    stages: dict[str, float] = Field(default_factory=dict)  # Server-Timing, ms
+    cost: float | None = None  # what the target says the turn cost (its own unit)
+    tokens: int | None = None
 
 
 class DeleteRequest(_Model):
@@ -249,6 +257,9 @@ class Observation(_Model):
     latency_ms: float | None = None
     scenario_time: datetime
     wall_time: datetime
+    stages: dict[str, float] = Field(default_factory=dict)
+    cost: float | None = None
+    tokens: int | None = None
 
 
 class ForbiddenValue(_Model):

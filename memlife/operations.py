@@ -564,10 +564,67 @@ def load_artifact(reference: str) -> dict[str, Any]:
             run_id = latest.id
     loaded = records.load_run(run_id)
     if loaded is None:
+        experiment = load_experiment(run_id)
+        if experiment is not None:
+            return experiment
         raise InputError([Problem("command line", "RUN", f"no run {run_id!r} in "
-                                  f"{records.database_url()}; give a run id, `latest`, or "
-                                  "an artifact file")])
+                                  f"{records.database_url()}; give a run id, an experiment "
+                                  "id, `latest`, or an artifact file")])
     return build_artifact(loaded)
+
+
+def load_experiment(experiment: str) -> dict[str, Any] | None:
+    """Every run of an experiment, from the recorder, as one comparison document."""
+    from sqlmodel import col, select
+
+    from memlife import records
+    from memlife.artifact import build_artifact
+    from memlife.experiment import experiment_document
+
+    with records.session() as db:
+        candidates = db.exec(select(records.RunRow).where(
+            col(records.RunRow.meta_json).contains(experiment))).all()
+        run_ids = [run.id for run in candidates
+                   if json.loads(run.meta_json).get("experiment") == experiment]
+    if not run_ids:
+        return None
+    artifacts = []
+    for run_id in run_ids:
+        loaded = records.load_run(run_id)
+        assert loaded is not None
+        artifacts.append(build_artifact(loaded))
+    artifacts.sort(key=lambda a: (a["meta"].get("repetition") or 0, a["meta"]["started_at"]))
+    return experiment_document(experiment, artifacts)
+
+
+def render_experiment(document: dict[str, Any], fmt: str, *, redacted: bool) -> str:
+    from memlife import experiment
+    from memlife.reports import junit, scorecard
+
+    if redacted:
+        document = experiment.redact_document(document)
+    if fmt == "json":
+        shown = {k: v for k, v in document.items() if k != "runs"}
+        shown["runs"] = [a["meta"]["run_id"] for a in document["runs"]]
+        return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "md":
+        return experiment.comparison_markdown(document)
+    if fmt == "html":
+        return experiment.comparison_html(document)
+    # JUnit: every run's checks, one suite per configuration × invariant.
+    parts = []
+    for artifact in document["runs"]:
+        label = f"{artifact['meta'].get('configuration')}#{artifact['meta'].get('repetition')}"
+        body = junit(scorecard(artifact)).split("\n", 1)[1]
+        parts.append(body.replace('<testsuite name="', f'<testsuite name="{label} ')
+                     .replace("<testsuites ", "<!-- ").replace("</testsuites>", "")
+                     .replace('">\n', '">\n', 1))
+    suites = "".join(p for p in parts)
+    import re
+
+    suites = re.sub(r"<!-- [^>]*>\n?", "", suites)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="memlife experiment '
+            f'{document["experiment"]["id"]}">\n{suites}</testsuites>\n')
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -577,7 +634,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         artifact = load_artifact(args.run)
     except InputError as error:
         return _problems(error.problems)
-    text = render(artifact, args.format, redacted=not args.no_redact)
+    if "runs" in artifact and "experiment" in artifact:
+        text = render_experiment(artifact, args.format, redacted=not args.no_redact)
+    else:
+        text = render(artifact, args.format, redacted=not args.no_redact)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")

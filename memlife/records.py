@@ -88,6 +88,22 @@ class ObservationRow(SQLModel, table=True):
     wall_time: datetime
 
 
+class ObservationMetricRow(SQLModel, table=True):
+    """Numbers a target reports about one turn: a Server-Timing stage (`stage:retrieval`,
+    ms), its cost (`cost`) or token count (`tokens`). A table of its own, so recorder
+    databases written before it existed gain it without a migration."""
+
+    __tablename__ = "observation_metrics"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    observation_id: str
+    pair_index: int
+    step_index: int
+    seq: int
+    name: str
+    value: float
+
+
 class VerdictRow(SQLModel, table=True):
     __tablename__ = "verdicts"
     id: str = Field(primary_key=True)
@@ -224,7 +240,7 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
             return None
         by_run = {
             "tenants": TenantRow, "steps": StepRow, "observations": ObservationRow,
-            "verdicts": VerdictRow, "values": RunValueRow,
+            "verdicts": VerdictRow, "values": RunValueRow, "metrics": ObservationMetricRow,
         }
         found: dict[str, list[Any]] = {"run": [run]}
         for name, model in by_run.items():

@@ -230,6 +230,9 @@ class Scenario(_Strict):
     pairs: list[Pair] = Field(default_factory=list)
     generate: PairGeneration | None = None
     timeline: list[Step] = Field(min_length=1)
+    # How many times `memlife run` repeats the scenario by default, each time with fresh
+    # tenants and values (--repeat overrides): experiments want more than one.
+    repetitions: int = Field(default=1, ge=1, le=100)
 
     def language_of(self, tenant: Tenant) -> str:
         return tenant.language or self.language

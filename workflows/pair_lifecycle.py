@@ -557,7 +557,8 @@ class PairLifecycleWorkflow:
                     for i in range(len(messages))]
         return [observation(r.index, reply=r.reply, context=r.context, status=r.status,
                             http_status=r.http_status, error=r.error, latency_ms=r.latency_ms,
-                            wall_time=r.wall_time)
+                            wall_time=r.wall_time, stages=r.stages, cost=r.cost,
+                            tokens=r.tokens)
                 for r in replies]
 
     async def _sleep(self, scenario_duration: timedelta, summary: str) -> None:

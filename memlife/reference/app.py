@@ -21,10 +21,17 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from memlife.reference.store import FAULTS, STORES, ReferenceRuntime, UnknownStore, UnknownTenant
+from memlife.reference.store import (
+    FAULTS,
+    PRICE_PER_MILLION,
+    STORES,
+    ReferenceRuntime,
+    UnknownStore,
+    UnknownTenant,
+)
 
 NOW_HEADER = "X-Memlife-Now"
 
@@ -76,7 +83,8 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
 
     @app.get("/health")
     def health() -> dict[str, object]:
-        return {"status": "ok", "faults": sorted(runtime.faults)}
+        return {"status": "ok", "faults": sorted(runtime.faults),
+                "retrieval": runtime.retrieval}
 
     @app.post("/v1/users")
     def register(body: RegisterRequest, now: NowHeader = None) -> dict[str, object]:
@@ -85,17 +93,30 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         return {"user_id": user_id, "created": created}
 
     @app.post("/v1/preview")
-    def preview(body: PreviewRequest, now: NowHeader = None) -> dict[str, object]:
+    def preview(body: PreviewRequest, response: Response,
+                now: NowHeader = None) -> dict[str, object]:
         """One turn: a statement is remembered, a question answered. `context` is the
-        retrieval context the answer was assembled from (top-k memories)."""
+        retrieval context the answer was assembled from (top-k memories); `usage` what a
+        hosted model would have been billed; Server-Timing the time of each stage."""
+        thinking = time.perf_counter()
         if service_time:
             time.sleep(service_time)
+        think_ms = (time.perf_counter() - thinking) * 1000
         try:
             user_id, answer = runtime.converse(body.phone, body.message, _clock(now))
         except UnknownTenant:
             raise HTTPException(404, "phone is not registered") from None
+        timings = {**answer.timings, "think": think_ms}
+        response.headers["Server-Timing"] = ", ".join(
+            f"{name};dur={value:.3f}" for name, value in timings.items())
+        prompt = len(body.message.split()) + sum(len(c.split()) for c in answer.context)
+        completion = len(answer.reply.split())
+        cost = (prompt * PRICE_PER_MILLION["prompt"]
+                + completion * PRICE_PER_MILLION["completion"]) / 1_000_000
         return {"user_id": user_id, "reply": answer.reply, "context": answer.context,
-                "layer": answer.layer}
+                "layer": answer.layer, "retrieval": runtime.retrieval,
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion, "cost_usd": round(cost, 9)}}
 
     @app.delete("/v1/users/{user_id}", status_code=202)
     def delete_user(user_id: str, now: NowHeader = None) -> dict[str, str]:

@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -64,6 +65,14 @@ FAULTS: dict[str, str] = {
 ABSTAIN_ES = "No tengo esa información."
 ABSTAIN_EN = "I don't have that information."
 TOP_K = 3
+
+# Which layers answer (seed §9's ablations): the thread alone, vector memory alone, the graph
+# alone, or the production precedence graph → memory → thread.
+RETRIEVAL_MODES = ("combined", "thread", "vector", "graph")
+
+# Simulated usage, priced like a small hosted model (USD per million tokens): the reference
+# target reports what a real one would, so cost per probe can be measured end to end.
+PRICE_PER_MILLION = {"prompt": 0.15, "completion": 0.60}
 SESSION_IDLE = timedelta(hours=1)
 NIGHTLY_HOUR = 2
 DELETION_DELAY = timedelta(minutes=30)
@@ -144,6 +153,9 @@ class Answer:
     reply: str
     context: list[str]
     layer: str | None
+    # Milliseconds per stage (reported as Server-Timing): queue (waiting for the runtime),
+    # retrieval (cache and layer lookups), assembly (composing the reply, caching it).
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def _iso(moment: datetime) -> str:
@@ -161,11 +173,16 @@ def _norm(text: str) -> str:
 class ReferenceRuntime:
     """All state of the reference target. Thread-safe through one lock (small and honest)."""
 
-    def __init__(self, db_path: str | Path, faults: Iterable[str] = ()):
+    def __init__(self, db_path: str | Path, faults: Iterable[str] = (),
+                 retrieval: str = "combined"):
         unknown = sorted(set(faults) - set(FAULTS))
         if unknown:
             raise ValueError(f"unknown fault(s): {', '.join(unknown)}; known: {', '.join(FAULTS)}")
+        if retrieval not in RETRIEVAL_MODES:
+            raise ValueError(f"unknown retrieval {retrieval!r}; one of "
+                             f"{', '.join(RETRIEVAL_MODES)}")
         self.faults = frozenset(faults)
+        self.retrieval = retrieval
         self._lock = threading.Lock()
         Path(db_path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(db_path), check_same_thread=False, isolation_level=None)
@@ -351,7 +368,9 @@ class ReferenceRuntime:
 
     def converse(self, phone: str, message: str, now: datetime) -> tuple[str, Answer]:
         """One conversation turn through the preview path: (user_id, answer). Nothing is sent."""
+        arrived = time.perf_counter()
         with self._at(now) as clock:
+            queued_ms = (time.perf_counter() - arrived) * 1000
             tenant = self._tenant_for_phone(phone)
             stamp = _iso(clock)
             self._thread_append(tenant, "user", message, stamp)
@@ -370,7 +389,8 @@ class ReferenceRuntime:
                 "INSERT INTO activity(tenant_id, last_message_at) VALUES (?,?) "
                 "ON CONFLICT(tenant_id) DO UPDATE SET last_message_at=excluded.last_message_at",
                 (tenant, stamp))
-            return tenant, answer
+            return tenant, replace(answer, timings={"queue": round(queued_ms, 3),
+                                                    **answer.timings})
 
     def delete_tenant(self, user_id: str, now: datetime) -> dict[str, str]:
         """Request erasure. The user is detached from its phone at once (so the phone can
@@ -564,14 +584,17 @@ class ReferenceRuntime:
     # -- answer path: cache, then graph, then memory, then thread ------------------------
 
     def _answer(self, tenant: str, question: str, now: datetime) -> Answer:
+        started = time.perf_counter()
         normalized_question = _norm(question)
         cached = self._db.execute(
             "SELECT answer, context FROM cache WHERE tenant_id=? AND question=?",
             (tenant, normalized_question),
         ).fetchone()
         if cached is not None:
-            return Answer(cached["answer"], json.loads(cached["context"]), "cache")
-        answer = self._compose(tenant, question)
+            return Answer(cached["answer"], json.loads(cached["context"]), "cache", {
+                "retrieval": round((time.perf_counter() - started) * 1000, 3),
+                "assembly": 0.0})
+        answer, retrieved = self._compose(tenant, question)
         self._db.execute(
             "INSERT INTO cache(tenant_id, question, answer, context, norm, cached_at, "
             "expires_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(tenant_id, question) DO UPDATE SET "
@@ -580,17 +603,23 @@ class ReferenceRuntime:
             (tenant, normalized_question, answer.reply, json.dumps(answer.context),
              _norm(answer.reply), _iso(now), _iso(now + CACHE_TTL)),
         )
-        return answer
+        finished = time.perf_counter()
+        return replace(answer, timings={
+            "retrieval": round((retrieved - started) * 1000, 3),
+            "assembly": round((finished - retrieved) * 1000, 3)})
 
-    def _compose(self, tenant: str, question: str) -> Answer:
+    def _compose(self, tenant: str, question: str) -> tuple[Answer, float]:
+        """The answer, and when retrieval ended (perf_counter) for the stage timings."""
         lang = language.detect_language(question)
         wanted = language.content_tokens(question)
-        context = self._retrieve(tenant, wanted)
-        evidence = self._from_graph(tenant, wanted)
+        mode = self.retrieval
+        context = self._retrieve(tenant, wanted) if mode in ("combined", "vector") else []
+        evidence = self._from_graph(tenant, wanted) if mode in ("combined", "graph") else None
         if evidence is None and context:
             evidence = Evidence("memory", context[0])
-        if evidence is None:
+        if evidence is None and mode in ("combined", "thread"):
             evidence = self._from_thread(tenant, wanted)
+        retrieved = time.perf_counter()
         if evidence is None:
             reply = ABSTAIN_ES if lang == "es" else ABSTAIN_EN
         else:
@@ -601,7 +630,7 @@ class ReferenceRuntime:
             if foreign:
                 joiner = "También tengo anotado" if lang == "es" else "I also have noted"
                 reply += f" {joiner}: {'; '.join(foreign)}."
-        return Answer(reply, context, evidence.layer if evidence else None)
+        return Answer(reply, context, evidence.layer if evidence else None), retrieved
 
     def _ranked(self, rows: list[sqlite3.Row], wanted: frozenset[str],
                 tokens_of: str) -> list[sqlite3.Row]:

@@ -10,7 +10,7 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -66,6 +66,30 @@ class Response:
     latency_ms: float
     data: Any
     fields: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)  # Server-Timing, ms per stage
+
+
+def parse_server_timing(header: str | None) -> dict[str, float]:
+    """`retrieval;dur=1.2, assembly;desc="x";dur=0.3` → {retrieval: 1.2, assembly: 0.3}.
+
+    The W3C Server-Timing syntax: metrics separated by commas, parameters by semicolons;
+    metrics without a duration carry no timing and are left out, a repeated name adds up.
+    """
+    timings: dict[str, float] = {}
+    for metric in (header or "").split(","):
+        name, *params = [part.strip() for part in metric.split(";")]
+        if not name:
+            continue
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "dur":
+                try:
+                    duration = float(value.strip().strip('"'))
+                except ValueError:
+                    break
+                timings[name] = timings.get(name, 0.0) + duration
+                break
+    return timings
 
 
 def render(template: str, variables: dict[str, Any], *, url: bool = False) -> str:
@@ -217,7 +241,8 @@ async def call(
                 f"{operation.method} {path}: the response has no {name!r} at {pointer!r}: "
                 f"{excerpt!r}"
             ) from None
-    return Response(status=status, latency_ms=latency_ms, data=data, fields=fields)
+    return Response(status=status, latency_ms=latency_ms, data=data, fields=fields,
+                    timings=parse_server_timing(response.headers.get("server-timing")))
 
 
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:
