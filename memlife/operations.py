@@ -549,6 +549,8 @@ def load_artifact(reference: str) -> dict[str, Any]:
         except (OSError, ValueError) as error:
             raise InputError([Problem(reference, "", f"not a JSON artifact ({error})")]
                              ) from None
+        if isinstance(document, dict) and "experiment" in document and "runs" in document:
+            return document
         if not isinstance(document, dict) or "summary" not in document or "meta" not in (
                 document):
             raise InputError([Problem(reference, "", "not a memlife artifact (no meta/summary)")])

@@ -228,3 +228,36 @@ def test_forget_erases_one_fact_everywhere(runtime: ReferenceRuntime, tmp_path: 
     assert faulty.store_records("memory", T0, needle="Quispe") == []
     assert faulty.store_records("graph", T0, needle="Quispe")
     assert "Quispe" in ask(faulty, ANA, "¿Dónde trabajo?")
+
+
+@pytest.mark.parametrize(("mode", "layer"), [("combined", "graph"), ("graph", "graph"),
+                                             ("vector", "memory"), ("thread", "thread")])
+def test_each_retrieval_mode_answers_from_its_own_layer(tmp_path: Path, mode: str,
+                                                        layer: str) -> None:
+    runtime = ReferenceRuntime(tmp_path / f"{mode}.db", retrieval=mode)
+    setup_pair(runtime)
+    _, answer = runtime.converse(ANA, "¿Cuál es mi color favorito?", T0)
+    assert answer.layer == layer and "azul" in answer.reply and "verde" not in answer.reply
+    assert (answer.context != []) == (mode in ("combined", "vector"))  # vector retrieval only
+    # What only the thread holds, only thread-reading modes can answer.
+    runtime.converse(ANA, "Hoy hace sol", T0)
+    thread_only = ask(runtime, ANA, "¿Qué tal el sol?")
+    assert ("Hoy hace sol" in thread_only) == (mode in ("combined", "thread"))
+    with pytest.raises(ValueError, match="unknown retrieval"):
+        ReferenceRuntime(tmp_path / "x.db", retrieval="oracle")
+
+
+def test_answers_report_stage_timings_and_usage(runtime: ReferenceRuntime) -> None:
+    client = TestClient(create_app(runtime, service_time=0.01))
+    client.post("/v1/users", json={"phone": ANA})
+    client.post("/v1/preview", json={"phone": ANA, "message": "Trabajo en Panadería Quispe."})
+    response = client.post("/v1/preview", json={"phone": ANA, "message": "¿Dónde trabajo?"})
+    from memlife.targets.http import parse_server_timing
+
+    stages = parse_server_timing(response.headers["server-timing"])
+    assert set(stages) == {"queue", "retrieval", "assembly", "think"}
+    assert stages["think"] >= 10  # the simulated thinking time
+    usage = response.json()["usage"]
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
+    assert usage["cost_usd"] == pytest.approx(
+        (usage["prompt_tokens"] * 0.15 + usage["completion_tokens"] * 0.60) / 1e6)
