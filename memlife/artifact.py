@@ -147,6 +147,14 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
                      for s in sorted(rows["steps"], key=lambda s: (s.pair_index,
                                                                     s.step_index))],
         "cases": case_entries,
+        "adjudications": [
+            {"pair": a.pair_index, "tenant": a.tenant_alias, "step": a.step_index,
+             "stage": a.stage, "case": a.case_id, "kind": a.kind, "reviewer": a.reviewer,
+             "decided_at": _iso(a.decided_at), "stated": json.loads(a.asserted_json),
+             "abstains": a.abstains, "note": a.note, "exact": json.loads(a.exact_json),
+             "adjudicated": json.loads(a.checks_json)}
+            for a in sorted(rows.get("adjudications", []),
+                            key=lambda a: (a.pair_index, a.step_index, a.case_id))],
         "latency_ms": {**latency.as_dict(), "stages": stage_latency(probe_metrics)},
         "cost": cost_summary(probe_metrics, {
             pair: sum(m.get("cost", 0.0) for (p, _, _), m in metrics.items() if p == pair)

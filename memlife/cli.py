@@ -399,7 +399,7 @@ async def _start_run(args: argparse.Namespace, client: Any, scenario: Any, targe
     handle = await client.start_workflow(
         SuiteWorkflow.run,
         RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta,
-                 search_attributes=search_attributes),
+                 search_attributes=search_attributes, review_queue=args.review),
         id=workflow_id, task_queue=task_queue,
         static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
         search_attributes=attributes.start_attributes(
@@ -702,6 +702,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeat", type=int, default=None, metavar="N",
                      help="run N times with fresh tenants and values; every result kept "
                      "(default: the scenario's `repetitions`, 1)")
+    run.add_argument("--review", nargs="?", const="default", default=None, metavar="QUEUE",
+                     help="queue the replies exact matching failed for blinded review "
+                     "(memlife review)")
     run.add_argument("--matrix", default=None, metavar="FILE",
                      help="configurations to compare (target files, reference retrieval "
                      "modes and faults), side by side")

@@ -113,6 +113,8 @@ class RunInput(_Model):
     meta: RunMeta
     # Keep memlife's search attributes current (the cluster has them registered).
     search_attributes: bool = False
+    # Queue the replies exact matching failed for blinded review (memlife review).
+    review_queue: str | None = None
 
 
 class TenantIdentity(_Model):
@@ -132,6 +134,7 @@ class PairInput(_Model):
     clock_origin: datetime
     tenants: list[TenantIdentity]
     search_attributes: bool = False
+    review_queue: str | None = None
 
 
 # -- activity requests and results ---------------------------------------------------------

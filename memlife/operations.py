@@ -530,6 +530,44 @@ def cmd_receipt(args: argparse.Namespace) -> int:
     return _emit_receipt(receipt, args.out, args.format)
 
 
+# -- review --------------------------------------------------------------------------------
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from memlife import review
+    from memlife.temporal import connect_to_stack
+
+    judge = None
+    reviewer = args.reviewer or review.default_reviewer()
+    if args.judge_endpoint:
+        if not args.judge_model:
+            return _problems([Problem("command line", "--judge-model", "required with "
+                                      "--judge-endpoint")])
+        key = None
+        if args.judge_key_env:
+            key = os.environ.get(args.judge_key_env)
+            if not key:
+                return _problems([Problem("command line", "--judge-key-env", f"environment "
+                                          f"variable {args.judge_key_env} is not set")])
+        endpoint, model = args.judge_endpoint, args.judge_model
+
+        def judge(item: dict[str, Any]) -> review.Verdict:
+            return review.judge_with_model(endpoint, model, key, item)
+        reviewer = args.reviewer or f"model:{model}"
+
+    async def session() -> dict[str, int]:
+        client, _ = await connect_to_stack()
+        return await review.review(client, args.queue, reviewer, judge=judge,
+                                   limit=args.limit)
+
+    try:
+        counts = asyncio.run(session())
+    except InputError as error:
+        return _problems(error.problems)
+    print(f"\nreview: {counts['decided']} decided, {counts['skipped']} skipped, by {reviewer}")
+    return EXIT_OK
+
+
 # -- report --------------------------------------------------------------------------------
 
 
@@ -739,6 +777,19 @@ def add_parsers(commands: Any) -> None:
     receipt.add_argument("--out", default=None, metavar="FILE")
     receipt.add_argument("--format", choices=["md", "json"], default="md")
     receipt.set_defaults(handler=cmd_receipt)
+
+    review_parser = commands.add_parser(
+        "review", help="review queued replies blind (or let a model judge them)")
+    review_parser.add_argument("--queue", default="default")
+    review_parser.add_argument("--reviewer", default=None,
+                               help="who decides (default: $MEMLIFE_REVIEWER or $USER)")
+    review_parser.add_argument("--limit", type=int, default=None, metavar="N")
+    review_parser.add_argument("--judge-endpoint", default=None, metavar="URL",
+                               help="an OpenAI-compatible API base URL: a model decides")
+    review_parser.add_argument("--judge-model", default=None)
+    review_parser.add_argument("--judge-key-env", default=None, metavar="VAR",
+                               help="environment variable holding the endpoint's API key")
+    review_parser.set_defaults(handler=cmd_review)
 
     report = commands.add_parser("report", help="a run's report: json | md | html | junit")
     report.add_argument("run", metavar="RUN", help="run id, `latest`, or an artifact file")

@@ -104,6 +104,28 @@ class ObservationMetricRow(SQLModel, table=True):
     value: float
 
 
+class AdjudicationRow(SQLModel, table=True):
+    """A reviewer's decision on a reply exact matching failed, and what it means for each
+    check (exact outcome beside adjudicated outcome)."""
+
+    __tablename__ = "adjudications"
+    id: str = Field(primary_key=True)  # the item's ticket
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    stage: str
+    case_id: str
+    tenant_alias: str
+    kind: str
+    reviewer: str
+    decided_at: datetime
+    asserted_json: str  # the candidate values the reviewer says the reply states
+    abstains: bool
+    note: str = ""
+    exact_json: str
+    checks_json: str
+
+
 class VerdictRow(SQLModel, table=True):
     __tablename__ = "verdicts"
     id: str = Field(primary_key=True)
@@ -241,6 +263,7 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
         by_run = {
             "tenants": TenantRow, "steps": StepRow, "observations": ObservationRow,
             "verdicts": VerdictRow, "values": RunValueRow, "metrics": ObservationMetricRow,
+            "adjudications": AdjudicationRow,
         }
         found: dict[str, list[Any]] = {"run": [run]}
         for name, model in by_run.items():

@@ -68,6 +68,26 @@ def _rate_inputs(pairs: list[dict[str, Any]], invariant: str) -> list[tuple[int,
     return inputs
 
 
+def _adjudicated_inputs(pairs: list[dict[str, Any]], adjudications: list[dict[str, Any]],
+                        invariant: str) -> list[tuple[int, int]]:
+    """The exact-match units, with each reviewed check's outcome replaced by the
+    reviewer's: a pass the reviewer overturned counts as a failure, and the reverse."""
+    shift: dict[int, int] = {}
+    for entry in adjudications:
+        exact, decided = entry["exact"].get(invariant), entry["adjudicated"].get(invariant)
+        if exact is None or decided is None or exact == decided:
+            continue
+        shift[entry["pair"]] = shift.get(entry["pair"], 0) + (1 if decided == "pass" else -1)
+    inputs = []
+    for pair in pairs:
+        tally = pair.get("by_invariant", {}).get(invariant)
+        if tally:
+            decided_total = tally["checked"] - tally["inconclusive"]
+            passed = decided_total - tally["failed"] + shift.get(pair["pair"], 0)
+            inputs.append((passed, decided_total))
+    return inputs
+
+
 def scorecard(artifact: dict[str, Any]) -> dict[str, Any]:
     """What every format shows: verdict, rates with 95% intervals over pairs, the matrix,
     every leak and every residue on its own, latency and the timeline."""
@@ -78,11 +98,18 @@ def scorecard(artifact: dict[str, Any]) -> dict[str, Any]:
              for name, invariant in RATES.items()}
     latencies = [o["latency_ms"] for o in artifact.get("observations", [])
                  if o["kind"] == "probe" and o["status"] == "ok" and o["latency_ms"] is not None]
+    adjudications = artifact.get("adjudications", [])
+    adjudicated_rates = {
+        name: {"invariant": invariant, **bootstrap_rate(_adjudicated_inputs(
+            artifact.get("pairs", []), adjudications, invariant)).as_dict()}
+        for name, invariant in RATES.items()} if adjudications else {}
     return {
         "report_version": 1,
         "meta": artifact["meta"],
         "summary": artifact["summary"],
         "rates": rates,
+        "adjudicated_rates": adjudicated_rates,
+        "adjudications": adjudications,
         "stages": artifact.get("stages", []),
         "matrix": artifact.get("matrix", {}),
         "latency_ms": {**artifact.get("latency_ms", {}), "samples": latencies},
@@ -174,6 +201,19 @@ def markdown(card: dict[str, Any]) -> str:
               "| rate | estimate |", "|---|---|"]
     for name, rate in card["rates"].items():
         lines.append(f"| {name} ({rate['invariant']}) | {_interval(rate)} |")
+    if card["adjudicated_rates"]:
+        lines += ["", f"**Adjudicated** ({len(card['adjudications'])} reply(ies) reviewed "
+                  "blind; exact match above)", "", "| rate | adjudicated |", "|---|---|"]
+        for name, rate in card["adjudicated_rates"].items():
+            lines.append(f"| {name} ({rate['invariant']}) | {_interval(rate)} |")
+        lines += ["", "| case | stage | reviewer | stated | exact → adjudicated |",
+                  "|---|---|---|---|---|"]
+        for entry in card["adjudications"]:
+            changes = _changes(entry)
+            stated = ("abstains" if entry["abstains"] else
+                      ", ".join(f"`{v}`" for v in entry["stated"]) or "nothing")
+            lines.append(f"| {entry['case']} (pair {entry['pair']}) | {entry['stage']} | "
+                         f"{entry['reviewer']} | {stated} | {changes} |")
     stages = _used_stages(card)
     if stages:
         lines += ["", "**Invariant × store × stage** (passed/checked)", "",
@@ -419,6 +459,32 @@ def _findings_html(title: str, entries: list[dict[str, Any]], open_: bool = True
             f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
 
+def _changes(entry: dict[str, Any]) -> str:
+    return ", ".join(f"{check}: {entry['exact'].get(check)} → {outcome}"
+                     for check, outcome in entry["adjudicated"].items())
+
+
+def _adjudication_html(card: dict[str, Any]) -> str:
+    if not card["adjudications"]:
+        return ""
+    rates = "".join(
+        f"<tr><th>{html.escape(name)} ({rate['invariant']})</th>"
+        f"<td>{_interval(card['rates'][name])}</td><td>{_interval(rate)}</td></tr>"
+        for name, rate in card["adjudicated_rates"].items())
+    rows = "".join(
+        f"<tr><td>{html.escape(e['case'])} (pair {e['pair']})</td>"
+        f"<td>{html.escape(e['stage'])}</td><td>{html.escape(e['reviewer'])}</td>"
+        f"<td>{'abstains' if e['abstains'] else html.escape(', '.join(e['stated']) or '—')}"
+        f"</td><td>{html.escape(_changes(e))}</td></tr>"
+        for e in card["adjudications"])
+    return (f"<h2>Adjudicated</h2><p class=muted>{len(card['adjudications'])} reply(ies) "
+            "reviewed blind (question, reply and candidate values only).</p><table><thead>"
+            "<tr><th>rate</th><th>exact match</th><th>adjudicated</th></tr></thead><tbody>"
+            f"{rates}</tbody></table><details><summary>Who decided what</summary><table "
+            "class=list><thead><tr><th>case</th><th>stage</th><th>reviewer</th><th>stated"
+            f"</th><th>checks</th></tr></thead><tbody>{rows}</tbody></table></details>")
+
+
 def _tenants_html(card: dict[str, Any]) -> str:
     tenants = card.get("tenants", [])
     if not tenants:
@@ -500,6 +566,7 @@ started {html.escape(str(meta.get('started_at')))} · status
 <b>{len(card['residues'])}</b> residue(s) · {len(card['other_failures'])} other failure(s) ·
 {len(card['inconclusive'])} inconclusive</p>{redacted}
 <h2>Rates</h2><div class=cards>{rate_cards or '<p class=muted>No rates.</p>'}</div>
+{_adjudication_html(card)}
 <h2>Timeline</h2><p class="legend">{legend}</p>
 <p class=muted>Each row is a pair; each mark a step over scenario time (waits are grey bars).</p>
 <div id="timeline">{timeline_svg(card)}</div>

@@ -18,6 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.record import record_step, record_tenants
+    from activities.review import queue_for_review
     from activities.target import (
         converse,
         delete_tenant,
@@ -26,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         inspect_stores,
         register_tenant,
     )
+    from memlife.adjudication import review_items
     from memlife.durations import format_duration
     from memlife.lifecycle import (
         CaseVerdict,
@@ -223,6 +225,8 @@ class PairLifecycleWorkflow:
         produced: StepWork = await work
         outcome = await self._record(index, kind, label, started_scenario, started_wall,
                                      produced)
+        if self._input.review_queue and produced.cases:
+            await self._queue_for_review(index, produced, outcome)
         for summary in outcome.inspections:
             role = next(c.role for c in produced.inspections if c.case_id == summary.case_id)
             self._state.absorb_inspection(role, summary)
@@ -606,6 +610,21 @@ class PairLifecycleWorkflow:
             start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
             summary=f"record step {index} ({kind})",
         )
+
+    async def _queue_for_review(self, index: int, produced: StepWork,
+                                outcome: StepOutcome) -> None:
+        """Failed answers go to the review queue; queueing trouble never stops a lifecycle."""
+        items = review_items(self._input.run_id, self._input.pair_index, index, self._stage,
+                             produced.cases, produced.observations, outcome.verdicts)
+        if not items:
+            return
+        try:
+            await workflow.execute_activity(
+                queue_for_review, args=[self._input.review_queue, items],
+                start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
+                summary=f"queue {len(items)} reply(ies) for review")
+        except ActivityError as error:
+            workflow.logger.warning("could not queue replies for review: %s", error)
 
     async def _tally(self, verdicts: list[CaseVerdict]) -> None:
         for verdict in verdicts:

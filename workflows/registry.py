@@ -9,6 +9,7 @@ from activities.record import (
     record_step,
     record_tenants,
 )
+from activities.review import queue_for_review, record_adjudications
 from activities.target import (
     converse,
     delete_tenant,
@@ -17,14 +18,16 @@ from activities.target import (
     inspect_stores,
     register_tenant,
 )
+from workflows.adjudication import AdjudicationWorkflow
 from workflows.deletion_check import DeletionCheckWorkflow
 from workflows.pair_lifecycle import PairLifecycleWorkflow
 from workflows.suite import SuiteWorkflow
 
-WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, DeletionCheckWorkflow]
+WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, DeletionCheckWorkflow,
+             AdjudicationWorkflow]
 ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
-                    inspect_stores]
+                    inspect_stores, queue_for_review]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, finish_run,
-                   prepare_scheduled_run]
+                   prepare_scheduled_run, record_adjudications]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES
 DEFAULT_TASK_QUEUE = "memlife"

@@ -122,7 +122,7 @@ class SuiteWorkflow:
                 run_id=run.run_id, pair_index=index,
                 scenario=scenario.model_copy(update={"pairs": [pair]}),
                 target=run.target, clock=run.clock, clock_origin=origin, tenants=tenants,
-                search_attributes=run.search_attributes,
+                search_attributes=run.search_attributes, review_queue=run.review_queue,
             )
             children.append(self._pair(pair_input))
         results = await asyncio.gather(*children)

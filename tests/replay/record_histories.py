@@ -11,6 +11,7 @@ added beside the old ones (a new name prefix), never written over them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 import uuid
@@ -176,6 +177,45 @@ async def record_deletion_check() -> None:
         await env.shutdown()
 
 
+async def record_adjudication() -> None:
+    """v2 AdjudicationWorkflow: six replies queued by a leaky run, two decided (one update
+    refused by the validator), recorded by an activity. The queue never ends: the history
+    is taken while it waits."""
+    import os
+
+    from memlife.adjudication import Decision
+    from workflows.adjudication import AdjudicationWorkflow  # noqa: F401 (registered)
+
+    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
+    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=bundled_binary("temporal-test-server"),
+    )
+    try:
+        with embedded.reference_target(scratch, ["cross-tenant-leak"]) as process, \
+                ThreadPoolExecutor(max_workers=8) as executor:
+            task_queue = f"record-{uuid.uuid4().hex[:6]}"
+            async with build_worker(env.client, task_queue, executor):
+                scenario = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
+                run = run_input(scenario, reference_target(process.base_url)).model_copy(
+                    update={"review_queue": "recorded"})
+                await run_suite(env.client, task_queue, run)
+                handle = env.client.get_workflow_handle("memlife/review/recorded")
+                pending = await handle.query("pending", 10)
+                with contextlib.suppress(Exception):  # refused by the validator
+                    await handle.execute_update("decide", Decision(ticket="nope",
+                                                                   reviewer="x"))
+                await handle.execute_update("decide", Decision(
+                    ticket=pending[0]["ticket"], asserted=[0], reviewer="alice"))
+                await handle.execute_update("decide", Decision(
+                    ticket=pending[1]["ticket"], abstains=True, reviewer="bob"))
+                await env.sleep(2)
+                _save("v2-adjudication-queue", await handle.fetch_history())
+    finally:
+        await env.shutdown()
+
+
 async def main() -> None:
     """Records what is missing; released histories are never written over."""
     HISTORIES.mkdir(parents=True, exist_ok=True)
@@ -193,6 +233,8 @@ async def main() -> None:
         await record_operator_runs()
     if "v2-deletion-check-graph-residue" not in have:
         await record_deletion_check()
+    if "v2-adjudication-queue" not in have:
+        await record_adjudication()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+"""Activities of blinded adjudication: queue replies for review, record decisions."""
+
+from __future__ import annotations
+
+import json
+
+from temporalio import activity
+from temporalio.common import WorkflowIDConflictPolicy
+
+from memlife import records
+from memlife.adjudication import Adjudication, ReviewItem
+from memlife.log import get_logger
+
+log = get_logger("memlife.activities.review")
+
+
+def review_workflow_id(queue: str) -> str:
+    return f"memlife/review/{queue}"
+
+
+@activity.defn(name="memlife.queue_for_review")
+async def queue_for_review(queue: str, items: list[ReviewItem]) -> int:
+    """Signal-with-start the queue's AdjudicationWorkflow with the items."""
+    from workflows.adjudication import AdjudicationWorkflow
+
+    await activity.client().start_workflow(
+        AdjudicationWorkflow.run, None, id=review_workflow_id(queue),
+        task_queue=activity.info().task_queue, start_signal="enqueue",
+        start_signal_args=[items], id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"review queue {queue}: replies waiting for a reviewer")
+    log.info("queued for review", queue=queue, items=len(items))
+    return len(items)
+
+
+@activity.defn(name="memlife.record_adjudications")
+def record_adjudications(batch: list[Adjudication]) -> None:
+    rows: list = [
+        records.AdjudicationRow(
+            id=a.item.ticket, run_id=a.item.run_id, pair_index=a.item.pair_index,
+            step_index=a.item.step_index, stage=a.item.stage, case_id=a.item.case_id,
+            tenant_alias=a.item.tenant_alias, kind=a.item.kind, reviewer=a.decision.reviewer,
+            decided_at=a.decided_at, asserted_json=json.dumps(
+                [a.item.candidates[i] for i in a.decision.asserted], ensure_ascii=False),
+            abstains=a.decision.abstains, note=a.decision.note,
+            exact_json=json.dumps(a.item.exact), checks_json=json.dumps(a.checks))
+        for a in batch
+    ]
+    records.merge_all(rows)

@@ -1,0 +1,138 @@
+"""Blinded adjudication end to end on the time-skipping server: a leaky run queues its
+failed answers, reviewers decide through the `decide` update, decisions are recorded and
+reports give exact-match and adjudicated rates apart. The model judge is exercised against
+a stand-in OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from io import StringIO
+from typing import Any
+
+import pytest
+from fastapi import FastAPI, Header, HTTPException
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+
+from activities.review import review_workflow_id
+from memlife import records, review
+from memlife.adjudication import Decision
+from memlife.artifact import build_artifact
+from memlife.reports import scorecard
+from memlife.scenario import Scenario
+from memlife.targets.config import Target
+from tests.servers import serve_in_thread
+from tests.workflows.helpers import run_input, run_suite
+
+
+async def leaky_run_with_review(env: WorkflowEnvironment, task_queue: str,
+                                scenario: Scenario, target: Target) -> tuple[str, str]:
+    queue = f"q-{uuid.uuid4().hex[:6]}"
+    run = run_input(scenario, target).model_copy(update={"review_queue": queue})
+    summary = await run_suite(env.client, task_queue, run)
+    assert not summary.passed  # six leaks: six failed answers queued
+    return queue, run.run_id
+
+
+def own_value_only(item: dict[str, Any]) -> review.Verdict:
+    """A reviewer who reads every reply as stating the first value it mentions only."""
+    first = min((item["reply"].find(v), i) for i, v in enumerate(item["candidates"])
+                if v in item["reply"])
+    return review.Verdict([first[1]], False)
+
+
+async def test_reviewers_decide_blind_and_reports_show_both_rates(
+        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
+        leaky_target: Target, db_url: str) -> None:
+    queue, run_id = await leaky_run_with_review(skip_env, skip_worker, seed_scenario,
+                                                leaky_target)
+    handle = skip_env.client.get_workflow_handle(review_workflow_id(queue))
+    pending = await handle.query("pending", 50)
+    assert len(pending) == 6
+    assert all(set(item) == {"ticket", "question", "reply", "candidates"} for item in pending)
+
+    # A decision the workflow cannot accept is refused before anything is recorded.
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update("decide", Decision(ticket="nope", reviewer="mallory"))
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update("decide", Decision(
+            ticket=pending[0]["ticket"], asserted=[99], reviewer="mallory"))
+
+    out = StringIO()
+    counts = await review.review(skip_env.client, queue, "alice", judge=own_value_only,
+                                 limit=4, out=out)
+    assert counts == {"decided": 4, "skipped": 0}
+    shown = out.getvalue()
+    assert not re.search(r"\b(ana|bruno|pair)\b", shown) and run_id not in shown
+    answers = iter(["s", "1 2", "q"])  # skip one, decide one, quit
+    counts = await review.review(skip_env.client, queue, "bob",
+                                 ask=lambda _prompt: next(answers), out=out)
+    assert counts == {"decided": 1, "skipped": 1}
+    status = await handle.query("status")
+    assert status == {"pending": 1, "decided": 5, "reviewers": {"alice": 4, "bob": 1}}
+
+    # The decisions reach the recorder (an activity after each update).
+    for _ in range(50):
+        loaded = records.load_run(run_id, db_url)
+        assert loaded is not None
+        if len(loaded["adjudications"]) == 5:
+            break
+        await skip_env.sleep(1)
+    artifact = build_artifact(loaded)
+    decided = artifact["adjudications"]
+    assert {d["reviewer"] for d in decided} == {"alice", "bob"}
+    alice = [d for d in decided if d["reviewer"] == "alice"]
+    assert all(d["exact"]["I3"] == "fail" and d["adjudicated"]["I3"] == "pass" for d in alice)
+    card = scorecard(artifact)
+    assert card["rates"]["response isolation"]["rate"] == 0.0
+    assert card["adjudicated_rates"]["response isolation"]["successes"] == 4
+    # Recall passed by exact match everywhere; the reviewers' reading moves it case by case.
+    assert card["rates"]["recall"]["successes"] == 6
+    overturned = sum(1 for d in decided if d["adjudicated"]["recall"] == "fail")
+    assert card["adjudicated_rates"]["recall"]["successes"] == 6 - overturned
+
+
+def stand_in_judge(key: str) -> FastAPI:
+    """Follows the shape of OpenAI's chat completions API (a stand-in, not a model): it
+    states the candidates that appear in the reply after "Reply:"."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    def complete(body: dict[str, Any], authorization: str = Header("")) -> dict[str, Any]:
+        if authorization != f"Bearer {key}":
+            raise HTTPException(401, "bad key")
+        prompt = body["messages"][0]["content"]
+        reply = re.search(r"^Reply: (.*)$", prompt, re.M).group(1)  # type: ignore[union-attr]
+        candidates = re.findall(r"^(\d+)\. (.*)$", prompt, re.M)
+        stated = [int(n) for n, value in candidates if value in reply]
+        content = json.dumps({"stated": stated, "abstains": not stated})
+        return {"id": "stand-in", "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": content}}]}
+
+    return app
+
+
+async def test_a_model_judge_can_take_the_reviewers_place(
+        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
+        leaky_target: Target, db_url: str) -> None:
+    queue, run_id = await leaky_run_with_review(skip_env, skip_worker, seed_scenario,
+                                                leaky_target)
+    with serve_in_thread(stand_in_judge("sk-test")) as base:
+        def judge_with(key: str) -> Any:
+            def judge(item: dict[str, Any]) -> review.Verdict:
+                return review.judge_with_model(f"{base}/v1", "stand-in", key, item)
+            return judge
+
+        # A judge that fails decides nothing: every item is left for a person.
+        counts = await review.review(skip_env.client, queue, "model:stand-in",
+                                     judge=judge_with("wrong"), out=StringIO())
+        assert counts == {"decided": 0, "skipped": 6}
+        counts = await review.review(skip_env.client, queue, "model:stand-in",
+                                     judge=judge_with("sk-test"), out=StringIO())
+        assert counts == {"decided": 6, "skipped": 0}
+
+    handle = skip_env.client.get_workflow_handle(review_workflow_id(queue))
+    assert (await handle.query("status"))["reviewers"] == {"model:stand-in": 6}
