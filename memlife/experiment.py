@@ -217,7 +217,28 @@ def comparison_markdown(document: dict[str, Any]) -> str:
              "bootstrap intervals over pairs", "",
              "| | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
+    for label, findings in findings_by_configuration(document).items():
+        if findings:
+            lines += ["", f"<details><summary><b>{label}: {len(findings)} leak(s) and "
+                      "residue(s)</b></summary>", ""]
+            lines += [f"- #{f['repetition']} {f['invariant']} {f['reason']} · stage "
+                      f"{f['stage']} · {f['tenant']} (pair {f['pair']}) · {f['store']}"
+                      + (f" · `{f['value']}`" if f["value"] else "") for f in findings]
+            lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def findings_by_configuration(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Every leak and every residue, each on its own, by configuration."""
+    found: dict[str, list[dict[str, Any]]] = {
+        label: [] for label in document["experiment"]["configurations"]}
+    for artifact in document["runs"]:
+        for failure in artifact["failures"]:
+            if failure["reason"] in ("leaked", "overreach", "residue", "resurrected"):
+                found.setdefault(_label(artifact), []).append({
+                    **failure, "value": failure["evidence"].get("value"),
+                    "repetition": artifact["meta"].get("repetition")})
+    return found
 
 
 def comparison_html(document: dict[str, Any]) -> str:
@@ -240,6 +261,19 @@ def comparison_html(document: dict[str, Any]) -> str:
         f"{html.escape(str(a['meta'].get('configuration')))} #{a['meta'].get('repetition')} · "
         f"{a['summary']['cases_passed']}/{a['summary']['cases']} cases</li>"
         for a in document["runs"])
+    leaks = "".join(
+        f"<details><summary>{html.escape(label)}: {len(found)} leak(s) and residue(s)"
+        "</summary><table class=list><thead><tr><th>#</th><th>check</th><th>stage</th>"
+        "<th>tenant</th><th>store</th><th>value</th></tr></thead><tbody>"
+        + "".join(f"<tr><td>{f['repetition']}</td><td>{f['invariant']} {f['reason']}</td>"
+                  f"<td>{html.escape(str(f['stage']))}</td><td>pair {f['pair']} · "
+                  f"{html.escape(str(f['tenant']))}</td><td>{html.escape(str(f['store']))}"
+                  f"</td><td><code>{html.escape(str(f['value'] or ''))}</code></td></tr>"
+                  for f in found)
+        + "</tbody></table></details>"
+        for label, found in findings_by_configuration(document).items() if found)
+    if leaks:
+        leaks = "<h2>Every leak and residue</h2>" + leaks
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>memlife experiment {html.escape(meta['id'])}
 </title><style>{_STYLE}</style></head><body>
@@ -250,7 +284,7 @@ def comparison_html(document: dict[str, Any]) -> str:
 Rates pooled over checks, 95% bootstrap intervals over pairs; missing recall and leakage
 are counted apart.</p>
 <table class="matrix comparison"><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody>
-</table><h2>Runs</h2><ul>{runs}</ul><p class=muted>Each run's own report:
+</table>{leaks}<h2>Runs</h2><ul>{runs}</ul><p class=muted>Each run's own report:
 <code>memlife report RUN --format html</code>.</p></body></html>
 """
 

@@ -208,6 +208,43 @@ def test_run_finds_the_local_stack_and_a_failing_run_is_found_by_its_verdict(
     assert "Traceback" not in missing.stderr
 
 
+def test_a_review_session_while_a_run_waits_reaches_the_report(
+        dev_stack: DevStack, tmp_path: Path) -> None:
+    scenario = dev_stack.home / "seed-review.yaml"
+    scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 1ms") + (
+        "  - {step: wait, label: overnight, duration: 6h}\n"
+        "  - {step: probe, kind: recall, label: next-morning}\n"))
+    with embedded.reference_target(tmp_path / "leaky", faults=["cross-tenant-leak"]) as leaky:
+        target_file = target_file_for(leaky.base_url, tmp_path / "leaky.yaml")
+        queue = f"q{uuid.uuid4().hex[:6]}"
+        process = subprocess.Popen(
+            [*MEMLIFE, "run", str(scenario), "--target", str(target_file), "--review", queue,
+             "--out", "review-run.json"], cwd=dev_stack.home, env=dev_stack.env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None
+            run_id = process.stdout.readline().split(" · run ", 1)[1].split(" ", 1)[0]
+            _wait_for(lambda: _waiting(dev_stack, run_id))
+            # The six leaky answers of the first probes wait for a person, blind.
+            session = subprocess.run(
+                [*MEMLIFE, "review", "--queue", queue, "--reviewer", "carol", "--limit", "2"],
+                cwd=dev_stack.home, env=dev_stack.env, input="0\n0\n", capture_output=True,
+                text=True, timeout=120, check=False)
+            assert session.returncode == 0, session.stdout + session.stderr
+            assert "2 decided, 0 skipped, by carol" in session.stdout
+            assert "ana" not in session.stdout.replace("Panadería", "")
+            assert dev_stack.memlife("fast-forward", run_id).returncode == 0
+            out, err = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, out + err
+    report = dev_stack.memlife("report", run_id, "--format", "md")
+    assert report.returncode == 0, report.stderr
+    assert "**Adjudicated** (2 reply(ies) reviewed blind" in report.stdout
+    assert report.stdout.count("| carol |") == 2
+
+
 def _start_long_run(stack: DevStack, scenario: Path) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [*MEMLIFE, "run", str(scenario), "--target", str(stack.target_file), "--out",

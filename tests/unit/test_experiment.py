@@ -90,4 +90,11 @@ def test_the_comparison_keeps_configurations_apart_and_pools_repetitions() -> No
     text = experiment.comparison_markdown(document)
     assert "| | stale | leaky |" in text
     page = experiment.comparison_html(document)
-    assert page.count("<td") == len(rows) * 2
+    table = page.split('<table class="matrix comparison">')[1].split("</table>")[0]
+    assert table.count("<td") == len(rows) * 2
+    # Every leak and residue on its own: 6 leaks of the leaky run, 2 × the stale run's.
+    found = experiment.findings_by_configuration(document)
+    assert len(found["leaky"]) == 6
+    residues = sum(1 for f in clean["failures"] if f["reason"] in ("residue", "resurrected"))
+    assert len(found["stale"]) == 2 * residues
+    assert text.count("- #") == len(found["leaky"]) + len(found["stale"])
