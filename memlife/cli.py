@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from memlife import __version__
-from memlife.errors import InputError, MemlifeError, Problem
+from memlife.errors import InputError, MemlifeError, Problem, collect
 from memlife.yamlio import load_yaml_file
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -125,11 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from memlife.targets.config import load_target, reference_target
 
     problems: list[Problem] = []
-    scenario = None
-    try:
-        scenario = load_scenario(args.scenario)
-    except InputError as error:
-        problems += error.problems
+    scenario = collect(problems, load_scenario, args.scenario)
     files = args.target or ["reference"]
     modes = [mode.strip() for text in args.retrieval for mode in text.split(",") if mode.strip()]
     for mode in modes:
@@ -141,10 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.target or args.retrieval:
             problems.append(Problem("command line", "--matrix", "replaces --target and "
                                     "--retrieval; give one or the other"))
-        try:
-            configurations += _matrix_configurations(args.matrix)
-        except InputError as error:
-            problems += error.problems
+        configurations += collect(problems, _matrix_configurations, args.matrix) or []
         files = []
     for file in files:
         if file == "reference":
@@ -152,12 +145,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 configurations.append(Configuration(
                     label=f"reference/{mode}" if modes else "reference", retrieval=mode))
             continue
-        try:
-            target = load_target(file)
-        except InputError as error:
-            problems += error.problems
-            continue
-        configurations.append(Configuration(label=target.name, target=target, file=file))
+        target = collect(problems, load_target, file)
+        if target is not None:
+            configurations.append(Configuration(label=target.name, target=target, file=file))
     if args.fault and any(c.target is not None for c in configurations):
         problems.append(Problem("command line", "--fault", "applies only to the bundled "
                                 "reference target (--target reference)"))
@@ -216,12 +206,9 @@ def _matrix_configurations(path: str) -> list[Configuration]:
                                                 faults=list(entry.faults)))
             continue
         file = str(Path(path).parent / entry.target)
-        try:
-            target = load_target(file)
-        except InputError as error:
-            problems += error.problems
-            continue
-        configurations.append(Configuration(label=entry.name, target=target, file=file))
+        target = collect(problems, load_target, file)
+        if target is not None:
+            configurations.append(Configuration(label=entry.name, target=target, file=file))
     if problems:
         raise InputError(problems)
     return configurations
@@ -754,6 +741,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure(level="INFO" if args.command == "dev" else None)  # dev: the worker's steps
     try:
         return args.handler(args)
+    except InputError as error:  # one line per problem: file, field, reason
+        for problem in error.problems:
+            _print_err(str(problem))
+        return EXIT_USAGE
     except MemlifeError as error:
         _print_err(f"memlife: {error}")
         return EXIT_USAGE

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -33,3 +37,13 @@ class InputError(MemlifeError):
 
 class UnreachableError(MemlifeError):
     """A service memlife needs could not be reached; the message says how to fix it."""
+
+
+def collect(problems: list[Problem], load: Callable[..., T], *args: Any) -> T | None:
+    """`load(*args)`, or None with its problems added to `problems`: every problem of every
+    input is reported at once, not only the first file's."""
+    try:
+        return load(*args)
+    except InputError as error:
+        problems.extend(error.problems)
+        return None

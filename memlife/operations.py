@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memlife.errors import InputError, Problem
+from memlife.errors import InputError, Problem, collect
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 STATE_DIR = Path(".memlife")
@@ -83,15 +83,9 @@ def _load_scenario_and_target(scenario_file: str, target_file: str,
     from memlife.targets.config import load_target
 
     problems: list[Problem] = []
-    scenario = target = clock = None
-    try:
-        scenario = load_scenario(scenario_file)
-    except InputError as error:
-        problems += error.problems
-    try:
-        target = load_target(target_file)
-    except InputError as error:
-        problems += error.problems
+    clock = None
+    scenario = collect(problems, load_scenario, scenario_file)
+    target = collect(problems, load_target, target_file)
     try:
         clock = parse_clock(clock_text)
     except ValueError as error:
@@ -205,10 +199,7 @@ def _schedule_action(args: argparse.Namespace) -> int:
             raise
         return None
 
-    try:
-        described = asyncio.run(act())
-    except InputError as error:
-        return _problems(error.problems)
+    described = asyncio.run(act())
     if args.action == "describe":
         assert described is not None
         if args.json:
@@ -304,10 +295,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             rows.append(row)
         return rows, []
 
-    try:
-        rows, pairs = asyncio.run(gather())
-    except InputError as error:
-        return _problems(error.problems)
+    rows, pairs = asyncio.run(gather())
     if args.json:
         print(json.dumps({"runs": rows, "pairs": pairs}, indent=2, default=str))
         return EXIT_OK
@@ -364,10 +352,7 @@ def cmd_signal(args: argparse.Namespace) -> int:
             await handle.signal("cancel", args.reason)
         return workflow_id
 
-    try:
-        workflow_id = asyncio.run(send())
-    except InputError as error:
-        return _problems(error.problems)
+    workflow_id = asyncio.run(send())
     print({"skip_wait": f"{workflow_id}: current waits end now (scenario time moves on)",
            "cancel": f"{workflow_id}: cancelling at the next step boundary"}[args.signal])
     return EXIT_OK
@@ -382,11 +367,7 @@ def deletion_check_input(args: argparse.Namespace) -> Any:
     from memlife.targets.config import load_target
 
     problems: list[Problem] = []
-    target = None
-    try:
-        target = load_target(args.target)
-    except InputError as error:
-        problems += error.problems
+    target = collect(problems, load_target, args.target)
     deadline = _duration(args.deadline, "--deadline", problems)
     poll = _duration(args.poll, "--poll", problems)
     if not args.tenant.strip():
@@ -416,10 +397,7 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
     from workflows.deletion_check import DeletionCheckWorkflow
     from workflows.registry import DEFAULT_TASK_QUEUE
 
-    try:
-        check = deletion_check_input(args)
-    except InputError as error:
-        return _problems(error.problems)
+    check = deletion_check_input(args)
     workflow_id = f"memlife/deletion-check/{check.check_id}"
     if args.print_input:
         from temporalio.contrib.pydantic import pydantic_data_converter
@@ -523,10 +501,7 @@ def cmd_receipt(args: argparse.Namespace) -> int:
             return receipt
         return await _await_receipt(handle)
 
-    try:
-        receipt = asyncio.run(fetch())
-    except InputError as error:
-        return _problems(error.problems)
+    receipt = asyncio.run(fetch())
     return _emit_receipt(receipt, args.out, args.format)
 
 
@@ -560,10 +535,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         return await review.review(client, args.queue, reviewer, judge=judge,
                                    limit=args.limit)
 
-    try:
-        counts = asyncio.run(session())
-    except InputError as error:
-        return _problems(error.problems)
+    counts = asyncio.run(session())
     print(f"\nreview: {counts['decided']} decided, {counts['skipped']} skipped, by {reviewer}")
     return EXIT_OK
 
@@ -670,10 +642,7 @@ def render_experiment(document: dict[str, Any], fmt: str, *, redacted: bool) -> 
 def cmd_report(args: argparse.Namespace) -> int:
     from memlife.reports import render
 
-    try:
-        artifact = load_artifact(args.run)
-    except InputError as error:
-        return _problems(error.problems)
+    artifact = load_artifact(args.run)
     if "runs" in artifact and "experiment" in artifact:
         text = render_experiment(artifact, args.format, redacted=not args.no_redact)
     else:

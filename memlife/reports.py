@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 from xml.etree import ElementTree
@@ -164,6 +165,19 @@ def _cell_state(cell: dict[str, int]) -> str:
     return "fail" if cell["failed"] else "inconclusive" if cell["inconclusive"] else "pass"
 
 
+def matrix_rows(card: dict[str, Any], stages: list[str]) -> Iterator[
+        tuple[str, str, list[dict[str, int] | None]]]:
+    """(invariant, store, the cell of each stage or None), invariants in their order."""
+    for invariant in _invariant_order(card["matrix"]):
+        for store, cells in sorted(card["matrix"][invariant].items()):
+            yield invariant, store, [cells.get(stage) for stage in stages]
+
+
+def _ratio(cell: dict[str, int]) -> str:
+    """passed/checked"""
+    return f"{cell['checked'] - cell['failed'] - cell['inconclusive']}/{cell['checked']}"
+
+
 def _used_stages(card: dict[str, Any]) -> list[str]:
     matrix = card["matrix"]
     return [stage for stage in card["stages"]
@@ -219,18 +233,10 @@ def markdown(card: dict[str, Any]) -> str:
         lines += ["", "**Invariant × store × stage** (passed/checked)", "",
                   "| invariant | store | " + " | ".join(stages) + " |",
                   "|---|---|" + "---|" * len(stages)]
-        for invariant in _invariant_order(card["matrix"]):
-            for store, cells in sorted(card["matrix"][invariant].items()):
-                row = []
-                for stage in stages:
-                    cell = cells.get(stage)
-                    if not cell:
-                        row.append("")
-                        continue
-                    passed = cell["checked"] - cell["failed"] - cell["inconclusive"]
-                    text = f"{passed}/{cell['checked']}"
-                    row.append(f"**{text}** ❌" if cell["failed"] else text)
-                lines.append(f"| {invariant} | {store} | " + " | ".join(row) + " |")
+        for invariant, store, cells in matrix_rows(card, stages):
+            row = ["" if cell is None else f"**{_ratio(cell)}** ❌" if cell["failed"]
+                   else _ratio(cell) for cell in cells]
+            lines.append(f"| {invariant} | {store} | " + " | ".join(row) + " |")
     latency = card["latency_ms"]
     if latency.get("count"):
         lines += ["", f"**Latency** (ms): mean {latency['mean']:.1f} · median "
@@ -428,17 +434,11 @@ def _matrix_html(card: dict[str, Any]) -> str:
         return "<p class=muted>No checks.</p>"
     head = "".join(f"<th>{html.escape(stage)}</th>" for stage in stages)
     rows = []
-    for invariant in _invariant_order(card["matrix"]):
-        for store, cells in sorted(card["matrix"][invariant].items()):
-            row = [f"<th>{html.escape(invariant)}</th><th>{html.escape(store)}</th>"]
-            for stage in stages:
-                cell = cells.get(stage)
-                if not cell:
-                    row.append("<td></td>")
-                    continue
-                passed = cell["checked"] - cell["failed"] - cell["inconclusive"]
-                row.append(f'<td class="{_cell_state(cell)}">{passed}/{cell["checked"]}</td>')
-            rows.append("<tr>" + "".join(row) + "</tr>")
+    for invariant, store, cells in matrix_rows(card, stages):
+        row = [f"<th>{html.escape(invariant)}</th><th>{html.escape(store)}</th>"]
+        row += ["<td></td>" if cell is None else
+                f'<td class="{_cell_state(cell)}">{_ratio(cell)}</td>' for cell in cells]
+        rows.append("<tr>" + "".join(row) + "</tr>")
     return (f'<table class="matrix"><thead><tr><th>invariant</th><th>store</th>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table>')
 
