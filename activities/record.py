@@ -31,14 +31,16 @@ from memlife.log import get_logger
 
 log = get_logger("memlife.activities.record")
 
-_values_cache: dict[str, list[records.RunValueRow]] = {}
+# Keyed by database too: one process may record to several (tests, or a URL change).
+_values_cache: dict[tuple[str, str], list[records.RunValueRow]] = {}
 _values_lock = threading.Lock()
 
 
 def _run_values(run_id: str) -> list[records.RunValueRow]:
     """The run's value table, read once per worker process (it never changes)."""
+    key = (records.database_url(), run_id)
     with _values_lock:
-        cached = _values_cache.get(run_id)
+        cached = _values_cache.get(key)
         if cached is None:
             with records.session() as db:
                 cached = list(db.exec(select(records.RunValueRow).where(
@@ -47,7 +49,7 @@ def _run_values(run_id: str) -> list[records.RunValueRow]:
                     db.expunge(row)
             if len(_values_cache) > 64:
                 _values_cache.clear()
-            _values_cache[run_id] = cached
+            _values_cache[key] = cached
         return cached
 
 
@@ -200,7 +202,7 @@ def finish_run(run_id: str, failed_pairs: list[int],
         run.summary_json = json.dumps(summary)
         db.add(run)
     with _values_lock:
-        _values_cache.pop(run_id, None)
+        _values_cache.pop((records.database_url(), run_id), None)
     failures = len(artifact["failures"])
     log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures)
     return RunSummary(

@@ -190,7 +190,12 @@ def engine_for(url: str | None = None) -> Engine:
                                                           "check_same_thread": False})
                 event.listen(engine, "connect", _tune_sqlite)
             else:
-                engine = create_engine(url, pool_pre_ping=True)
+                # Every stored time is UTC; a session in another zone would shift naive
+                # timestamps on the way in.
+                options = {"connect_args": {"options": "-c timezone=UTC"}} if url.startswith(
+                    "postgresql") else {}
+                engine = create_engine(url, pool_pre_ping=True, pool_size=10,
+                                       max_overflow=20, **options)
             SQLModel.metadata.create_all(engine)
             _check_schema(engine, url)
             _engines[url] = engine

