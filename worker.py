@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 from memlife.errors import MemlifeError
 from memlife.log import configure, get_logger
 from memlife.temporal import DEFAULT_ADDRESS, build_worker, configured_connection, connect
 from workflows.registry import DEFAULT_TASK_QUEUE
+
+
+def graceful_shutdown() -> timedelta:
+    """How long a stopping worker lets in-flight activities finish (MEMLIFE_GRACEFUL_SHUTDOWN,
+    default 30s). Keep it shorter than the platform's grace period (Kubernetes:
+    terminationGracePeriodSeconds), or the worker is killed mid-drain."""
+    from memlife.durations import parse_duration
+
+    return parse_duration(os.environ.get("MEMLIFE_GRACEFUL_SHUTDOWN", "30s"))
 
 
 async def serve(task_queue: str, max_concurrent_activities: int) -> None:
@@ -30,7 +41,8 @@ async def serve(task_queue: str, max_concurrent_activities: int) -> None:
         loop.add_signal_handler(sig, stop.set)
     with ThreadPoolExecutor(max_workers=max_concurrent_activities) as executor:
         worker = build_worker(client, task_queue, executor,
-                              max_concurrent_activities=max_concurrent_activities)
+                              max_concurrent_activities=max_concurrent_activities,
+                              graceful_shutdown_timeout=graceful_shutdown())
         async with worker:
             log.warning("worker running", address=connection["target_host"],
                         task_queue=task_queue)

@@ -632,8 +632,9 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     if unknown:
         _print_err(f"--fault: unknown fault {unknown[0]!r}; known: {', '.join(FAULTS)}")
         return EXIT_USAGE
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        _print_err("--host: the reference target binds loopback only (127.0.0.1 or ::1)")
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.container:
+        _print_err("--host: the reference target binds loopback only (127.0.0.1 or ::1); "
+                   "inside a container, add --container to listen on its network")
         return EXIT_USAGE
     from memlife.durations import parse_duration
 
@@ -715,6 +716,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("kind", choices=["reference"])
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--container", action="store_true",
+                       help="allow --host beyond loopback (a container's own network only)")
     serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"))
     serve.add_argument("--fault", action="append", default=[], metavar="NAME")
     serve.add_argument("--api-key-env", default=None, metavar="NAME",
