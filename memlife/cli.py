@@ -662,6 +662,38 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_target_check(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from memlife.targetcheck import check_target
+    from memlife.targets.config import load_target
+
+    target = load_target(args.file)  # bad files: one line per problem, exit 2 (main)
+    missing = [name for name in target.secret_names() if name not in os.environ]
+    if missing:
+        _print_err(f"{args.file}: headers: environment variable(s) {', '.join(missing)} not "
+                   "set; export them before checking")
+        return EXIT_USAGE
+    _check_target_reachable(args.file, target.base_url)
+    check = asyncio.run(check_target(target))
+    console = _plain_console()
+    table = Table(title=f"{args.file}: {target.name} at {target.base_url}",
+                  title_justify="left")
+    for column in ("operation", "request", "", "result"):
+        table.add_column(column, overflow="fold")
+    for result in check.results:
+        mark = ("[green]ok[/green]" if result.ok else
+                "[yellow]note[/yellow]" if result.optional else "[red]FAIL[/red]")
+        table.add_row(result.operation, result.request, mark, result.detail)
+    console.print(table)
+    if check.misconfigured:
+        console.print(f"[red]{len(check.misconfigured)} operation(s) or probe(s) do not work "
+                      "as the file describes them[/red]: fix the fields named above")
+        return EXIT_USAGE
+    console.print("ok: every operation and probe works as the file describes it")
+    return EXIT_OK
+
+
 # -- entry point ---------------------------------------------------------------------------
 
 
@@ -709,7 +741,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="do not run an in-process worker (standalone workers serve the run)")
     run.set_defaults(handler=cmd_run)
 
-    target = commands.add_parser("target", help="bundled targets")
+    target = commands.add_parser("target", help="target files and the bundled targets")
     target_commands = target.add_subparsers(dest="target_command", required=True,
                                             metavar="SUBCOMMAND")
     serve = target_commands.add_parser("serve", help="serve a bundled target over HTTP")
@@ -728,6 +760,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="which layers answer: the thread, vector memory or the graph "
                        "alone, or all with the seed's precedence (default)")
     serve.set_defaults(handler=cmd_target_serve)
+    target_check = target_commands.add_parser(
+        "check", help="exercise every operation and probe of a target file once")
+    target_check.add_argument("file", metavar="FILE")
+    target_check.set_defaults(handler=cmd_target_check)
 
     from memlife.operations import add_parsers
 

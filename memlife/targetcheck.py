@@ -1,0 +1,152 @@
+"""`memlife target check FILE`: exercise every operation and probe of a target file once,
+with a throwaway tenant, and say precisely what works and what does not — which operation,
+which HTTP status, which JSON path was missing.
+
+The throwaway tenant gets a fictional phone (555-01XX) and a canary value; when the target
+file describes deletion, the tenant is deleted at the end.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memlife.phones import synthetic_phone
+from memlife.targets import http
+from memlife.targets.config import Operation, Target
+
+STATEMENT = "Mi color favorito es {value}."
+QUESTION = "¿Cuál es mi color favorito?"
+
+
+@dataclass
+class CheckResult:
+    operation: str
+    request: str
+    ok: bool
+    detail: str
+    optional: bool = False  # a finding, not a misconfiguration (e.g. the value not recalled)
+
+
+@dataclass
+class TargetCheck:
+    target: Target
+    results: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def misconfigured(self) -> list[CheckResult]:
+        return [r for r in self.results if not r.ok and not r.optional]
+
+
+def _describe(operation: Operation, variables: dict[str, Any]) -> str:
+    return f"{operation.method} {http.render(operation.path, variables, url=True)}"
+
+
+async def _attempt(check: TargetCheck, name: str, operation: Operation,
+                   variables: dict[str, Any]) -> http.Response | None:
+    """One request; the result names the operation and exactly what went wrong."""
+    request = _describe(operation, variables)
+    try:
+        response = await http.call(check.target, operation, variables,
+                                   scenario_now=datetime.now(UTC).isoformat())
+    except http.TargetError as error:
+        check.results.append(CheckResult(name, request, False, f"{error.kind}: {error}"))
+        return None
+    extracted = ", ".join(f"{key}={_short(value)}" for key, value in response.fields.items())
+    timing = (" · Server-Timing " + ", ".join(response.timings)) if response.timings else ""
+    check.results.append(CheckResult(
+        name, request, True, f"HTTP {response.status} in {response.latency_ms:.0f} ms"
+        + (f" · {extracted}" if extracted else "") + timing))
+    return response
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+async def check_target(target: Target) -> TargetCheck:
+    check = TargetCheck(target)
+    operations = target.operations
+    tag = secrets.token_hex(3)
+    phone = synthetic_phone(f"target-check-{tag}", 0)
+    canary = f"azul {tag}"
+    user_id = ""
+    try:
+        if operations.registration is not None:
+            response = await _attempt(check, "register", operations.registration,
+                                      {"phone": phone, "tenant_alias": f"check-{tag}"})
+            if response is not None:
+                user_id = str(response.fields.get("user_id") or "")
+        said = await _attempt(check, "say (statement)", operations.say,
+                              {"phone": phone, "user_id": user_id,
+                               "message": STATEMENT.format(value=canary)})
+        if said is not None and not user_id:
+            user_id = str(said.fields.get("user_id") or "")
+        answer = await _attempt(check, "say (question)", operations.say,
+                                {"phone": phone, "user_id": user_id, "message": QUESTION})
+        if answer is not None:
+            recalled = canary.split()[1] in str(answer.fields.get("reply", ""))
+            check.results.append(CheckResult(
+                "recall", QUESTION, recalled,
+                "the reply carries the value just stated" if recalled else
+                "the reply does not carry the value just stated (a finding about the "
+                "target, not its file)", optional=True))
+        for store in target.stores:
+            if store.probe is None:
+                continue
+            for mode, operation, variables in (
+                    ("scope", store.probe.scope, {"user_id": user_id}),
+                    ("needle", store.probe.needle, {"needle": canary})):
+                response = await _attempt(check, f"probe {store.name} ({mode})", operation,
+                                          variables)
+                if response is not None:
+                    _check_records(check, store.name, mode, store.probe, response)
+        if operations.forget is not None and user_id:
+            await _attempt(check, "forget", operations.forget,
+                           {"phone": phone, "user_id": user_id, "value": canary,
+                            "domain": "color"})
+        if operations.delete_tenant is not None and user_id:
+            deleted = await _attempt(check, "delete_tenant", operations.delete_tenant,
+                                     {"phone": phone, "user_id": user_id})
+            if deleted is not None and operations.deletion_status is not None:
+                await _attempt(check, "deletion_status", operations.deletion_status,
+                               {"phone": phone, "user_id": user_id,
+                                "deletion_id": str(deleted.fields.get("deletion_id") or "")})
+    finally:
+        await http.close_clients()
+    return check
+
+
+def _check_records(check: TargetCheck, store: str, mode: str, probe: Any,
+                   response: http.Response) -> None:
+    """The record list and, on each record, the pointers the probe names."""
+    result = check.results[-1]
+    try:
+        records = http.json_pointer(response.data, probe.records)
+    except KeyError:
+        result.ok, result.detail = False, (f"the response has no records at {probe.records!r}"
+                                           f" (stores.{store}.probe.records)")
+        return
+    if not isinstance(records, list):
+        result.ok, result.detail = False, (f"{probe.records!r} is not a list "
+                                           f"(stores.{store}.probe.records)")
+        return
+    missing = []
+    for record in records[:20]:
+        for key, pointer in (("content", probe.content), ("tenant_field", probe.tenant_field),
+                             ("deleted", probe.deleted)):
+            if pointer is None:
+                continue
+            try:
+                http.json_pointer(record, pointer)
+            except KeyError:
+                missing.append(f"stores.{store}.probe.{key} {pointer!r}")
+    if missing:
+        result.ok = False
+        result.detail = f"{len(records)} record(s), but not found on them: " + ", ".join(
+            sorted(set(missing)))
+    else:
+        result.detail += f" · {len(records)} record(s)"

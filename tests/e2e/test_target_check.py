@@ -1,0 +1,39 @@
+"""`memlife target check`: every operation and probe exercised once with a throwaway
+tenant; a misconfigured target file gets the operation, status or JSON path that is wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlife import embedded
+from tests.e2e.test_memlife_run import memlife
+
+REFERENCE_FILE = Path(__file__).resolve().parents[2] / "memlife" / "targets" / "reference.yaml"
+
+
+def test_a_working_target_file_checks_out_operation_by_operation(tmp_path: Path) -> None:
+    with embedded.reference_target(tmp_path / "target") as target:
+        good = tmp_path / "good.yaml"
+        good.write_text(REFERENCE_FILE.read_text().replace("http://127.0.0.1:8080",
+                                                           target.base_url))
+        result = memlife("target", "check", str(good), cwd=tmp_path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        for operation in ("register", "say (statement)", "say (question)", "recall",
+                          "probe memory (scope)", "probe cache (needle)", "forget",
+                          "delete_tenant", "deletion_status"):
+            assert operation in result.stdout, operation
+        assert "ok: every operation and probe works" in result.stdout
+
+        broken = tmp_path / "broken.yaml"
+        broken.write_text(good.read_text()
+                          .replace("extract: {reply: /reply,", "extract: {reply: /answer,")
+                          .replace("path: /admin/stores/graph/records",
+                                   "path: /admin/graph/records"))
+        result = memlife("target", "check", str(broken), cwd=tmp_path)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "'reply' at '/answer'" in result.stdout
+        assert "HTTP 404" in result.stdout and "probe graph (scope)" in result.stdout
+        assert "Traceback" not in result.stderr
+
+    result = memlife("target", "check", str(good), cwd=tmp_path)  # the target is gone now
+    assert result.returncode == 2 and "cannot reach" in result.stderr
