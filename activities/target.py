@@ -246,7 +246,7 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
         try:
             response, _ = await call_with_retries(request.target, operation, variables,
                                                   request.scenario_now)
-            raw = http.json_pointer(response.data, probe.records)
+            raw = http.extract(response.data, probe.records)
             if not isinstance(raw, list):
                 raise http.TargetBadResponse(
                     f"{probe.records!r} is not a list of records in the {store.name} response")
@@ -261,7 +261,7 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
             if pointer is None:
                 return None
             try:
-                return http.json_pointer(_record, pointer)
+                return http.extract(_record, pointer)
             except KeyError:
                 return None
 

@@ -125,7 +125,7 @@ def _check_records(check: TargetCheck, store: str, mode: str, probe: Any,
     """The record list and, on each record, the pointers the probe names."""
     result = check.results[-1]
     try:
-        records = http.json_pointer(response.data, probe.records)
+        records = http.extract(response.data, probe.records)
     except KeyError:
         result.ok, result.detail = False, (f"the response has no records at {probe.records!r}"
                                            f" (stores.{store}.probe.records)")
@@ -141,7 +141,7 @@ def _check_records(check: TargetCheck, store: str, mode: str, probe: Any,
             if pointer is None:
                 continue
             try:
-                http.json_pointer(record, pointer)
+                http.extract(record, pointer)
             except KeyError:
                 missing.append(f"stores.{store}.probe.{key} {pointer!r}")
     if missing:

@@ -59,8 +59,18 @@ HeaderValue = str | EnvRef
 
 
 def _check_pointer(pointer: str) -> str:
-    if pointer != "" and not pointer.startswith("/"):
-        raise ValueError(f"{pointer!r} is not a JSON pointer; write e.g. '/reply' or '/data/id'")
+    """A JSON pointer (`/reply`, `/data/0/id`) or a JMESPath expression (`data[0].id`)."""
+    if pointer == "" or pointer.startswith("/"):
+        return pointer
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        jmespath.compile(pointer)
+    except JMESPathError as error:
+        reason = str(error).splitlines()[0]
+        raise ValueError(f"{pointer!r} is neither a JSON pointer (write e.g. '/reply' or "
+                         f"'/data/id') nor a JMESPath expression ({reason})") from None
     return pointer
 
 

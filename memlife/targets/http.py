@@ -7,6 +7,7 @@ URL; latency is measured around the HTTP exchange alone (send to last body byte)
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import time
@@ -145,6 +146,29 @@ def json_pointer(document: Any, pointer: str) -> Any:
     return node
 
 
+def is_pointer(expression: str) -> bool:
+    return expression == "" or expression.startswith("/")
+
+
+@functools.lru_cache(maxsize=256)
+def _jmespath(expression: str) -> Any:
+    import jmespath
+
+    return jmespath.compile(expression)
+
+
+def extract(document: Any, expression: str) -> Any:
+    """A JSON pointer (`/data/0/id`, RFC 6901) or a JMESPath expression (`data[0].id`,
+    `results[?score > `0.5`].memory`). Raises KeyError naming the expression when the
+    document has nothing there (JMESPath's null counts as nothing)."""
+    if is_pointer(expression):
+        return json_pointer(document, expression)
+    value = _jmespath(expression).search(document)
+    if value is None:
+        raise KeyError(expression)
+    return value
+
+
 _clients: dict[tuple[str, float], httpx.AsyncClient] = {}
 _limits: dict[tuple[str, int], asyncio.Semaphore] = {}
 
@@ -235,7 +259,7 @@ async def call(
     fields: dict[str, Any] = {}
     for name, pointer in operation.extract.items():
         try:
-            fields[name] = json_pointer(data, pointer)
+            fields[name] = extract(data, pointer)
         except KeyError:
             raise TargetBadResponse(
                 f"{operation.method} {path}: the response has no {name!r} at {pointer!r}: "

@@ -10,7 +10,14 @@ import yaml
 
 from memlife.errors import InputError
 from memlife.targets.config import load_target, parse_target
-from memlife.targets.http import MissingSecret, json_pointer, render, render_body, resolve_header
+from memlife.targets.http import (
+    MissingSecret,
+    extract,
+    json_pointer,
+    render,
+    render_body,
+    resolve_header,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,11 +45,32 @@ def test_unknown_placeholder_is_rejected_with_the_allowed_ones() -> None:
 
 def test_reply_extraction_is_required_and_pointer_checked() -> None:
     data = reference_data()
-    data["operations"]["say"]["extract"] = {"answer": "reply"}
+    data["operations"]["say"]["extract"] = {"answer": "reply[?"}
     with pytest.raises(InputError) as caught:
         parse_target(data, "t.yaml")
     text = str(caught.value)
-    assert "t.yaml: operations.say.extract: 'reply' is not a JSON pointer" in text
+    assert ("t.yaml: operations.say.extract: 'reply[?' is neither a JSON pointer (write e.g. "
+            "'/reply' or '/data/id') nor a JMESPath expression") in text
+    data["operations"]["say"]["extract"] = {"answer": "/reply"}
+    with pytest.raises(InputError, match="operations.say.extract"):
+        parse_target(data, "t.yaml")  # no `reply` to extract at all
+
+
+def test_fields_are_extracted_by_json_pointer_or_jmespath() -> None:
+    response = {"results": [{"memory": "Trabaja en Quispe", "score": 0.9},
+                            {"memory": "Vive en Lima", "score": 0.2}],
+                "usage": {"cost": 0.002}}
+    assert extract(response, "/results/0/memory") == "Trabaja en Quispe"
+    assert extract(response, "results[0].memory") == "Trabaja en Quispe"
+    assert extract(response, "results[?score > `0.5`].memory") == ["Trabaja en Quispe"]
+    assert extract(response, "usage.cost") == 0.002
+    for missing in ("usage.tokens", "/usage/tokens"):
+        with pytest.raises(KeyError, match="tokens"):
+            extract(response, missing)
+    data = reference_data()
+    data["operations"]["say"]["extract"] = {"reply": "choices[0].message.content"}
+    assert parse_target(data, "t.yaml").operations.say.extract["reply"] == (
+        "choices[0].message.content")
 
 
 def test_base_url_and_unknown_fields() -> None:
