@@ -15,6 +15,7 @@ from temporalio import activity
 
 from memlife import records
 from memlife.artifact import build_artifact
+from memlife.erasure import ErasureReceipt
 from memlife.lifecycle import (
     CaseVerdict,
     ForbiddenValue,
@@ -222,3 +223,13 @@ def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
     meta = run.meta.model_copy(update={
         "canary_seed": run_id if run.scenario.generate is not None else None})
     return run.model_copy(update={"run_id": run_id, "scenario": scenario, "meta": meta})
+
+
+@activity.defn(name="memlife.record_receipt")
+def record_receipt(receipt: ErasureReceipt) -> None:
+    """Keep the receipt in the recorder (idempotent: one row per check)."""
+    records.merge_all([records.ErasureReceiptRow(
+        id=receipt.check_id, tenant=receipt.tenant, target_name=receipt.target_name,
+        verdict=receipt.verdict, started_at=receipt.started_at,
+        finished_at=receipt.finished_at, receipt_json=receipt.model_dump_json())])
+    log.info("erasure receipt recorded", check=receipt.check_id, verdict=receipt.verdict)

@@ -126,6 +126,20 @@ class AdjudicationRow(SQLModel, table=True):
     checks_json: str
 
 
+class ErasureReceiptRow(SQLModel, table=True):
+    """The erasure receipt of a deletion check, kept beyond Temporal's retention period:
+    what an operator attaches to a right-to-erasure request. Values only as labels."""
+
+    __tablename__ = "erasure_receipts"
+    id: str = Field(primary_key=True)  # the check id
+    tenant: str = Field(index=True)
+    target_name: str
+    verdict: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    receipt_json: str
+
+
 class VerdictRow(SQLModel, table=True):
     __tablename__ = "verdicts"
     id: str = Field(primary_key=True)

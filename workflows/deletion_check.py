@@ -15,6 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.record import record_receipt
     from activities.target import converse, delete_tenant, deletion_status, inspect_stores
     from memlife import erasure
     from memlife.erasure import DeletionCheckInput, ErasureReceipt
@@ -29,6 +30,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.options import (
         HEARTBEAT_TIMEOUT,
         INSPECT_RETRY,
+        RECORD_RETRY,
+        RECORD_TIMEOUT,
         RESUMABLE_RETRY,
         TARGET_RETRY,
         converse_timeouts,
@@ -101,6 +104,11 @@ class DeletionCheckWorkflow:
                 "verdict": "inconclusive" if receipt.verdict == "pass" else receipt.verdict,
                 "reasons": [*receipt.reasons, f"cancelled: {self._cancel_reason}"]})
         self._receipt = receipt
+        if workflow.patched("record-erasure-receipt"):
+            # Released checks ended without this; their histories replay past it.
+            await workflow.execute_activity(
+                record_receipt, receipt, start_to_close_timeout=RECORD_TIMEOUT,
+                retry_policy=RECORD_RETRY, summary="record the erasure receipt")
         if check.search_attributes:
             workflow.upsert_search_attributes([attributes.PHASE.value_set("done"),
                                                attributes.VERDICT.value_set(receipt.verdict)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from activities.record import (
     finish_run,
     prepare_scheduled_run,
+    record_receipt,
     record_run_started,
     record_step,
     record_tenants,
@@ -28,6 +29,6 @@ WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, DeletionCheckWorkflow,
 ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
                     inspect_stores, queue_for_review]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, finish_run,
-                   prepare_scheduled_run, record_adjudications]
+                   prepare_scheduled_run, record_adjudications, record_receipt]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES
 DEFAULT_TASK_QUEUE = "memlife"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded
+from memlife import embedded, records
 from memlife.erasure import DeletionCheckInput, ErasureReceipt
 from memlife.targets.config import Target, reference_target
 from workflows.deletion_check import DeletionCheckWorkflow
@@ -81,6 +81,11 @@ async def test_a_clean_deletion_gets_a_passing_receipt_with_time_to_forget(
     # The tenant's values never appear in clear in the receipt.
     dumped = receipt.model_dump_json()
     assert not any(value in dumped for value in VALUES)
+    # The receipt outlives Temporal's retention: it is in the recorder too.
+    with records.session() as db:
+        row = db.get(records.ErasureReceiptRow, receipt.check_id)
+        assert row is not None and row.verdict == "pass" and row.tenant == user_id
+        assert ErasureReceipt.model_validate_json(row.receipt_json) == receipt
 
 
 async def test_a_deletion_that_misses_the_graph_fails_naming_the_graph(
