@@ -93,6 +93,11 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
               if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None]
     latency = summarize_latency([o.latency_ms for o in probes], budget_ms)
     probe_metrics = [metrics.get((o.pair_index, o.step_index, o.seq), {}) for o in probes]
+    # Every turn of a lifecycle counts towards its cost, not only the probes (one pass).
+    cost_by_pair = dict.fromkeys({t.pair_index for t in rows["tenants"]}, 0.0)
+    for (pair, _, _), values in metrics.items():
+        if "cost" in values:
+            cost_by_pair[pair] = cost_by_pair.get(pair, 0.0) + values["cost"]
     cases = len(verdicts)
     cases_passed = sum(1 for v in verdicts if v.passed)
     target_errors = [o for o in observations if o.status != "ok"]
@@ -156,9 +161,7 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
             for a in sorted(rows.get("adjudications", []),
                             key=lambda a: (a.pair_index, a.step_index, a.case_id))],
         "latency_ms": {**latency.as_dict(), "stages": stage_latency(probe_metrics)},
-        "cost": cost_summary(probe_metrics, {
-            pair: sum(m.get("cost", 0.0) for (p, _, _), m in metrics.items() if p == pair)
-            for pair in {t.pair_index for t in rows["tenants"]}}),
+        "cost": cost_summary(probe_metrics, cost_by_pair),
         "deletions": deletions,
         "failures": failures,
         "inconclusive": inconclusive,

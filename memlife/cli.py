@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from memlife import __version__
+from memlife.display import output_console, wait_showing
 from memlife.errors import InputError, MemlifeError, Problem, collect
 from memlife.yamlio import load_yaml_file
 
@@ -451,27 +452,14 @@ async def _search_attributes_ready(client: Any) -> bool:
 
 
 async def _await_with_progress(client: Any, handle: Any, scenario: str, run_id: str) -> Any:
-    from rich.console import Console
-
     from memlife.progress import describe_run_progress, pair_progress
 
-    console = Console(stderr=True)
-    result = asyncio.ensure_future(handle.result())
-    started = asyncio.get_running_loop().time()
-    with console.status("starting…") as status:
-        while not result.done():
-            await asyncio.wait([result], timeout=2.0)
-            if result.done():
-                break
-            try:
-                progress = await handle.query("progress")
-                pairs = await pair_progress(client, scenario, run_id, progress["pairs"])
-                text = describe_run_progress(progress, pairs, datetime.now(UTC))
-            except Exception:  # a query can race the workflow's start; keep waiting
-                text = "waiting for the worker…"
-            elapsed = asyncio.get_running_loop().time() - started
-            status.update(f"{text} · {elapsed:.0f}s")
-    return result.result()
+    async def describe() -> str:
+        progress = await handle.query("progress")
+        pairs = await pair_progress(client, scenario, run_id, progress["pairs"])
+        return describe_run_progress(progress, pairs, datetime.now(UTC))
+
+    return await wait_showing(handle, describe, "waiting for the worker…")
 
 
 def _print_comparison(document: dict[str, Any]) -> None:
@@ -479,7 +467,7 @@ def _print_comparison(document: dict[str, Any]) -> None:
 
     from memlife.experiment import comparison_rows
 
-    console = _plain_console()
+    console = output_console()
     labels, rows = comparison_rows(document)
     meta = document["experiment"]
     table = Table(title=f"experiment {meta['id']}: {len(labels)} configuration(s) × "
@@ -498,22 +486,10 @@ def _print_comparison(document: dict[str, Any]) -> None:
                       f" · {summary['cases_passed']}/{summary['cases']} cases")
 
 
-def _plain_console() -> Any:
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(width=160)
-    return console
-
-
 def _print_summary(artifact: dict[str, Any], link: str | None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(width=140)  # logs and CI: no terminal to fit, keep tables whole
+    console = output_console(width=140)
     summary, latency = artifact["summary"], artifact["latency_ms"]
     table = Table(title="memlife: checks by invariant", title_justify="left")
     table.add_column("invariant")
@@ -676,7 +652,7 @@ def cmd_target_check(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     _check_target_reachable(args.file, target.base_url)
     check = asyncio.run(check_target(target))
-    console = _plain_console()
+    console = output_console()
     table = Table(title=f"{args.file}: {target.name} at {target.base_url}",
                   title_justify="left")
     for column in ("operation", "request", "", "result"):

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,16 +34,6 @@ class StackInfo:
     pids: dict[str, int]
 
 
-def port_in_use(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((embedded.LOOPBACK, port))
-        except OSError:
-            return True
-    return False
-
-
 def read_stack(state_dir: Path) -> StackInfo | None:
     path = state_dir / STACK_FILE
     try:
@@ -60,7 +49,7 @@ async def serve(state_dir: Path, *, port: int, ui_port: int, target_port: int,
     from memlife import records
 
     for name, wanted in (("--port", port), ("--target-port", target_port)):
-        if port_in_use(wanted):
+        if embedded.free_port(wanted) != wanted:  # the wanted port or none
             raise UnreachableError(
                 f"{name}: 127.0.0.1:{wanted} is already in use (another `memlife dev`?); "
                 f"stop it, or pick another port with {name}")

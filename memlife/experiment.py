@@ -289,3 +289,26 @@ are counted apart.</p>
 """
 
 
+
+
+def render_experiment(document: dict[str, Any], fmt: str, *, redacted: bool = True) -> str:
+    """The experiment in a report format: the comparison (json, md, html), or every run's
+    checks with one JUnit suite per configuration × invariant."""
+    import json
+
+    from memlife.reports import junit_document, scorecard
+
+    if redacted:
+        document = redact_document(document)
+    if fmt == "json":
+        shown = {k: v for k, v in document.items() if k != "runs"}
+        shown["runs"] = [a["meta"]["run_id"] for a in document["runs"]]
+        return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "md":
+        return comparison_markdown(document)
+    if fmt == "html":
+        return comparison_html(document)
+    return junit_document(
+        f"memlife experiment {document['experiment']['id']}",
+        [(f"{a['meta'].get('configuration')}#{a['meta'].get('repetition')}", scorecard(a))
+         for a in document["runs"]])

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memlife.display import output_console, wait_showing
 from memlife.errors import InputError, Problem, collect
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -42,15 +43,6 @@ def _duration(text: str, flag: str, problems: list[Problem]) -> timedelta | None
         problems.append(Problem("command line", flag, "must be longer than zero"))
         return None
     return value
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(width=160)
-    return console
 
 
 # -- dev -----------------------------------------------------------------------------------
@@ -166,7 +158,7 @@ def cmd_schedule_list(args: argparse.Namespace) -> int:
     for row in rows:
         table.add_row(row["name"], row["scenario"], row["target"], row["spec"],
                       "paused" if row["paused"] else "active", row["next"], str(row["recent"]))
-    _console().print(table)
+    output_console().print(table)
     return EXIT_OK
 
 
@@ -299,7 +291,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"runs": rows, "pairs": pairs}, indent=2, default=str))
         return EXIT_OK
-    console = _console()
+    console = output_console()
     if not rows:
         console.print("no runs in flight")
         return EXIT_OK
@@ -445,24 +437,13 @@ def _check_attributes(check: Any) -> Any:
 
 
 async def _await_receipt(handle: Any) -> Any:
-    from rich.console import Console
+    async def describe() -> str:
+        progress = await handle.query("progress")
+        stores = " · ".join(f"{k} {v}" for k, v in progress["stores"].items())
+        return f"round {progress['rounds']}: {stores}" + (
+            f" · next round {progress['wake_at']}" if progress.get("wake_at") else "")
 
-    console = Console(stderr=True)
-    result = asyncio.ensure_future(handle.result())
-    with console.status("deletion check: starting…") as status:
-        while not result.done():
-            await asyncio.wait([result], timeout=2.0)
-            if result.done():
-                break
-            try:
-                progress = await handle.query("progress")
-                stores = " · ".join(f"{k} {v}" for k, v in progress["stores"].items())
-                status.update(f"round {progress['rounds']}: {stores}"
-                              + (f" · next round {progress['wake_at']}"
-                                 if progress.get("wake_at") else ""))
-            except Exception:
-                status.update("deletion check: waiting for a worker…")
-    return result.result()
+    return await wait_showing(handle, describe, "deletion check: waiting for a worker…")
 
 
 def _emit_receipt(receipt: Any, out: str | None, fmt: str) -> int:
@@ -621,37 +602,8 @@ def load_experiment(experiment: str) -> dict[str, Any] | None:
     return experiment_document(experiment, artifacts)
 
 
-def render_experiment(document: dict[str, Any], fmt: str, *, redacted: bool) -> str:
-    from memlife import experiment
-    from memlife.reports import junit, scorecard
-
-    if redacted:
-        document = experiment.redact_document(document)
-    if fmt == "json":
-        shown = {k: v for k, v in document.items() if k != "runs"}
-        shown["runs"] = [a["meta"]["run_id"] for a in document["runs"]]
-        return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
-    if fmt == "md":
-        return experiment.comparison_markdown(document)
-    if fmt == "html":
-        return experiment.comparison_html(document)
-    # JUnit: every run's checks, one suite per configuration × invariant.
-    parts = []
-    for artifact in document["runs"]:
-        label = f"{artifact['meta'].get('configuration')}#{artifact['meta'].get('repetition')}"
-        body = junit(scorecard(artifact)).split("\n", 1)[1]
-        parts.append(body.replace('<testsuite name="', f'<testsuite name="{label} ')
-                     .replace("<testsuites ", "<!-- ").replace("</testsuites>", "")
-                     .replace('">\n', '">\n', 1))
-    suites = "".join(p for p in parts)
-    import re
-
-    suites = re.sub(r"<!-- [^>]*>\n?", "", suites)
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="memlife experiment '
-            f'{document["experiment"]["id"]}">\n{suites}</testsuites>\n')
-
-
 def cmd_report(args: argparse.Namespace) -> int:
+    from memlife.experiment import render_experiment
     from memlife.reports import render
 
     artifact = load_artifact(args.run)

@@ -265,6 +265,20 @@ def markdown(card: dict[str, Any]) -> str:
 
 def junit(card: dict[str, Any]) -> str:
     """One test suite per invariant, one test case per check: CI systems list each."""
+    return junit_document(f"memlife {card['meta'].get('run_id')}", [("", card)])
+
+
+def junit_document(name: str, cards: list[tuple[str, dict[str, Any]]]) -> str:
+    """Several runs in one JUnit file; each run's suites named with its label first."""
+    root = ElementTree.Element("testsuites", name=name)
+    for label, card in cards:
+        _junit_suites(root, card, f"{label} " if label else "")
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(
+        root, encoding="unicode") + "\n"
+
+
+def _junit_suites(root: ElementTree.Element, card: dict[str, Any], prefix: str) -> None:
     findings: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for entry in (*card["leaks"], *card["residues"], *card["other_failures"],
                   *card["inconclusive"]):
@@ -273,14 +287,14 @@ def junit(card: dict[str, Any]) -> str:
     for case in card["cases"]:
         for check in case["checks"]:
             suites.setdefault(check["invariant"], []).append((case, check))
-    root = ElementTree.Element("testsuites", name=f"memlife {card['meta'].get('run_id')}")
     order = {name: index for index, name in enumerate(INVARIANTS)}
     for invariant in sorted(suites, key=lambda name: order.get(name, 99)):
         items = suites[invariant]
         failed = sum(1 for _, check in items if check["outcome"] == "fail")
         errors = sum(1 for _, check in items if check["outcome"] == "inconclusive")
-        suite = ElementTree.SubElement(root, "testsuite", name=invariant, tests=str(len(items)),
-                                       failures=str(failed), errors=str(errors), skipped="0")
+        suite = ElementTree.SubElement(root, "testsuite", name=f"{prefix}{invariant}",
+                                       tests=str(len(items)), failures=str(failed),
+                                       errors=str(errors), skipped="0")
         for case, check in items:
             store = check.get("store", "response")
             testcase = ElementTree.SubElement(
@@ -295,9 +309,6 @@ def junit(card: dict[str, Any]) -> str:
                 testcase, tag, message=(related[0]["reason"] if related else check["outcome"]),
                 type=invariant)
             element.text = text
-    ElementTree.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(
-        root, encoding="unicode") + "\n"
 
 
 # -- HTML ----------------------------------------------------------------------------------

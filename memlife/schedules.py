@@ -128,7 +128,7 @@ def _spec_text(spec: ScheduleSpec) -> str:
 async def list_schedules(client: Client) -> list[dict[str, Any]]:
     rows = []
     async for entry in await client.list_schedules():
-        memo = await entry.memo() if hasattr(entry, "memo") else {}
+        memo = await entry.memo()
         info = entry.info
         rows.append({
             "name": entry.id,
