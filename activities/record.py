@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import threading
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlmodel import select
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from memlife import records
 from memlife.artifact import build_artifact
@@ -29,6 +31,8 @@ from memlife.lifecycle import (
     judge_probe,
 )
 from memlife.log import get_logger
+from memlife.scenario import Pair, Scenario
+from memlife.scoring import ValueIndex
 
 log = get_logger("memlife.activities.record")
 
@@ -54,10 +58,42 @@ def _run_values(run_id: str) -> list[records.RunValueRow]:
         return cached
 
 
-def foreign_values(run_id: str, pair_index: int) -> list[ForbiddenValue]:
-    return [ForbiddenValue(text=row.text, origin="foreign", domain=row.domain,
-                           owner=f"{row.alias} (pair {row.pair_index})")
-            for row in _run_values(run_id) if row.pair_index != pair_index]
+_foreign_cache: dict[tuple[str, str], ValueIndex[tuple[int, ForbiddenValue]]] = {}
+
+
+def _run_value_index(run_id: str) -> ValueIndex[tuple[int, ForbiddenValue]]:
+    """Every value of the run, indexed once per worker process (it never changes)."""
+    key = (records.database_url(), run_id)
+    with _values_lock:
+        index = _foreign_cache.get(key)
+    if index is None:
+        index = ValueIndex(
+            (row.text, (row.pair_index, ForbiddenValue(
+                text=row.text, origin="foreign", domain=row.domain,
+                owner=f"{row.alias} (pair {row.pair_index})")))
+            for row in _run_values(run_id))
+        with _values_lock:
+            if len(_foreign_cache) > 16:
+                _foreign_cache.clear()
+            _foreign_cache[key] = index
+    return index
+
+
+class ForeignValues(ValueIndex[ForbiddenValue]):
+    """The run's values of every other pair, as judge_probe looks them up."""
+
+    def __init__(self, run_id: str, pair_index: int) -> None:  # noqa: D107
+        self._all = _run_value_index(run_id)
+        self._pair_index = pair_index
+        self.size = self._all.size
+
+    def found_in(self, haystack_normalized: str) -> list[ForbiddenValue]:
+        return [value for pair, value in self._all.found_in(haystack_normalized)
+                if pair != self._pair_index]
+
+
+def foreign_values(run_id: str, pair_index: int) -> ForeignValues:
+    return ForeignValues(run_id, pair_index)
 
 
 @activity.defn(name="memlife.record_run_started")
@@ -73,17 +109,53 @@ def record_run_started(run: RunInput) -> None:
             clock=run.clock.describe(), meta_json=records.dumps(meta), status="running",
             started_at=started_at,
         ))
-    values = [
-        records.RunValueRow(id=f"{run.run_id}/{index}/{role}/{domain}/{n}", run_id=run.run_id,
+    values = _value_rows(run.run_id, run.scenario.pairs)
+    for start in range(0, len(values), 2000):  # short transactions
+        records.merge_all(values[start:start + 2000])
+
+
+@activity.defn(name="memlife.materialize_pairs")
+def materialize_pairs(run_id: str, scenario: Scenario, seed: str) -> int:
+    """Materialize the run's pairs from its seed into the recorder (pairs and values);
+    idempotent, so a retry writes the same rows. Returns the number of pairs."""
+    from memlife.scenario import materialize
+
+    pairs = materialize(scenario, seed).pairs
+    rows: list[Any] = [records.RunPairRow(id=f"{run_id}/{index}", run_id=run_id,
+                                          pair_index=index, pair_json=pair.model_dump_json())
+                       for index, pair in enumerate(pairs)]
+    rows += _value_rows(run_id, pairs)
+    for start in range(0, len(rows), 5000):  # short transactions
+        records.merge_all(rows[start:start + 5000])
+    log.info("pairs materialized", run=run_id, pairs=len(pairs))
+    return len(pairs)
+
+
+@activity.defn(name="memlife.load_pairs")
+def load_pairs(run_id: str, first: int, count: int) -> list[Pair]:
+    with records.session() as db:
+        rows = db.exec(select(records.RunPairRow).where(
+            records.RunPairRow.run_id == run_id,
+            records.RunPairRow.pair_index >= first,
+            records.RunPairRow.pair_index < first + count,
+        ).order_by(records.RunPairRow.pair_index)).all()
+        pairs = [Pair.model_validate_json(row.pair_json) for row in rows]
+    if len(pairs) != count:
+        raise ApplicationError(f"run {run_id} has {len(pairs)} of pairs {first}–"
+                               f"{first + count - 1} recorded", type="MissingPairs")
+    return pairs
+
+
+def _value_rows(run_id: str, pairs: list[Pair]) -> list[records.RunValueRow]:
+    return [
+        records.RunValueRow(id=f"{run_id}/{index}/{role}/{domain}/{n}", run_id=run_id,
                             pair_index=index, role=role, alias=pair.tenant(role).alias,
                             domain=domain, text=text)
-        for index, pair in enumerate(run.scenario.pairs)
+        for index, pair in enumerate(pairs)
         for role in ("a", "b")
         for domain, fact in pair.tenant(role).facts.items()
         for n, text in enumerate(fact.all_texts())
     ]
-    for start in range(0, len(values), 2000):  # short transactions
-        records.merge_all(values[start:start + 2000])
 
 
 @activity.defn(name="memlife.record_tenants")
@@ -99,7 +171,7 @@ def record_tenants(run_id: str, pair_index: int, tenants: list[TenantIdentity]) 
 
 def _judge(step: StepRecord) -> StepOutcome:
     by_case = {o.case_id: o for o in step.observations if o.case_id and o.kind == "probe"}
-    foreign = foreign_values(step.run_id, step.pair_index) if step.cases else []
+    foreign = foreign_values(step.run_id, step.pair_index) if step.cases else None
     verdicts: list[CaseVerdict] = [
         judge_probe(case, by_case[case.case_id], step.latency_budget_ms, foreign)
         for case in step.cases if case.case_id in by_case
@@ -125,10 +197,53 @@ def _metrics(observation: Observation) -> dict[str, float]:
 @activity.defn(name="memlife.record_step")
 def record_step(step: StepRecord) -> StepOutcome:
     """Judge the step's probe cases and store reads, then write everything."""
+    rows, outcome = _step_rows(step)
+    records.merge_all(rows)
+    _log_step(step, outcome)
+    return outcome
+
+
+@activity.defn(name="memlife.record_steps")
+def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
+    """A cohort's step, every pair's share judged and written in one transaction."""
+    rows: list[Any] = []
+    outcomes = []
+    for step in steps:
+        step_rows, outcome = _step_rows(step)
+        rows += step_rows
+        outcomes.append(outcome)
+    records.merge_all(rows)
+    for step, outcome in zip(steps, outcomes, strict=True):
+        _log_step(step, outcome)
+    return outcomes
+
+
+@activity.defn(name="memlife.record_tenant_sets")
+def record_tenant_sets(run_id: str, pair_indexes: list[int],
+                       tenant_sets: list[list[TenantIdentity]]) -> None:
+    """record_tenants for many pairs at once."""
+    records.merge_all([
+        records.TenantRow(
+            id=f"{run_id}/{pair_index}/{t.role}", run_id=run_id, pair_index=pair_index,
+            role=t.role, alias=t.alias, phone=t.phone, language=t.language, user_id=t.user_id,
+        )
+        for pair_index, tenants in zip(pair_indexes, tenant_sets, strict=True)
+        for t in tenants
+    ])
+
+
+def _log_step(step: StepRecord, outcome: StepOutcome) -> None:
+    failed = sum(1 for v in outcome.verdicts if v.outcome == "fail")
+    log.info("step recorded", pair=step.pair_index, step=step.step_index, kind=step.kind,
+             stage=step.stage, observations=len(step.observations),
+             verdicts=len(outcome.verdicts), failed=failed)
+
+
+def _step_rows(step: StepRecord) -> tuple[list[Any], StepOutcome]:
     prefix = f"{step.run_id}/{step.pair_index}/{step.step_index}"
     aliases = {t.role: t.alias for t in step.tenants}
     outcome = _judge(step)
-    rows: list = [records.StepRow(
+    rows: list[Any] = [records.StepRow(
         id=prefix, run_id=step.run_id, pair_index=step.pair_index, step_index=step.step_index,
         kind=step.kind, label=step.label, scenario_started=step.scenario_started,
         scenario_finished=step.scenario_finished, wall_started=step.wall_started,
@@ -165,12 +280,7 @@ def record_step(step: StepRecord) -> StepOutcome:
         )
         for v in outcome.verdicts
     ]
-    records.merge_all(rows)
-    failed = sum(1 for v in outcome.verdicts if v.outcome == "fail")
-    log.info("step recorded", step=step.step_index, kind=step.kind, stage=step.stage,
-             observations=len(step.observations), verdicts=len(outcome.verdicts),
-             failed=failed)
-    return outcome
+    return rows, outcome
 
 
 @activity.defn(name="memlife.finish_run")
@@ -219,9 +329,11 @@ def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
     """A scheduled run gets its own id, canary seed and fresh tenants each time it starts."""
     from memlife.scenario import materialize
 
-    scenario = materialize(run.scenario, run_id)
     meta = run.meta.model_copy(update={
         "canary_seed": run_id if run.scenario.generate is not None else None})
+    if run.cohort_size:  # the suite materializes the pairs into the recorder itself
+        return run.model_copy(update={"run_id": run_id, "seed": run_id, "meta": meta})
+    scenario = materialize(run.scenario, run_id)
     return run.model_copy(update={"run_id": run_id, "scenario": scenario, "meta": meta})
 
 

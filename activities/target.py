@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from memlife.lifecycle import (
+    BatchOutcome,
     ConverseRequest,
     DeleteRequest,
     DeletionState,
@@ -32,6 +33,7 @@ from memlife.lifecycle import (
     Reply,
     StoreRead,
     StoreRecordView,
+    TargetBatch,
 )
 from memlife.log import get_logger
 from memlife.scoring import normalize
@@ -90,23 +92,40 @@ async def call_with_retries(target: Target, operation: Operation, variables: dic
     raise AssertionError("unreachable")
 
 
+# How one request is sent: once (Temporal retries the activity) or retried in place (a
+# batch, whose other items must not be sent again).
+Send = Callable[[Target, Operation, dict[str, Any], str], Awaitable[http.Response]]
+
+
+async def send_once(target: Target, operation: Operation, variables: dict[str, Any],
+                    scenario_now: str) -> http.Response:
+    return await http.call(target, operation, variables, scenario_now=scenario_now)
+
+
+async def send_retrying(target: Target, operation: Operation, variables: dict[str, Any],
+                        scenario_now: str) -> http.Response:
+    return (await call_with_retries(target, operation, variables, scenario_now))[0]
+
+
 @activity.defn(name="memlife.register_tenant")
 async def register_tenant(request: RegisterRequest) -> RegisterResult:
+    try:
+        return await _register(request, send_once)
+    except TargetError as error:
+        log.warning("register failed", target=request.target.name, error=str(error),
+                    attempt=activity.info().attempt)
+        raise _application_error(error) from None
+
+
+async def _register(request: RegisterRequest, send: Send) -> RegisterResult:
     operation = request.target.operations.registration
     wall_time = datetime.now(UTC)
     if operation is None:  # the target identifies tenants by phone alone
         return RegisterResult(user_id=request.phone, latency_ms=0.0, status=0,
                               wall_time=wall_time)
-    try:
-        response = await http.call(
-            request.target, operation,
-            {"phone": request.phone, "tenant_alias": request.tenant_alias},
-            scenario_now=request.scenario_now,
-        )
-    except TargetError as error:
-        log.warning("register failed", target=request.target.name, error=str(error),
-                    attempt=activity.info().attempt)
-        raise _application_error(error) from None
+    response = await send(request.target, operation,
+                          {"phone": request.phone, "tenant_alias": request.tenant_alias},
+                          request.scenario_now)
     user_id = response.fields.get("user_id", request.phone)
     return RegisterResult(user_id=str(user_id), latency_ms=response.latency_ms,
                           status=response.status, wall_time=wall_time)
@@ -136,7 +155,8 @@ async def converse(request: ConverseRequest) -> list[Reply]:
     return done
 
 
-async def _send_all(request: ConverseRequest, operation: Operation, done: list[Reply]) -> None:
+async def _send_all(request: ConverseRequest, operation: Operation, done: list[Reply],
+                    beat_each: bool = True) -> None:
     for index in range(len(done), len(request.messages)):
         variables = {"phone": request.phone, "user_id": request.user_id,
                      "message": request.messages[index]}
@@ -158,7 +178,8 @@ async def _send_all(request: ConverseRequest, operation: Operation, done: list[R
                           error=f"{type(error).__name__}: {error}", wall_time=wall_time,
                           attempts=request.target.max_attempts if error.retryable else 1)
         done.append(reply)
-        activity.heartbeat([r.model_dump(mode="json") for r in done])
+        if beat_each:
+            activity.heartbeat([r.model_dump(mode="json") for r in done])
 
 
 def _number(value: Any) -> float | None:
@@ -192,7 +213,8 @@ def _deletion_state(operation: DeleteOperation, response: http.Response,
 
 
 async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
-                        variables: dict[str, Any]) -> tuple[Any, http.Response, datetime]:
+                        variables: dict[str, Any], send: Send = send_once,
+                        ) -> tuple[Any, http.Response, datetime]:
     """One erasure-related request (delete, status, forget) by the operation's name."""
     operation = getattr(request.target.operations, name)
     if operation is None:
@@ -200,18 +222,23 @@ async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
                                type="TargetConfigError", non_retryable=True)
     wall_time = datetime.now(UTC)
     try:
-        response = await http.call(request.target, operation,
-                                   {"phone": request.phone, "user_id": request.user_id,
-                                    **variables},
-                                   scenario_now=request.scenario_now)
+        response = await send(request.target, operation,
+                              {"phone": request.phone, "user_id": request.user_id, **variables},
+                              request.scenario_now)
     except TargetError as error:
+        if send is not send_once:
+            raise  # a batch reports it as the item's error
         raise _application_error(error) from None
     return operation, response, wall_time
 
 
 @activity.defn(name="memlife.delete_tenant")
 async def delete_tenant(request: DeleteRequest) -> DeletionState:
-    operation, response, wall_time = await _erasure_call(request, "delete_tenant", {})
+    return await _delete(request, send_once)
+
+
+async def _delete(request: DeleteRequest, send: Send) -> DeletionState:
+    operation, response, wall_time = await _erasure_call(request, "delete_tenant", {}, send)
     # Without a status operation, a 2xx answer is all the confirmation there is.
     silent_is_done = request.target.operations.deletion_status is None
     return _deletion_state(operation, response, wall_time, silent_is_done)
@@ -219,16 +246,24 @@ async def delete_tenant(request: DeleteRequest) -> DeletionState:
 
 @activity.defn(name="memlife.deletion_status")
 async def deletion_status(request: DeleteRequest) -> DeletionState:
+    return await _deletion_status(request, send_once)
+
+
+async def _deletion_status(request: DeleteRequest, send: Send) -> DeletionState:
     operation, response, wall_time = await _erasure_call(
-        request, "deletion_status", {"deletion_id": request.deletion_id or ""})
+        request, "deletion_status", {"deletion_id": request.deletion_id or ""}, send)
     return _deletion_state(operation, response, wall_time, False)
 
 
 @activity.defn(name="memlife.forget_fact")
 async def forget_fact(request: ForgetRequest) -> DeletionState:
     """Erase one fact through the target's `forget` operation (a 2xx means done)."""
+    return await _forget(request, send_once)
+
+
+async def _forget(request: ForgetRequest, send: Send) -> DeletionState:
     _, response, wall_time = await _erasure_call(
-        request, "forget", {"value": request.value, "domain": request.domain})
+        request, "forget", {"value": request.value, "domain": request.domain}, send)
     status = response.fields.get("status")
     return DeletionState(status=None if status is None else str(status), done=True,
                          http_status=response.status, latency_ms=response.latency_ms,
@@ -270,12 +305,14 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
         deleted = field(probe.deleted)
         tenant = field(probe.tenant_field)
         record_id = field(probe.id)
+        matched = [i for i, text in enumerate(watch_normalized) if text and text in normalized]
         views.append(StoreRecordView(
             id=None if record_id is None else str(record_id),
             tenant_id=None if tenant is None else str(tenant),
             deleted=None if probe.deleted is None else bool(deleted),
-            matches=[i for i, text in enumerate(watch_normalized) if text and text in normalized],
-            excerpt=content[:EXCERPT_CHARS],
+            matches=matched,
+            # Evidence only where a watched value is: the rest would only weigh on history.
+            excerpt=content[:EXCERPT_CHARS] if matched else "",
         ))
     return StoreRead(store=store.name, mode=mode, key=key, total=len(raw), records=views,
                      latency_ms=response.latency_ms)
@@ -285,6 +322,11 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
 async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
     """Read every probed store by tenant scope (each identity) and by needle (each value),
     with bounded concurrency. A read that fails is returned as an error, never as empty."""
+    async with heartbeating(lambda: None):
+        return await _inspect(request)
+
+
+async def _inspect(request: InspectRequest) -> list[StoreRead]:
     limit = asyncio.Semaphore(READ_CONCURRENCY)
     watch_normalized = [normalize(text) for text in request.watch]
     reads = []
@@ -295,7 +337,73 @@ async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
                   for identity in request.identities]
         reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
                   for needle in request.needles]
-    async with heartbeating(lambda: None):
-        results = await asyncio.gather(*reads)
-    return list(results)
+    return list(await asyncio.gather(*reads))
 
+
+# -- batches: the cohort workflow's one activity per step --------------------------------
+
+# Items of a batch in flight at once; the target's own max_concurrency bounds the requests.
+BATCH_ITEMS_IN_FLIGHT = 64
+
+_REQUEST_TYPES: dict[str, type[Any]] = {
+    "register": RegisterRequest, "converse": ConverseRequest, "delete": DeleteRequest,
+    "deletion-status": DeleteRequest, "forget": ForgetRequest, "inspect": InspectRequest,
+}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_jsonable(item) for item in value]
+    return value.model_dump(mode="json")
+
+
+async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
+    if kind == "register":
+        return await _register(request, send_retrying)
+    if kind == "converse":
+        await _send_all(request, request.target.operations.say, partial, beat_each=False)
+        return partial
+    if kind == "delete":
+        return await _delete(request, send_retrying)
+    if kind == "deletion-status":
+        return await _deletion_status(request, send_retrying)
+    if kind == "forget":
+        return await _forget(request, send_retrying)
+    return await _inspect(request)
+
+
+@activity.defn(name="memlife.target_batch")
+async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
+    """Many target calls of one kind at once: each request retried in place, each item's
+    error returned as data. Finished items (and a conversation's answered messages) are
+    heartbeated, so a retried batch sends nothing twice."""
+    saved = activity.info().heartbeat_details
+    state: dict[str, Any] = saved[0] if saved else {}
+    done = {int(k): BatchOutcome.model_validate(v) for k, v in state.get("done", {}).items()}
+    partial = {int(k): [Reply.model_validate(r) for r in v]
+               for k, v in state.get("partial", {}).items()}
+    request_type = _REQUEST_TYPES[batch.kind]
+    limit = asyncio.Semaphore(BATCH_ITEMS_IN_FLIGHT)
+
+    def progress() -> dict[str, Any]:
+        return {"done": {str(k): v.model_dump(mode="json") for k, v in done.items()},
+                "partial": {str(k): [r.model_dump(mode="json") for r in v]
+                            for k, v in partial.items() if v}}
+
+    async def run(index: int, item: dict[str, Any]) -> None:
+        if index in done:
+            return
+        request = request_type.model_validate({**item, "target": batch.target})
+        async with limit:
+            try:
+                value = await _batch_item(batch.kind, request, partial.setdefault(index, []))
+                done[index] = BatchOutcome(value=_jsonable(value))
+            except MissingSecret as error:  # the same for every item: the batch fails
+                raise _application_error(error) from None
+            except TargetError as error:
+                done[index] = BatchOutcome(ok=False, error=f"{type(error).__name__}: {error}")
+            partial.pop(index, None)
+
+    async with heartbeating(progress):
+        await asyncio.gather(*(run(i, item) for i, item in enumerate(batch.items)))
+    return [done[i] for i in range(len(batch.items))]

@@ -161,6 +161,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 f"named {label!r}; give each target file its own name"))
     if args.repeat is not None and args.repeat < 1:
         problems.append(Problem("command line", "--repeat", "must be at least 1"))
+    if args.pairs is not None and scenario is not None:
+        if scenario.generate is None:
+            problems.append(Problem("command line", "--pairs", f"{args.scenario} lists its "
+                                    "pairs; --pairs needs a scenario with `generate`"))
+        elif not 1 <= args.pairs <= 20_000:
+            problems.append(Problem("command line", "--pairs", "must be 1 to 20000"))
+        else:
+            scenario = scenario.model_copy(update={"generate": scenario.generate.model_copy(
+                update={"count": args.pairs})})
+    if args.cohort != "auto" and not (args.cohort.isdigit() and int(args.cohort) <= 500):
+        problems.append(Problem("command line", "--cohort", "must be auto, 0 (a workflow "
+                                "per pair) or a cohort size up to 500"))
     try:
         clock = parse_clock(args.clock)
     except ValueError as error:
@@ -259,6 +271,18 @@ class StartedRun:
     link: str | None
 
 
+AUTO_COHORT = 50
+AUTO_COHORT_ABOVE = 64
+
+
+def cohort_size(option: str, pairs: int) -> int:
+    """--cohort: a workflow per pair keeps small runs easy to read pair by pair in the Web
+    UI; above that, cohorts batch every step's calls (see workflows/cohort.py)."""
+    if option == "auto":
+        return AUTO_COHORT if pairs > AUTO_COHORT_ABOVE else 0
+    return int(option)
+
+
 async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Configuration],
                clock: Any) -> int:
     from contextlib import AsyncExitStack
@@ -302,6 +326,7 @@ async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Con
                 run_id = new_run_id()
                 seed = (f"{base_seed}-r{repetition}" if args.repeat > 1 else base_seed) or run_id
                 materialized = materialize(scenario, seed)
+                cohort = cohort_size(args.cohort, len(materialized.pairs))
                 target, identity = configuration.target, {}
                 if target is None:
                     from memlife.targets.config import reference_target
@@ -318,6 +343,7 @@ async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Con
                                 "retrieval": configuration.retrieval}
                 started.append(await _start_run(
                     args, client, materialized, target, identity, clock, run_id, seed,
+                    scenario if cohort else materialized, cohort,
                     address, web_ui, task_queue, search_attributes, experiment,
                     configuration.label, repetition))
                 if clock.mode == "skip":
@@ -354,6 +380,7 @@ async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Con
 
 async def _start_run(args: argparse.Namespace, client: Any, scenario: Any, target: Any,
                      identity: dict[str, str], clock: Any, run_id: str, seed: str,
+                     written: Any, cohort: int,
                      address: str, web_ui: str | None, task_queue: str,
                      search_attributes: bool, experiment: str | None, configuration: str,
                      repetition: int) -> StartedRun:
@@ -386,8 +413,9 @@ async def _start_run(args: argparse.Namespace, client: Any, scenario: Any, targe
         print(f"Temporal Web UI: {link}", flush=True)
     handle = await client.start_workflow(
         SuiteWorkflow.run,
-        RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta,
-                 search_attributes=search_attributes, review_queue=args.review),
+        RunInput(run_id=run_id, scenario=written, target=target, clock=clock, meta=meta,
+                 search_attributes=search_attributes, review_queue=args.review,
+                 cohort_size=cohort, seed=seed if cohort else None),
         id=workflow_id, task_queue=task_queue,
         static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
         search_attributes=attributes.start_attributes(
@@ -712,6 +740,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="exit 1 when any case fails or the latency target is missed")
     run.add_argument("--seed", default=None,
                      help="seed for generated canary values (default: the run id)")
+    run.add_argument("--pairs", type=int, default=None, metavar="N",
+                     help="generate N pairs instead of the scenario's `generate.count`")
+    run.add_argument("--cohort", default="auto", metavar="N",
+                     help="pairs per cohort workflow (their calls batched per step); 0: one "
+                     f"workflow per pair; auto: cohorts of {AUTO_COHORT} above "
+                     f"{AUTO_COHORT_ABOVE} pairs")
     run.add_argument("--task-queue", default=None)
     run.add_argument("--no-worker", action="store_true",
                      help="do not run an in-process worker (standalone workers serve the run)")

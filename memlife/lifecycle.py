@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +25,7 @@ from memlife.scenario import (
     WaitStep,
     WriteStep,
 )
-from memlife.scoring import Expectation, contains, normalize, score_reply
+from memlife.scoring import Expectation, ValueIndex, contains, normalize, score_reply
 from memlife.targets.config import Store, Target
 
 Outcome = Literal["pass", "fail", "inconclusive"]
@@ -114,6 +114,24 @@ class RunInput(_Model):
     # Keep memlife's search attributes current (the cluster has them registered).
     search_attributes: bool = False
     # Queue the replies exact matching failed for blinded review (memlife review).
+    review_queue: str | None = None
+    # Pairs per CohortLifecycleWorkflow; 0: one PairLifecycleWorkflow per pair. With
+    # cohorts, `scenario` is as written and the suite materializes its pairs from `seed`
+    # into the recorder (the input stays small at ten thousand pairs).
+    cohort_size: int = 0
+    seed: str | None = None
+
+
+class CohortInput(_Model):
+    """Pairs first_pair … first_pair + pair_count - 1 of a run, read from the recorder."""
+
+    run_id: str
+    first_pair: int
+    pair_count: int
+    scenario: Scenario  # as written: no pairs
+    target: Target
+    clock: Clock
+    clock_origin: datetime
     review_queue: str | None = None
 
 
@@ -235,6 +253,23 @@ class StoreRead(_Model):
     total: int = 0
     records: list[StoreRecordView] = Field(default_factory=list)
     latency_ms: float | None = None
+
+
+class TargetBatch(_Model):
+    """Many target calls of one kind in one activity (the cohort workflow's step fan-out).
+    The target travels once; each item is its request without the target."""
+
+    kind: Literal["register", "converse", "delete", "deletion-status", "forget", "inspect"]
+    target: Target
+    items: list[dict[str, Any]]
+
+
+class BatchOutcome(_Model):
+    """One item's result (`value`, its result model as JSON) or its error ("Type: message")."""
+
+    ok: bool = True
+    value: Any = None
+    error: str | None = None
 
 
 # -- observations, cases, verdicts ---------------------------------------------------------
@@ -624,23 +659,33 @@ _LEAK = {"partner": ("I3", "leaked"), "foreign": ("I3", "leaked"),
 
 
 def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: float,
-                foreign: list[ForbiddenValue] | None = None) -> CaseVerdict:
+                foreign: list[ForbiddenValue] | ValueIndex[ForbiddenValue] | None = None,
+                ) -> CaseVerdict:
     """Score one reply by the seed's rule, separating missing recall from each leak.
 
     `foreign` are values of tenants outside this pair: a leak from anywhere in the run is a
-    leak.
+    leak. At scale they come as a ValueIndex: only the ones that occur are looked at.
     """
+    if isinstance(foreign, ValueIndex):
+        texts = normalize(observation.reply or "") + "\n" + normalize(
+            observation.context or "")
+        occurring = foreign.found_in(texts)
+        any_foreign = bool(occurring) or foreign.size > 0
+        foreign = occurring
+    else:
+        any_foreign = bool(foreign)
     forbidden = list(case.forbidden) + list(foreign or [])
     findings: list[Finding] = []
     checks: list[Check] = []
     positive = "abstain" if case.kind == "abstain" else "recall"
     has_positive = bool(case.required or case.any_of)
     invariants = [positive] if has_positive else []
-    invariants += sorted({_LEAK[f.origin][0] for f in forbidden})
+    invariants += sorted({_LEAK[f.origin][0] for f in forbidden}
+                         | ({"I3"} if any_foreign else set()))
     if case.scoped_deletion:
         invariants.append("D2")
-    context_checked = observation.context is not None and any(
-        f.origin in ("partner", "foreign") for f in forbidden)
+    context_checked = observation.context is not None and (any_foreign or any(
+        f.origin in ("partner", "foreign") for f in forbidden))
 
     if observation.status != "ok" or observation.reply is None or case.blocked_by:
         detail = observation.error or case.blocked_by or "no reply"
@@ -675,7 +720,8 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
                     value=" | ".join(case.required or case.any_of),
                     detail="the partner's deletion took this tenant's value with it"))
     leaked = set(score.leaked)
-    for invariant in sorted({_LEAK[f.origin][0] for f in forbidden}):
+    for invariant in sorted({_LEAK[f.origin][0] for f in forbidden}
+                            | ({"I3"} if any_foreign else set())):
         relevant = [f for f in forbidden if _LEAK[f.origin][0] == invariant]
         hits = [f for f in relevant if f.text in leaked]
         checks.append(Check(invariant=invariant, outcome="fail" if hits else "pass"))
@@ -1005,3 +1051,7 @@ def suite_workflow_id(scenario: str, run_id: str) -> str:
 
 def pair_workflow_id(scenario: str, run_id: str, pair_index: int) -> str:
     return f"memlife/{scenario}/{run_id}/pair-{pair_index}"
+
+
+def cohort_workflow_id(scenario: str, run_id: str, first_pair: int) -> str:
+    return f"memlife/{scenario}/{run_id}/cohort-{first_pair}"

@@ -159,6 +159,16 @@ class VerdictRow(SQLModel, table=True):
     findings_json: str
 
 
+class RunPairRow(SQLModel, table=True):
+    """A run's materialized pairs, for cohorts to load (their values are in run_values)."""
+
+    __tablename__ = "run_pairs"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    pair_json: str
+
+
 class RunValueRow(SQLModel, table=True):
     """Every fact value of a run and who owns it: a reply holding a value of a tenant
     outside the probed pair is a leak too."""

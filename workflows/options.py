@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio.common import RetryPolicy
 
@@ -76,3 +77,17 @@ def inspect_timeout(target: Target, reads_per_store: int) -> timedelta:
     stores = max(1, sum(1 for s in target.stores if s.probe is not None))
     # Reads run 8 at a time; bound generously by the serial worst case of one store.
     return _per_request(target) * reads_per_store * stores / 8 + _per_request(target) + _SLACK
+
+
+def batch_timeout(target: Target, kind: str, requests: list[Any]) -> timedelta:
+    """A cohort's batch: its requests go `max_concurrency` at a time; bound it by the serial
+    worst case of that many lanes (the heartbeat notices a dead worker long before)."""
+    if kind == "converse":
+        count = sum(len(request.messages) for request in requests)
+    elif kind == "inspect":
+        stores = max(1, sum(1 for s in target.stores if s.probe is not None))
+        count = sum(stores * (len(r.identities) + len(r.needles)) for r in requests)
+    else:
+        count = len(requests)
+    lanes = max(1, target.max_concurrency)
+    return _per_request(target) * (count / lanes + 1) + _SLACK

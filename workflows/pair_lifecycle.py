@@ -76,8 +76,19 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
-def _failure_text(error: ActivityError) -> str:
+class BatchItemError(Exception):
+    """One item of a batched call failed (the cohort workflow's counterpart of an
+    ActivityError); the message is already "Type: message"."""
+
+
+# What a failed call raises, alone (PairLifecycleWorkflow) or batched (CohortLifecycleWorkflow).
+CALL_ERRORS = (ActivityError, BatchItemError)
+
+
+def _failure_text(error: ActivityError | BatchItemError) -> str:
     """The innermost application error's type and message (timeouts: the timeout)."""
+    if isinstance(error, BatchItemError):
+        return str(error)
     cause: Any = error
     while getattr(cause, "cause", None) is not None:
         cause = cause.cause
@@ -244,7 +255,7 @@ class PairLifecycleWorkflow:
 
     async def _register(self, roles: tuple[Role, ...]) -> StepWork:
         observations = await asyncio.gather(*(self._register_one(role) for role in roles))
-        await workflow.execute_local_activity(
+        await self._local_activity(
             record_tenants,
             args=[self._input.run_id, self._input.pair_index, list(self._tenants.values())],
             start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
@@ -258,7 +269,7 @@ class PairLifecycleWorkflow:
         scenario_time = self._scenario_now()
         target = self._input.target
         try:
-            result = await workflow.execute_activity(
+            result = await self._activity(
                 register_tenant,
                 RegisterRequest(target=target, phone=tenant.phone, tenant_alias=tenant.alias,
                                 scenario_now=_iso(scenario_time)),
@@ -266,7 +277,7 @@ class PairLifecycleWorkflow:
                 retry_policy=TARGET_RETRY,
                 summary=f"register {tenant.alias}",
             )
-        except ActivityError as error:
+        except CALL_ERRORS as error:
             self._tenants[role] = tenant.model_copy(update={"user_id": None})
             return Observation(seq=seq, role=role, kind="register", request=tenant.phone,
                                status="target-error", error=_failure_text(error),
@@ -355,7 +366,7 @@ class PairLifecycleWorkflow:
             error = None
             state: DeletionState | None = None
             try:
-                state = await workflow.execute_activity(
+                state = await self._activity(
                     forget_fact,
                     ForgetRequest(target=target, phone=tenant.phone,
                                   user_id=tenant.user_id or "", domain=domain, value=value,
@@ -363,7 +374,7 @@ class PairLifecycleWorkflow:
                     start_to_close_timeout=target_timeout(target.timeout),
                     retry_policy=TARGET_RETRY, summary=f"forget {tenant.alias} {domain}",
                 )
-            except ActivityError as failure:
+            except CALL_ERRORS as failure:
                 error = _failure_text(failure)
             # Fail closed: even an unconfirmed forget is then checked as if it had happened.
             self._state.record_forget(role, domain)
@@ -389,14 +400,14 @@ class PairLifecycleWorkflow:
                 error = "tenant was never registered; nothing to delete"
             else:
                 try:
-                    state = await workflow.execute_activity(
+                    state = await self._activity(
                         delete_tenant,
                         DeleteRequest(target=target, phone=tenant.phone,
                                       user_id=tenant.user_id, scenario_now=_iso(scenario_time)),
                         start_to_close_timeout=target_timeout(target.timeout),
                         retry_policy=TARGET_RETRY, summary=f"delete {tenant.alias}",
                     )
-                except ActivityError as failure:
+                except CALL_ERRORS as failure:
                     error = _failure_text(failure)
             self._state.record_deletion(role, scenario_time,
                                         state.deletion_id if state else None)
@@ -448,7 +459,7 @@ class PairLifecycleWorkflow:
                                   f"{tenant_state.alias}")
                 seq, scenario_time = self._next_seq(), self._scenario_now()
                 try:
-                    state = await workflow.execute_activity(
+                    state = await self._activity(
                         deletion_status,
                         DeleteRequest(target=target, phone=identity.phone, user_id=user_id,
                                       deletion_id=tenant_state.deletion_id,
@@ -462,7 +473,7 @@ class PairLifecycleWorkflow:
                         reply=state.status, http_status=state.http_status,
                         latency_ms=state.latency_ms, scenario_time=scenario_time,
                         wall_time=state.wall_time))
-                except ActivityError as failure:
+                except CALL_ERRORS as failure:
                     observations.append(Observation(
                         seq=seq, role=role, kind="deletion-status", request=user_id,
                         status="target-error", error=_failure_text(failure),
@@ -493,7 +504,7 @@ class PairLifecycleWorkflow:
                          for s in probed]
                 return case, reads
             try:
-                reads = await workflow.execute_activity(
+                reads = await self._activity(
                     inspect_stores,
                     InspectRequest(target=target, identities=case.identities,
                                    needles=[n.text for n in case.needles], watch=case.watch(),
@@ -503,7 +514,7 @@ class PairLifecycleWorkflow:
                     retry_policy=INSPECT_RETRY,
                     summary=f"inspect {len(probed)} store(s) for {case.tenant_alias}",
                 )
-            except ActivityError as failure:  # fail closed: unread is not absent
+            except CALL_ERRORS as failure:  # fail closed: unread is not absent
                 reads = [StoreRead(store=s.name, mode="scope", key=",".join(case.identities),
                                    status="error", error=_failure_text(failure))
                          for s in probed]
@@ -524,6 +535,20 @@ class PairLifecycleWorkflow:
                         reads={case.case_id: reads for case, reads in results})
 
     # -- plumbing ------------------------------------------------------------------------
+
+    async def _activity(self, activity: Any, arg: Any = None, *,
+                        args: list[Any] | None = None, **options: Any) -> Any:
+        """Every target call goes through here; the cohort workflow batches them instead."""
+        if args is not None:
+            return await workflow.execute_activity(activity, args=args, **options)
+        return await workflow.execute_activity(activity, arg, **options)
+
+    async def _local_activity(self, activity: Any, arg: Any = None, *,
+                              args: list[Any] | None = None, **options: Any) -> Any:
+        """Every recording goes through here; the cohort workflow batches them instead."""
+        if args is not None:
+            return await workflow.execute_local_activity(activity, args=args, **options)
+        return await workflow.execute_local_activity(activity, arg, **options)
 
     async def _converse(self, role: Role, messages: list[Message]) -> list[Observation]:
         """Send one tenant's messages in order (one activity); one observation each."""
@@ -546,7 +571,7 @@ class PairLifecycleWorkflow:
         target = self._input.target
         start_to_close, heartbeat = converse_timeouts(target, len(messages))
         try:
-            replies = await workflow.execute_activity(
+            replies = await self._activity(
                 converse,
                 ConverseRequest(target=target, phone=tenant.phone, user_id=tenant.user_id,
                                 messages=[m.text for m in messages],
@@ -555,7 +580,7 @@ class PairLifecycleWorkflow:
                 retry_policy=RESUMABLE_RETRY,
                 summary=f"{messages[0].kind} {tenant.alias}: {len(messages)} message(s)",
             )
-        except ActivityError as error:
+        except CALL_ERRORS as error:
             text = _failure_text(error)
             return [observation(i, status="target-error", error=text, wall_time=workflow.now())
                     for i in range(len(messages))]
@@ -593,7 +618,7 @@ class PairLifecycleWorkflow:
                       started_wall: datetime, work: StepWork) -> StepOutcome:
         # Recording is a short, idempotent database write: a local activity (no server round
         # trip to schedule it) that simply runs again if the workflow task is retried.
-        return await workflow.execute_local_activity(
+        return await self._local_activity(
             record_step,
             StepRecord(
                 run_id=self._input.run_id, pair_index=self._input.pair_index,
@@ -623,7 +648,7 @@ class PairLifecycleWorkflow:
                 queue_for_review, args=[self._input.review_queue, items],
                 start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
                 summary=f"queue {len(items)} reply(ies) for review")
-        except ActivityError as error:
+        except CALL_ERRORS as error:
             workflow.logger.warning("could not queue replies for review: %s", error)
 
     async def _tally(self, verdicts: list[CaseVerdict]) -> None:

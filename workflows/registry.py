@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from activities.record import (
     finish_run,
+    load_pairs,
+    materialize_pairs,
     prepare_scheduled_run,
     record_receipt,
     record_run_started,
     record_step,
+    record_steps,
+    record_tenant_sets,
     record_tenants,
 )
 from activities.review import queue_for_review, record_adjudications
@@ -18,17 +22,20 @@ from activities.target import (
     forget_fact,
     inspect_stores,
     register_tenant,
+    target_batch,
 )
 from workflows.adjudication import AdjudicationWorkflow
+from workflows.cohort import CohortLifecycleWorkflow
 from workflows.deletion_check import DeletionCheckWorkflow
 from workflows.pair_lifecycle import PairLifecycleWorkflow
 from workflows.suite import SuiteWorkflow
 
-WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, DeletionCheckWorkflow,
-             AdjudicationWorkflow]
+WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, CohortLifecycleWorkflow,
+             DeletionCheckWorkflow, AdjudicationWorkflow]
 ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
-                    inspect_stores, queue_for_review]
-SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, finish_run,
+                    inspect_stores, queue_for_review, target_batch]
+SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, record_steps,
+                   record_tenant_sets, materialize_pairs, load_pairs, finish_run,
                    prepare_scheduled_run, record_adjudications, record_receipt]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES
 DEFAULT_TASK_QUEUE = "memlife"

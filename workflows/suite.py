@@ -9,17 +9,25 @@ from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.record import finish_run, prepare_scheduled_run, record_run_started
+    from activities.record import (
+        finish_run,
+        materialize_pairs,
+        prepare_scheduled_run,
+        record_run_started,
+    )
     from memlife.lifecycle import (
+        CohortInput,
         PairInput,
         PairResult,
         RunInput,
         RunSummary,
         TenantIdentity,
+        cohort_workflow_id,
         pair_workflow_id,
     )
     from memlife.phones import synthetic_phone
     from workflows import attributes
+    from workflows.cohort import CohortLifecycleWorkflow
     from workflows.options import RECORD_RETRY, RECORD_TIMEOUT
     from workflows.pair_lifecycle import PairLifecycleWorkflow
 
@@ -80,8 +88,9 @@ class SuiteWorkflow:
         await self._broadcast("cancel", self._cancel_reason)
 
     async def _broadcast(self, signal: str, *args: Any) -> None:
-        running = [workflow_id for index, workflow_id in self._children.items()
-                   if index not in self._results]
+        running = list(dict.fromkeys(  # a cohort serves many pairs: signal it once
+            workflow_id for index, workflow_id in self._children.items()
+            if index not in self._results))
         for workflow_id in running:
             try:
                 await workflow.get_external_workflow_handle(workflow_id).signal(signal, *args)
@@ -108,10 +117,22 @@ class SuiteWorkflow:
             record_run_started, run, start_to_close_timeout=RECORD_TIMEOUT,
             retry_policy=RECORD_RETRY, summary="record run",
         )
+        if run.cohort_size:
+            self._pairs_total = await workflow.execute_activity(
+                materialize_pairs, args=[run.run_id, scenario, run.seed or run.run_id],
+                start_to_close_timeout=RECORD_TIMEOUT * 5, retry_policy=RECORD_RETRY,
+                summary="materialize pairs")
         self._set_phase("lifecycles")
         origin = workflow.now()
         children = []
-        for index, pair in enumerate(scenario.pairs):
+        if run.cohort_size:
+            for first in range(0, self._pairs_total, run.cohort_size):
+                children.append(self._cohort(CohortInput(
+                    run_id=run.run_id, first_pair=first,
+                    pair_count=min(run.cohort_size, self._pairs_total - first),
+                    scenario=scenario, target=run.target, clock=run.clock,
+                    clock_origin=origin, review_queue=run.review_queue)))
+        for index, pair in enumerate([] if run.cohort_size else scenario.pairs):
             tenants = [
                 TenantIdentity(role=role, alias=pair.tenant(role).alias,
                                phone=synthetic_phone(run.run_id, 2 * index + offset),
@@ -125,7 +146,9 @@ class SuiteWorkflow:
                 search_attributes=run.search_attributes, review_queue=run.review_queue,
             )
             children.append(self._pair(pair_input))
-        results = await asyncio.gather(*children)
+        gathered = await asyncio.gather(*children)
+        results: list[PairResult | None] = (
+            [r for cohort in gathered for r in cohort] if run.cohort_size else gathered)
         failed_pairs = [index for index, result in enumerate(results) if result is None]
         cancelled = [result.pair_index for result in results if result and result.cancelled]
         self._set_phase("summarizing")
@@ -166,6 +189,30 @@ class SuiteWorkflow:
             self._pairs_done += 1
             if result is None or result.failures:
                 self._failing_pairs.add(pair_input.pair_index)
+            self._upsert_verdict()
+
+    async def _cohort(self, cohort: CohortInput) -> list[PairResult | None]:
+        last = cohort.first_pair + cohort.pair_count - 1
+        workflow_id = cohort_workflow_id(cohort.scenario.name, cohort.run_id,
+                                         cohort.first_pair)
+        indexes = range(cohort.first_pair, last + 1)
+        for index in indexes:
+            self._children[index] = workflow_id
+        results: list[PairResult | None] = [None] * cohort.pair_count
+        try:
+            results = await workflow.execute_child_workflow(
+                CohortLifecycleWorkflow.run, cohort, id=workflow_id,
+                static_summary=f"pairs {cohort.first_pair}–{last}")
+            return results
+        except ChildWorkflowError as error:
+            workflow.logger.error("cohort lifecycle failed: %s", error)
+            return results
+        finally:
+            for index, result in zip(indexes, results, strict=True):
+                self._results[index] = result
+                self._pairs_done += 1
+                if result is None or result.failures:
+                    self._failing_pairs.add(index)
             self._upsert_verdict()
 
     def _verdict(self) -> str:

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memlife.scoring import (
     Expectation,
+    ValueIndex,
+    contains,
     median,
     normalize,
     percentile_upper_rank,
@@ -84,3 +88,21 @@ def test_latency_summary_and_target_rule() -> None:
     assert summarize_latency([700.0], target_ms=700).within_target
     empty = summarize_latency([], target_ms=700)
     assert empty.count == 0 and empty.mean is None and empty.within_target
+
+
+def test_value_index_finds_exactly_what_contains_finds() -> None:
+    values = ["Panadería Quispe", "Calle Olmo 12", "Rex", "ab", "Quispe", "  "]
+    index = ValueIndex((v, v) for v in values)
+    reply = normalize("Trabajas en PANADERIA quispe, cerca de la calle olmo 12; tu perro Rex")
+    assert sorted(index.found_in(reply)) == sorted(
+        v for v in values if contains(reply, v))
+    assert index.size == 5  # the blank value is never indexed: it never matches
+    assert index.found_in(normalize("nada que ver")) == []
+
+
+@given(values=st.lists(st.text(alphabet="abcñé ", min_size=1, max_size=6), max_size=12),
+       text=st.text(alphabet="abcñé ", max_size=40))
+def test_value_index_agrees_with_contains(values: list[str], text: str) -> None:
+    haystack = normalize(text)
+    found = ValueIndex((v, i) for i, v in enumerate(values)).found_in(haystack)
+    assert sorted(found) == [i for i, v in enumerate(values) if contains(haystack, v)]

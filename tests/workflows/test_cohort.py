@@ -1,0 +1,64 @@
+"""CohortLifecycleWorkflow: pairs run in cohorts, their calls batched per step, record
+exactly what the same seeded pairs record one workflow each — and with far fewer
+activities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.testing import WorkflowEnvironment
+
+from memlife import embedded
+from memlife.lifecycle import cohort_workflow_id, pair_workflow_id
+from memlife.scenario import Scenario
+from memlife.targets.config import reference_target
+from tests.reliability.helpers import NIGHTLY, assert_same_rows, row_keys
+from tests.workflows.helpers import run_input, run_suite
+
+PAIRS = 5
+FAULT = "graph-unscoped-delete"  # failures too: the verdicts compared are not all passes
+
+
+def _nightly() -> Scenario:
+    from memlife.scenario import load_scenario
+
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    return scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": PAIRS})})
+
+
+async def _activities(env: WorkflowEnvironment, workflow_id: str) -> int:
+    history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+    return sum(1 for event in history.events
+               if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+
+
+async def test_cohorts_record_what_single_pairs_record(
+        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    from memlife.scenario import materialize
+
+    written = _nightly()
+    seed = "cohort-equivalence"
+    with embedded.reference_target(tmp_path / "single", [FAULT]) as single:
+        alone = run_input(materialize(written, seed), reference_target(single.base_url))
+        alone_summary = await run_suite(skip_env.client, skip_worker, alone)
+    with embedded.reference_target(tmp_path / "cohort", [FAULT]) as batched:
+        cohort = run_input(written, reference_target(batched.base_url)).model_copy(
+            update={"cohort_size": 2, "seed": seed})
+        cohort_summary = await run_suite(skip_env.client, skip_worker, cohort)
+
+    assert not alone_summary.passed and alone_summary.failures > 0
+    assert cohort_summary.model_dump(exclude={"run_id"}) == alone_summary.model_dump(
+        exclude={"run_id"})
+    assert_same_rows(row_keys(cohort.run_id, db_url), row_keys(alone.run_id, db_url))
+
+    # Three cohorts (2 + 2 + 1 pairs) instead of five pair workflows; each cohort sends a
+    # step's calls together, so it schedules fewer activities than even one pair alone.
+    name = written.name
+    per_pair = await _activities(skip_env, pair_workflow_id(name, alone.run_id, 0))
+    for first in (0, 2, 4):
+        batched_count = await _activities(skip_env, cohort_workflow_id(name, cohort.run_id,
+                                                                       first))
+        assert 0 < batched_count < per_pair, (first, batched_count, per_pair)
