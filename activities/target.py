@@ -379,14 +379,22 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
     heartbeated, so a retried batch sends nothing twice."""
     saved = activity.info().heartbeat_details
     state: dict[str, Any] = saved[0] if saved else {}
-    done = {int(k): BatchOutcome.model_validate(v) for k, v in state.get("done", {}).items()}
+    # Each finished item is serialized once, when it finishes: a heartbeat sends what is
+    # already there instead of dumping every result again every two seconds.
+    done_json: dict[str, Any] = dict(state.get("done", {}))
+    done = {int(k): BatchOutcome.model_validate(v) for k, v in done_json.items()}
     partial = {int(k): [Reply.model_validate(r) for r in v]
                for k, v in state.get("partial", {}).items()}
     request_type = _REQUEST_TYPES[batch.kind]
     limit = asyncio.Semaphore(BATCH_ITEMS_IN_FLIGHT)
+    # Store reads change nothing: a retried inspection reads again, and its (large) results
+    # stay out of the heartbeats. Everything else resumes where it stopped.
+    resumable = batch.kind != "inspect"
 
     def progress() -> dict[str, Any]:
-        return {"done": {str(k): v.model_dump(mode="json") for k, v in done.items()},
+        if not resumable:
+            return {}
+        return {"done": done_json,
                 "partial": {str(k): [r.model_dump(mode="json") for r in v]
                             for k, v in partial.items() if v}}
 
@@ -397,11 +405,14 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
         async with limit:
             try:
                 value = await _batch_item(batch.kind, request, partial.setdefault(index, []))
-                done[index] = BatchOutcome(value=_jsonable(value))
+                outcome = BatchOutcome(value=_jsonable(value))
             except MissingSecret as error:  # the same for every item: the batch fails
                 raise _application_error(error) from None
             except TargetError as error:
-                done[index] = BatchOutcome(ok=False, error=f"{type(error).__name__}: {error}")
+                outcome = BatchOutcome(ok=False, error=f"{type(error).__name__}: {error}")
+            done[index] = outcome
+            if resumable:
+                done_json[str(index)] = outcome.model_dump(mode="json")
             partial.pop(index, None)
 
     async with heartbeating(progress):

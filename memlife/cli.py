@@ -271,7 +271,7 @@ class StartedRun:
     link: str | None
 
 
-AUTO_COHORT = 50
+AUTO_COHORT = 10
 AUTO_COHORT_ABOVE = 64
 
 

@@ -271,12 +271,15 @@ def merge_all(rows: list[SQLModel], url: str | None = None) -> None:
     with engine.begin() as connection:
         for table, values in by_table.items():
             keys = [column.name for column in table.primary_key.columns]
-            for start in range(0, len(values), 500):
-                statement = insert(table).values(values[start:start + 500])
-                updates = {column.name: statement.excluded[column.name]
-                           for column in table.columns if column.name not in keys}
-                connection.execute(statement.on_conflict_do_update(index_elements=keys,
-                                                                   set_=updates))
+            statement = insert(table)
+            updates = {column.name: statement.excluded[column.name]
+                       for column in table.columns if column.name not in keys}
+            # One statement executed for many rows: compiled once (and cached), where a
+            # multi-VALUES insert is compiled afresh for every batch (a fifth of a busy
+            # worker's CPU, measured with py-spy).
+            upsert = statement.on_conflict_do_update(index_elements=keys, set_=updates)
+            for start in range(0, len(values), 2000):
+                connection.execute(upsert, values[start:start + 2000])
 
 
 def dumps(value: Any) -> str:

@@ -64,12 +64,37 @@ def _clock(header_value: str | None) -> datetime:
     return datetime.now(UTC)
 
 
+class ServerTotalTiming:
+    """Pure ASGI middleware: every response carries `Server-Timing: total;dur=…`, the time
+    from the request's arrival in the application to its response — what memlife's
+    recorded latency is compared with (the rest is transport and the client)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        arrived = time.perf_counter()
+
+        async def timed_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                total = (time.perf_counter() - arrived) * 1000
+                message = {**message, "headers": [*message.get("headers", []), (
+                    b"server-timing", f"total;dur={total:.3f}".encode())]}
+            await send(message)
+
+        await self.app(scope, receive, timed_send)
+
+
 def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
                api_key: str | None = None) -> FastAPI:
     """`service_time` (seconds) simulates a model's thinking time on every conversation
     turn, outside the runtime's lock (as an LLM call would be). With `api_key`, every
     endpoint but /health requires `Authorization: Bearer <api_key>`."""
     app = FastAPI(title="memlife reference target", version="1")
+    app.add_middleware(ServerTotalTiming)
 
     if api_key is not None:
         expected = f"Bearer {api_key}".encode()

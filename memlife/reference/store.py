@@ -133,6 +133,29 @@ CREATE TABLE IF NOT EXISTS clock (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
+# The tables behind each store, searched by needle across all tenants.
+STORE_TABLES = {"thread": "thread_messages", "memory": "memories", "graph": "graph_nodes",
+                "jobs": "jobs", "summaries": "summaries", "cache": "cache"}
+# A needle search is a substring search over every tenant's rows: a full scan grows with
+# the store, and a ten-thousand-pair run would spend its life scanning. Like the indexes a
+# real store has, a trigram index (SQLite FTS5) finds the candidate rows; the substring
+# test on them keeps the answer exact. Triggers keep it in step with every write.
+_SEARCH_INDEX = "".join(f"""
+CREATE VIRTUAL TABLE IF NOT EXISTS {table}_search USING fts5(
+    norm, content='{table}', content_rowid='rowid', tokenize='trigram');
+CREATE TRIGGER IF NOT EXISTS {table}_search_insert AFTER INSERT ON {table} BEGIN
+    INSERT INTO {table}_search(rowid, norm) VALUES (new.rowid, new.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS {table}_search_delete AFTER DELETE ON {table} BEGIN
+    INSERT INTO {table}_search({table}_search, rowid, norm) VALUES ('delete', old.rowid, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS {table}_search_update AFTER UPDATE OF norm ON {table} BEGIN
+    INSERT INTO {table}_search({table}_search, rowid, norm) VALUES ('delete', old.rowid, old.norm);
+    INSERT INTO {table}_search(rowid, norm) VALUES (new.rowid, new.norm);
+END;
+""" for table in STORE_TABLES.values())
+_TRIGRAM = 3
+
 
 class UnknownTenant(LookupError):
     pass
@@ -189,7 +212,14 @@ class ReferenceRuntime:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(_SCHEMA)
+        self._db.execute("PRAGMA recursive_triggers=ON")  # REPLACE's deletes reindex too
+        indexed = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='jobs_search'"
+                                   ).fetchone() is not None
+        self._db.executescript(_SCHEMA + _SEARCH_INDEX)
+        if not indexed:  # a database from before the index: index what it holds
+            for table in STORE_TABLES.values():
+                self._db.execute(f"INSERT INTO {table}_search({table}_search) "
+                                 "VALUES ('rebuild')")
 
     def close(self) -> None:
         with self._lock:
@@ -465,16 +495,20 @@ class ReferenceRuntime:
         """Records of one store, by tenant scope or by normalized needle (all tenants)."""
         if store not in STORES:
             raise UnknownStore(store)
-        table = {"thread": "thread_messages", "memory": "memories", "graph": "graph_nodes",
-                 "jobs": "jobs", "summaries": "summaries", "cache": "cache"}[store]
+        table = STORE_TABLES[store]
         clauses: list[str] = []
         params: list[str] = []
         if tenant_id is not None:
             clauses.append("tenant_id = ?")
             params.append(tenant_id)
         if needle is not None:
+            normalized = _norm(needle)
+            if len(normalized) >= _TRIGRAM:  # candidates from the index, then exact
+                clauses.append(f"rowid IN (SELECT rowid FROM {table}_search "
+                               f"WHERE {table}_search MATCH ?)")
+                params.append('"' + normalized.replace('"', '""') + '"')
             clauses.append("instr(norm, ?) > 0")
-            params.append(_norm(needle))
+            params.append(normalized)
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         with self._at(now):
             rows = self._db.execute(f"SELECT * FROM {table}{where}", params).fetchall()  # noqa: S608

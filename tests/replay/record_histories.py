@@ -216,6 +216,41 @@ async def record_adjudication() -> None:
         await env.shutdown()
 
 
+async def record_cohort() -> None:
+    """A nightly of three pairs in cohorts of two (pairs by reference, batched steps,
+    shared timers), with a fault so that failures are in it too."""
+    import os
+
+    from memlife.lifecycle import cohort_workflow_id
+
+    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
+    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=bundled_binary("temporal-test-server"),
+    )
+    try:
+        with embedded.reference_target(scratch, ["nightly-resurrection"]) as process, \
+                ThreadPoolExecutor(max_workers=8) as executor:
+            task_queue = f"record-{uuid.uuid4().hex[:6]}"
+            async with build_worker(env.client, task_queue, executor):
+                scenario = load_scenario(REPO / "scenarios" / "lifecycle-nightly.yaml")
+                assert scenario.generate is not None
+                scenario = scenario.model_copy(update={
+                    "generate": scenario.generate.model_copy(update={"count": 3})})
+                run = run_input(scenario, reference_target(process.base_url)).model_copy(
+                    update={"cohort_size": 2, "seed": "v3-cohort"})
+                await run_suite(env.client, task_queue, run)
+            for name, workflow_id in (
+                ("v3-cohort-nightly-suite", f"memlife/{scenario.name}/{run.run_id}"),
+                ("v3-cohort-nightly-cohort",
+                 cohort_workflow_id(scenario.name, run.run_id, 0)),
+            ):
+                _save(name, await env.client.get_workflow_handle(workflow_id).fetch_history())
+    finally:
+        await env.shutdown()
+
+
 async def main() -> None:
     """Records what is missing; released histories are never written over."""
     HISTORIES.mkdir(parents=True, exist_ok=True)
@@ -235,6 +270,8 @@ async def main() -> None:
         await record_deletion_check()
     if "v2-adjudication-queue" not in have:
         await record_adjudication()
+    if "v3-cohort-nightly-suite" not in have:
+        await record_cohort()
 
 
 if __name__ == "__main__":

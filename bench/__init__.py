@@ -1,0 +1,1 @@
+"""memlife's benchmarks: `./scripts/bench` measures and writes BENCHMARKS.md."""

@@ -1,0 +1,142 @@
+"""The baseline: plain asyncio + httpx sending the requests of a recorded memlife run again,
+to a fresh reference target, with the same concurrency — no Temporal, no judging, no
+recording. Every observation memlife records is one request; they are replayed pair by
+pair in the order they were made (all pairs at once), with the scenario clock they were
+sent with, so the target does the same work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+
+from memlife import records
+
+NOW_HEADER = "X-Memlife-Now"
+
+
+@dataclass(frozen=True)
+class Request:
+    step: int
+    kind: str
+    role: str
+    text: str
+    reply: str | None
+    domain: str | None
+    scenario_time: str
+
+
+@dataclass
+class PlainResult:
+    requests: int
+    errors: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.requests / self.seconds
+
+
+def recorded_requests(run_id: str, url: str) -> tuple[dict[int, list[Request]],
+                                                     dict[tuple[int, str], str],
+                                                     dict[tuple[int, str, str], str]]:
+    """Per pair, the requests in the order memlife made them; phones; current values."""
+    engine = records.engine_for(url)
+    by_pair: dict[int, list[Request]] = defaultdict(list)
+    with engine.connect() as db:
+        rows = db.execute(text(
+            "SELECT pair_index, step_index, kind, role, request, reply, domain, scenario_time "
+            "FROM observations WHERE run_id = :run ORDER BY pair_index, step_index, seq"),
+            {"run": run_id})
+        for pair, step, kind, role, request, reply, domain, scenario_time in rows:
+            by_pair[pair].append(Request(step, kind, role, request, reply, domain,
+                                         _iso(scenario_time)))
+        phones = {(pair, role): phone for pair, role, phone in db.execute(text(
+            "SELECT pair_index, role, phone FROM tenants WHERE run_id = :run"),
+            {"run": run_id})}
+        values: dict[tuple[int, str, str], tuple[int, str]] = {}
+        for row_id, text_value in db.execute(text(
+                "SELECT id, text FROM run_values WHERE run_id = :run"), {"run": run_id}):
+            _, pair, role, domain, n = row_id.rsplit("/", 4)
+            key = (int(pair), role, domain)
+            if key not in values or values[key][0] < int(n):  # the latest update
+                values[key] = (int(n), text_value)
+    return dict(by_pair), phones, {k: v for k, (_, v) in values.items()}
+
+
+def _iso(value: Any) -> str:
+    return (value if isinstance(value, str) else value.isoformat()).replace(" ", "T")
+
+
+async def replay(base_url: str, run_id: str, url: str, concurrency: int) -> PlainResult:
+    by_pair, phones, values = recorded_requests(run_id, url)
+    limit = asyncio.Semaphore(concurrency)
+    errors = 0
+    async with httpx.AsyncClient(base_url=base_url, timeout=30.0, limits=httpx.Limits(
+            max_connections=64, max_keepalive_connections=32)) as client:
+
+        async def send(method: str, path: str, now: str, **kwargs: Any) -> httpx.Response:
+            nonlocal errors
+            async with limit:
+                response = await client.request(method, path, headers={NOW_HEADER: now},
+                                                **kwargs)
+                await response.aread()
+            if response.status_code >= 400 and response.status_code != 404:
+                errors += 1
+            return response
+
+        user_ids_of: dict[int, dict[str, str]] = defaultdict(dict)
+        current_of: dict[int, dict[str, str]] = defaultdict(dict)
+
+        async def pair(index: int, requests: list[Request]) -> None:
+            user_ids = user_ids_of[index]  # recorded user id -> this replay's
+            current = current_of[index]  # role -> this replay's user id
+
+            def user(recorded: str) -> str:
+                return user_ids.get(recorded, recorded)
+
+            for r in requests:
+                phone = phones.get((index, r.role), "")
+                if r.kind == "register":
+                    response = await send("POST", "/v1/users", r.scenario_time,
+                                          json={"phone": r.text})
+                    if r.reply and response.status_code < 300:
+                        user_ids[r.reply] = current[r.role] = response.json()["user_id"]
+                elif r.kind in ("write", "update", "probe"):
+                    await send("POST", "/v1/preview", r.scenario_time,
+                               json={"phone": phone, "message": r.text})
+                elif r.kind == "delete" and r.domain is None:
+                    await send("DELETE", f"/v1/users/{user(r.text.split()[-1])}",
+                               r.scenario_time)
+                elif r.kind == "delete":
+                    owner = current.get(r.role, "")
+                    value = values.get((index, r.role, r.domain), "")
+                    await send("POST", f"/v1/users/{owner}/forget", r.scenario_time,
+                               json={"value": value})
+                elif r.kind == "deletion-status":
+                    await send("GET", f"/v1/users/{user(r.text)}/deletion", r.scenario_time)
+                elif r.kind == "inspect":
+                    store, mode, key = r.text.split(" ", 2)
+                    if mode == "scope":
+                        await send("GET", f"/admin/stores/{store}/records", r.scenario_time,
+                                   params={"tenant_id": user(key)})
+                    else:
+                        await send("GET", f"/admin/stores/{store}/search", r.scenario_time,
+                                   params={"q": key})
+
+        # Step by step, every pair at once (as memlife's lifecycles go): the target's clock
+        # then moves as it did under memlife, and does the same background work.
+        steps = sorted({r.step for requests in by_pair.values() for r in requests})
+        started = time.perf_counter()
+        for step in steps:
+            await asyncio.gather(*(pair(index, [r for r in requests if r.step == step])
+                                   for index, requests in by_pair.items()))
+        seconds = time.perf_counter() - started
+    return PlainResult(requests=sum(len(r) for r in by_pair.values()), errors=errors,
+                       seconds=seconds)
