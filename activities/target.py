@@ -275,8 +275,12 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
                       watch_normalized: list[str]) -> StoreRead:
     assert store.probe is not None
     probe = store.probe
-    operation = probe.scope if mode == "scope" else probe.needle
-    variables = {"user_id": key} if mode == "scope" else {"needle": key}
+    operation, variables = {
+        "scope": (probe.scope, {"user_id": key}),
+        "needle": (probe.needle, {"needle": key}),
+        "needles": (probe.needles, {"needles": key.split("\n")}),
+    }[mode]
+    assert operation is not None
     async with limit:
         try:
             response, _ = await call_with_retries(request.target, operation, variables,
@@ -335,8 +339,12 @@ async def _inspect(request: InspectRequest) -> list[StoreRead]:
             continue
         reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
                   for identity in request.identities]
-        reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
-                  for needle in request.needles]
+        if store.probe.needles is not None and request.needles:  # one read for them all
+            reads.append(_read_store(request, store, "needles", "\n".join(request.needles),
+                                     limit, watch_normalized))
+        else:
+            reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
+                      for needle in request.needles]
     return list(await asyncio.gather(*reads))
 
 

@@ -126,9 +126,9 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int) -> Plai
                     if mode == "scope":
                         await send("GET", f"/admin/stores/{store}/records", r.scenario_time,
                                    params={"tenant_id": user(key)})
-                    else:
+                    else:  # needle, or needles: the values one per line
                         await send("GET", f"/admin/stores/{store}/search", r.scenario_time,
-                                   params={"q": key})
+                                   params={"q": key.split("\n")})
 
         # Step by step, every pair at once (as memlife's lifecycles go): the target's clock
         # then moves as it did under memlife, and does the same background work.

@@ -246,8 +246,8 @@ class StoreRecordView(_Model):
 
 class StoreRead(_Model):
     store: str
-    mode: Literal["scope", "needle"]
-    key: str  # the identity or the needle read
+    mode: Literal["scope", "needle", "needles"]
+    key: str  # the identity or the needle read (needles: the values, one per line)
     status: Literal["ok", "error"] = "ok"
     error: str | None = None
     total: int = 0

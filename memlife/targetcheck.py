@@ -97,9 +97,12 @@ async def check_target(target: Target) -> TargetCheck:
         for store in target.stores:
             if store.probe is None:
                 continue
-            for mode, operation, variables in (
-                    ("scope", store.probe.scope, {"user_id": user_id}),
-                    ("needle", store.probe.needle, {"needle": canary})):
+            reads = [("scope", store.probe.scope, {"user_id": user_id}),
+                     ("needle", store.probe.needle, {"needle": canary})]
+            if store.probe.needles is not None:
+                reads.append(("needles", store.probe.needles,
+                              {"needles": [canary, canary.split()[1]]}))
+            for mode, operation, variables in reads:
                 response = await _attempt(check, f"probe {store.name} ({mode})", operation,
                                           variables)
                 if response is not None:

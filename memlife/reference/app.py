@@ -9,7 +9,8 @@ Conversation surface (what a product exposes):
 Admin read surface (what memlife's store probes read; read-only):
   GET    /admin/stores                                 -> {stores: [{name, role}]}
   GET    /admin/stores/{store}/records?tenant_id=ID    -> {records: [...]}
-  GET    /admin/stores/{store}/search?q=NEEDLE         -> {records: [...]}  (all tenants)
+  GET    /admin/stores/{store}/search?q=NEEDLE[&q=…]   -> {records: [...]}  (all tenants;
+                                                        records holding any of the needles)
   GET    /health
 """
 
@@ -180,11 +181,19 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
             raise HTTPException(404, f"unknown store {store!r}") from None
 
     @app.get("/admin/stores/{store}/search")
-    def search(store: str, q: Annotated[str, Query(min_length=1)],
+    def search(store: str, q: Annotated[list[str], Query()],
                now: NowHeader = None) -> dict[str, object]:
+        """Records holding the needle; with several `q`, any of them (each record once)."""
+        if not q or not all(q):
+            raise HTTPException(422, "q: one or more non-empty needles")
+        clock = _clock(now)
+        found: dict[str, dict[str, object]] = {}
         try:
-            return {"records": runtime.store_records(store, _clock(now), needle=q)}
+            for needle in dict.fromkeys(q):
+                for record in runtime.store_records(store, clock, needle=needle):
+                    found.setdefault(str(record["id"]), record)
         except UnknownStore:
             raise HTTPException(404, f"unknown store {store!r}") from None
+        return {"records": list(found.values())}
 
     return app

@@ -34,6 +34,7 @@ OPERATION_VARIABLES: dict[str, frozenset[str]] = {
 PROBE_VARIABLES: dict[str, frozenset[str]] = {
     "scope": frozenset({"user_id"}),
     "needle": frozenset({"needle"}),
+    "needles": frozenset({"needles"}),
 }
 REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
     "register": (),
@@ -130,6 +131,10 @@ class StoreProbe(_Strict):
     kind: Literal["http"] = "http"
     scope: Operation
     needle: Operation
+    # Optional: many needles in one request (`{needles}`, alone in a query parameter or a
+    # JSON body value, becomes the list). Inspections then make one needle read per store
+    # instead of one per value.
+    needles: Operation | None = None
     records: str = "/records"
     content: str = "/content"
     tenant_field: str = "/tenant_id"
@@ -228,6 +233,8 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
             continue
         for mode, allowed in PROBE_VARIABLES.items():
             operation = getattr(store.probe, mode)
+            if operation is None:
+                continue
             used = template_variables(operation)
             for variable in sorted(used - allowed):
                 problems.append(Problem(

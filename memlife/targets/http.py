@@ -101,6 +101,14 @@ def render(template: str, variables: dict[str, Any], *, url: bool = False) -> st
     return PLACEHOLDER.sub(substitute, template)
 
 
+def _query_value(template: str, variables: dict[str, Any]) -> str | list[str]:
+    """A query parameter; a lone placeholder holding a list repeats the parameter."""
+    whole = PLACEHOLDER.fullmatch(template)
+    if whole and isinstance(variables.get(whole.group(1)), list):
+        return [str(item) for item in variables[whole.group(1)]]
+    return render(template, variables)
+
+
 def render_body(node: Any, variables: dict[str, Any]) -> Any:
     if isinstance(node, str):
         whole = PLACEHOLDER.fullmatch(node)
@@ -215,7 +223,7 @@ async def call(
     if scenario_now:
         headers[NOW_HEADER] = scenario_now
     path = render(operation.path, variables, url=True)
-    params = {name: render(value, variables) for name, value in operation.query.items()}
+    params = {name: _query_value(value, variables) for name, value in operation.query.items()}
     body = render_body(operation.body, variables) if operation.body is not None else None
     client = client_for(target)
     request = client.build_request(

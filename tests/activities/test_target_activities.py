@@ -172,11 +172,14 @@ async def test_register_converse_and_inspect_against_the_reference_target(
     assert "turquesa" in (replies[1].reply or "") and replies[1].latency_ms
     assert replies[1].context is not None and "turquesa" in replies[1].context
     reads = await env.run(inspect_stores, InspectRequest(
-        target=clean_target, identities=[registered.user_id], needles=["turquesa"],
+        target=clean_target, identities=[registered.user_id], needles=["turquesa", "granate"],
         watch=["turquesa", "granate"], scenario_now="2026-12-03T00:00:00Z"))
     assert {r.store for r in reads} == {s.name for s in clean_target.stores}
     assert all(r.status == "ok" for r in reads)
-    memory = [r for r in reads if r.store == "memory" and r.mode == "needle"][0]
+    # The target file has a `needles` read: one request per store for both values.
+    assert sorted(r.mode for r in reads if r.store == "memory") == ["needles", "scope"]
+    memory = [r for r in reads if r.store == "memory" and r.mode == "needles"][0]
+    assert memory.key == "turquesa\ngranate"
     assert memory.total == 1 and memory.records[0].matches == [0]
     assert memory.records[0].tenant_id == registered.user_id
 
