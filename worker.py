@@ -31,7 +31,8 @@ def graceful_shutdown() -> timedelta:
     return parse_duration(os.environ.get("MEMLIFE_GRACEFUL_SHUTDOWN", "30s"))
 
 
-async def serve(task_queue: str, max_concurrent_activities: int) -> None:
+async def serve(task_queue: str, max_concurrent_activities: int,
+                max_cached_workflows: int) -> None:
     log = get_logger("memlife.worker")
     connection = configured_connection() or {"target_host": DEFAULT_ADDRESS}
     client = await connect(connection)
@@ -42,6 +43,7 @@ async def serve(task_queue: str, max_concurrent_activities: int) -> None:
     with ThreadPoolExecutor(max_workers=max_concurrent_activities) as executor:
         worker = build_worker(client, task_queue, executor,
                               max_concurrent_activities=max_concurrent_activities,
+                              max_cached_workflows=max_cached_workflows,
                               graceful_shutdown_timeout=graceful_shutdown())
         async with worker:
             log.warning("worker running", address=connection["target_host"],
@@ -54,10 +56,17 @@ def main() -> int:
     configure(level="INFO")  # a worker says what it does; MEMLIFE_LOG_LEVEL overrides
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
+    # Activities in flight at once: batches of a cohort and single calls alike (each
+    # target's own max_concurrency still bounds its requests).
     parser.add_argument("--max-concurrent-activities", type=int, default=64)
+    # Workflows kept in memory between tasks: a run of N pairs has about N/10 cohort
+    # workflows (or N pair workflows) plus its suite; one evicted is replayed from history
+    # on its next task, which costs CPU but no correctness.
+    parser.add_argument("--max-cached-workflows", type=int, default=1000)
     args = parser.parse_args()
     try:
-        asyncio.run(serve(args.task_queue, args.max_concurrent_activities))
+        asyncio.run(serve(args.task_queue, args.max_concurrent_activities,
+                          args.max_cached_workflows))
     except MemlifeError as error:
         print(f"memlife worker: {error}", file=sys.stderr)
         return 2

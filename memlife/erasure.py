@@ -124,8 +124,11 @@ def _queries(store: Store, check: DeletionCheckInput) -> list[str]:
     assert store.probe is not None
     scope = store.probe.scope
     queries = [f"scope: {scope.method} {scope.path} (tenant {check.user_id})"]
-    needle = store.probe.needle
-    if needle is not None:
+    needles, needle = store.probe.needles, store.probe.needle
+    if needles is not None and check.values:  # what inspect_stores sends: one read for all
+        labels = ", ".join(value_label(i, v) for i, v in enumerate(check.values))
+        queries.append(f"needles: {needles.method} {needles.path} ({labels})")
+    elif needle is not None:
         queries += [f"needle: {needle.method} {needle.path} ({value_label(i, v)})"
                     for i, v in enumerate(check.values)]
     return queries
