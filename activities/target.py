@@ -310,6 +310,9 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
         tenant = field(probe.tenant_field)
         record_id = field(probe.id)
         matched = [i for i, text in enumerate(watch_normalized) if text and text in normalized]
+        own = tenant is None or str(tenant) in request.identities
+        if not matched and own and not request.keep_unmatched:
+            continue
         views.append(StoreRecordView(
             id=None if record_id is None else str(record_id),
             tenant_id=None if tenant is None else str(tenant),

@@ -21,7 +21,6 @@ import sys
 import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +33,14 @@ from temporalio.worker import Worker
 from bench.noop import NoopWorkflow, noop
 from bench.plain_runner import replay
 from memlife import __version__, embedded, records
-from memlife.lifecycle import Clock, RunInput, RunMeta, RunSummary, suite_workflow_id
+from memlife.lifecycle import (
+    Clock,
+    RunInput,
+    RunMeta,
+    RunSummary,
+    cohort_size,
+    suite_workflow_id,
+)
 from memlife.scenario import load_scenario
 from memlife.targets.config import reference_target
 from workflows.suite import SuiteWorkflow
@@ -86,23 +92,19 @@ def _start_worker(address: str, db_url: str, log: Path) -> subprocess.Popen[byte
 async def ceiling(client: Client, workflows: int, activities: int) -> float:
     """No-op activities per second: `workflows` workflows, each `activities` in turn."""
     task_queue = f"bench-noop-{uuid.uuid4().hex[:6]}"
-    with ThreadPoolExecutor(max_workers=4) as executor:
-        async with Worker(client, task_queue=task_queue, workflows=[NoopWorkflow],
-                          activities=[noop], activity_executor=executor,
-                          max_concurrent_activities=64):
-            started = time.perf_counter()
-            await asyncio.gather(*(client.execute_workflow(
-                NoopWorkflow.run, activities, id=f"bench-noop-{uuid.uuid4().hex[:8]}",
-                task_queue=task_queue) for _ in range(workflows)))
-            seconds = time.perf_counter() - started
+    async with Worker(client, task_queue=task_queue, workflows=[NoopWorkflow],
+                      activities=[noop], max_concurrent_activities=64):
+        started = time.perf_counter()
+        await asyncio.gather(*(client.execute_workflow(
+            NoopWorkflow.run, activities, id=f"bench-noop-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue) for _ in range(workflows)))
+        seconds = time.perf_counter() - started
     return workflows * activities / seconds
 
 
 async def memlife_run(client: Client, address: str, work: Path, pairs: int,
                       compress: float, cohort: int) -> MemlifeRun:
     """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it."""
-    from memlife.cli import cohort_size
-
     db_path = work / f"memlife-{pairs}.db"
     db_url = f"sqlite:///{db_path}"
     scenario = load_scenario(NIGHTLY)
@@ -115,7 +117,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
         target = reference_target(target_process.base_url)
         clock = Clock(mode="compress", factor=compress)
         run_id = f"bench-{pairs}-{uuid.uuid4().hex[:6]}"
-        size = cohort if cohort >= 0 else cohort_size("auto", pairs)
+        size = cohort if cohort >= 0 else cohort_size(pairs)
         meta = RunMeta(
             memlife_version=__version__, git_revision=None, command="bench",
             scenario_file=str(NIGHTLY), scenario_name=scenario.name,

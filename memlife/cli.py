@@ -271,24 +271,13 @@ class StartedRun:
     link: str | None
 
 
-AUTO_COHORT = 10
-AUTO_COHORT_ABOVE = 64
-
-
-def cohort_size(option: str, pairs: int) -> int:
-    """--cohort: a workflow per pair keeps small runs easy to read pair by pair in the Web
-    UI; above that, cohorts batch every step's calls (see workflows/cohort.py)."""
-    if option == "auto":
-        return AUTO_COHORT if pairs > AUTO_COHORT_ABOVE else 0
-    return int(option)
-
-
 async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Configuration],
                clock: Any) -> int:
     from contextlib import AsyncExitStack
 
     from memlife import embedded, records
     from memlife.artifact import build_artifact
+    from memlife.lifecycle import cohort_size
     from memlife.scenario import materialize
     from memlife.temporal import configured_connection, connect
     from workflows.registry import DEFAULT_TASK_QUEUE
@@ -326,7 +315,8 @@ async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Con
                 run_id = new_run_id()
                 seed = (f"{base_seed}-r{repetition}" if args.repeat > 1 else base_seed) or run_id
                 materialized = materialize(scenario, seed)
-                cohort = cohort_size(args.cohort, len(materialized.pairs))
+                cohort = (cohort_size(len(materialized.pairs)) if args.cohort == "auto"
+                          else int(args.cohort))
                 target, identity = configuration.target, {}
                 if target is None:
                     from memlife.targets.config import reference_target
@@ -484,7 +474,8 @@ async def _await_with_progress(client: Any, handle: Any, scenario: str, run_id: 
 
     async def describe() -> str:
         progress = await handle.query("progress")
-        pairs = await pair_progress(client, scenario, run_id, progress["pairs"])
+        pairs = await pair_progress(client, scenario, run_id, progress["pairs"],
+                                     progress.get("cohort_size", 0))
         return describe_run_progress(progress, pairs, datetime.now(UTC))
 
     return await wait_showing(handle, describe, "waiting for the worker…")
@@ -702,6 +693,7 @@ def cmd_target_check(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from memlife.lifecycle import AUTO_COHORT, AUTO_COHORT_ABOVE
     from memlife.reference.store import RETRIEVAL_MODES
 
     parser = argparse.ArgumentParser(

@@ -263,7 +263,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             description = await handle.describe()
             run_id = progress.get("run_id") or args.run
             scenario = workflow_id.split("/")[1]
-            pairs = await pair_progress(client, scenario, run_id, progress["pairs"])
+            pairs = await pair_progress(client, scenario, run_id, progress["pairs"],
+                                        progress.get("cohort_size", 0))
             return [{"workflow_id": workflow_id, "type": kind, "run_id": run_id,
                      "status": description.status.name if description.status else "?",
                      **progress, "verdict": verdicts["verdict"],
@@ -280,7 +281,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                 if execution.workflow_type == "SuiteWorkflow":
                     row["verdict"] = (await handle.query("verdicts"))["verdict"]
                     pairs = await pair_progress(client, execution.id.split("/")[1],
-                                                row.get("run_id") or "", row["pairs"])
+                                                row.get("run_id") or "", row["pairs"],
+                                                row.get("cohort_size", 0))
                     row["detail"] = describe_pairs(pairs, now)
             except Exception as error:  # no worker polling yet: still list it
                 row["phase"] = f"(no answer: {str(error).splitlines()[0][:60]})"

@@ -8,7 +8,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from memlife.lifecycle import pair_workflow_id
+from memlife.lifecycle import cohort_workflow_id, pair_workflow_id
 
 # Querying every pair of a very large run each second would load the workers for nothing:
 # past this many pairs the progress line shows the suite's counts only.
@@ -16,8 +16,11 @@ MAX_PAIRS_QUERIED = 50
 
 
 async def pair_progress(client: Any, scenario: str, run_id: str,
-                        pairs: int) -> list[dict[str, Any]]:
-    """The `progress` query of each pair lifecycle (pairs that cannot answer are left out)."""
+                        pairs: int, cohort_size: int = 0) -> list[dict[str, Any]]:
+    """The `progress` query of each pair lifecycle (pairs that cannot answer are left out);
+    in a run of cohorts, one query per cohort answers for all its pairs."""
+    if cohort_size:
+        return await _cohort_progress(client, scenario, run_id, pairs, cohort_size)
     if not pairs or pairs > MAX_PAIRS_QUERIED:
         return []
 
@@ -30,6 +33,24 @@ async def pair_progress(client: Any, scenario: str, run_id: str,
 
     answers = await asyncio.gather(*(one(index) for index in range(pairs)))
     return [answer for answer in answers if answer is not None]
+
+
+async def _cohort_progress(client: Any, scenario: str, run_id: str, pairs: int,
+                           cohort_size: int) -> list[dict[str, Any]]:
+    firsts = list(range(0, pairs, cohort_size))
+    if len(firsts) > MAX_PAIRS_QUERIED:
+        return []
+
+    async def one(first: int) -> list[dict[str, Any]]:
+        handle = client.get_workflow_handle(cohort_workflow_id(scenario, run_id, first))
+        try:
+            answer = await handle.query("progress")
+        except Exception:  # not started yet, or already closed and evicted
+            return []
+        return [{"pair": int(index), **progress} for index, progress in answer.items()]
+
+    answers = await asyncio.gather(*(one(first) for first in firsts))
+    return sorted((p for answer in answers for p in answer), key=lambda p: p["pair"])
 
 
 def _parse(moment: str) -> datetime:

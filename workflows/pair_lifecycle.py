@@ -508,7 +508,7 @@ class PairLifecycleWorkflow:
                     inspect_stores,
                     InspectRequest(target=target, identities=case.identities,
                                    needles=[n.text for n in case.needles], watch=case.watch(),
-                                   scenario_now=_iso(now)),
+                                   scenario_now=_iso(now), keep_unmatched=case.deleted),
                     start_to_close_timeout=inspect_timeout(target, len(case.needles) + 1),
                     heartbeat_timeout=HEARTBEAT_TIMEOUT,
                     retry_policy=INSPECT_RETRY,

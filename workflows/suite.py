@@ -50,6 +50,7 @@ class SuiteWorkflow:
     def progress(self) -> dict[str, Any]:
         return {"phase": self._phase, "pairs": self._pairs_total,
                 "pairs_done": self._pairs_done,
+                "cohort_size": self._run.cohort_size if self._run else 0,
                 "run_id": self._run.run_id if self._run else None,
                 "cancelled": self._cancel_reason}
 

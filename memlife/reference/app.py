@@ -186,14 +186,9 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         """Records holding the needle; with several `q`, any of them (each record once)."""
         if not q or not all(q):
             raise HTTPException(422, "q: one or more non-empty needles")
-        clock = _clock(now)
-        found: dict[str, dict[str, object]] = {}
         try:
-            for needle in dict.fromkeys(q):
-                for record in runtime.store_records(store, clock, needle=needle):
-                    found.setdefault(str(record["id"]), record)
+            return {"records": runtime.search_records(store, _clock(now), q)}
         except UnknownStore:
             raise HTTPException(404, f"unknown store {store!r}") from None
-        return {"records": list(found.values())}
 
     return app

@@ -212,6 +212,9 @@ class ReferenceRuntime:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
+        # WAL with synchronous=NORMAL: still atomic and never corrupt, without an fsync per
+        # turn (a power cut may forget the last turns; a reference target can afford it).
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA recursive_triggers=ON")  # REPLACE's deletes reindex too
         indexed = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='jobs_search'"
                                    ).fetchone() is not None
@@ -493,6 +496,21 @@ class ReferenceRuntime:
     def store_records(self, store: str, now: datetime, tenant_id: str | None = None,
                       needle: str | None = None) -> list[dict[str, object]]:
         """Records of one store, by tenant scope or by normalized needle (all tenants)."""
+        with self._at(now):
+            return self._select_records(store, tenant_id, needle)
+
+    def search_records(self, store: str, now: datetime,
+                       needles: list[str]) -> list[dict[str, object]]:
+        """Records holding any of the needles (each record once), in one transaction."""
+        found: dict[str, dict[str, object]] = {}
+        with self._at(now):
+            for needle in dict.fromkeys(needles):
+                for record in self._select_records(store, None, needle):
+                    found.setdefault(str(record["id"]), record)
+        return list(found.values())
+
+    def _select_records(self, store: str, tenant_id: str | None,
+                        needle: str | None) -> list[dict[str, object]]:
         if store not in STORES:
             raise UnknownStore(store)
         table = STORE_TABLES[store]
@@ -510,8 +528,7 @@ class ReferenceRuntime:
             clauses.append("instr(norm, ?) > 0")
             params.append(normalized)
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        with self._at(now):
-            rows = self._db.execute(f"SELECT * FROM {table}{where}", params).fetchall()  # noqa: S608
+        rows = self._db.execute(f"SELECT * FROM {table}{where}", params).fetchall()  # noqa: S608
         return [self._record(store, row) for row in rows]
 
     @staticmethod

@@ -181,6 +181,17 @@ async def test_register_converse_and_inspect_against_the_reference_target(
     memory = [r for r in reads if r.store == "memory" and r.mode == "needles"][0]
     assert memory.key == "turquesa\ngranate"
     assert memory.total == 1 and memory.records[0].matches == [0]
+    # A live tenant's own records that hold no watched value decide nothing: counted, not
+    # returned (they would only weigh on workflow history).
+    lean = await env.run(inspect_stores, InspectRequest(
+        target=clean_target, identities=[registered.user_id], needles=["turquesa", "granate"],
+        watch=["turquesa", "granate"], scenario_now="2026-12-03T00:00:00Z",
+        keep_unmatched=False))
+    full_thread = next(r for r in reads if r.store == "thread" and r.mode == "scope")
+    lean_thread = next(r for r in lean if r.store == "thread" and r.mode == "scope")
+    assert lean_thread.total == full_thread.total > len(lean_thread.records) > 0
+    assert all(record.matches for record in lean_thread.records)
+    assert [r for r in full_thread.records if r.matches] == lean_thread.records
     assert memory.records[0].tenant_id == registered.user_id
 
 

@@ -94,6 +94,11 @@ operations:
                               "mutually exclusive"),
         (["run", str(SEED), "--clock", "warp"], "command line: --clock:"),
         (["run", str(SEED), "--target", "t.yaml"], "t.yaml: base_url: cannot reach"),
+        (["run", str(SEED), "--pairs", "50"], "command line: --pairs: "
+                                              f"{SEED} lists its pairs"),
+        (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "0"],
+         "command line: --pairs: must be 1 to 20000"),
+        (["run", str(SEED), "--cohort", "many"], "command line: --cohort: must be auto"),
     ],
 )
 def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args: list[str],

@@ -1,0 +1,55 @@
+"""The benchmark's baseline really sends what memlife sent: replaying a recorded run
+against a fresh reference target makes the same requests, all accepted, and leaves the
+target holding what memlife's run left in it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from temporalio.testing import WorkflowEnvironment
+
+from bench.plain_runner import replay
+from memlife import embedded
+from memlife.scenario import Scenario
+from memlife.targets.config import reference_target
+from tests.reliability.helpers import small_nightly
+from tests.workflows.helpers import run_input, run_suite
+
+
+def _store_sizes(base_url: str, user_ids: list[str]) -> dict[str, int]:
+    sizes = {}
+    for store in ("thread", "memory", "graph", "jobs", "summaries", "cache"):
+        sizes[store] = sum(len(httpx.get(f"{base_url}/admin/stores/{store}/records",
+                                         params={"tenant_id": user}).json()["records"])
+                           for user in user_ids)
+    return sizes
+
+
+def _users(base_url: str, phones: list[str]) -> list[str]:
+    """Each phone's current user (registering an active phone returns its user)."""
+    return [httpx.post(f"{base_url}/v1/users", json={"phone": phone}).json()["user_id"]
+            for phone in phones]
+
+
+async def test_replay_sends_the_recorded_requests_to_the_same_effect(
+        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    scenario: Scenario = small_nightly("plain-runner", pairs=2)
+    with embedded.reference_target(tmp_path / "memlife") as first:
+        run = run_input(scenario, reference_target(first.base_url))
+        summary = await run_suite(skip_env.client, skip_worker, run)
+        from memlife import records
+
+        loaded = records.load_run(run.run_id)
+        assert loaded is not None
+        phones = sorted(t.phone for t in loaded["tenants"])
+        after_memlife = _store_sizes(first.base_url, _users(first.base_url, phones))
+
+    with embedded.reference_target(tmp_path / "plain") as second:
+        result = await replay(second.base_url, run.run_id, db_url, concurrency=4)
+        after_plain = _store_sizes(second.base_url, _users(second.base_url, phones))
+
+    assert summary.passed
+    assert result.requests == len(loaded["observations"]) > 100
+    assert result.errors == 0
+    assert sum(after_memlife.values()) > 0 and after_plain == after_memlife
