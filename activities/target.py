@@ -37,8 +37,15 @@ from memlife.lifecycle import (
 )
 from memlife.log import get_logger
 from memlife.scoring import normalize
-from memlife.targets import http
-from memlife.targets.config import DeleteOperation, Operation, Store, Target
+from memlife.targets import http, sql
+from memlife.targets.config import (
+    DeleteOperation,
+    Operation,
+    SqlProbe,
+    Store,
+    StoreProbe,
+    Target,
+)
 from memlife.targets.http import MissingSecret, TargetError
 
 log = get_logger("memlife.activities.target")
@@ -275,23 +282,18 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
                       watch_normalized: list[str]) -> StoreRead:
     assert store.probe is not None
     probe = store.probe
-    operation, variables = {
-        "scope": (probe.scope, {"user_id": key}),
-        "needle": (probe.needle, {"needle": key}),
-        "needles": (probe.needles, {"needles": key.split("\n")}),
-    }[mode]
-    assert operation is not None
     async with limit:
         try:
-            response, _ = await call_with_retries(request.target, operation, variables,
-                                                  request.scenario_now)
-            raw = http.extract(response.data, probe.records)
-            if not isinstance(raw, list):
-                raise http.TargetBadResponse(
-                    f"{probe.records!r} is not a list of records in the {store.name} response")
+            if isinstance(probe, SqlProbe):
+                raw, total, latency_ms = await _sql_read(probe, mode, key, request.max_records)
+            else:
+                raw, latency_ms = await _http_read(request, store, probe, mode, key)
+                total = len(raw)
+        except MissingSecret as error:  # the worker is misconfigured: no read can succeed
+            raise _application_error(error) from None
         except (TargetError, KeyError) as error:
-            reason = (f"no records at {probe.records!r}" if isinstance(error, KeyError)
-                      else f"{type(error).__name__}: {error}")
+            reason = (f"no records at {getattr(probe, 'records', '?')!r}"
+                      if isinstance(error, KeyError) else f"{type(error).__name__}: {error}")
             return StoreRead(store=store.name, mode=mode, key=key, status="error",
                              error=reason)
     views = []
@@ -321,8 +323,34 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
             # Evidence only where a watched value is: the rest would only weigh on history.
             excerpt=content[:EXCERPT_CHARS] if matched else "",
         ))
-    return StoreRead(store=store.name, mode=mode, key=key, total=len(raw), records=views,
-                     latency_ms=response.latency_ms)
+    return StoreRead(store=store.name, mode=mode, key=key, total=total, records=views,
+                     latency_ms=latency_ms)
+
+
+async def _http_read(request: InspectRequest, store: Store, probe: StoreProbe, mode: str,
+                     key: str) -> tuple[list[Any], float]:
+    operation, variables = {
+        "scope": (probe.scope, {"user_id": key}),
+        "needle": (probe.needle, {"needle": key}),
+        "needles": (probe.needles, {"needles": key.split("\n")}),
+    }[mode]
+    assert operation is not None
+    response, _ = await call_with_retries(request.target, operation, variables,
+                                          request.scenario_now)
+    raw = http.extract(response.data, probe.records)
+    if not isinstance(raw, list):
+        raise http.TargetBadResponse(
+            f"{probe.records!r} is not a list of records in the {store.name} response")
+    return raw, response.latency_ms
+
+
+async def _sql_read(probe: SqlProbe, mode: str, key: str,
+                    max_records: int) -> tuple[list[Any], int, float]:
+    """One parameterized SELECT in a read-only transaction, off the event loop."""
+    query, parameters = ((probe.scope, {"user_id": key}) if mode == "scope"
+                         else (probe.needle, {"needle": key}))
+    return await asyncio.to_thread(sql.read_rows, probe.url_env, query, parameters,
+                                   max_records)
 
 
 @activity.defn(name="memlife.inspect_stores")

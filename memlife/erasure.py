@@ -28,7 +28,7 @@ from memlife.lifecycle import (
     judge_inspection,
 )
 from memlife.scoring import contains, normalize
-from memlife.targets.config import Store, Target
+from memlife.targets.config import SqlProbe, Store, Target
 
 StoreStatus = Literal["clean", "residue", "unreadable", "pending"]
 Verdict = Literal["pass", "fail", "inconclusive", "running"]
@@ -122,6 +122,10 @@ def new_receipt(check: DeletionCheckInput, started_at: datetime) -> ErasureRecei
 
 def _queries(store: Store, check: DeletionCheckInput) -> list[str]:
     assert store.probe is not None
+    if isinstance(store.probe, SqlProbe):
+        return ([f"scope: SQL {store.probe.scope} (tenant {check.user_id})"]
+                + [f"needle: SQL {store.probe.needle} ({value_label(i, v)})"
+                   for i, v in enumerate(check.values)])
     scope = store.probe.scope
     queries = [f"scope: {scope.method} {scope.path} (tenant {check.user_id})"]
     needles, needle = store.probe.needles, store.probe.needle

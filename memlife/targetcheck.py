@@ -15,7 +15,7 @@ from typing import Any
 
 from memlife.phones import synthetic_phone
 from memlife.targets import http
-from memlife.targets.config import Operation, Target
+from memlife.targets.config import Operation, SqlProbe, Target
 
 STATEMENT = "Mi color favorito es {value}."
 QUESTION = "¿Cuál es mi color favorito?"
@@ -97,6 +97,13 @@ async def check_target(target: Target) -> TargetCheck:
         for store in target.stores:
             if store.probe is None:
                 continue
+            if isinstance(store.probe, SqlProbe):
+                for mode, query, parameters in (
+                        ("scope", store.probe.scope, {"user_id": user_id}),
+                        ("needle", store.probe.needle, {"needle": canary})):
+                    await _sql_attempt(check, store.name, mode, store.probe, query,
+                                       parameters)
+                continue
             reads = [("scope", store.probe.scope, {"user_id": user_id}),
                      ("needle", store.probe.needle, {"needle": canary})]
             if store.probe.needles is not None:
@@ -123,6 +130,26 @@ async def check_target(target: Target) -> TargetCheck:
     return check
 
 
+async def _sql_attempt(check: TargetCheck, store: str, mode: str, probe: SqlProbe,
+                       query: str, parameters: dict[str, Any]) -> None:
+    """One probe query, read-only, as inspections run it; then the pointers on its rows."""
+    import asyncio
+
+    from memlife.targets import sql
+
+    name = f"probe {store} ({mode})"
+    try:
+        rows, total, latency_ms = await asyncio.to_thread(
+            sql.read_rows, probe.url_env, query, parameters, 20)
+    except http.TargetError as error:
+        check.results.append(CheckResult(name, f"SQL {query}", False,
+                                         f"{type(error).__name__}: {error}"))
+        return
+    check.results.append(CheckResult(name, f"SQL {query}", True,
+                                     f"{total} row(s) in {latency_ms:.0f} ms"))
+    _check_pointers(check, store, probe, rows)
+
+
 def _check_records(check: TargetCheck, store: str, mode: str, probe: Any,
                    response: http.Response) -> None:
     """The record list and, on each record, the pointers the probe names."""
@@ -137,6 +164,11 @@ def _check_records(check: TargetCheck, store: str, mode: str, probe: Any,
         result.ok, result.detail = False, (f"{probe.records!r} is not a list "
                                            f"(stores.{store}.probe.records)")
         return
+    _check_pointers(check, store, probe, records)
+
+
+def _check_pointers(check: TargetCheck, store: str, probe: Any, records: list[Any]) -> None:
+    result = check.results[-1]
     missing = []
     for record in records[:20]:
         for key, pointer in (("content", probe.content), ("tenant_field", probe.tenant_field),

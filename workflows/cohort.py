@@ -142,6 +142,11 @@ class Batcher:
             for call in calls:
                 call.future.set_exception(failure)
             return
+        except ValueError as error:  # a result that does not parse: fail closed, no hang
+            failure = BatchItemError(f"{type(error).__name__}: {error}")
+            for call in calls:
+                call.future.set_exception(failure)
+            return
         for call, result in zip(calls, results, strict=True):
             if isinstance(result, BaseException):
                 call.future.set_exception(result)

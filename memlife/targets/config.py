@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from memlife.errors import Problem
 from memlife.scenario import Duration, Slug
@@ -147,6 +147,60 @@ class StoreProbe(_Strict):
         return value if value is None else _check_pointer(value)
 
 
+_SQL_PARAMETER = re.compile(r"(?<!:):([a-z_][a-z0-9_]*)")
+_READ_ONLY_START = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)
+
+
+class SqlProbe(_Strict):
+    """Read-only SQL reads of one store: SQLite or PostgreSQL (any SQLAlchemy URL). The URL
+    is named, never written — `url_env` is read on the worker, so credentials never reach
+    Temporal history, the database, logs or reports. Queries are parameterized (`:user_id`
+    in `scope`, `:needle` in `needle`), single SELECT (or WITH … SELECT) statements, run in
+    a read-only transaction. Each row is a record: name columns so that the pointers find
+    them (`SELECT id, user_id AS tenant_id, memory AS content …`)."""
+
+    kind: Literal["sql"]
+    url_env: str = Field(pattern=r"^[A-Z_][A-Z0-9_]*$")
+    scope: str
+    needle: str
+    content: str = "/content"
+    tenant_field: str = "/tenant_id"
+    id: str = "/id"
+    deleted: str | None = None  # a truthy value here marks a tombstoned record
+
+    @field_validator("content", "tenant_field", "id", "deleted")
+    @classmethod
+    def _pointer(cls, value: str | None) -> str | None:
+        return value if value is None else _check_pointer(value)
+
+    @field_validator("scope", "needle")
+    @classmethod
+    def _read_only(cls, query: str) -> str:
+        if not _READ_ONLY_START.match(query):
+            raise ValueError("a probe query is one SELECT (or WITH … SELECT) statement")
+        if ";" in query.strip().rstrip(";"):
+            raise ValueError("a probe query is one statement: no ';' inside it")
+        return query.strip().rstrip(";")
+
+    @property
+    def needles(self) -> None:  # one query per value (an IN list would need dialect care)
+        return None
+
+
+def sql_parameters(query: str) -> set[str]:
+    return set(_SQL_PARAMETER.findall(query))
+
+
+def _probe_kind(value: Any) -> str:
+    kind = value.get("kind", "http") if isinstance(value, dict) else getattr(value, "kind",
+                                                                             "http")
+    return kind if kind in ("http", "sql") else "http"
+
+
+Probe = Annotated[Annotated[StoreProbe, Tag("http")] | Annotated[SqlProbe, Tag("sql")],
+                  Discriminator(_probe_kind)]
+
+
 class Store(_Strict):
     name: Slug
     role: str = ""
@@ -157,7 +211,7 @@ class Store(_Strict):
     updates: Literal["replace", "append"] = "replace"
     # Entries expire by design after this long (a cache): absence later is not overreach.
     expires: Duration | None = None
-    probe: StoreProbe | None = None
+    probe: Probe | None = None
 
 
 class Target(_Strict):
@@ -177,7 +231,10 @@ class Target(_Strict):
         refs: list[EnvRef] = [v for v in self.headers.values() if isinstance(v, EnvRef)]
         for operation in self.all_operations().values():
             refs.extend(v for v in operation.headers.values() if isinstance(v, EnvRef))
-        return sorted({ref.env for ref in refs})
+        refs_by_name = {ref.env for ref in refs}
+        refs_by_name.update(store.probe.url_env for store in self.stores
+                            if isinstance(store.probe, SqlProbe))
+        return sorted(refs_by_name)
 
     def all_operations(self) -> dict[str, Operation]:
         found = {name: getattr(self.operations, "registration" if name == "register" else name)
@@ -231,7 +288,19 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
                                     "'response' names the answer surface; pick another name"))
         if store.probe is None:
             continue
+        if isinstance(store.probe, SqlProbe):
+            for mode, parameter in (("scope", "user_id"), ("needle", "needle")):
+                used = sql_parameters(getattr(store.probe, mode))
+                if used != {parameter}:
+                    problems.append(Problem(
+                        file, f"stores.{index}.probe.{mode}",
+                        f"a {mode} query takes exactly one parameter, :{parameter}"
+                        + (f" (it has {', '.join(':' + p for p in sorted(used))})"
+                           if used else " (it has none: it cannot tell one tenant or value "
+                           "from another)")))
         for mode, allowed in PROBE_VARIABLES.items():
+            if isinstance(store.probe, SqlProbe):
+                break
             operation = getattr(store.probe, mode)
             if operation is None:
                 continue

@@ -245,10 +245,11 @@ def test_a_review_session_while_a_run_waits_reaches_the_report(
     assert report.stdout.count("| carol |") == 2
 
 
-def _start_long_run(stack: DevStack, scenario: Path) -> tuple[subprocess.Popen[str], str]:
+def _start_long_run(stack: DevStack, scenario: Path,
+                    cohort: str = "auto") -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [*MEMLIFE, "run", str(scenario), "--target", str(stack.target_file), "--out",
-         f"{scenario.stem}.json", "--enforce"],
+         f"{scenario.stem}.json", "--enforce", "--cohort", cohort],
         cwd=stack.home, env=stack.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     assert process.stdout is not None
@@ -266,10 +267,12 @@ def _waiting(stack: DevStack, run_id: str) -> bool:
     return bool(pairs) and all(pair.get("wake_at") for pair in pairs)
 
 
-def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack) -> None:
-    scenario = dev_stack.home / "seed-6h.yaml"
+# "1": the pair runs in a cohort workflow (its calls batched, its waits on shared timers).
+@pytest.mark.parametrize("cohort", ["auto", "1"])
+def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack, cohort: str) -> None:
+    scenario = dev_stack.home / f"seed-6h-{cohort}.yaml"
     scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 6h"))
-    process, run_id = _start_long_run(dev_stack, scenario)
+    process, run_id = _start_long_run(dev_stack, scenario, cohort)
     try:
         _wait_for(lambda: _waiting(dev_stack, run_id))
         table = dev_stack.memlife("status")
@@ -283,7 +286,7 @@ def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack) -> None:
             process.kill()
     assert process.returncode == 0, out + err
     assert "PASS: 6/6" in out
-    artifact = json.loads((dev_stack.home / "seed-6h.json").read_text())
+    artifact = json.loads((dev_stack.home / f"seed-6h-{cohort}.json").read_text())
     times = {o["kind"]: o["scenario_time"] for o in artifact["observations"]}
     from datetime import datetime
 
@@ -293,10 +296,11 @@ def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack) -> None:
     assert (at("probe") - at("write")).total_seconds() >= 6 * 3600
 
 
-def test_an_operator_cancels_a_lifecycle_cleanly(dev_stack: DevStack) -> None:
-    scenario = dev_stack.home / "seed-cancel.yaml"
+@pytest.mark.parametrize("cohort", ["auto", "1"])
+def test_an_operator_cancels_a_lifecycle_cleanly(dev_stack: DevStack, cohort: str) -> None:
+    scenario = dev_stack.home / f"seed-cancel-{cohort}.yaml"
     scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 2d"))
-    process, run_id = _start_long_run(dev_stack, scenario)
+    process, run_id = _start_long_run(dev_stack, scenario, cohort)
     try:
         _wait_for(lambda: _waiting(dev_stack, run_id))
         cancelled = dev_stack.memlife("cancel", run_id, "--reason", "test over")
@@ -306,12 +310,13 @@ def test_an_operator_cancels_a_lifecycle_cleanly(dev_stack: DevStack) -> None:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 1, out + err  # --enforce: a cancelled run never passes
-    artifact = json.loads((dev_stack.home / "seed-cancel.json").read_text())
+    artifact = json.loads((dev_stack.home / f"seed-cancel-{cohort}.json").read_text())
     assert artifact["meta"]["status"].startswith("cancelled")
     assert not [o for o in artifact["observations"] if o["kind"] == "probe"]
     found = dev_stack.workflows(f'MemlifeRun="{run_id}" AND MemlifeVerdict="cancelled"')
-    assert {w["type"]["name"] for w in found} == {"SuiteWorkflow",  # type: ignore[index]
-                                                  "PairLifecycleWorkflow"}
+    # A pair alone carries the attributes too; a cohort's pairs share the suite's.
+    expected = {"SuiteWorkflow"} | ({"PairLifecycleWorkflow"} if cohort == "auto" else set())
+    assert {w["type"]["name"] for w in found} == expected  # type: ignore[index]
 
 
 def test_check_deletion_against_a_deletion_fault_fails_naming_the_store(

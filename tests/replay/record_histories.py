@@ -22,7 +22,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from memlife import embedded
-from memlife.lifecycle import pair_workflow_id
+from memlife.lifecycle import cohort_workflow_id, pair_workflow_id
 from memlife.scenario import load_scenario, materialize
 from memlife.targets.config import reference_target
 from memlife.temporal import build_worker, bundled_binary
@@ -33,7 +33,8 @@ HISTORIES = REPO / "tests" / "histories"
 
 
 async def record(name: str, scenario_path: Path, faults: list[str],
-                 generated_pairs: int | None = None) -> None:
+                 generated_pairs: int | None = None, cohort_size: int = 0) -> None:
+    """A run's suite history and its first pair's (or, in cohorts, first cohort's)."""
     import os
 
     scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
@@ -50,14 +51,19 @@ async def record(name: str, scenario_path: Path, faults: list[str],
                 scenario = load_scenario(scenario_path)
                 if generated_pairs is not None:
                     assert scenario.generate is not None
-                    scenario = materialize(scenario.model_copy(update={
+                    scenario = scenario.model_copy(update={
                         "generate": scenario.generate.model_copy(
-                            update={"count": generated_pairs})}), seed=name)
-                run = run_input(scenario, reference_target(process.base_url))
+                            update={"count": generated_pairs})})
+                    if not cohort_size:  # cohorts: the suite materializes the pairs
+                        scenario = materialize(scenario, seed=name)
+                run = run_input(scenario, reference_target(process.base_url)).model_copy(
+                    update={"cohort_size": cohort_size, "seed": name if cohort_size else None})
                 await run_suite(env.client, task_queue, run)
+            first = (("cohort", cohort_workflow_id(scenario.name, run.run_id, 0)) if cohort_size
+                     else ("pair", pair_workflow_id(scenario.name, run.run_id, 0)))
             for kind, workflow_id in (
                 ("suite", f"memlife/{scenario.name}/{run.run_id}"),
-                ("pair", pair_workflow_id(scenario.name, run.run_id, 0)),
+                first,
             ):
                 history = await env.client.get_workflow_handle(workflow_id).fetch_history()
                 path = HISTORIES / f"{name}-{kind}.json"
@@ -216,41 +222,6 @@ async def record_adjudication() -> None:
         await env.shutdown()
 
 
-async def record_cohort() -> None:
-    """A nightly of three pairs in cohorts of two (pairs by reference, batched steps,
-    shared timers), with a fault so that failures are in it too."""
-    import os
-
-    from memlife.lifecycle import cohort_workflow_id
-
-    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
-    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
-    env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
-        test_server_existing_path=bundled_binary("temporal-test-server"),
-    )
-    try:
-        with embedded.reference_target(scratch, ["nightly-resurrection"]) as process, \
-                ThreadPoolExecutor(max_workers=8) as executor:
-            task_queue = f"record-{uuid.uuid4().hex[:6]}"
-            async with build_worker(env.client, task_queue, executor):
-                scenario = load_scenario(REPO / "scenarios" / "lifecycle-nightly.yaml")
-                assert scenario.generate is not None
-                scenario = scenario.model_copy(update={
-                    "generate": scenario.generate.model_copy(update={"count": 3})})
-                run = run_input(scenario, reference_target(process.base_url)).model_copy(
-                    update={"cohort_size": 2, "seed": "v3-cohort"})
-                await run_suite(env.client, task_queue, run)
-            for name, workflow_id in (
-                ("v3-cohort-nightly-suite", f"memlife/{scenario.name}/{run.run_id}"),
-                ("v3-cohort-nightly-cohort",
-                 cohort_workflow_id(scenario.name, run.run_id, 0)),
-            ):
-                _save(name, await env.client.get_workflow_handle(workflow_id).fetch_history())
-    finally:
-        await env.shutdown()
-
-
 async def main() -> None:
     """Records what is missing; released histories are never written over."""
     HISTORIES.mkdir(parents=True, exist_ok=True)
@@ -271,7 +242,9 @@ async def main() -> None:
     if "v2-adjudication-queue" not in have:
         await record_adjudication()
     if "v3-cohort-nightly-suite" not in have:
-        await record_cohort()
+        # Three pairs in cohorts of two (pairs by reference, batched steps, shared timers).
+        await record("v3-cohort-nightly", nightly, ["nightly-resurrection"],
+                     generated_pairs=3, cohort_size=2)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,112 @@
+"""SQL store probes against real databases (SQLite and PostgreSQL): parameterized reads
+by tenant and by needle, run read-only, with the URL taken from the worker's environment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.target import inspect_stores
+from memlife.errors import InputError
+from memlife.lifecycle import InspectRequest
+from memlife.targets.config import parse_target
+
+ROWS = [("m1", "u_ana", "Trabaja en Panadería Quispe", 0),
+        ("m2", "u_ana", "Vive en calle Olmo 12", 0),
+        ("m3", "u_bruno", "Trabaja en Ferretería Olmos", 0),
+        ("m4", "u_ana", "Su mascota es Trufa", 1)]
+
+
+def _target(scope: str, needle: str = "SELECT id, user_id AS tenant_id, memory AS content, "
+            "deleted FROM probe_memories WHERE memory LIKE '%' || :needle || '%'") -> Any:
+    return parse_target({
+        "name": "sql-store", "base_url": "http://127.0.0.1:9",
+        "operations": {"say": {"path": "/say", "extract": {"reply": "/reply"}}},
+        "stores": [{"name": "memories", "retention": "tombstone", "probe": {
+            "kind": "sql", "url_env": "MEMLIFE_TEST_STORE_URL", "scope": scope,
+            "needle": needle, "deleted": "/deleted"}}],
+    }, "sql-store.yaml")
+
+
+SCOPE = ("SELECT id, user_id AS tenant_id, memory AS content, deleted FROM probe_memories "
+         "WHERE user_id = :user_id ORDER BY id")
+
+
+@pytest.fixture
+def store_url(recorder_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    engine = create_engine(recorder_url)
+    with engine.begin() as db:
+        db.execute(text("DROP TABLE IF EXISTS probe_memories"))
+        db.execute(text("CREATE TABLE probe_memories (id TEXT PRIMARY KEY, user_id TEXT, "
+                        "memory TEXT, deleted INTEGER)"))
+        for row in ROWS:
+            db.execute(text("INSERT INTO probe_memories VALUES (:i, :u, :m, :d)"),
+                       dict(zip("iumd", row, strict=True)))
+    engine.dispose()
+    monkeypatch.setenv("MEMLIFE_TEST_STORE_URL", recorder_url)
+    return recorder_url
+
+
+def _count(url: str) -> int:
+    engine = create_engine(url)
+    with engine.connect() as db:
+        count = db.execute(text("SELECT count(*) FROM probe_memories")).scalar_one()
+    engine.dispose()
+    return int(count)
+
+
+async def test_reads_by_tenant_and_by_needle(store_url: str) -> None:
+    reads = await ActivityEnvironment().run(inspect_stores, InspectRequest(
+        target=_target(SCOPE), identities=["u_ana"], needles=["Panadería Quispe", "Olmo"],
+        watch=["Panadería Quispe", "Olmo", "Trufa"], scenario_now="2026-12-01T00:00:00Z"))
+    by_key = {(r.mode, r.key): r for r in reads}
+    scope = by_key[("scope", "u_ana")]
+    assert scope.status == "ok" and scope.total == 3 and scope.latency_ms is not None
+    assert [(r.id, r.tenant_id, r.deleted, r.matches) for r in scope.records] == [
+        ("m1", "u_ana", False, [0]), ("m2", "u_ana", False, [1]), ("m4", "u_ana", True, [2])]
+    # A needle is searched across every tenant: "Olmo" is in Ana's street and Bruno's job.
+    olmo = by_key[("needle", "Olmo")]
+    assert sorted((r.id, r.tenant_id) for r in olmo.records) == [("m2", "u_ana"),
+                                                                 ("m3", "u_bruno")]
+    assert by_key[("needle", "Panadería Quispe")].total == 1
+
+
+async def test_a_query_that_writes_is_refused_and_changes_nothing(store_url: str) -> None:
+    sneaky = ("WITH gone AS (DELETE FROM probe_memories WHERE user_id = :user_id RETURNING *) "
+              "SELECT id, user_id AS tenant_id, memory AS content, deleted FROM gone")
+    reads = await ActivityEnvironment().run(inspect_stores, InspectRequest(
+        target=_target(sneaky), identities=["u_ana"], needles=[], watch=["Olmo"],
+        scenario_now="2026-12-01T00:00:00Z"))
+    assert [(r.mode, r.status) for r in reads] == [("scope", "error")]  # inconclusive
+    assert reads[0].error and "Error" in reads[0].error
+    assert _count(store_url) == len(ROWS)  # read-only transaction (or query_only)
+
+
+async def test_the_database_url_comes_from_the_worker_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMLIFE_TEST_STORE_URL", raising=False)
+    target = _target(SCOPE)
+    assert target.secret_names() == ["MEMLIFE_TEST_STORE_URL"]  # checked before a run
+    with pytest.raises(Exception) as raised:
+        await ActivityEnvironment().run(inspect_stores, InspectRequest(
+            target=target, identities=["u_ana"], needles=[], watch=[],
+            scenario_now="2026-12-01T00:00:00Z"))
+    assert isinstance(raised.value, ApplicationError) and raised.value.non_retryable
+    assert raised.value.type == "MissingSecret"
+    assert "MEMLIFE_TEST_STORE_URL" in str(raised.value)
+
+
+@pytest.mark.parametrize(("scope", "needle", "reason"), [
+    ("DELETE FROM m WHERE user_id = :user_id", None, "one SELECT (or WITH … SELECT)"),
+    ("SELECT * FROM m WHERE user_id = :user_id; DROP TABLE m", None, "no ';' inside"),
+    ("SELECT * FROM m", None, "exactly one parameter, :user_id (it has none"),
+    (SCOPE, "SELECT * FROM m WHERE x = :needle AND y = :other", "(it has :needle, :other)"),
+])
+def test_probe_queries_are_validated(scope: str, needle: str | None, reason: str) -> None:
+    with pytest.raises(InputError) as raised:
+        _target(scope, *([needle] if needle else []))
+    assert reason in str(raised.value)
