@@ -296,9 +296,11 @@ def render(args: argparse.Namespace, machine: str, noop_rate: float, baseline: M
                   f"{largest.worker_peak_rss_mb:,.0f} MB (goal ≤ 500 MB at 10,000 pairs: "
                   f"{goal}).", ""]
     lines += [
-        "Runs of more than 64 pairs go in cohorts of 50 pairs per workflow "
-        "(`memlife run --cohort`): each step's calls of a cohort leave as one activity and "
-        "are recorded in one transaction. Rows are every row the run wrote (observations, "
+        "Runs of more than 64 pairs go in cohorts (`memlife run --cohort`; here "
+        + ", ".join(f"{run.pairs:,} pairs: {cohort_size(run.pairs)} per cohort"
+                    for run in scale) + "): each step's calls of a cohort leave as one "
+        "activity and are recorded in one transaction. Rows are every row the run wrote "
+        "(observations, "
         "their metrics, verdicts, steps, tenants, values, pairs). A compressed clock turns "
         "minutes of processing into days of scenario time: failures at scale are deadlines "
         "(a deletion SLA of 24 h is under a second of real time here) and say nothing "

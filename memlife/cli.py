@@ -693,7 +693,7 @@ def cmd_target_check(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memlife.lifecycle import AUTO_COHORT, AUTO_COHORT_ABOVE
+    from memlife.lifecycle import AUTO_COHORT, AUTO_COHORT_ABOVE, MAX_AUTO_COHORT
     from memlife.reference.store import RETRIEVAL_MODES
 
     parser = argparse.ArgumentParser(
@@ -737,7 +737,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cohort", default="auto", metavar="N",
                      help="pairs per cohort workflow (their calls batched per step); 0: one "
                      f"workflow per pair; auto: cohorts of {AUTO_COHORT} above "
-                     f"{AUTO_COHORT_ABOVE} pairs")
+                     f"{AUTO_COHORT_ABOVE} pairs, up to {MAX_AUTO_COHORT} in runs of "
+                     "thousands")
     run.add_argument("--task-queue", default=None)
     run.add_argument("--no-worker", action="store_true",
                      help="do not run an in-process worker (standalone workers serve the run)")
