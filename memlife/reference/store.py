@@ -129,6 +129,13 @@ CREATE TABLE IF NOT EXISTS deletions (
 CREATE TABLE IF NOT EXISTS activity (
     tenant_id TEXT PRIMARY KEY, last_message_at TEXT NOT NULL, summarized_at TEXT
 );
+-- A session is summarized once it has been idle long enough: only unsummarized ones are
+-- looked at on each request.
+CREATE INDEX IF NOT EXISTS activity_unsummarized ON activity(last_message_at)
+    WHERE summarized_at IS NULL;
+-- Tenants whose checkpoints or memories changed since the last nightly rebuild: the only
+-- ones a rebuild can change (it is idempotent), so the only ones it redoes.
+CREATE TABLE IF NOT EXISTS nightly_dirty (tenant_id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS clock (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
@@ -182,7 +189,8 @@ class Answer:
 
 
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """Always to the microsecond, so that stored times compare correctly as text."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _parse(text: str) -> datetime:
@@ -218,7 +226,14 @@ class ReferenceRuntime:
         self._db.execute("PRAGMA recursive_triggers=ON")  # REPLACE's deletes reindex too
         indexed = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='jobs_search'"
                                    ).fetchone() is not None
+        tracked = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='nightly_dirty'"
+                                   ).fetchone() is not None
         self._db.executescript(_SCHEMA + _SEARCH_INDEX)
+        if not tracked:  # a database from before the tracking: every tenant may need it
+            self._db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id) "
+                             "SELECT DISTINCT tenant_id FROM thread_messages")
+            self._db.execute("UPDATE activity SET summarized_at=NULL "
+                             "WHERE summarized_at < last_message_at")
         if not indexed:  # a database from before the index: index what it holds
             for table in STORE_TABLES.values():
                 self._db.execute(f"INSERT INTO {table}_search({table}_search) "
@@ -283,11 +298,12 @@ class ReferenceRuntime:
             if due <= now:
                 events.append((due, 0, "purge", deletion["id"]))
         for item in self._db.execute(
-            "SELECT tenant_id, last_message_at, summarized_at FROM activity"
+            "SELECT tenant_id, last_message_at FROM activity "
+            "WHERE summarized_at IS NULL AND last_message_at <= ?",
+            (_iso(now - SESSION_IDLE),),
         ).fetchall():
             due = _parse(item["last_message_at"]) + SESSION_IDLE
-            done = item["summarized_at"] and _parse(item["summarized_at"]) >= due
-            if due <= now and not done:
+            if due <= now:
                 events.append((due, 1, "summary", item["tenant_id"]))
         night = start.replace(hour=NIGHTLY_HOUR, minute=0, second=0, microsecond=0)
         if night <= start:
@@ -333,7 +349,8 @@ class ReferenceRuntime:
         """
         include_deleted = "nightly-resurrection" in self.faults
         query = ("SELECT tenant_id, content FROM thread_messages WHERE role='user' "
-                 + ("" if include_deleted else "AND deleted=0 ") + "ORDER BY id")
+                 + ("" if include_deleted else "AND deleted=0 ")
+                 + "AND tenant_id IN (SELECT tenant_id FROM nightly_dirty) ORDER BY id")
         by_tenant: dict[str, list[str]] = {}
         for row in self._db.execute(query).fetchall():
             by_tenant.setdefault(row["tenant_id"], []).append(row["content"])
@@ -344,8 +361,15 @@ class ReferenceRuntime:
             for message in messages:
                 if not language.is_question(message):
                     self._store_fact(tenant, message, stamp, graph=False)
-        for row in self._db.execute("SELECT user_id FROM users WHERE status='active'").fetchall():
+        for row in self._db.execute(
+                "SELECT user_id FROM users WHERE status='active' "
+                "AND user_id IN (SELECT tenant_id FROM nightly_dirty)").fetchall():
             self._summarize(row["user_id"], when, "nightly")
+        self._db.execute("DELETE FROM nightly_dirty")
+
+    def _dirty(self, tenant: str) -> None:
+        self._db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id) VALUES (?)",
+                         (tenant,))
 
     def _purge(self, deletion_id: str, when: datetime) -> None:
         row = self._db.execute("SELECT tenant_id FROM deletions WHERE id=?",
@@ -354,6 +378,12 @@ class ReferenceRuntime:
         stamp = _iso(when)
         keys = [r["key"] for r in self._db.execute(
             "SELECT key FROM memories WHERE tenant_id=?", (tenant,))]
+        self._dirty(tenant)
+        if "delete-overreach" in self.faults and keys:  # other tenants lose memories too
+            marks = ",".join("?" * len(keys))
+            self._db.execute(
+                "INSERT OR IGNORE INTO nightly_dirty(tenant_id) SELECT DISTINCT tenant_id "
+                f"FROM memories WHERE key IN ({marks})", keys)  # noqa: S608
         if "partial-delete" in self.faults:
             self._db.execute(
                 "DELETE FROM memories WHERE id IN (SELECT id FROM memories WHERE tenant_id=? "
@@ -420,7 +450,8 @@ class ReferenceRuntime:
             )
             self._db.execute(
                 "INSERT INTO activity(tenant_id, last_message_at) VALUES (?,?) "
-                "ON CONFLICT(tenant_id) DO UPDATE SET last_message_at=excluded.last_message_at",
+                "ON CONFLICT(tenant_id) DO UPDATE SET last_message_at=excluded.last_message_at, "
+                "summarized_at=NULL",
                 (tenant, stamp))
             return tenant, replace(answer, timings={"queue": round(queued_ms, 3),
                                                     **answer.timings})
@@ -439,6 +470,7 @@ class ReferenceRuntime:
             if existing is not None:  # idempotent: a retried request is the same request
                 return {"deletion_id": existing["id"], "status": existing["status"]}
             stamp = _iso(clock)
+            self._dirty(user_id)
             self._db.execute(
                 "UPDATE users SET status='deleted', phone='', deleted_at=? WHERE user_id=?",
                 (stamp, user_id),
@@ -462,6 +494,7 @@ class ReferenceRuntime:
             if not self._is_active(user_id):
                 raise UnknownTenant(user_id)
             needle = _norm(value)
+            self._dirty(user_id)
             self._db.execute("DELETE FROM memories WHERE tenant_id=? AND instr(norm, ?) > 0",
                              (user_id, needle))
             if "forget-skips-graph" not in self.faults:
@@ -559,6 +592,7 @@ class ReferenceRuntime:
     # -- write path ----------------------------------------------------------------------
 
     def _thread_append(self, tenant: str, role: str, content: str, stamp: str) -> None:
+        self._dirty(tenant)
         self._db.execute(
             "INSERT INTO thread_messages(tenant_id, role, content, norm, created_at) "
             "VALUES (?,?,?,?,?)", (tenant, role, content, _norm(content), stamp))

@@ -208,7 +208,7 @@ def test_http_surface_follows_the_memlife_clock_header(runtime: ReferenceRuntime
     records = client.get("/admin/stores/thread/records",
                          params={"tenant_id": user.json()["user_id"]},
                          headers={"X-Memlife-Now": later}).json()["records"]
-    assert records[0]["created_at"] == later
+    assert records[0]["created_at"] == "2031-05-01T00:00:00.000000Z"  # the header's moment
     deletion = client.delete(f"/v1/users/{user.json()['user_id']}",
                              headers={"X-Memlife-Now": later})
     assert deletion.status_code == 202 and deletion.json()["status"] == "pending"
@@ -283,3 +283,37 @@ def test_indexed_needle_search_finds_exactly_what_a_full_scan_finds(
                                                                           needle=needle))
             assert found == expected, (store, needle)
         assert runtime.store_records(store, later, needle="verde") == []  # forgotten
+
+
+class _FullNightly(ReferenceRuntime):
+    """The nightly as it was: every tenant rebuilt, whether anything changed or not."""
+
+    def _nightly(self, when: datetime) -> None:
+        self._db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id) "
+                         "SELECT user_id FROM users")
+        super()._nightly(when)
+
+
+@pytest.mark.parametrize("faults", [(), ("nightly-resurrection",), ("delete-overreach",)])
+def test_the_incremental_nightly_leaves_what_a_full_rebuild_leaves(
+        tmp_path: Path, faults: tuple[str, ...]) -> None:
+    def contents(runtime: ReferenceRuntime, tenants: list[str], at: datetime) -> dict:
+        def named(text: str) -> str:  # tenant ids differ between the two runtimes
+            return text.replace(tenants[0], "ana").replace(tenants[1], "bruno")
+
+        return {store: sorted(named(str(r["content"])) for tenant in tenants
+                              for r in runtime.store_records(store, at, tenant_id=tenant))
+                for store in ("memory", "summaries", "graph")}
+
+    results = []
+    for kind in (ReferenceRuntime, _FullNightly):
+        runtime = kind(tmp_path / f"{kind.__name__}-{'-'.join(faults)}.db", faults)
+        ana, bruno = setup_pair(runtime)
+        runtime.converse(BRUNO, "Ahora trabajo en Ferretería Norte.", T0 + timedelta(hours=2))
+        # Requested just before the night: the purge (30 min later) falls after it.
+        runtime.delete_tenant(ana, T0.replace(hour=1, minute=50) + timedelta(days=1))
+        later = T0 + timedelta(days=4)
+        results.append(contents(runtime, [ana, bruno], later))
+    assert results[0] == results[1]
+    if "nightly-resurrection" in faults:  # the fault still resurrects what was purged
+        assert "Trabajo en Panadería Quispe." in results[0]["memory"]
