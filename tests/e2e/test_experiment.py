@@ -38,12 +38,12 @@ def test_configurations_side_by_side_with_a_fault_visible_in_its_column(
     assert comparison["graph"]["families"]["leakage-free (I3)"]["rate"] == 1.0
     for label in ("thread", "graph", "leaky"):
         assert set(comparison[label]["stages_ms"]) == {"queue", "retrieval", "assembly",
-                                                       "think"}
+                                                       "think", "total"}
         assert comparison[label]["cost_per_probe"] > 0
     artifact = runs[0]
     assert artifact["cost"]["per_lifecycle_mean"] > artifact["cost"]["per_probe_mean"]
     probe = next(o for o in artifact["observations"] if o["kind"] == "probe")
-    assert set(probe["stages"]) == {"queue", "retrieval", "assembly", "think"}
+    assert set(probe["stages"]) == {"queue", "retrieval", "assembly", "think", "total"}
 
     report = memlife("report", "experiment.json", "--format", "md", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
