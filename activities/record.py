@@ -160,13 +160,7 @@ def _value_rows(run_id: str, pairs: list[Pair]) -> list[records.RunValueRow]:
 
 @activity.defn(name="memlife.record_tenants")
 def record_tenants(run_id: str, pair_index: int, tenants: list[TenantIdentity]) -> None:
-    records.merge_all([
-        records.TenantRow(
-            id=f"{run_id}/{pair_index}/{t.role}", run_id=run_id, pair_index=pair_index,
-            role=t.role, alias=t.alias, phone=t.phone, language=t.language, user_id=t.user_id,
-        )
-        for t in tenants
-    ])
+    record_tenant_sets(run_id, [pair_index], [tenants])
 
 
 def _judge(step: StepRecord) -> StepOutcome:

@@ -16,7 +16,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -49,6 +49,7 @@ from memlife.targets.config import (
 from memlife.targets.http import MissingSecret, TargetError
 
 log = get_logger("memlife.activities.target")
+T = TypeVar("T")
 
 READ_CONCURRENCY = 8
 EXCERPT_CHARS = 160
@@ -219,8 +220,17 @@ def _deletion_state(operation: DeleteOperation, response: http.Response,
     )
 
 
+async def _as_activity(work: Awaitable[T]) -> T:
+    """A single-call activity: a target error becomes an ApplicationError, retryable or
+    not, for Temporal's RetryPolicy (a batch keeps it as the item's error instead)."""
+    try:
+        return await work
+    except TargetError as error:
+        raise _application_error(error) from None
+
+
 async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
-                        variables: dict[str, Any], send: Send = send_once,
+                        variables: dict[str, Any], send: Send,
                         ) -> tuple[Any, http.Response, datetime]:
     """One erasure-related request (delete, status, forget) by the operation's name."""
     operation = getattr(request.target.operations, name)
@@ -228,20 +238,15 @@ async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
         raise ApplicationError(f"the target file has no operations.{name}",
                                type="TargetConfigError", non_retryable=True)
     wall_time = datetime.now(UTC)
-    try:
-        response = await send(request.target, operation,
-                              {"phone": request.phone, "user_id": request.user_id, **variables},
-                              request.scenario_now)
-    except TargetError as error:
-        if send is not send_once:
-            raise  # a batch reports it as the item's error
-        raise _application_error(error) from None
+    response = await send(request.target, operation,
+                          {"phone": request.phone, "user_id": request.user_id, **variables},
+                          request.scenario_now)
     return operation, response, wall_time
 
 
 @activity.defn(name="memlife.delete_tenant")
 async def delete_tenant(request: DeleteRequest) -> DeletionState:
-    return await _delete(request, send_once)
+    return await _as_activity(_delete(request, send_once))
 
 
 async def _delete(request: DeleteRequest, send: Send) -> DeletionState:
@@ -253,7 +258,7 @@ async def _delete(request: DeleteRequest, send: Send) -> DeletionState:
 
 @activity.defn(name="memlife.deletion_status")
 async def deletion_status(request: DeleteRequest) -> DeletionState:
-    return await _deletion_status(request, send_once)
+    return await _as_activity(_deletion_status(request, send_once))
 
 
 async def _deletion_status(request: DeleteRequest, send: Send) -> DeletionState:
@@ -265,7 +270,7 @@ async def _deletion_status(request: DeleteRequest, send: Send) -> DeletionState:
 @activity.defn(name="memlife.forget_fact")
 async def forget_fact(request: ForgetRequest) -> DeletionState:
     """Erase one fact through the target's `forget` operation (a 2xx means done)."""
-    return await _forget(request, send_once)
+    return await _as_activity(_forget(request, send_once))
 
 
 async def _forget(request: ForgetRequest, send: Send) -> DeletionState:
@@ -370,7 +375,9 @@ async def _inspect(request: InspectRequest) -> list[StoreRead]:
             continue
         reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
                   for identity in request.identities]
-        if store.probe.needles is not None and request.needles:  # one read for them all
+        # One read for all the values where an HTTP probe can (SQL: one query per value).
+        if (isinstance(store.probe, StoreProbe) and store.probe.needles is not None
+                and request.needles):
             reads.append(_read_store(request, store, "needles", "\n".join(request.needles),
                                      limit, watch_normalized))
         else:

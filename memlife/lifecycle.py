@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlife.phones import synthetic_phone
 from memlife.scenario import (
     AwaitDeletionStep,
     DeleteStep,
@@ -1051,6 +1052,15 @@ def stage_of(step_index: int, label: str) -> str:
 
 def suite_workflow_id(scenario: str, run_id: str) -> str:
     return f"memlife/{scenario}/{run_id}"
+
+
+def pair_tenants(run_id: str, pair_index: int, pair: Pair,
+                 scenario: Scenario) -> list[TenantIdentity]:
+    """The pair's two tenants with their run-unique synthetic phones."""
+    return [TenantIdentity(role=role, alias=pair.tenant(role).alias,
+                           phone=synthetic_phone(run_id, 2 * pair_index + offset),
+                           language=scenario.language_of(pair.tenant(role)))
+            for offset, role in enumerate(("a", "b"))]
 
 
 def pair_workflow_id(scenario: str, run_id: str, pair_index: int) -> str:

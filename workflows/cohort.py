@@ -23,6 +23,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import TypeAdapter
+
     from activities.record import load_pairs, record_step, record_steps, record_tenant_sets
     from activities.record import record_tenants as record_tenants_activity
     from activities.target import (
@@ -44,9 +46,8 @@ with workflow.unsafe.imports_passed_through():
         Reply,
         StoreRead,
         TargetBatch,
-        TenantIdentity,
+        pair_tenants,
     )
-    from memlife.phones import synthetic_phone
     from workflows.options import (
         HEARTBEAT_TIMEOUT,
         RECORD_RETRY,
@@ -61,25 +62,20 @@ with workflow.unsafe.imports_passed_through():
     )
 
 # Which batch kind each single-call activity joins, and how its result is read back.
-_TARGET_KINDS: dict[str, tuple[str, Any]] = {
-    "memlife.register_tenant": ("register", RegisterResult),
-    "memlife.converse": ("converse", list[Reply]),
-    "memlife.delete_tenant": ("delete", DeletionState),
-    "memlife.deletion_status": ("deletion-status", DeletionState),
-    "memlife.forget_fact": ("forget", DeletionState),
-    "memlife.inspect_stores": ("inspect", list[StoreRead]),
+_TARGET_KINDS: dict[Any, tuple[str, TypeAdapter[Any]]] = {
+    register_tenant: ("register", TypeAdapter(RegisterResult)),
+    converse: ("converse", TypeAdapter(list[Reply])),
+    delete_tenant: ("delete", TypeAdapter(DeletionState)),
+    deletion_status: ("deletion-status", TypeAdapter(DeletionState)),
+    forget_fact: ("forget", TypeAdapter(DeletionState)),
+    inspect_stores: ("inspect", TypeAdapter(list[StoreRead])),
 }
-_ACTIVITY_NAMES = {register_tenant: "memlife.register_tenant", converse: "memlife.converse",
-                   delete_tenant: "memlife.delete_tenant",
-                   deletion_status: "memlife.deletion_status",
-                   forget_fact: "memlife.forget_fact", inspect_stores: "memlife.inspect_stores",
-                   record_step: "memlife.record_step",
-                   record_tenants_activity: "memlife.record_tenants"}
+_BATCHED = {*_TARGET_KINDS, record_step, record_tenants_activity}
 
 
 @dataclass
 class _Call:
-    name: str
+    activity: Any
     payload: Any
     future: asyncio.Future[Any] = field(default_factory=asyncio.Future)
 
@@ -100,10 +96,9 @@ class Batcher:
         self.batches = 0
 
     async def call(self, activity: Any, payload: Any) -> Any:
-        name = _ACTIVITY_NAMES.get(activity)
-        if name is None:
+        if activity not in _BATCHED:
             raise RuntimeError(f"no batch for activity {activity!r}")  # a bug: retry the task
-        call = _Call(name, payload)
+        call = _Call(activity, payload)
         self._queue.append(call)
         return await call.future
 
@@ -111,20 +106,20 @@ class Batcher:
         while True:
             await workflow.wait_condition(lambda: bool(self._queue))
             calls, self._queue = self._queue, []
-            groups: dict[str, list[_Call]] = {}
+            groups: dict[Any, list[_Call]] = {}
             for call in calls:
-                groups.setdefault(call.name, []).append(call)
-            for name, group in groups.items():
-                task = asyncio.create_task(self._flush(name, group))
+                groups.setdefault(call.activity, []).append(call)
+            for activity, group in groups.items():
+                task = asyncio.create_task(self._flush(activity, group))
                 self._flushes.add(task)
                 task.add_done_callback(self._flushes.discard)
 
-    async def _flush(self, name: str, calls: list[_Call]) -> None:
+    async def _flush(self, activity: Any, calls: list[_Call]) -> None:
         self.batches += 1
         try:
-            if name in _TARGET_KINDS:
-                results = await self._target_batch(name, calls)
-            elif name == "memlife.record_step":
+            if activity in _TARGET_KINDS:
+                results = await self._target_batch(activity, calls)
+            elif activity is record_step:
                 results = await workflow.execute_local_activity(
                     record_steps, [call.payload for call in calls],
                     start_to_close_timeout=RECORD_TIMEOUT * 2, retry_policy=RECORD_RETRY,
@@ -137,13 +132,11 @@ class Batcher:
                     start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
                     summary=f"record tenants of {len(calls)} pair(s)")
                 results = [None] * len(calls)
-        except ActivityError as error:  # the whole batch failed: every item did
-            failure = BatchItemError(_failure_text(error))
-            for call in calls:
-                call.future.set_exception(failure)
-            return
-        except ValueError as error:  # a result that does not parse: fail closed, no hang
-            failure = BatchItemError(f"{type(error).__name__}: {error}")
+        # The whole batch failed, or a result does not parse: every item failed (fail closed,
+        # and no pair is left waiting).
+        except (ActivityError, ValueError) as error:
+            failure = BatchItemError(_failure_text(error) if isinstance(error, ActivityError)
+                                     else f"{type(error).__name__}: {error}")
             for call in calls:
                 call.future.set_exception(failure)
             return
@@ -153,8 +146,8 @@ class Batcher:
             else:
                 call.future.set_result(result)
 
-    async def _target_batch(self, name: str, calls: list[_Call]) -> list[Any]:
-        kind, result_type = _TARGET_KINDS[name]
+    async def _target_batch(self, activity: Any, calls: list[_Call]) -> list[Any]:
+        kind, result_type = _TARGET_KINDS[activity]
         target = self._cohort.target
         items = [call.payload.model_dump(mode="json", exclude={"target"}) for call in calls]
         outcomes: list[BatchOutcome] = await workflow.execute_activity(
@@ -166,16 +159,10 @@ class Batcher:
         return [_read_outcome(outcome, result_type) for outcome in outcomes]
 
 
-def _read_outcome(outcome: BatchOutcome, result_type: Any) -> Any:
+def _read_outcome(outcome: BatchOutcome, result_type: TypeAdapter[Any]) -> Any:
     if not outcome.ok:
         return BatchItemError(outcome.error or "the batch item failed")
-    if result_type is RegisterResult:
-        return RegisterResult.model_validate(outcome.value)
-    if result_type is DeletionState:
-        return DeletionState.model_validate(outcome.value)
-    if result_type == list[Reply]:
-        return [Reply.model_validate(item) for item in outcome.value]
-    return [StoreRead.model_validate(item) for item in outcome.value]
+    return result_type.validate_python(outcome.value)
 
 
 class SharedTimers:
@@ -284,12 +271,7 @@ class CohortLifecycleWorkflow:
         inputs = []
         for offset, pair in enumerate(pairs):
             index = cohort.first_pair + offset
-            tenants = [
-                TenantIdentity(role=role, alias=pair.tenant(role).alias,
-                               phone=synthetic_phone(cohort.run_id, 2 * index + position),
-                               language=scenario.language_of(pair.tenant(role)))
-                for position, role in enumerate(("a", "b"))
-            ]
+            tenants = pair_tenants(cohort.run_id, index, pair, scenario)
             inputs.append(PairInput(
                 run_id=cohort.run_id, pair_index=index,
                 scenario=scenario.model_copy(update={"pairs": [pair]}), target=cohort.target,

@@ -21,11 +21,10 @@ with workflow.unsafe.imports_passed_through():
         PairResult,
         RunInput,
         RunSummary,
-        TenantIdentity,
         cohort_workflow_id,
+        pair_tenants,
         pair_workflow_id,
     )
-    from memlife.phones import synthetic_phone
     from workflows import attributes
     from workflows.cohort import CohortLifecycleWorkflow
     from workflows.options import RECORD_RETRY, RECORD_TIMEOUT
@@ -134,12 +133,7 @@ class SuiteWorkflow:
                     scenario=scenario, target=run.target, clock=run.clock,
                     clock_origin=origin, review_queue=run.review_queue)))
         for index, pair in enumerate([] if run.cohort_size else scenario.pairs):
-            tenants = [
-                TenantIdentity(role=role, alias=pair.tenant(role).alias,
-                               phone=synthetic_phone(run.run_id, 2 * index + offset),
-                               language=scenario.language_of(pair.tenant(role)))
-                for offset, role in enumerate(("a", "b"))
-            ]
+            tenants = pair_tenants(run.run_id, index, pair, scenario)
             pair_input = PairInput(
                 run_id=run.run_id, pair_index=index,
                 scenario=scenario.model_copy(update={"pairs": [pair]}),

@@ -182,10 +182,6 @@ class SqlProbe(_Strict):
             raise ValueError("a probe query is one statement: no ';' inside it")
         return query.strip().rstrip(";")
 
-    @property
-    def needles(self) -> None:  # one query per value (an IN list would need dialect care)
-        return None
-
 
 def sql_parameters(query: str) -> set[str]:
     return set(_SQL_PARAMETER.findall(query))

@@ -103,10 +103,8 @@ def render(template: str, variables: dict[str, Any], *, url: bool = False) -> st
 
 def _query_value(template: str, variables: dict[str, Any]) -> str | list[str]:
     """A query parameter; a lone placeholder holding a list repeats the parameter."""
-    whole = PLACEHOLDER.fullmatch(template)
-    if whole and isinstance(variables.get(whole.group(1)), list):
-        return [str(item) for item in variables[whole.group(1)]]
-    return render(template, variables)
+    value = render_body(template, variables)  # a lone placeholder keeps its value's type
+    return [str(item) for item in value] if isinstance(value, list) else str(value)
 
 
 def render_body(node: Any, variables: dict[str, Any]) -> Any:
