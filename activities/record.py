@@ -16,7 +16,6 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from memlife import records
-from memlife.artifact import build_artifact
 from memlife.erasure import ErasureReceipt
 from memlife.lifecycle import (
     CaseVerdict,
@@ -297,10 +296,11 @@ def finish_run(run_id: str, failed_pairs: list[int],
         else:
             run.status = "finished"
         db.add(run)
-    loaded = records.load_run(run_id)
-    assert loaded is not None
-    artifact = build_artifact(loaded)
-    summary = artifact["summary"]
+    # Streamed from the recorder: a run of any size is summarized in bounded memory.
+    built = records.run_builder(run_id, summary_only=True)
+    assert built is not None
+    builder, _ = built
+    summary = builder.summary()
     with records.session() as db:
         run = db.get(records.RunRow, run_id)
         assert run is not None
@@ -308,12 +308,12 @@ def finish_run(run_id: str, failed_pairs: list[int],
         db.add(run)
     with _values_lock:
         _values_cache.pop((records.database_url(), run_id), None)
-    failures = len(artifact["failures"])
+    failures = builder.failure_count
     log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures)
     return RunSummary(
         run_id=run_id, passed=summary["passed"], cases=summary["cases"],
         cases_passed=summary["cases_passed"], failures=failures,
-        inconclusive=len(artifact["inconclusive"]),
+        inconclusive=builder.inconclusive_count,
         latency_within_target=summary["latency_within_target"],
     )
 

@@ -8,10 +8,11 @@ failures, and every leak and every residue is its own entry.
 from __future__ import annotations
 
 import json
+from array import array
 from typing import Any
 
 from memlife.lifecycle import INVARIANTS
-from memlife.scoring import InvariantTally, Tallies, summarize_latency
+from memlife.scoring import InvariantTally, LatencySummary, Tallies, summarize_latency
 
 ARTIFACT_VERSION = 1
 
@@ -20,48 +21,79 @@ def _tally() -> dict[str, int]:
     return {"checked": 0, "failed": 0, "inconclusive": 0}
 
 
-def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
-    run = rows["run"][0]
-    meta = json.loads(run.meta_json)
-    aliases = {(t.pair_index, t.role): t.alias for t in rows["tenants"]}
-    budget_ms = float(meta.get("latency_budget_ms", 700.0))
-    step_labels = {(s.pair_index, s.step_index): s.label for s in rows["steps"]}
+class ArtifactBuilder:
+    """Folds a run's rows into the artifact one row at a time, so that a run of any size
+    can be summarized without holding it: verdicts in (pair, step, case) order, ok probe
+    latencies, target errors and costs in any order. With `keep_entries=False` it keeps
+    no per-case, per-observation or per-pair entries (the digest: summary, matrix,
+    deletions, failures, latency). With `keep_findings=False` it only counts failures and
+    inconclusive checks (the summary)."""
 
-    # Every invariant appears, checked or not, so a reader sees what was not covered.
-    tallies = Tallies({name: InvariantTally() for name in INVARIANTS})
-    matrix: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
-    stages: list[str] = []
-    failures: list[dict[str, Any]] = []
-    inconclusive: list[dict[str, Any]] = []
-    deletions: list[dict[str, Any]] = []
-    case_entries: list[dict[str, Any]] = []
-    per_pair: dict[int, Tallies] = {}
-    step_outcomes: dict[tuple[int, int], dict[str, int]] = {}
-    verdicts = sorted(rows["verdicts"], key=lambda v: (v.pair_index, v.step_index, v.case_id))
-    for verdict in verdicts:
-        stage = verdict.stage or step_labels.get((verdict.pair_index, verdict.step_index)) or (
-            f"step-{verdict.step_index}")
-        if stage not in stages:
-            stages.append(stage)
+    def __init__(self, run: Any, step_labels: dict[tuple[int, int], str], *,
+                 keep_entries: bool = True, keep_findings: bool = True) -> None:
+        self.run = run
+        self.meta = json.loads(run.meta_json)
+        self.budget_ms = float(self.meta.get("latency_budget_ms", 700.0))
+        self.step_labels = step_labels
+        self.keep_entries = keep_entries
+        self.keep_findings = keep_findings
+        self.failure_count = self.inconclusive_count = 0
+        # Every invariant appears, checked or not, so a reader sees what was not covered.
+        self.tallies = Tallies({name: InvariantTally() for name in INVARIANTS})
+        self.matrix: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
+        self.stages: list[str] = []
+        self.failures: list[dict[str, Any]] = []
+        self.inconclusive: list[dict[str, Any]] = []
+        self.deletions: list[dict[str, Any]] = []
+        self.case_entries: list[dict[str, Any]] = []
+        self.per_pair: dict[int, Tallies] = {}
+        self.step_outcomes: dict[tuple[int, int], dict[str, int]] = {}
+        self.cases = self.cases_passed = self.cases_failed = self.cases_inconclusive = 0
+        self.probe_cases = self.target_errors = 0
+        self.probe_latencies: array[float] = array("d")
+        self.probe_metrics: list[dict[str, float]] = []
+        self.cost_by_pair: dict[int, float] = {}
+
+    def add_verdict(self, verdict: Any) -> None:
+        stage = verdict.stage or self.step_labels.get(
+            (verdict.pair_index, verdict.step_index)) or f"step-{verdict.step_index}"
+        if stage not in self.stages:
+            self.stages.append(stage)
+        self.cases += 1
+        self.cases_passed += bool(verdict.passed)
+        self.cases_failed += verdict.outcome == "fail"
+        self.cases_inconclusive += verdict.outcome == "inconclusive"
+        self.probe_cases += verdict.store == "response"
         checks = json.loads(verdict.checks_json)
-        case_entries.append({"pair": verdict.pair_index, "tenant": verdict.tenant_alias,
-                      "step": verdict.step_index, "stage": stage, "case": verdict.case_id,
-                      "domain": verdict.domain or None, "store": verdict.store,
-                      "outcome": verdict.outcome, "checks": checks})
-        outcome_counts = step_outcomes.setdefault((verdict.pair_index, verdict.step_index),
-                                                  {"pass": 0, "fail": 0, "inconclusive": 0})
-        outcome_counts[verdict.outcome] = outcome_counts.get(verdict.outcome, 0) + 1
-        pair_tallies = per_pair.setdefault(verdict.pair_index, Tallies(
-            {name: InvariantTally() for name in INVARIANTS}))
+        pair_tallies = None
+        if self.keep_entries:
+            self.case_entries.append({
+                "pair": verdict.pair_index, "tenant": verdict.tenant_alias,
+                "step": verdict.step_index, "stage": stage, "case": verdict.case_id,
+                "domain": verdict.domain or None, "store": verdict.store,
+                "outcome": verdict.outcome, "checks": checks})
+            outcome_counts = self.step_outcomes.setdefault(
+                (verdict.pair_index, verdict.step_index),
+                {"pass": 0, "fail": 0, "inconclusive": 0})
+            outcome_counts[verdict.outcome] = outcome_counts.get(verdict.outcome, 0) + 1
+            pair_tallies = self.per_pair.setdefault(verdict.pair_index, Tallies(
+                {name: InvariantTally() for name in INVARIANTS}))
         for check in checks:
-            tallies.add(check["invariant"], check["outcome"])
-            pair_tallies.add(check["invariant"], check["outcome"])
-            cell = matrix.setdefault(check["invariant"], {}).setdefault(
+            self.tallies.add(check["invariant"], check["outcome"])
+            if pair_tallies is not None:
+                pair_tallies.add(check["invariant"], check["outcome"])
+            cell = self.matrix.setdefault(check["invariant"], {}).setdefault(
                 check.get("store", "response"), {}).setdefault(stage, _tally())
             cell["checked"] += 1
             if check["outcome"] in ("fail", "inconclusive"):
                 cell["failed" if check["outcome"] == "fail" else "inconclusive"] += 1
         for finding in json.loads(verdict.findings_json):
+            if finding["outcome"] == "fail":
+                self.failure_count += 1
+            else:
+                self.inconclusive_count += 1
+            if not self.keep_findings:
+                continue
             entry = {
                 "invariant": finding["invariant"],
                 "reason": finding["reason"],
@@ -74,69 +106,111 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
                 "store": finding.get("store", "response"),
                 "evidence": {"value": finding.get("value"), "detail": finding.get("detail", "")},
             }
-            (failures if finding["outcome"] == "fail" else inconclusive).append(entry)
+            (self.failures if finding["outcome"] == "fail" else self.inconclusive).append(entry)
         if verdict.store == "deletion-status":
-            deletions.append({
+            self.deletions.append({
                 "pair": verdict.pair_index, "tenant": verdict.tenant_alias, "stage": stage,
                 "outcome": verdict.outcome,
                 "time_to_forget_s": None if verdict.latency_ms is None else round(
                     verdict.latency_ms / 1000, 3),
             })
 
+    def add_probe(self, latency_ms: float, metrics: dict[str, float]) -> None:
+        """A probe the target answered (status ok, with its latency)."""
+        self.probe_latencies.append(latency_ms)
+        if metrics:  # the probes that reported no metrics add nothing to stages or cost
+            self.probe_metrics.append(metrics)
+
+    def add_target_error(self) -> None:
+        self.target_errors += 1
+
+    def add_cost(self, pair_index: int, cost: float) -> None:
+        """The cost of any turn of a pair's lifecycle, not only probes."""
+        self.cost_by_pair[pair_index] = self.cost_by_pair.get(pair_index, 0.0) + cost
+
+    def latency(self) -> LatencySummary:
+        return summarize_latency(self.probe_latencies, self.budget_ms)
+
+    def summary(self) -> dict[str, Any]:
+        latency = self.latency()
+        passed = (
+            self.run.status == "finished"
+            and self.cases > 0
+            and self.cases_passed == self.cases
+            and not self.inconclusive_count
+            and not self.target_errors
+            and latency.within_target
+        )
+        return {
+            "passed": passed,
+            "cases": self.cases,
+            "cases_passed": self.cases_passed,
+            "cases_failed": self.cases_failed,
+            "cases_inconclusive": self.cases_inconclusive,
+            "probe_cases": self.probe_cases,
+            "store_checks": self.cases - self.probe_cases,
+            "target_errors": self.target_errors,
+            "latency_within_target": latency.within_target,
+            "by_invariant": {
+                name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
+                for name, t in self.tallies.by_invariant.items()},
+        }
+
+    def digest(self, pairs: int) -> dict[str, Any]:
+        """What a person reads at the end of a run: everything but the per-case,
+        per-observation and per-pair entries."""
+        run = self.run
+        return {
+            "artifact_version": ARTIFACT_VERSION,
+            "meta": {
+                **self.meta,
+                "run_id": run.id,
+                "started_at": _iso(run.started_at),
+                "finished_at": _iso(run.finished_at),
+                "status": run.status,
+                "pairs": pairs,
+            },
+            "summary": self.summary(),
+            "stages": self.stages,
+            "matrix": self.matrix,
+            "latency_ms": {**self.latency().as_dict(),
+                           "stages": stage_latency(self.probe_metrics)},
+            "cost": cost_summary(self.probe_metrics, self.cost_by_pair),
+            "deletions": self.deletions,
+            "failures": self.failures,
+            "inconclusive": self.inconclusive,
+        }
+
+
+def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
+    """The whole artifact, from every row of a run (`records.load_run`)."""
+    run = rows["run"][0]
+    aliases = {(t.pair_index, t.role): t.alias for t in rows["tenants"]}
+    builder = ArtifactBuilder(run, {(s.pair_index, s.step_index): s.label
+                                    for s in rows["steps"]})
+    for verdict in sorted(rows["verdicts"],
+                          key=lambda v: (v.pair_index, v.step_index, v.case_id)):
+        builder.add_verdict(verdict)
     observations = sorted(rows["observations"],
                           key=lambda o: (o.pair_index, o.step_index, o.seq))
     metrics: dict[tuple[int, int, int], dict[str, float]] = {}
     for metric in rows.get("metrics", []):
         metrics.setdefault((metric.pair_index, metric.step_index, metric.seq), {})[
             metric.name] = metric.value
-    probes = [o for o in observations
-              if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None]
-    latency = summarize_latency([o.latency_ms for o in probes], budget_ms)
-    probe_metrics = [metrics.get((o.pair_index, o.step_index, o.seq), {}) for o in probes]
-    # Every turn of a lifecycle counts towards its cost, not only the probes (one pass).
-    cost_by_pair = dict.fromkeys({t.pair_index for t in rows["tenants"]}, 0.0)
+    # Every pair appears in the cost, even one whose target reported none.
+    builder.cost_by_pair = dict.fromkeys({t.pair_index for t in rows["tenants"]}, 0.0)
     for (pair, _, _), values in metrics.items():
         if "cost" in values:
-            cost_by_pair[pair] = cost_by_pair.get(pair, 0.0) + values["cost"]
-    cases = len(verdicts)
-    cases_passed = sum(1 for v in verdicts if v.passed)
-    target_errors = [o for o in observations if o.status != "ok"]
-    by_invariant = {
-        name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
-        for name, t in tallies.by_invariant.items()
-    }
-    passed = (
-        run.status == "finished"
-        and cases > 0
-        and cases_passed == cases
-        and not inconclusive
-        and not target_errors
-        and latency.within_target
-    )
+            builder.add_cost(pair, values["cost"])
+    for o in observations:
+        if o.status != "ok":
+            builder.add_target_error()
+        elif o.kind == "probe" and o.latency_ms is not None:
+            builder.add_probe(o.latency_ms, metrics.get((o.pair_index, o.step_index, o.seq), {}))
+    per_pair = builder.per_pair
+    step_outcomes = builder.step_outcomes
     return {
-        "artifact_version": ARTIFACT_VERSION,
-        "meta": {
-            **meta,
-            "run_id": run.id,
-            "started_at": _iso(run.started_at),
-            "finished_at": _iso(run.finished_at),
-            "status": run.status,
-            "pairs": len({t.pair_index for t in rows["tenants"]}),
-        },
-        "summary": {
-            "passed": passed,
-            "cases": cases,
-            "cases_passed": cases_passed,
-            "cases_failed": sum(1 for v in verdicts if v.outcome == "fail"),
-            "cases_inconclusive": sum(1 for v in verdicts if v.outcome == "inconclusive"),
-            "probe_cases": sum(1 for v in verdicts if v.store == "response"),
-            "store_checks": sum(1 for v in verdicts if v.store != "response"),
-            "target_errors": len(target_errors),
-            "latency_within_target": latency.within_target,
-            "by_invariant": by_invariant,
-        },
-        "stages": stages,
-        "matrix": matrix,
+        **builder.digest(len({t.pair_index for t in rows["tenants"]})),
         "tenants": [{"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
                      "user_id": t.user_id}
                     for t in sorted(rows["tenants"], key=lambda t: (t.pair_index, t.role))],
@@ -151,7 +225,7 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
                       "outcomes": step_outcomes.get((s.pair_index, s.step_index), {})}
                      for s in sorted(rows["steps"], key=lambda s: (s.pair_index,
                                                                     s.step_index))],
-        "cases": case_entries,
+        "cases": builder.case_entries,
         "adjudications": [
             {"pair": a.pair_index, "tenant": a.tenant_alias, "step": a.step_index,
              "stage": a.stage, "case": a.case_id, "kind": a.kind, "reviewer": a.reviewer,
@@ -160,11 +234,6 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
              "adjudicated": json.loads(a.checks_json)}
             for a in sorted(rows.get("adjudications", []),
                             key=lambda a: (a.pair_index, a.step_index, a.case_id))],
-        "latency_ms": {**latency.as_dict(), "stages": stage_latency(probe_metrics)},
-        "cost": cost_summary(probe_metrics, cost_by_pair),
-        "deletions": deletions,
-        "failures": failures,
-        "inconclusive": inconclusive,
         "observations": [
             {
                 "pair": o.pair_index,

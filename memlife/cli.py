@@ -343,14 +343,21 @@ async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Con
             await _await_runs(client, started)
 
     artifacts = []
+    # The whole artifact (every case and observation) only where it is written or compared;
+    # the summary table needs the digest alone, streamed at any size.
+    whole = bool(args.out) or experiment is not None
     for run in started:
-        loaded = records.load_run(run.run_id)
-        if loaded is None:
+        if whole:
+            loaded = records.load_run(run.run_id)
+            artifact = None if loaded is None else build_artifact(loaded)
+        else:
+            artifact = records.run_digest(run.run_id)
+        if artifact is None:
             _print_err(f"run {run.run_id} finished but its records are not in "
                        f"{records.database_url()}; is MEMLIFE_DB_URL the same for the workers "
                        "and this command?")
             return EXIT_USAGE
-        artifacts.append(build_artifact(loaded))
+        artifacts.append(artifact)
     if experiment is None:
         artifact = artifacts[0]
         _print_summary(artifact, started[0].link)

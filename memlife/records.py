@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, func
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
@@ -305,3 +305,86 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
             for row in rows:
                 db.expunge(row)
         return found
+
+
+def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = False
+                ) -> tuple[Any, int] | None:
+    """An `ArtifactBuilder` fed with a run's rows streamed from the database, a few
+    thousand at a time, and the run's number of pairs: the summary (and the digest) of a
+    run of any size in bounded memory. `summary_only` skips what the summary does not
+    need: Server-Timing stages, costs, and the findings themselves (they are counted)."""
+    from memlife.artifact import ArtifactBuilder
+
+    chunk = 5000
+    engine = engine_for(url)
+    with Session(engine) as db:
+        run = db.get(RunRow, run_id)
+        if run is None:
+            return None
+        db.expunge(run)
+    with engine.connect() as connection:
+        labels = {(pair, step): label for pair, step, label in connection.execute(
+            select(StepRow.pair_index, StepRow.step_index, StepRow.label)
+            .where(StepRow.run_id == run_id))}
+        pair_indexes = list(connection.execute(
+            select(TenantRow.pair_index).where(TenantRow.run_id == run_id).distinct()
+        ).scalars())
+        builder = ArtifactBuilder(run, labels, keep_entries=False,
+                                  keep_findings=not summary_only)
+        verdicts = connection.execution_options(yield_per=chunk).execute(
+            select(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id,
+                   VerdictRow.stage, VerdictRow.tenant_alias, VerdictRow.domain,
+                   VerdictRow.store, VerdictRow.outcome, VerdictRow.passed,
+                   VerdictRow.latency_ms, VerdictRow.checks_json, VerdictRow.findings_json)
+            .where(VerdictRow.run_id == run_id)
+            .order_by(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id))
+        for verdict in verdicts:
+            builder.add_verdict(verdict)
+        builder.target_errors = connection.execute(
+            select(func.count()).select_from(ObservationRow)
+            .where(ObservationRow.run_id == run_id, ObservationRow.status != "ok")
+        ).scalar_one()
+        probes = connection.execution_options(yield_per=chunk).execute(
+            select(ObservationRow.pair_index, ObservationRow.step_index, ObservationRow.seq,
+                   ObservationRow.latency_ms)
+            .where(ObservationRow.run_id == run_id, ObservationRow.kind == "probe",
+                   ObservationRow.status == "ok", ObservationRow.latency_ms.is_not(None))
+            .order_by(ObservationRow.pair_index, ObservationRow.step_index,
+                      ObservationRow.seq))
+        if summary_only:
+            for *_, latency in probes:
+                builder.add_probe(latency, {})
+            return builder, len(pair_indexes)
+        # Metrics in the same (integer) order as the probes, merged as both streams go by.
+        metrics = iter(connection.execution_options(yield_per=chunk).execute(
+            select(ObservationMetricRow.pair_index, ObservationMetricRow.step_index,
+                   ObservationMetricRow.seq, ObservationMetricRow.name,
+                   ObservationMetricRow.value)
+            .where(ObservationMetricRow.run_id == run_id)
+            .order_by(ObservationMetricRow.pair_index, ObservationMetricRow.step_index,
+                      ObservationMetricRow.seq)))
+        builder.cost_by_pair = dict.fromkeys(pair_indexes, 0.0)
+        pending = next(metrics, None)
+        for pair, step, seq, latency in probes:
+            found: dict[str, float] = {}
+            while pending is not None and tuple(pending[:3]) <= (pair, step, seq):
+                if tuple(pending[:3]) == (pair, step, seq):
+                    found[pending.name] = pending.value
+                if pending.name == "cost":
+                    builder.add_cost(pending.pair_index, pending.value)
+                pending = next(metrics, None)
+            builder.add_probe(latency, found)
+        while pending is not None:
+            if pending.name == "cost":
+                builder.add_cost(pending.pair_index, pending.value)
+            pending = next(metrics, None)
+    return builder, len(pair_indexes)
+
+
+def run_digest(run_id: str, url: str | None = None) -> dict[str, Any] | None:
+    """The run's digest (`ArtifactBuilder.digest`), computed streaming."""
+    built = run_builder(run_id, url)
+    if built is None:
+        return None
+    builder, pairs = built
+    return builder.digest(pairs)
