@@ -136,6 +136,13 @@ CREATE INDEX IF NOT EXISTS activity_unsummarized ON activity(last_message_at)
 -- Tenants whose checkpoints or memories changed since the last nightly rebuild: the only
 -- ones a rebuild can change (it is idempotent), so the only ones it redoes.
 CREATE TABLE IF NOT EXISTS nightly_dirty (tenant_id TEXT PRIMARY KEY);
+-- Lookups made on every request or every deletion: without them each is a scan of a table
+-- that grows with the number of tenants (quadratic over a run of thousands of pairs).
+CREATE INDEX IF NOT EXISTS deletions_pending ON deletions(purge_due)
+    WHERE completed_at IS NULL;
+CREATE INDEX IF NOT EXISTS deletions_tenant ON deletions(tenant_id, requested_at);
+CREATE INDEX IF NOT EXISTS cache_expiry ON cache(expires_at);
+CREATE INDEX IF NOT EXISTS graph_edges_tenant ON graph_edges(tenant_id);
 CREATE TABLE IF NOT EXISTS clock (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
@@ -292,7 +299,8 @@ class ReferenceRuntime:
         start = last or now
         events: list[tuple[datetime, int, str, str]] = []
         for deletion in self._db.execute(
-            "SELECT id, purge_due FROM deletions WHERE completed_at IS NULL"
+            "SELECT id, purge_due FROM deletions WHERE completed_at IS NULL AND purge_due <= ?",
+            (_iso(now),),
         ).fetchall():
             due = _parse(deletion["purge_due"])
             if due <= now:
