@@ -258,12 +258,21 @@ def merge_all(rows: list[SQLModel], url: str | None = None) -> None:
     A real INSERT ... ON CONFLICT DO UPDATE, not select-then-insert: two attempts of one
     activity may overlap (a retry racing a slow first attempt) and must both succeed.
     """
-    engine = engine_for(url)
-    by_table: dict[Any, list[dict[str, Any]]] = {}
+    by_model: dict[type[SQLModel], list[dict[str, Any]]] = {}
     for row in rows:
         table = type(row).__table__  # type: ignore[attr-defined]
-        by_table.setdefault(table, []).append(
+        by_model.setdefault(type(row), []).append(
             {column.name: getattr(row, column.name) for column in table.columns})
+    merge_values(by_model, url)
+
+
+def merge_values(by_model: dict[type[SQLModel], list[dict[str, Any]]],
+                 url: str | None = None) -> None:
+    """`merge_all` for rows given as plain dicts (every column named), per table model:
+    what a hot path writes, without building model instances it would only take apart."""
+    engine = engine_for(url)
+    by_table = {model.__table__: values  # type: ignore[attr-defined]
+                for model, values in by_model.items() if values}
     if engine.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
