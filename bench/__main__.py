@@ -2,6 +2,10 @@
 
     ./scripts/bench                      # everything: throughput, ceiling, fidelity, scale
     ./scripts/bench --scale 100,1000     # a shorter scale series
+    ./scripts/bench --scale-only --scale 10000   # one scale point, merged into the results
+
+Every figure is kept in BENCHMARKS.json beside BENCHMARKS.md, which is rendered from it: a
+scale point measured on its own (hours at 10,000 pairs) replaces only its own row.
 
 One dev server serves every measurement; every memlife run gets a fresh reference target
 and a fresh recorder database, and is served by a standalone worker process (worker.py),
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import shlex
@@ -60,16 +65,29 @@ class MemlifeRun:
     seconds: float
     summary: RunSummary
     worker_peak_rss_mb: float
-    # The largest resident set seen while the lifecycles ran (sampled every 5 s), before
-    # the run's summary is computed: that step loads every row of the run at once.
+    # The largest resident set seen while the lifecycles ran (sampled every 5 s), apart
+    # from the peak, which also covers the run's summary.
     worker_lifecycle_rss_mb: float
     requests: int
     rows: int
     db_bytes: int
+    cohort: int
 
     @property
     def requests_per_second(self) -> float:
         return self.requests / self.seconds
+
+    def point(self, command: str) -> dict[str, Any]:
+        """The scale row this run makes, as kept in BENCHMARKS.json."""
+        return {
+            "pairs": self.pairs, "cohort": self.cohort, "seconds": round(self.seconds, 3),
+            "requests": self.requests, "rows": self.rows, "db_bytes": self.db_bytes,
+            "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
+            "worker_lifecycle_rss_mb": round(self.worker_lifecycle_rss_mb, 1),
+            "cases": self.summary.cases, "cases_passed": self.summary.cases_passed,
+            "failures": self.summary.failures, "inconclusive": self.summary.inconclusive,
+            "measured_at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "command": command,
+        }
 
 
 def _say(message: str) -> None:
@@ -171,7 +189,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
     engine.dispose()
     db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
     return MemlifeRun(pairs, run_id, db_url, db_path, seconds, summary, peak, lifecycle_rss,
-                      requests, rows, db_bytes)
+                      requests, rows, db_bytes, size)
 
 
 def fidelity(run: MemlifeRun) -> dict[str, float]:
@@ -209,38 +227,46 @@ def _mb(value: float) -> str:
     return f"{value / 1024 / 1024:,.1f} MB"
 
 
-def render(args: argparse.Namespace, machine: str, noop_rate: float, baseline: MemlifeRun,
-           plain: Any, fidelity_figures: dict[str, dict[str, float]], scale: list[MemlifeRun],
-           started: datetime, seconds: float) -> str:
-    memlife_rate = baseline.requests_per_second
+def render(results: dict[str, Any]) -> str:
+    """BENCHMARKS.md from the results document (BENCHMARKS.json)."""
+    if "throughput" not in results:  # only scale points measured on their own so far
+        return "\n".join(["# BENCHMARKS", "", "Only scale points measured on their own "
+                          "(`--scale-only`) are recorded so far; `./scripts/bench` measures "
+                          "the rest.", "", *_scale_lines(results)])
     verdict = lambda ok: "✅ met" if ok else "❌ missed"  # noqa: E731
     steps = len(load_scenario(NIGHTLY).timeline)
+    throughput, plain, noop = results["throughput"], results["plain"], results["noop"]
+    memlife_rate = throughput["requests"] / throughput["seconds"]
+    plain_rate = plain["requests"] / plain["seconds"]
     lines = [
         "# BENCHMARKS", "",
-        f"Measured {started:%Y-%m-%d %H:%M} UTC in one run of {seconds / 60:.0f} min, on "
-        f"{machine}. memlife {__version__}.", "",
+        f"Measured {results['measured_at']} in one run of {results['minutes']:.0f} min, on "
+        f"{results['machine']}. memlife {results['version']}.", "",
         "Reproduce (from a clean clone; the script sets up the venv):", "",
-        "```", f"./scripts/bench {shlex.join(sys.argv[1:])}".rstrip(), "```", "",
+        "```", results["command"], "```", "",
         "The machine is shared and noisy: the ratios are what to compare (each measured side "
         "by side in this one run), not the absolute figures. Every memlife run is the "
         f"nightly lifecycle (`scenarios/lifecycle-nightly.yaml`, {steps} "
         f"steps over 3 days 6 hours of scenario time) with a compressed clock "
-        f"(compress={args.compress:g}), against a fresh bundled reference target (one "
-        "process, one lock; `max_concurrency: 4`), served by one standalone worker process "
-        "(`worker.py`) recording to SQLite, on the embedded Temporal dev server.", "",
+        f"(compress={results['compress']:g}), against a fresh bundled reference target (one "
+        f"process, one lock; `max_concurrency: {throughput['concurrency']}`), served by one "
+        "standalone worker process (`worker.py`) recording to SQLite, on the embedded "
+        "Temporal dev server. Every figure is also in `BENCHMARKS.json`, which this file is "
+        "rendered from.", "",
         "## Throughput against the baseline and the ceiling", "",
         "| measurement | figure | ratio | goal |", "|---|---|---|---|",
-        f"| memlife: nightly, {baseline.pairs} pairs | {memlife_rate:,.0f} target requests/s "
-        f"({baseline.requests:,} requests in {baseline.seconds:,.1f} s) | | |",
-        f"| plain asyncio + httpx runner: the same {plain.requests:,} requests, same "
-        f"concurrency (4), fresh target | {plain.per_second:,.0f} requests/s "
-        f"({plain.seconds:,.1f} s, {plain.errors} error(s)) | memlife / plain = "
-        f"**{memlife_rate / plain.per_second:.2f}** | ≥ 0.5 "
-        f"{verdict(memlife_rate / plain.per_second >= 0.5)} |",
-        f"| Temporal dev server ceiling: no-op activities, {args.noop_workflows} workflows × "
-        f"{args.noop_activities} in turn | {noop_rate:,.0f} activities/s | memlife requests/s "
-        f"/ ceiling = **{memlife_rate / noop_rate:.2f}** | ≥ 0.8 "
-        f"{verdict(memlife_rate / noop_rate >= 0.8)} |", "",
+        f"| memlife: nightly, {throughput['pairs']} pairs | {memlife_rate:,.0f} target "
+        f"requests/s ({throughput['requests']:,} requests in {throughput['seconds']:,.1f} s) "
+        "| | |",
+        f"| plain asyncio + httpx runner: the same {plain['requests']:,} requests, same "
+        f"concurrency ({throughput['concurrency']}), fresh target | {plain_rate:,.0f} "
+        f"requests/s ({plain['seconds']:,.1f} s, {plain['errors']} error(s)) | memlife / "
+        f"plain = **{memlife_rate / plain_rate:.2f}** | ≥ 0.5 "
+        f"{verdict(memlife_rate / plain_rate >= 0.5)} |",
+        f"| Temporal dev server ceiling: no-op activities, {noop['workflows']} workflows × "
+        f"{noop['activities']} in turn | {noop['rate']:,.0f} activities/s | memlife "
+        f"requests/s / ceiling = **{memlife_rate / noop['rate']:.2f}** | ≥ 0.8 "
+        f"{verdict(memlife_rate / noop['rate'] >= 0.8)} |", "",
         "memlife's rate counts every recorded target request (conversation turns, "
         "registrations, deletions and status polls, and every store read by scope and by "
         "needle) over the run's whole wall time, waits included. The plain runner replays "
@@ -251,7 +277,7 @@ def render(args: argparse.Namespace, machine: str, noop_rate: float, baseline: M
         "cohort of pairs) are what lift the rate above what the dev server could schedule.",
         "", "## Latency fidelity", "",
     ]
-    rest, load = fidelity_figures["rest"], fidelity_figures["load"]
+    rest, load = results["fidelity"]["rest"], results["fidelity"]["load"]
     if rest.get("count") and load.get("count"):
         lines += [
             "memlife's recorded latency of each conversation request against the reference "
@@ -260,8 +286,9 @@ def render(args: argparse.Namespace, machine: str, noop_rate: float, baseline: M
             "| run | requests | median recorded | median server-side | median difference "
             "| p95 difference | goal |", "|---|---|---|---|---|---|---|",
         ]
-        for label, figures, pairs in (("one request at a time", rest, args.fidelity_pairs),
-                                      ("under full load", load, baseline.pairs)):
+        for label, figures, pairs in (
+                ("one request at a time", rest, results["fidelity"]["rest_pairs"]),
+                ("under full load", load, throughput["pairs"])):
             lines.append(
                 f"| {label}: nightly, {pairs} pairs | {int(figures['count']):,} | "
                 f"{figures['median_latency']:.2f} ms | {figures['median_server']:.2f} ms | "
@@ -271,95 +298,136 @@ def render(args: argparse.Namespace, machine: str, noop_rate: float, baseline: M
             "", "The first row is memlife's own measurement error: the same lifecycle with the "
             "target's `max_concurrency: 1`, so that no request waits inside the target's HTTP "
             "server before the application sees it (where its timing cannot). The difference "
-            "is then the transport and the HTTP client on both sides. Under full load (4 in "
-            "flight, the throughput run) a request also waits in the target's single event "
-            "loop before the application, and a response that has arrived waits for the "
-            "worker's busy event loop: both count in that row. memlife starts its clock once "
-            "a request has its turn under the target's concurrency limit, so memlife's own "
-            "queueing is never counted as the target's latency.", "",
+            "is then the transport and the HTTP client on both sides. Under full load (the "
+            "throughput run) a request also waits in the target's single event loop before "
+            "the application, and a response that has arrived waits for the worker's busy "
+            "event loop: both count in that row. memlife starts its clock once a request has "
+            "its turn under the target's concurrency limit, so memlife's own queueing is "
+            "never counted as the target's latency.", "",
         ]
-    lines += [
+    return "\n".join(lines + _scale_lines(results))
+
+
+def _scale_lines(results: dict[str, Any]) -> list[str]:
+    verdict = lambda ok: "✅ met" if ok else "❌ missed"  # noqa: E731
+    scale = sorted(results["scale"], key=lambda point: point["pairs"])
+    lines = [
         "## Scale: the nightly at growing numbers of pairs", "",
-        "| pairs | wall time | target requests/s | worker RSS during lifecycles | worker peak "
-        "RSS | recorder DB | rows | rows recorded/s | cases passed | failures | inconclusive |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| pairs | pairs per cohort | wall time | target requests/s | worker RSS during "
+        "lifecycles | worker peak RSS | recorder DB | rows | rows recorded/s | cases passed "
+        "| failures | inconclusive |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for run in scale:
-        s = run.summary
+    separate = []
+    for point in scale:
+        mark = ""
+        if point["command"] != results.get("command"):
+            separate.append(point)
+            mark = f" [{len(separate)}]"
         lines.append(
-            f"| {run.pairs:,} | {run.seconds / 60:,.1f} min | {run.requests_per_second:,.0f} "
-            f"| {run.worker_lifecycle_rss_mb:,.0f} MB | {run.worker_peak_rss_mb:,.0f} MB "
-            f"| {_mb(run.db_bytes)} | {run.rows:,} | "
-            f"{run.rows / run.seconds:,.0f} | {s.cases_passed:,}/{s.cases:,} | {s.failures:,} "
-            f"| {s.inconclusive:,} |")
-    largest = max(scale, key=lambda r: r.pairs) if scale else None
+            f"| {point['pairs']:,}{mark} | {point['cohort'] or 'one workflow each'} | "
+            f"{point['seconds'] / 60:,.1f} min | "
+            f"{point['requests'] / point['seconds']:,.0f} | "
+            f"{point['worker_lifecycle_rss_mb']:,.0f} MB | "
+            f"{point['worker_peak_rss_mb']:,.0f} MB | {_mb(point['db_bytes'])} | "
+            f"{point['rows']:,} | {point['rows'] / point['seconds']:,.0f} | "
+            f"{point['cases_passed']:,}/{point['cases']:,} | {point['failures']:,} | "
+            f"{point['inconclusive']:,} |")
+    for number, point in enumerate(separate, start=1):
+        lines += ["", f"[{number}] Measured on its own, {point['measured_at']}, with "
+                  f"`{point['command']}` (same machine; merged into BENCHMARKS.json)."]
+    largest = scale[-1] if scale else None
     if largest is not None:
-        goal = (verdict(largest.worker_peak_rss_mb <= 500) if largest.pairs >= 10_000
+        if largest["pairs"] < 10_000:
+            hours = largest["seconds"] / largest["pairs"] * 10_000 / 3600
+            lines += ["", f"**Not measured: 10,000 pairs.** At the {largest['pairs']:,}-pair "
+                      f"rate it takes about {hours:.1f} h on this machine; "
+                      "`./scripts/bench --scale-only --scale 10000` measures it and adds its "
+                      "row."]
+        goal = (verdict(largest["worker_peak_rss_mb"] <= 500) if largest["pairs"] >= 10_000
                 else "not measured at 10,000 here")
-        if largest.pairs < 10_000:
-            hours = largest.seconds / largest.pairs * 10_000 / 3600
-            lines += ["", f"**Not measured in this run: 10,000 pairs.** At the "
-                      f"{largest.pairs:,}-pair rate it takes about {hours:.1f} h on this "
-                      "machine; `./scripts/bench` with its default `--scale 100,1000,10000` "
-                      "runs it."]
-        lines += ["", f"Worker peak RSS at {largest.pairs:,} pairs: "
-                  f"{largest.worker_peak_rss_mb:,.0f} MB (goal ≤ 500 MB at 10,000 pairs: "
-                  f"{goal}). The peak is reached after the lifecycles, when the run's "
-                  "summary is computed (`finish_run` loads every row of the run at once); "
-                  "during the lifecycles the worker stays at the RSS in the column before.",
-                  ""]
+        lines += ["", f"Worker peak RSS at {largest['pairs']:,} pairs: "
+                  f"{largest['worker_peak_rss_mb']:,.0f} MB (goal ≤ 500 MB at 10,000 pairs: "
+                  f"{goal}). The peak covers the whole run, the run's summary included "
+                  "(computed streaming from the recorder); the column before it is the "
+                  "largest RSS sampled while the lifecycles ran.", ""]
     lines += [
-        "Runs of more than 64 pairs go in cohorts (`memlife run --cohort`; here "
-        + ", ".join(f"{run.pairs:,} pairs: {cohort_size(run.pairs)} per cohort"
-                    for run in scale) + "): each step's calls of a cohort leave as one "
-        "activity and are recorded in one transaction. Rows are every row the run wrote "
-        "(observations, "
-        "their metrics, verdicts, steps, tenants, values, pairs). A compressed clock turns "
-        "minutes of processing into days of scenario time: failures at scale are deadlines "
-        "(a deletion SLA of 24 h is under a second of real time here) and say nothing "
-        "about the target's correctness; the verdict columns are there so that nothing is "
-        "hidden.", "",
+        "Runs of more than 64 pairs go in cohorts (`memlife run --cohort`): each step's "
+        "calls of a cohort leave as one activity and are recorded in one transaction. Rows "
+        "are every row the run wrote (observations, their metrics, verdicts, steps, tenants, "
+        "values, pairs). A compressed clock turns minutes of processing into days of "
+        "scenario time: failures at scale are deadlines (a deletion SLA of 24 h is under a "
+        "second of real time here) and say nothing about the target's correctness; the "
+        "verdict columns are there so that nothing is hidden.", "",
     ]
-    return "\n".join(lines)
+    return lines
+
+
+def merge_scale(previous: dict[str, Any], points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The earlier results with these scale rows in place of the rows of the same pair
+    counts; every other figure, and the rows of other pair counts, untouched."""
+    measured = {point["pairs"] for point in points}
+    kept = [point for point in previous["scale"] if point["pairs"] not in measured]
+    return {**previous, "scale": sorted(kept + points, key=lambda point: point["pairs"])}
+
+
+def _command() -> str:
+    return f"./scripts/bench {shlex.join(sys.argv[1:])}".rstrip()
+
+
+def _results_path(out: str) -> Path:
+    return Path(out).with_suffix(".json")
 
 
 async def main(args: argparse.Namespace) -> int:
+    results_path = _results_path(args.out)
+    previous: dict[str, Any] | None = None
+    if results_path.exists():
+        try:
+            previous = json.loads(results_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            print(f"bench: earlier results in {results_path} cannot be read ({error}); "
+                  "move the file aside to start afresh", file=sys.stderr)
+            return 2
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
     machine = _machine()
     work = Path(tempfile.mkdtemp(prefix="memlife-bench-"))
     _say(f"working in {work}; {machine}")
     server = embedded.start_dev_server(work / "temporal", ui_port=None)
+    scale: list[MemlifeRun] = []
     try:
         client = await embedded.wait_for_client(server)
-        _say("ceiling: no-op activities")
-        noop_rate = await ceiling(client, args.noop_workflows, args.noop_activities)
-        _say(f"  {noop_rate:,.0f} no-op activities/s")
-        _say(f"memlife: nightly at {args.pairs} pairs")
-        baseline = await memlife_run(client, server.address, work, args.pairs, args.compress,
-                                     args.cohort)
-        _say(f"  {baseline.requests:,} requests in {baseline.seconds:,.1f} s: "
-             f"{baseline.requests_per_second:,.0f}/s")
-        _say("plain asyncio + httpx: the same requests against a fresh target")
-        target = embedded.start_reference_target(work / "target-plain")
-        try:
-            plain = await replay(target.base_url, baseline.run_id, baseline.db_url,
-                                 concurrency=4)
-        finally:
-            target.stop()
-        _say(f"  {plain.requests:,} requests in {plain.seconds:,.1f} s: "
-             f"{plain.per_second:,.0f}/s ({plain.errors} errors)")
-        loaded_figures = fidelity(baseline)
-        _say(f"latency fidelity at rest: nightly at {args.fidelity_pairs} pairs")
-        # One request at a time at the target: its own timing then covers all its time (a
-        # request queued inside uvicorn, before the application, is invisible to it).
-        light = await memlife_run(client, server.address, work, args.fidelity_pairs,
-                                  args.compress, args.cohort, max_concurrency=1)
-        fidelity_figures = {"rest": fidelity(light), "load": loaded_figures}
-        _say(f"  latency fidelity: {fidelity_figures}")
-        scale = []
+        if not args.scale_only:
+            _say("ceiling: no-op activities")
+            noop_rate = await ceiling(client, args.noop_workflows, args.noop_activities)
+            _say(f"  {noop_rate:,.0f} no-op activities/s")
+            _say(f"memlife: nightly at {args.pairs} pairs")
+            baseline = await memlife_run(client, server.address, work, args.pairs,
+                                         args.compress, args.cohort)
+            _say(f"  {baseline.requests:,} requests in {baseline.seconds:,.1f} s: "
+                 f"{baseline.requests_per_second:,.0f}/s")
+            concurrency = reference_target("http://127.0.0.1").max_concurrency
+            _say("plain asyncio + httpx: the same requests against a fresh target")
+            target = embedded.start_reference_target(work / "target-plain")
+            try:
+                plain = await replay(target.base_url, baseline.run_id, baseline.db_url,
+                                     concurrency=concurrency)
+            finally:
+                target.stop()
+            _say(f"  {plain.requests:,} requests in {plain.seconds:,.1f} s: "
+                 f"{plain.per_second:,.0f}/s ({plain.errors} errors)")
+            loaded_figures = fidelity(baseline)
+            _say(f"latency fidelity at rest: nightly at {args.fidelity_pairs} pairs")
+            # One request at a time at the target: its own timing then covers all its time
+            # (a request queued inside uvicorn, before the application, is invisible to it).
+            light = await memlife_run(client, server.address, work, args.fidelity_pairs,
+                                      args.compress, args.cohort, max_concurrency=1)
+            fidelity_figures = {"rest": fidelity(light), "load": loaded_figures,
+                                "rest_pairs": args.fidelity_pairs}
+            _say(f"  latency fidelity: {fidelity_figures}")
         for pairs in args.scale:
-            if pairs == args.pairs:
+            if not args.scale_only and pairs == args.pairs:
                 scale.append(baseline)
                 continue
             _say(f"scale: nightly at {pairs:,} pairs")
@@ -369,10 +437,30 @@ async def main(args: argparse.Namespace) -> int:
                  f"{scale[-1].worker_peak_rss_mb:,.0f} MB")
     finally:
         server.stop()
-    document = render(args, machine, noop_rate, baseline, plain, fidelity_figures, scale,
-                      started_at, time.perf_counter() - clock)
-    Path(args.out).write_text(document + "\n", encoding="utf-8")
-    _say(f"wrote {args.out}")
+    points = [run.point(_command()) for run in scale]
+    if args.scale_only:
+        results = merge_scale(previous or {"scale": []}, points)
+    else:
+        results = {
+            "measured_at": f"{started_at:%Y-%m-%d %H:%M} UTC",
+            "minutes": (time.perf_counter() - clock) / 60,
+            "machine": machine, "version": __version__, "command": _command(),
+            "compress": args.compress,
+            "noop": {"rate": noop_rate, "workflows": args.noop_workflows,
+                     "activities": args.noop_activities},
+            "throughput": {"pairs": baseline.pairs, "requests": baseline.requests,
+                           "seconds": baseline.seconds, "concurrency": concurrency},
+            "plain": {"requests": plain.requests, "seconds": plain.seconds,
+                      "errors": plain.errors},
+            "fidelity": fidelity_figures,
+            "scale": [],
+        }
+        # Rows of pair counts this run did not measure stay, marked with their own command.
+        results = merge_scale({**results, "scale": (previous or {}).get("scale", [])},
+                              points)
+    results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
+    _say(f"wrote {args.out} and {results_path}")
     return 0
 
 
@@ -390,7 +478,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="pairs of the light run that measures latency fidelity at rest")
     parser.add_argument("--noop-workflows", type=int, default=20)
     parser.add_argument("--noop-activities", type=int, default=100)
-    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"))
+    parser.add_argument("--scale-only", action="store_true",
+                        help="measure only the scale series and merge its rows into the "
+                        "results of an earlier full run (BENCHMARKS.json beside --out)")
+    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
+                        help="the report to write; its figures go beside it as .json")
     args = parser.parse_args(argv)
     try:
         args.scale = [int(part) for part in args.scale.split(",") if part.strip()]

@@ -1,0 +1,71 @@
+"""BENCHMARKS.md is rendered from BENCHMARKS.json; a scale point measured on its own
+replaces only its own row, and the report says which rows were measured separately."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from bench.__main__ import merge_scale, render
+
+FULL = "./scripts/bench --scale 100,1000"
+
+
+def _point(pairs: int, seconds: float, command: str = FULL, peak: float = 420.0
+           ) -> dict[str, Any]:
+    return {"pairs": pairs, "cohort": 10, "seconds": seconds, "requests": pairs * 208,
+            "rows": pairs * 900, "db_bytes": pairs * 280_000, "worker_peak_rss_mb": peak,
+            "worker_lifecycle_rss_mb": peak - 20, "cases": pairs * 60,
+            "cases_passed": pairs * 58, "failures": pairs * 2, "inconclusive": 0,
+            "measured_at": "2026-11-30 09:00 UTC", "command": command}
+
+
+RESULTS: dict[str, Any] = {
+    "measured_at": "2026-11-30 09:00 UTC", "minutes": 25.0, "machine": "2 CPU(s)",
+    "version": "test", "command": FULL, "compress": 100000.0,
+    "noop": {"rate": 80.0, "workflows": 20, "activities": 100},
+    "throughput": {"pairs": 100, "requests": 20800, "seconds": 80.0, "concurrency": 4},
+    "plain": {"requests": 20800, "seconds": 40.0, "errors": 0},
+    "fidelity": {"rest_pairs": 4,
+                 "rest": {"count": 400, "median": 0.7, "p95": 2.0, "median_latency": 2.0,
+                          "median_server": 1.3},
+                 "load": {"count": 30000, "median": 1.4, "p95": 9.0, "median_latency": 6.0,
+                          "median_server": 4.6}},
+    "scale": [_point(100, 80.0), _point(1000, 1300.0)],
+}
+
+
+def test_ratios_and_goals_come_from_the_figures() -> None:
+    text = render(RESULTS)
+    assert "memlife / plain = **0.50** | ≥ 0.5 ✅ met" in text  # 260/s against 520/s
+    assert "ceiling = **3.25** | ≥ 0.8 ✅ met" in text
+    assert "**0.70 ms** | 2.00 ms | median ≤ 1 ms ✅ met" in text
+    assert "**1.40 ms** | 9.00 ms | median ≤ 1 ms ❌ missed" in text
+    assert "**Not measured: 10,000 pairs.**" in text
+    assert FULL in text
+
+
+def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
+    before = copy.deepcopy(RESULTS)
+    alone = "./scripts/bench --scale-only --scale 10000,1000"
+    merged = merge_scale(RESULTS, [_point(10_000, 9000.0, alone, peak=480.0),
+                                   _point(1000, 1200.0, alone)])
+    assert RESULTS == before  # the earlier results are not modified in place
+    assert [(p["pairs"], p["seconds"]) for p in merged["scale"]] == [
+        (100, 80.0), (1000, 1200.0), (10_000, 9000.0)]
+    assert {k: v for k, v in merged.items() if k != "scale"} == {
+        k: v for k, v in RESULTS.items() if k != "scale"}
+    text = render(merged)
+    assert "| 10,000 [2] |" in text and "| 1,000 [1] |" in text and "| 100 |" in text
+    assert f"with `{alone}`" in text
+    assert "Not measured: 10,000 pairs" not in text
+    assert "Worker peak RSS at 10,000 pairs: 480 MB (goal ≤ 500 MB at 10,000 pairs: ✅ met)" in (
+        text)
+
+
+def test_a_scale_point_alone_renders_before_any_full_run() -> None:
+    alone = "./scripts/bench --scale-only --scale 10000"
+    text = render(merge_scale({"scale": []}, [_point(10_000, 9000.0, alone, peak=620.0)]))
+    assert "`./scripts/bench` measures the rest" in text
+    assert "| 10,000 [1] |" in text
+    assert "620 MB (goal ≤ 500 MB at 10,000 pairs: ❌ missed)" in text
