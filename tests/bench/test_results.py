@@ -50,7 +50,7 @@ def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
     alone = "./scripts/bench --scale-only --scale 10000,1000"
     merged = merge_scale(RESULTS, [_point(10_000, 9000.0, alone, peak=480.0),
                                    _point(1000, 1200.0, alone)])
-    assert RESULTS == before  # the earlier results are not modified in place
+    assert before == RESULTS  # the earlier results are not modified in place
     assert [(p["pairs"], p["seconds"]) for p in merged["scale"]] == [
         (100, 80.0), (1000, 1200.0), (10_000, 9000.0)]
     assert {k: v for k, v in merged.items() if k != "scale"} == {
