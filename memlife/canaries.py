@@ -10,6 +10,7 @@ no value contains another (after normalization), so substring scoring stays exac
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Callable
 
 from memlife.scoring import normalize
@@ -83,14 +84,58 @@ GENERATORS: dict[str, Callable[[random.Random], str]] = {
 
 
 class CanaryPool:
-    """Draws run-unique values; no value equals or contains another (normalized)."""
+    """Draws run-unique values; no value equals or contains another (normalized).
+
+    The clash test is exact and does not grow with the values drawn so far (a run of
+    10,000 pairs draws half a million): a value already taken that lies inside the
+    candidate is one of the candidate's own substrings, looked up in a set; a value the
+    candidate would lie inside holds every 5-character piece of it, so only the values
+    holding its rarest piece are searched.
+    """
+
+    _GRAM = 5
 
     def __init__(self, seed: str, avoid: list[str] | None = None):
         self._rng = random.Random(f"memlife-canaries:{seed}")
-        self._taken: list[str] = [normalize(text) for text in (avoid or []) if normalize(text)]
+        self._taken: list[str] = []
+        self._taken_set: set[str] = set()
+        self._lengths: set[int] = set()
+        self._by_gram: dict[str, array[int]] = {}
+        for text in avoid or []:
+            normalized = normalize(text)
+            if normalized and normalized not in self._taken_set:
+                self._take(normalized)
+
+    def _take(self, normalized: str) -> None:
+        index = len(self._taken)
+        self._taken.append(normalized)
+        self._taken_set.add(normalized)
+        self._lengths.add(len(normalized))
+        size = self._GRAM
+        for gram in {normalized[i:i + size] for i in range(len(normalized) - size + 1)}:
+            holders = self._by_gram.get(gram)
+            if holders is None:
+                holders = self._by_gram[gram] = array("i")
+            holders.append(index)
 
     def _clashes(self, candidate: str) -> bool:
-        return any(candidate in taken or taken in candidate for taken in self._taken)
+        length = len(candidate)
+        taken = self._taken_set
+        for size in self._lengths:  # a taken value inside the candidate
+            if size <= length and any(candidate[start:start + size] in taken
+                                      for start in range(length - size + 1)):
+                return True
+        if length < self._GRAM:  # too short to index: look everywhere
+            return any(candidate in text for text in self._taken)
+        rarest: array[int] | None = None
+        for start in range(length - self._GRAM + 1):
+            holders = self._by_gram.get(candidate[start:start + self._GRAM])
+            if holders is None:
+                return False  # no taken value holds this piece, so none holds the candidate
+            if rarest is None or len(holders) < len(rarest):
+                rarest = holders
+        assert rarest is not None
+        return any(candidate in self._taken[index] for index in rarest)
 
     def draw(self, kind: str) -> str:
         generator = GENERATORS[kind]
@@ -98,6 +143,6 @@ class CanaryPool:
             value = generator(self._rng)
             normalized = normalize(value)
             if not self._clashes(normalized):
-                self._taken.append(normalized)
+                self._take(normalized)
                 return value
         raise RuntimeError(f"canary space for {kind!r} exhausted")

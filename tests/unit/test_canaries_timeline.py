@@ -106,3 +106,25 @@ def test_forgetting_what_was_never_stated_is_refused() -> None:
             step["domains"] = ["school"]  # b never states its school
     assert any("forgets school of tenant b, which is not a current fact of it" in p
                for p in problems(data))
+
+
+@pytest.mark.parametrize("seed", ["clash-a", "clash-b"])
+def test_the_indexed_clash_test_is_exactly_the_brute_force_one(seed: str) -> None:
+    """Short words from a tiny alphabet make containments common: the index must find
+    every one (either way round) and invent none."""
+    import random
+
+    rng = random.Random(seed)
+    pool = CanaryPool(seed, avoid=["ab", "¿Dónde trabajo?"])
+    taken = [normalize("ab"), normalize("¿Dónde trabajo?")]
+    words = ["a", "ab", "ba", "abc", "cab", "b c", "dónde"]
+    clashes = 0
+    for _ in range(3000):
+        candidate = normalize(" ".join(rng.choice(words) for _ in range(rng.randint(1, 5))))
+        expected = any(candidate in text or text in candidate for text in taken)
+        assert pool._clashes(candidate) is expected, candidate
+        clashes += expected
+        if not expected:
+            pool._take(candidate)
+            taken.append(candidate)
+    assert clashes > 100 and len(taken) > 10  # both outcomes were exercised
