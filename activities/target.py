@@ -37,9 +37,10 @@ from memlife.lifecycle import (
 )
 from memlife.log import get_logger
 from memlife.scoring import normalize
-from memlife.targets import http, sql
+from memlife.targets import files, http, sql
 from memlife.targets.config import (
     DeleteOperation,
+    FilesProbe,
     Operation,
     SqlProbe,
     Store,
@@ -291,6 +292,8 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
         try:
             if isinstance(probe, SqlProbe):
                 raw, total, latency_ms = await _sql_read(probe, mode, key, request.max_records)
+            elif isinstance(probe, FilesProbe):
+                raw, total, latency_ms = await _files_read(probe, key, request.max_records)
             else:
                 raw, latency_ms = await _http_read(request, store, probe, mode, key)
                 total = len(raw)
@@ -358,6 +361,17 @@ async def _sql_read(probe: SqlProbe, mode: str, key: str,
                                    max_records)
 
 
+async def _files_read(probe: FilesProbe, key: str,
+                      max_records: int) -> tuple[list[Any], int, float]:
+    """Every file under the store's data directory, byte by byte, off the event loop."""
+    def scan() -> tuple[list[Any], int, float]:
+        root = files.data_directory(probe.path, probe.path_env)
+        return files.scan(root, probe.include, key.split("\n"), list(probe.encodings),
+                          max_records)
+
+    return await asyncio.to_thread(scan)
+
+
 @activity.defn(name="memlife.inspect_stores")
 async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
     """Read every probed store by tenant scope (each identity) and by needle (each value),
@@ -372,6 +386,13 @@ async def _inspect(request: InspectRequest) -> list[StoreRead]:
     reads = []
     for store in request.target.stores:
         if store.probe is None:
+            continue
+        if isinstance(store.probe, FilesProbe):
+            # Bytes on disk have no tenant: one scan for the values that must be gone.
+            erased = request.needles if request.erased is None else request.erased
+            if erased:
+                reads.append(_read_store(request, store, "needles", "\n".join(erased),
+                                         limit, watch_normalized))
             continue
         reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
                   for identity in request.identities]

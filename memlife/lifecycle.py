@@ -27,7 +27,7 @@ from memlife.scenario import (
     WriteStep,
 )
 from memlife.scoring import Expectation, ValueIndex, contains, normalize, score_reply
-from memlife.targets.config import Store, Target
+from memlife.targets.config import FilesProbe, Store, Target
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 ClockMode = Literal["real", "skip", "compress"]
@@ -37,7 +37,9 @@ Reason = Literal["missing", "leaked", "stale", "residue", "resurrected", "overre
 # The checks a case can contribute to: I1-I4, U1, D2, L as in DESIGN.md; `recall` (own
 # fact present) and `abstain` (an abstention when nothing was stated) are the positive
 # halves of the seed's rule, kept apart from leakage.
-INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "U1", "D2", "L")
+INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "I4-physical", "U1", "D2", "L")
+# I4's physical level: erased values' bytes still in a store's files (files probes).
+PHYSICAL = "I4-physical"
 RESPONSE = "response"
 CONTEXT = "response-context"
 
@@ -239,6 +241,9 @@ class InspectRequest(_Model):
     # nothing, and is counted in `total` but not returned (results are workflow history).
     # A deleted tenant's every record is evidence of residue: all are returned.
     keep_unmatched: bool = True
+    # The needles that must be gone (deleted or forgotten values): the only ones a files
+    # probe scans for. None: every needle.
+    erased: list[str] | None = None
 
 
 class StoreRecordView(_Model):
@@ -351,6 +356,10 @@ class InspectCase(_Model):
     clean_before: list[str] = Field(default_factory=list)
     # U1: superseded values past their grace period (live in a replace store = stale).
     stale_after_grace: list[str] = Field(default_factory=list)
+    # Scenario time since the erasure (the tenant's deletion request, or its last forgotten
+    # fact): physical residue is judged against a files probe's grace. None: unknown, and
+    # no grace is given.
+    erased_for: timedelta | None = None
 
     def watch(self) -> list[str]:
         return [n.text for n in self.needles] + [f.text for f in self.partner_values]
@@ -462,6 +471,7 @@ class TenantState:
     registered: bool = True
     deleted_values: list[tuple[str, str]] = field(default_factory=list)
     forgotten: list[tuple[str, str]] = field(default_factory=list)  # single facts erased
+    forgotten_at: datetime | None = None  # when the last of them was erased
     identities: list[str] = field(default_factory=list)
     deleted_identities: list[str] = field(default_factory=list)
     deletion_id: str | None = None
@@ -520,10 +530,11 @@ class PairState:
         tenant.current[domain] = [new_value]
         (tenant.unconfirmed.discard if confirmed else tenant.unconfirmed.add)(domain)
 
-    def record_forget(self, role: Role, domain: str) -> None:
+    def record_forget(self, role: Role, domain: str, now: datetime | None = None) -> None:
         """One fact erased: its values (current and superseded) must be gone everywhere
         while the tenant lives on."""
         tenant = self.tenants[role]
+        tenant.forgotten_at = now
         texts = tenant.current.pop(domain, []) + [t for t, _ in tenant.superseded.pop(domain, [])]
         tenant.forgotten += [(domain, text) for text in texts]
         tenant.unconfirmed.discard(domain)
@@ -640,6 +651,7 @@ class PairState:
                         for d, text in tenant.forgotten]
         stale = [text for items in tenant.superseded.values() for text, when in items
                  if when + grace <= now]
+        erased_at = tenant.deletion_requested_at if tenant.deleted else tenant.forgotten_at
         expected = tenant.baseline if partner.deleted and not tenant.deleted else {}
         # Only values still current are expected to survive the partner's deletion.
         current = {text for texts in tenant.current.values() for text in texts}
@@ -654,6 +666,7 @@ class PairState:
             partner_values=self._partner_forbidden(role),
             expected_present={s: v for s, v in expected.items() if v},
             clean_before=sorted(tenant.clean_after_deletion), stale_after_grace=stale,
+            erased_for=None if erased_at is None else max(timedelta(0), now - erased_at),
         )
 
 
@@ -803,6 +816,9 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
                                       and case.stale_after_grace else [])
                       + (["D2"] if store.name in case.expected_present else [])
                       + (["I4"] if forgotten else []))
+        if isinstance(store.probe, FilesProbe):
+            verdicts.append(_judge_physical(case, store, store.probe, store_reads, watch))
+            continue
         errors = [r for r in store_reads if r.status != "ok"]
         if errors:
             for invariant in invariants:
@@ -923,6 +939,44 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
     summary = InspectSummary(case_id=case.case_id, present=present, clean=clean,
                              expiring=[s.name for s in stores if s.expires is not None])
     return verdicts, summary
+
+
+def _judge_physical(case: InspectCase, store: Store, probe: FilesProbe,
+                    reads: list[StoreRead], watch: list[str]) -> CaseVerdict:
+    """I4-physical: an erased value's bytes in the store's files. Within the probe's grace
+    of the erasure request they are allowed; later, each value found is a failure naming
+    the files that hold it."""
+    erased = {n.text for n in case.needles if n.origin == "deleted"}
+    errors = [r for r in reads if r.status != "ok"]
+    if errors:
+        return _store_verdict(case, store.name, [
+            Check(invariant=PHYSICAL, outcome="inconclusive", store=store.name)], [Finding(
+                invariant=PHYSICAL, reason="target-error", outcome="inconclusive",
+                store=store.name, detail=f"files read failed: {errors[0].error}")])
+    holders: dict[str, list[StoreRecordView]] = {}
+    for read in reads:
+        for record in read.records:
+            for index in record.matches:
+                if index < len(watch) and watch[index] in erased:
+                    holders.setdefault(watch[index], []).append(record)
+    allowed = case.erased_for is not None and case.erased_for <= probe.grace
+    findings = [] if allowed else [
+        Finding(invariant=PHYSICAL, reason="residue", outcome="fail", store=store.name,
+                value=text,
+                detail=f"{_records_phrase(found)} on disk "
+                + (f"{_duration(case.erased_for)} after the erasure request, past the "
+                   f"{_duration(probe.grace)} grace" if case.erased_for is not None
+                   else "after the erasure request"))
+        for text, found in sorted(holders.items())]
+    return _store_verdict(case, store.name, [Check(
+        invariant=PHYSICAL, outcome="fail" if findings else "pass", store=store.name)],
+        findings)
+
+
+def _duration(value: timedelta) -> str:
+    from memlife.durations import format_duration
+
+    return format_duration(value)
 
 
 def _records_phrase(records: list[StoreRecordView]) -> str:

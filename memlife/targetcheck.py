@@ -15,7 +15,7 @@ from typing import Any
 
 from memlife.phones import synthetic_phone
 from memlife.targets import http
-from memlife.targets.config import Operation, SqlProbe, Target
+from memlife.targets.config import FilesProbe, Operation, SqlProbe, Target
 
 STATEMENT = "Mi color favorito es {value}."
 QUESTION = "¿Cuál es mi color favorito?"
@@ -97,6 +97,9 @@ async def check_target(target: Target) -> TargetCheck:
         for store in target.stores:
             if store.probe is None:
                 continue
+            if isinstance(store.probe, FilesProbe):
+                await _files_attempt(check, store.name, store.probe, canary)
+                continue
             if isinstance(store.probe, SqlProbe):
                 for mode, query, parameters in (
                         ("scope", store.probe.scope, {"user_id": user_id}),
@@ -128,6 +131,33 @@ async def check_target(target: Target) -> TargetCheck:
     finally:
         await http.close_clients()
     return check
+
+
+async def _files_attempt(check: TargetCheck, store: str, probe: FilesProbe,
+                         canary: str) -> None:
+    """The data directory is readable, file by file; where the value just stated is on
+    disk is reported (a finding about the target, not its file)."""
+    import asyncio
+
+    from memlife.targets import files
+
+    name = f"probe {store} (files)"
+    try:
+        root = files.data_directory(probe.path, probe.path_env)
+        count, size = await asyncio.to_thread(files.inventory, root, probe.include)
+        _, hits, latency_ms = await asyncio.to_thread(
+            files.scan, root, probe.include, [canary], list(probe.encodings), 20)
+    except http.TargetError as error:
+        check.results.append(CheckResult(name, "scan the data directory", False,
+                                         f"{type(error).__name__}: {error}"))
+        return
+    check.results.append(CheckResult(
+        name, f"scan {root}", True,
+        f"{count} file(s), {size / 1_048_576:,.1f} MB read in {latency_ms:.0f} ms"))
+    check.results.append(CheckResult(
+        f"probe {store} (on disk)", canary, bool(hits),
+        f"the value just stated is on disk in {hits} place(s)" if hits else
+        "the value just stated is not on disk (yet): files may be written later", optional=True))
 
 
 async def _sql_attempt(check: TargetCheck, store: str, mode: str, probe: SqlProbe,

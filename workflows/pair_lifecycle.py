@@ -377,7 +377,7 @@ class PairLifecycleWorkflow:
             except CALL_ERRORS as failure:
                 error = _failure_text(failure)
             # Fail closed: even an unconfirmed forget is then checked as if it had happened.
-            self._state.record_forget(role, domain)
+            self._state.record_forget(role, domain, scenario_time)
             return self._erasure_result(
                 f"s{index}-{role}-forget-{domain}", role, seq, scenario_time,
                 f"forget {domain}", domain, state, error)
@@ -508,7 +508,9 @@ class PairLifecycleWorkflow:
                     inspect_stores,
                     InspectRequest(target=target, identities=case.identities,
                                    needles=[n.text for n in case.needles], watch=case.watch(),
-                                   scenario_now=_iso(now), keep_unmatched=case.deleted),
+                                   scenario_now=_iso(now), keep_unmatched=case.deleted,
+                                   erased=[n.text for n in case.needles
+                                           if n.origin == "deleted"]),
                     start_to_close_timeout=inspect_timeout(target, len(case.needles) + 1),
                     heartbeat_timeout=HEARTBEAT_TIMEOUT,
                     retry_policy=INSPECT_RETRY,

@@ -14,10 +14,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from memlife.errors import Problem
-from memlife.scenario import Duration, Slug
+from memlife.scenario import Duration, GraceDuration, Slug
 from memlife.validation import parse_document
 from memlife.yamlio import load_yaml_file
 
@@ -183,6 +191,34 @@ class SqlProbe(_Strict):
         return query.strip().rstrip(";")
 
 
+class FilesProbe(_Strict):
+    """Physical residue: a byte-level scan of the store's data directory (on the worker's
+    machine) for a deleted tenant's or forgotten fact's values — deleted data still on disk
+    in WAL files, free pages, dead tuples or append-only logs, which no query shows. Found
+    within `grace` of the erasure request it is allowed (compaction, vacuum and log
+    rotation take time); found later it fails I4-physical, apart from the logical I4."""
+
+    kind: Literal["files"]
+    path: str | None = None  # the data directory, or
+    path_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")  # its variable
+    include: list[str] = Field(default_factory=lambda: ["*"], min_length=1)  # glob patterns
+    # How values are searched, besides memlife's normalized form (always UTF-8).
+    encodings: list[Literal["utf-8", "utf-16-le", "utf-16-be"]] = Field(
+        default_factory=lambda: ["utf-8"], min_length=1)
+    grace: GraceDuration = timedelta(0)
+    content: str = "/content"
+    tenant_field: str = "/tenant_id"  # never present: bytes on disk have no tenant
+    id: str = "/id"
+    deleted: str | None = None
+
+    @model_validator(mode="after")
+    def _one_directory(self) -> FilesProbe:
+        if (self.path is None) == (self.path_env is None):
+            raise ValueError("a files probe names its data directory: `path` or `path_env`, "
+                             "exactly one")
+        return self
+
+
 def sql_parameters(query: str) -> set[str]:
     return set(_SQL_PARAMETER.findall(query))
 
@@ -190,11 +226,11 @@ def sql_parameters(query: str) -> set[str]:
 def _probe_kind(value: Any) -> str:
     kind = value.get("kind", "http") if isinstance(value, dict) else getattr(value, "kind",
                                                                              "http")
-    return kind if kind in ("http", "sql") else "http"
+    return kind if kind in ("http", "sql", "files") else "http"
 
 
-Probe = Annotated[Annotated[StoreProbe, Tag("http")] | Annotated[SqlProbe, Tag("sql")],
-                  Discriminator(_probe_kind)]
+Probe = Annotated[Annotated[StoreProbe, Tag("http")] | Annotated[SqlProbe, Tag("sql")]
+                  | Annotated[FilesProbe, Tag("files")], Discriminator(_probe_kind)]
 
 
 class Store(_Strict):
@@ -230,6 +266,8 @@ class Target(_Strict):
         refs_by_name = {ref.env for ref in refs}
         refs_by_name.update(store.probe.url_env for store in self.stores
                             if isinstance(store.probe, SqlProbe))
+        refs_by_name.update(store.probe.path_env for store in self.stores
+                            if isinstance(store.probe, FilesProbe) and store.probe.path_env)
         return sorted(refs_by_name)
 
     def all_operations(self) -> dict[str, Operation]:
@@ -294,6 +332,8 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
                         + (f" (it has {', '.join(':' + p for p in sorted(used))})"
                            if used else " (it has none: it cannot tell one tenant or value "
                            "from another)")))
+        if isinstance(store.probe, FilesProbe):
+            continue  # no queries, no retention markers: bytes on disk
         for mode, allowed in PROBE_VARIABLES.items():
             if isinstance(store.probe, SqlProbe):
                 break

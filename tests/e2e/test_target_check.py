@@ -37,3 +37,25 @@ def test_a_working_target_file_checks_out_operation_by_operation(tmp_path: Path)
 
     result = memlife("target", "check", str(good), cwd=tmp_path)  # the target is gone now
     assert result.returncode == 2 and "cannot reach" in result.stderr
+
+
+def test_a_files_probe_is_checked_by_scanning_its_directory(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    with embedded.reference_target(tmp_path / "target", db_path=data / "ref.db") as target:
+        text = REFERENCE_FILE.read_text().replace("http://127.0.0.1:8080", target.base_url)
+        disk = ("\n  - name: disk\n    probe: {kind: files, path: \"" + str(data)
+                + "\", grace: 7d}\n")
+        good = tmp_path / "good.yaml"
+        good.write_text(text + disk)
+        result = memlife("target", "check", str(good), cwd=tmp_path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "probe disk (files)" in result.stdout
+        assert "the value just stated is on disk in" in result.stdout
+
+        missing = tmp_path / "missing.yaml"
+        missing.write_text(text + disk.replace(str(data), str(tmp_path / "nowhere")))
+        result = memlife("target", "check", str(missing), cwd=tmp_path)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "FilesProbeError" in result.stdout and "nowhere" in result.stdout
+        assert "Traceback" not in result.stderr

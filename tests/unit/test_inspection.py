@@ -152,3 +152,58 @@ def test_a_forgotten_value_of_a_live_tenant_must_leave_every_store() -> None:
     assert outcomes(verdicts)[("I4", "graph")] == "fail"
     assert outcomes(verdicts)[("I4", "thread")] == "pass"  # tombstoned is allowed
     assert summary.clean == ["thread"]
+
+
+# -- files probes: I4-physical ---------------------------------------------------------------
+
+FILES = Store(name="memory-disk", probe={"kind": "files", "path": "/var/lib/memory",
+                                         "grace": "1d"})
+
+
+def test_erased_bytes_on_disk_past_the_grace_fail_i4_physical() -> None:
+    from datetime import timedelta
+
+    hits = read("memory-disk", "needles", "Panadería Quispe\nCanelo Ruiz",
+                StoreRecordView(id="memory.db@4096", matches=[0], excerpt="Panadería Quispe"),
+                StoreRecordView(id="memory.db-wal@80", matches=[0], excerpt="Panadería Quispe"))
+    late = case(deleted=True, erased_for=timedelta(days=2))
+    verdicts, _ = judge_inspection(late, [hits], [FILES])
+    assert outcomes(verdicts) == {("I4-physical", "memory-disk"): "fail"}
+    [finding] = verdicts[0].findings
+    assert (finding.invariant, finding.reason, finding.value) == (
+        "I4-physical", "residue", "Panadería Quispe")
+    assert "memory.db@4096, memory.db-wal@80" in finding.detail
+    assert "2d after the erasure request, past the 1d grace" in finding.detail
+
+    # Within the grace the same bytes are allowed: compaction takes time.
+    early = case(deleted=True, erased_for=timedelta(hours=3))
+    verdicts, _ = judge_inspection(early, [hits], [FILES])
+    assert outcomes(verdicts) == {("I4-physical", "memory-disk"): "pass"}
+    assert verdicts[0].findings == []
+
+    # Nothing on disk: clean at once.
+    clean = read("memory-disk", "needles", "Panadería Quispe\nCanelo Ruiz")
+    verdicts, _ = judge_inspection(late, [clean], [FILES])
+    assert outcomes(verdicts) == {("I4-physical", "memory-disk"): "pass"}
+
+
+def test_files_probes_judge_only_erased_values_and_fail_closed() -> None:
+    from datetime import timedelta
+
+    # A live tenant's own current values on disk are expected: no check at all; a
+    # forgotten fact's value is judged like a deleted tenant's.
+    live = case(needles=[Needle(text="Panadería Quispe", domain="job", origin="current"),
+                         Needle(text="Canelo Ruiz", domain="pet", origin="deleted")],
+                erased_for=timedelta(days=3))
+    hits = read("memory-disk", "needles", "Canelo Ruiz",
+                StoreRecordView(id="memory.db@10", matches=[0, 1], excerpt="…"))
+    verdicts, _ = judge_inspection(live, [hits], [FILES])
+    assert outcomes(verdicts) == {("I4-physical", "memory-disk"): "fail"}
+    assert [f.value for f in verdicts[0].findings] == ["Canelo Ruiz"]
+
+    failed = StoreRead(store="memory-disk", mode="needles", key="Canelo Ruiz",
+                       status="error", error="FilesProbeError: cannot read memory.db")
+    verdicts, _ = judge_inspection(case(deleted=True, erased_for=timedelta(days=3)),
+                                   [failed], [FILES])
+    assert outcomes(verdicts) == {("I4-physical", "memory-disk"): "inconclusive"}
+    assert verdicts[0].findings[0].reason == "target-error"

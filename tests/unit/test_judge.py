@@ -219,3 +219,13 @@ def test_forgotten_fact_is_forbidden_while_the_tenant_lives_on() -> None:
     assert ("Canelo", "deleted") in [(n.text, n.origin) for n in inspect.needles]
     # the partner's answers must not carry it either
     assert "Canelo" in [f.text for f in recall(state, "b", "job").forbidden]
+
+
+def test_inspections_know_how_long_ago_the_erasure_was() -> None:
+    state = updatable_pair()
+    assert state.inspect_case("s1-a", "a", NOW, GRACE).erased_for is None
+    state.record_forget("a", "pet", NOW - timedelta(hours=5))
+    assert state.inspect_case("s2-a", "a", NOW, GRACE).erased_for == timedelta(hours=5)
+    state.record_deletion("a", NOW - timedelta(days=2), "del-1")
+    assert state.inspect_case("s3-a", "a", NOW, GRACE).erased_for == timedelta(days=2)
+    assert state.inspect_case("s3-b", "b", NOW, GRACE).erased_for is None

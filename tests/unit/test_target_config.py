@@ -115,3 +115,29 @@ def test_secrets_are_named_and_resolved_late(monkeypatch: pytest.MonkeyPatch) ->
         resolve_header(target.headers["Authorization"])
     monkeypatch.setenv("MEMLIFE_TEST_TOKEN", "s3cr3t")
     assert resolve_header(target.headers["Authorization"]) == "Bearer s3cr3t"
+
+
+def test_files_probes_name_one_directory_and_take_a_grace() -> None:
+    from datetime import timedelta
+
+    from memlife.targets.config import FilesProbe
+
+    data = reference_data()
+    data["stores"].append({"name": "memory-disk", "probe": {
+        "kind": "files", "path_env": "MEMORY_DATA_DIR", "include": ["*.db*"],
+        "grace": "7d"}})
+    target = parse_target(data, "t.yaml")
+    probe = target.stores[-1].probe
+    assert isinstance(probe, FilesProbe)
+    assert (probe.grace, probe.encodings, probe.include) == (timedelta(days=7), ["utf-8"],
+                                                             ["*.db*"])
+    assert "MEMORY_DATA_DIR" in target.secret_names()  # resolved on the worker, like secrets
+
+    data["stores"][-1]["probe"] = {"kind": "files", "path": "/data", "path_env": "DATA_DIR"}
+    with pytest.raises(InputError) as caught:
+        parse_target(data, "t.yaml")
+    assert "stores.6.probe" in str(caught.value)
+    assert "`path` or `path_env`, exactly one" in str(caught.value)
+    data["stores"][-1]["probe"] = {"kind": "files", "path": "/data", "encodings": ["latin-1"]}
+    with pytest.raises(InputError, match="stores.6.probe.*encodings"):
+        parse_target(data, "t.yaml")

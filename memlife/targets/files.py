@@ -1,0 +1,157 @@
+"""Physical residue: a byte-level scan of a store's data directory for a run's values.
+
+A store can be logically clean — no query returns a deleted tenant's rows — while its files
+still hold the bytes: SQLite free pages and WAL frames, PostgreSQL dead tuples, append-only
+logs, segment files awaiting compaction. This reads every file under the directory (read
+only, in chunks, never memory-mapped: a file may shrink while it is read) and reports each
+place a value occurs, in UTF-8 as written and as memlife normalizes it (what search columns
+often store), and in any other encoding the probe names.
+
+A directory or file that cannot be read is an error: the read is inconclusive, never
+"absent".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+from memlife.scoring import normalize
+from memlife.targets.http import MissingSecret, TargetError
+
+CHUNK_BYTES = 8 * 1024 * 1024
+EXCERPT_BYTES = 48  # on each side of a hit
+
+
+class FilesProbeError(TargetError):
+    """The data directory (or a file in it) could not be read; the read is inconclusive."""
+
+
+def data_directory(path: str | None, path_env: str | None) -> Path:
+    """The directory a files probe scans: written in the target file, or named by an
+    environment variable read here, on the worker."""
+    if path_env is not None:
+        value = os.environ.get(path_env)
+        if not value:
+            raise MissingSecret(f"environment variable {path_env} (a files probe's data "
+                                "directory) is not set on the worker")
+        path = value
+    assert path is not None
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise FilesProbeError(f"data directory {root} does not exist or is not a directory")
+    return root
+
+
+def _files(root: Path, include: list[str]) -> list[Path]:
+    found = []
+    for directory, _, names in os.walk(root, onerror=_raise):
+        for name in names:
+            path = Path(directory) / name
+            relative = path.relative_to(root).as_posix()
+            if any(fnmatch(relative, pattern) or fnmatch(name, pattern) for pattern in include):
+                found.append(path)
+    return sorted(found)
+
+
+def inventory(root: Path, include: list[str]) -> tuple[int, int]:
+    """How many files a scan reads, and how many bytes."""
+    paths = _files(root, include)
+    try:
+        return len(paths), sum(path.stat().st_size for path in paths)
+    except OSError as error:
+        raise FilesProbeError(f"cannot read {error.filename}: {error.strerror}") from None
+
+
+def _raise(error: OSError) -> None:
+    raise FilesProbeError(f"cannot list {error.filename}: {error.strerror}")
+
+
+def _patterns(needles: list[str], encodings: list[str]) -> dict[bytes, int]:
+    """Every byte pattern that betrays a needle, and which needle it is."""
+    patterns: dict[bytes, int] = {}
+    for index, needle in enumerate(needles):
+        for form in dict.fromkeys((needle, normalize(needle))):
+            if not form.strip():
+                continue
+            for encoding in encodings:
+                patterns.setdefault(form.encode(encoding), index)
+    return patterns
+
+
+def scan(root: Path, include: list[str], needles: list[str], encodings: list[str],
+         max_hits: int) -> tuple[list[dict[str, Any]], int, float]:
+    """(the first max_hits hits as records, how many hits there were, latency in ms).
+
+    A record per hit: `id` (file@offset), `file` (relative path), `offset`, `bytes` (the
+    file's size) and `content` (the bytes around the hit, decoded). Blocking: run it in a
+    thread.
+    """
+    started = time.perf_counter()
+    patterns = _patterns(needles, encodings)
+    if not patterns:
+        return [], 0, 0.0
+    longest = max(len(pattern) for pattern in patterns)
+    # Longest first: where one pattern contains another, the longer hit is the one named.
+    finder = re.compile(b"|".join(re.escape(p) for p in sorted(patterns, key=len,
+                                                               reverse=True)))
+    records: list[dict[str, Any]] = []
+    total = 0
+    for path in _files(root, include):
+        relative = path.relative_to(root).as_posix()
+        try:
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                offset = 0  # file offset of buffer[0]
+                start_at = 0  # where hits not yet counted may start, in buffer
+                buffer = b""
+                while True:
+                    chunk = handle.read(CHUNK_BYTES)
+                    buffer += chunk
+                    final = not chunk
+                    # A hit that may still run on into the next chunk waits for it.
+                    limit = len(buffer) if final else max(start_at,
+                                                          len(buffer) - longest + 1)
+                    for match in finder.finditer(buffer, start_at):
+                        if match.start() >= limit:
+                            break
+                        total += 1
+                        if len(records) < max_hits:
+                            records.append(_record(relative, size, offset, buffer, match,
+                                                   patterns, encodings))
+                    if final:
+                        break
+                    # Keep what the next round needs: a hit's start, and its excerpt.
+                    drop = max(0, min(limit, len(buffer) - (longest + EXCERPT_BYTES)))
+                    buffer, offset, start_at = buffer[drop:], offset + drop, limit - drop
+        except OSError as error:
+            raise FilesProbeError(f"cannot read {relative}: {error.strerror or error}") from None
+    return records, total, (time.perf_counter() - started) * 1000
+
+
+def _record(relative: str, size: int, offset: int, buffer: bytes, match: re.Match[bytes],
+            patterns: dict[bytes, int], encodings: list[str]) -> dict[str, Any]:
+    found = match.group(0)
+    encoding = next((e for e in encodings if _decodes(found, e)), "utf-8")
+    width = 2 if encoding.replace("-", "").lower().startswith("utf16") else 1
+    before = min(match.start(), EXCERPT_BYTES) // width * width
+    around = buffer[match.start() - before: match.end() + EXCERPT_BYTES]
+    around = around[: len(around) // width * width]
+    content = around.decode(encoding, errors="replace")
+    # Control bytes of a binary file would only garble the excerpt.
+    content = "".join(ch if ch.isprintable() else " " for ch in content)
+    position = offset + match.start()
+    return {"id": f"{relative}@{position}", "file": relative, "offset": position,
+            "bytes": size, "needle": patterns[found], "content": content}
+
+
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError:
+        return False
+    return True
