@@ -7,8 +7,11 @@ have deterministic keys and are merged, so a retry never duplicates a row.
 from __future__ import annotations
 
 import json
+import sys
 import threading
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from sqlmodel import select
@@ -36,41 +39,23 @@ from memlife.scoring import ValueIndex
 log = get_logger("memlife.activities.record")
 
 # Keyed by database too: one process may record to several (tests, or a URL change).
-_values_cache: dict[tuple[str, str], list[records.RunValueRow]] = {}
 _values_lock = threading.Lock()
+# (pair, domain, alias, text) per value: tuples of shared strings, not models — a run of
+# 10,000 pairs has half a million values, indexed once per worker process.
+_ValueOwner = tuple[int, str, str, str]
+_foreign_cache: dict[tuple[str, str], ValueIndex[_ValueOwner]] = {}
 
 
-def _run_values(run_id: str) -> list[records.RunValueRow]:
-    """The run's value table, read once per worker process (it never changes)."""
-    key = (records.database_url(), run_id)
-    with _values_lock:
-        cached = _values_cache.get(key)
-        if cached is None:
-            with records.session() as db:
-                cached = list(db.exec(select(records.RunValueRow).where(
-                    records.RunValueRow.run_id == run_id)).all())
-                for row in cached:
-                    db.expunge(row)
-            if len(_values_cache) > 64:
-                _values_cache.clear()
-            _values_cache[key] = cached
-        return cached
-
-
-_foreign_cache: dict[tuple[str, str], ValueIndex[tuple[int, ForbiddenValue]]] = {}
-
-
-def _run_value_index(run_id: str) -> ValueIndex[tuple[int, ForbiddenValue]]:
-    """Every value of the run, indexed once per worker process (it never changes)."""
+def _run_value_index(run_id: str) -> ValueIndex[_ValueOwner]:
+    """Every value of the run, indexed once per worker process (it never changes), read
+    from the recorder a few thousand rows at a time."""
     key = (records.database_url(), run_id)
     with _values_lock:
         index = _foreign_cache.get(key)
     if index is None:
         index = ValueIndex(
-            (row.text, (row.pair_index, ForbiddenValue(
-                text=row.text, origin="foreign", domain=row.domain,
-                owner=f"{row.alias} (pair {row.pair_index})")))
-            for row in _run_values(run_id))
+            (text, (pair, sys.intern(domain), sys.intern(alias), text))
+            for pair, domain, alias, text in records.run_value_tuples(run_id))
         with _values_lock:
             if len(_foreign_cache) > 16:
                 _foreign_cache.clear()
@@ -87,7 +72,9 @@ class ForeignValues(ValueIndex[ForbiddenValue]):
         self.size = self._all.size
 
     def found_in(self, haystack_normalized: str) -> list[ForbiddenValue]:
-        return [value for pair, value in self._all.found_in(haystack_normalized)
+        return [ForbiddenValue(text=text, origin="foreign", domain=domain,
+                               owner=f"{alias} (pair {pair})")
+                for pair, domain, alias, text in self._all.found_in(haystack_normalized)
                 if pair != self._pair_index]
 
 
@@ -108,9 +95,7 @@ def record_run_started(run: RunInput) -> None:
             clock=run.clock.describe(), meta_json=records.dumps(meta), status="running",
             started_at=started_at,
         ))
-    values = _value_rows(run.run_id, run.scenario.pairs)
-    for start in range(0, len(values), 2000):  # short transactions
-        records.merge_all(values[start:start + 2000])
+    _write_chunked(records.RunValueRow, _value_rows(run.run_id, run.scenario.pairs), 2000)
 
 
 @activity.defn(name="memlife.materialize_pairs")
@@ -120,14 +105,20 @@ def materialize_pairs(run_id: str, scenario: Scenario, seed: str) -> int:
     from memlife.scenario import materialize
 
     pairs = materialize(scenario, seed).pairs
-    rows: list[Any] = [records.RunPairRow(id=f"{run_id}/{index}", run_id=run_id,
-                                          pair_index=index, pair_json=pair.model_dump_json())
-                       for index, pair in enumerate(pairs)]
-    rows += _value_rows(run_id, pairs)
-    for start in range(0, len(rows), 5000):  # short transactions
-        records.merge_all(rows[start:start + 5000])
+    pair_rows = ({"id": f"{run_id}/{index}", "run_id": run_id, "pair_index": index,
+                  "pair_json": pair.model_dump_json()} for index, pair in enumerate(pairs))
+    _write_chunked(records.RunPairRow, pair_rows)
+    _write_chunked(records.RunValueRow, _value_rows(run_id, pairs))
     log.info("pairs materialized", run=run_id, pairs=len(pairs))
     return len(pairs)
+
+
+def _write_chunked(model: type[Any], rows: Iterable[dict[str, Any]],
+                   size: int = 5000) -> None:
+    """Short transactions, and never every row in memory at once."""
+    iterator = iter(rows)
+    while chunk := list(islice(iterator, size)):
+        records.merge_values({model: chunk})
 
 
 @activity.defn(name="memlife.load_pairs")
@@ -145,16 +136,15 @@ def load_pairs(run_id: str, first: int, count: int) -> list[Pair]:
     return pairs
 
 
-def _value_rows(run_id: str, pairs: list[Pair]) -> list[records.RunValueRow]:
-    return [
-        records.RunValueRow(id=f"{run_id}/{index}/{role}/{domain}/{n}", run_id=run_id,
-                            pair_index=index, role=role, alias=pair.tenant(role).alias,
-                            domain=domain, text=text)
-        for index, pair in enumerate(pairs)
-        for role in ("a", "b")
-        for domain, fact in pair.tenant(role).facts.items()
-        for n, text in enumerate(fact.all_texts())
-    ]
+def _value_rows(run_id: str, pairs: list[Pair]) -> Iterator[dict[str, Any]]:
+    for index, pair in enumerate(pairs):
+        for role in ("a", "b"):
+            tenant = pair.tenant(role)
+            for domain, fact in tenant.facts.items():
+                for n, text in enumerate(fact.all_texts()):
+                    yield {"id": f"{run_id}/{index}/{role}/{domain}/{n}", "run_id": run_id,
+                           "pair_index": index, "role": role, "alias": tenant.alias,
+                           "domain": domain, "text": text}
 
 
 @activity.defn(name="memlife.record_tenants")
@@ -304,7 +294,7 @@ def finish_run(run_id: str, failed_pairs: list[int],
         run.summary_json = json.dumps(summary)
         db.add(run)
     with _values_lock:
-        _values_cache.pop((records.database_url(), run_id), None)
+        _foreign_cache.pop((records.database_url(), run_id), None)
     failures = builder.failure_count
     log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures)
     return RunSummary(

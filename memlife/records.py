@@ -397,3 +397,14 @@ def run_digest(run_id: str, url: str | None = None) -> dict[str, Any] | None:
         return None
     builder, pairs = built
     return builder.digest(pairs)
+
+
+def run_value_tuples(run_id: str, url: str | None = None
+                     ) -> Iterator[tuple[int, str, str, str]]:
+    """(pair, domain, alias, text) of every value of a run, streamed."""
+    engine = engine_for(url)
+    with engine.connect() as connection:
+        rows = connection.execution_options(yield_per=5000).execute(
+            select(RunValueRow.pair_index, RunValueRow.domain, RunValueRow.alias,
+                   RunValueRow.text).where(RunValueRow.run_id == run_id))
+        yield from (tuple(row) for row in rows)

@@ -1,0 +1,37 @@
+"""The run's values, written by materialize_pairs and indexed once per worker: a reply is
+checked against every other pair's values, found exactly as written, never its own."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from activities.record import _foreign_cache, foreign_values, materialize_pairs
+from memlife import records
+from memlife.scenario import load_scenario, materialize
+from memlife.scoring import normalize
+from tests.reliability.helpers import NIGHTLY
+
+
+def test_values_are_written_in_chunks_and_found_for_other_pairs_only(db_url: str) -> None:
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    scenario = scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": 3})})
+    run_id = "values-run"
+    assert materialize_pairs(run_id, scenario, "values-seed") == 3
+    pairs = materialize(scenario, "values-seed").pairs
+    with records.engine_for(db_url).connect() as db:
+        written = db.execute(text("SELECT count(*) FROM run_values WHERE run_id = :r"),
+                             {"r": run_id}).scalar_one()
+    expected = sum(len(fact.all_texts()) for pair in pairs for role in ("a", "b")
+                   for fact in pair.tenant(role).facts.values())
+    assert written == expected
+
+    mine = pairs[0].a.facts["employer"].value
+    theirs = pairs[2].b.facts["pet"].value
+    reply = normalize(f"Trabajas en {mine}; tu mascota es {theirs}.")
+    found = foreign_values(run_id, 0).found_in(reply)
+    assert [(f.text, f.origin, f.domain, f.owner) for f in found] == [
+        (theirs, "foreign", "pet", f"{pairs[2].b.alias} (pair 2)")]
+    assert [f.text for f in foreign_values(run_id, 2).found_in(reply)] == [mine]
+    assert (records.database_url(), run_id) in _foreign_cache  # indexed once
