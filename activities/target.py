@@ -37,11 +37,13 @@ from memlife.lifecycle import (
 )
 from memlife.log import get_logger
 from memlife.scoring import normalize
-from memlife.targets import files, http, sql
+from memlife.targets import files, http, sql, stores
 from memlife.targets.config import (
     DeleteOperation,
+    FalkorDBProbe,
     FilesProbe,
     Operation,
+    QdrantProbe,
     SqlProbe,
     Store,
     StoreProbe,
@@ -294,6 +296,12 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
                 raw, total, latency_ms = await _sql_read(probe, mode, key, request.max_records)
             elif isinstance(probe, FilesProbe):
                 raw, total, latency_ms = await _files_read(probe, key, request.max_records)
+            elif isinstance(probe, QdrantProbe):
+                raw, total, latency_ms = await asyncio.to_thread(
+                    stores.qdrant_read, probe, mode, key, request.max_records)
+            elif isinstance(probe, FalkorDBProbe):
+                raw, total, latency_ms = await asyncio.to_thread(
+                    stores.falkordb_read, probe, mode, key, request.max_records)
             else:
                 raw, latency_ms = await _http_read(request, store, probe, mode, key)
                 total = len(raw)
@@ -396,9 +404,9 @@ async def _inspect(request: InspectRequest) -> list[StoreRead]:
             continue
         reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
                   for identity in request.identities]
-        # One read for all the values where an HTTP probe can (SQL: one query per value).
-        if (isinstance(store.probe, StoreProbe) and store.probe.needles is not None
-                and request.needles):
+        # One read for all the values where the probe can (SQL, Cypher: one per value).
+        if request.needles and (isinstance(store.probe, QdrantProbe) or (
+                isinstance(store.probe, StoreProbe) and store.probe.needles is not None)):
             reads.append(_read_store(request, store, "needles", "\n".join(request.needles),
                                      limit, watch_normalized))
         else:

@@ -15,7 +15,14 @@ from typing import Any
 
 from memlife.phones import synthetic_phone
 from memlife.targets import http
-from memlife.targets.config import FilesProbe, Operation, SqlProbe, Target
+from memlife.targets.config import (
+    FalkorDBProbe,
+    FilesProbe,
+    Operation,
+    QdrantProbe,
+    SqlProbe,
+    Target,
+)
 
 STATEMENT = "Mi color favorito es {value}."
 QUESTION = "¿Cuál es mi color favorito?"
@@ -100,6 +107,10 @@ async def check_target(target: Target) -> TargetCheck:
             if isinstance(store.probe, FilesProbe):
                 await _files_attempt(check, store.name, store.probe, canary)
                 continue
+            if isinstance(store.probe, QdrantProbe | FalkorDBProbe):
+                for mode, key in (("scope", user_id), ("needle", canary)):
+                    await _client_attempt(check, store.name, mode, store.probe, key)
+                continue
             if isinstance(store.probe, SqlProbe):
                 for mode, query, parameters in (
                         ("scope", store.probe.scope, {"user_id": user_id}),
@@ -158,6 +169,28 @@ async def _files_attempt(check: TargetCheck, store: str, probe: FilesProbe,
         f"probe {store} (on disk)", canary, bool(hits),
         f"the value just stated is on disk in {hits} place(s)" if hits else
         "the value just stated is not on disk (yet): files may be written later", optional=True))
+
+
+async def _client_attempt(check: TargetCheck, store: str, mode: str,
+                          probe: QdrantProbe | FalkorDBProbe, key: str) -> None:
+    """One read with the store's own client, as inspections make it."""
+    import asyncio
+
+    from memlife.targets import stores
+
+    name = f"probe {store} ({mode})"
+    read = stores.qdrant_read if isinstance(probe, QdrantProbe) else stores.falkordb_read
+    request = (f"Qdrant {probe.collection}" if isinstance(probe, QdrantProbe)
+               else f"Cypher {getattr(probe, mode)}")
+    try:
+        rows, total, latency_ms = await asyncio.to_thread(read, probe, mode, key, 20)
+    except http.TargetError as error:
+        check.results.append(CheckResult(name, request, False,
+                                         f"{type(error).__name__}: {error}"))
+        return
+    check.results.append(CheckResult(name, request, True,
+                                     f"{total} record(s) in {latency_ms:.0f} ms"))
+    _check_pointers(check, store, probe, rows)
 
 
 async def _sql_attempt(check: TargetCheck, store: str, mode: str, probe: SqlProbe,

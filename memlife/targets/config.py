@@ -219,6 +219,66 @@ class FilesProbe(_Strict):
         return self
 
 
+class QdrantProbe(_Strict):
+    """A Qdrant collection read with Qdrant's own client: a server (`url_env`, and
+    `api_key_env` when it wants one) or local storage (`path`, readable only while no other
+    process holds it). Scope reads filter on the payload key holding the tenant; needle
+    reads scroll the whole collection and keep the points whose payload holds a value (Qdrant
+    has no substring search without a full-text index). A record's content is the
+    payload's `content_key` followed by its other text values."""
+
+    kind: Literal["qdrant"]
+    url_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")
+    path: str | None = None
+    collection: str = Field(min_length=1)
+    tenant_key: str = Field(default="user_id", min_length=1)  # Mem0: user_id
+    content_key: str = Field(default="data", min_length=1)  # Mem0: data
+    page_size: int = Field(default=256, ge=1, le=10_000)
+    content: str = "/content"
+    tenant_field: str = "/tenant_id"
+    id: str = "/id"
+    deleted: str | None = None
+
+    @model_validator(mode="after")
+    def _one_location(self) -> QdrantProbe:
+        if (self.url_env is None) == (self.path is None):
+            raise ValueError("a qdrant probe names its server (`url_env`) or its local "
+                             "storage (`path`), exactly one")
+        if self.api_key_env and self.path:
+            raise ValueError("`api_key_env` is for a server (`url_env`), not local storage")
+        return self
+
+
+_CYPHER_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class FalkorDBProbe(_Strict):
+    """A FalkorDB graph read by Cypher: `scope` takes `$user_id`, `needle` takes `$needle`;
+    both run as GRAPH.RO_QUERY, which the server refuses to let write. Each result row is
+    a record: name the columns (`RETURN n.id AS id, n.user_id AS tenant_id, n.value AS
+    content`); a node returned whole becomes its properties (with `id` and `labels`)."""
+
+    kind: Literal["falkordb"]
+    url_env: str = Field(pattern=r"^[A-Z_][A-Z0-9_]*$")  # redis://[:password@]host:port
+    graph: str = Field(min_length=1)
+    scope: str = Field(min_length=1)
+    needle: str = Field(min_length=1)
+    content: str = "/content"
+    tenant_field: str = "/tenant_id"
+    id: str = "/id"
+    deleted: str | None = None
+
+    @field_validator("content", "tenant_field", "id", "deleted")
+    @classmethod
+    def _pointer(cls, value: str | None) -> str | None:
+        return value if value is None else _check_pointer(value)
+
+
+def cypher_parameters(query: str) -> set[str]:
+    return set(_CYPHER_PARAMETER.findall(query))
+
+
 def sql_parameters(query: str) -> set[str]:
     return set(_SQL_PARAMETER.findall(query))
 
@@ -226,11 +286,13 @@ def sql_parameters(query: str) -> set[str]:
 def _probe_kind(value: Any) -> str:
     kind = value.get("kind", "http") if isinstance(value, dict) else getattr(value, "kind",
                                                                              "http")
-    return kind if kind in ("http", "sql", "files") else "http"
+    return kind if kind in PROBE_KINDS else "http"
 
 
+PROBE_KINDS = ("http", "sql", "files", "qdrant", "falkordb")
 Probe = Annotated[Annotated[StoreProbe, Tag("http")] | Annotated[SqlProbe, Tag("sql")]
-                  | Annotated[FilesProbe, Tag("files")], Discriminator(_probe_kind)]
+                  | Annotated[FilesProbe, Tag("files")] | Annotated[QdrantProbe, Tag("qdrant")]
+                  | Annotated[FalkorDBProbe, Tag("falkordb")], Discriminator(_probe_kind)]
 
 
 class Store(_Strict):
@@ -266,8 +328,12 @@ class Target(_Strict):
         refs_by_name = {ref.env for ref in refs}
         refs_by_name.update(store.probe.url_env for store in self.stores
                             if isinstance(store.probe, SqlProbe))
-        refs_by_name.update(store.probe.path_env for store in self.stores
-                            if isinstance(store.probe, FilesProbe) and store.probe.path_env)
+        for store in self.stores:
+            probe = store.probe
+            if isinstance(probe, FilesProbe | QdrantProbe | FalkorDBProbe):
+                refs_by_name.update(name for name in (
+                    getattr(probe, "path_env", None), getattr(probe, "url_env", None),
+                    getattr(probe, "api_key_env", None)) if name)
         return sorted(refs_by_name)
 
     def all_operations(self) -> dict[str, Operation]:
@@ -334,6 +400,22 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
                            "from another)")))
         if isinstance(store.probe, FilesProbe):
             continue  # no queries, no retention markers: bytes on disk
+        if isinstance(store.probe, FalkorDBProbe):
+            for mode, parameter in (("scope", "user_id"), ("needle", "needle")):
+                used = cypher_parameters(getattr(store.probe, mode))
+                if used != {parameter}:
+                    problems.append(Problem(
+                        file, f"stores.{index}.probe.{mode}",
+                        f"a {mode} query takes exactly one parameter, ${parameter}"
+                        + (f" (it has {', '.join('$' + p for p in sorted(used))})" if used
+                           else " (it has none: it cannot tell one tenant or value from "
+                           "another)")))
+        if isinstance(store.probe, QdrantProbe | FalkorDBProbe):
+            if store.retention == "tombstone" and store.probe.deleted is None:
+                problems.append(Problem(
+                    file, f"stores.{index}.probe.deleted",
+                    "a tombstone store must say where a record is marked deleted"))
+            continue
         for mode, allowed in PROBE_VARIABLES.items():
             if isinstance(store.probe, SqlProbe):
                 break

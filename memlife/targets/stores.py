@@ -1,0 +1,215 @@
+"""Store probes that read a database with its own client: Qdrant and FalkorDB.
+
+Each read returns JSON-ready records (`id`, `tenant_id`, `content`, and whatever the store
+holds), for the same record pointers as HTTP probes. Connection details come from
+environment variables read here, on the worker, and never reach an error message, the
+recorder or Temporal history. A store that cannot be read raises a StoreProbeError: the
+read is inconclusive, never "absent". The clients are optional extras
+(`memlife[qdrant]`, `memlife[falkordb]`): without one, the read says which to install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+from memlife.scoring import normalize
+from memlife.targets.http import MissingSecret, TargetError
+
+
+class StoreProbeError(TargetError):
+    """The store could not be read; the read is an error (inconclusive), never empty."""
+
+
+def _env(name: str, what: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise MissingSecret(f"environment variable {name} ({what}) is not set on the worker")
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    properties = getattr(value, "properties", None)  # a graph node or edge
+    if isinstance(properties, dict):
+        found = {"id": getattr(value, "id", None), **_jsonable(properties)}
+        labels = getattr(value, "labels", None)
+        if labels:
+            found["labels"] = list(labels)
+        return found
+    return str(value)
+
+
+def _text_values(payload: Any) -> list[str]:
+    if isinstance(payload, str):
+        return [payload]
+    if isinstance(payload, dict):
+        return [text for value in payload.values() for text in _text_values(value)]
+    if isinstance(payload, list):
+        return [text for value in payload for text in _text_values(value)]
+    return []
+
+
+# -- Qdrant ------------------------------------------------------------------------------------
+
+_qdrant_clients: dict[tuple[str, str | None], Any] = {}
+_qdrant_lock = threading.Lock()
+_local_locks: dict[str, threading.Lock] = {}
+
+
+def _qdrant(url_env: str | None, api_key_env: str | None, path: str | None) -> Any:
+    try:
+        from qdrant_client import QdrantClient
+    except ImportError:
+        raise StoreProbeError("qdrant probes need the Qdrant client: install memlife[qdrant]"
+                              ) from None
+    if path is not None:
+        # Local storage is locked by whoever opened it: open it per read, close it after.
+        try:
+            return QdrantClient(path=path)
+        except Exception as error:  # the client raises plain RuntimeErrors (lock, path)
+            raise StoreProbeError(f"cannot open Qdrant storage {path}: "
+                                  f"{str(error).splitlines()[0]}") from None
+    assert url_env is not None
+    url = _env(url_env, "a qdrant probe's server URL")
+    api_key = _env(api_key_env, "a qdrant probe's API key") if api_key_env else None
+    key = (url, api_key)
+    with _qdrant_lock:
+        client = _qdrant_clients.get(key)
+        if client is None:
+            client = _qdrant_clients[key] = QdrantClient(url=url, api_key=api_key,
+                                                         timeout=10)
+        return client
+
+
+def qdrant_read(probe: Any, mode: str, key: str,
+                max_records: int) -> tuple[list[dict[str, Any]], int, float]:
+    """(the first max_records records, how many there were, latency in ms). `scope`: the
+    points whose payload names the tenant; `needle`/`needles`: every point whose payload
+    holds one of the values (newline-separated), found by scrolling the collection.
+    Blocking: run it in a thread."""
+    if probe.path is None:
+        return _qdrant_scroll(probe, mode, key, max_records)
+    with _local_lock(probe.path):  # local storage admits one client at a time
+        return _qdrant_scroll(probe, mode, key, max_records)
+
+
+def _local_lock(path: str) -> threading.Lock:
+    with _qdrant_lock:
+        return _local_locks.setdefault(path, threading.Lock())
+
+
+def _qdrant_scroll(probe: Any, mode: str, key: str,
+                   max_records: int) -> tuple[list[dict[str, Any]], int, float]:
+    from qdrant_client import models
+
+    started = time.perf_counter()
+    client = _qdrant(probe.url_env, probe.api_key_env, probe.path)
+    if mode == "scope":
+        condition = models.Filter(must=[models.FieldCondition(
+            key=probe.tenant_key, match=models.MatchValue(value=key))])
+        wanted: list[str] = []
+    else:
+        condition = None
+        wanted = [normalize(needle) for needle in key.split("\n") if normalize(needle)]
+    records: list[dict[str, Any]] = []
+    total = 0
+    try:
+        offset = None
+        while True:
+            points, offset = client.scroll(
+                collection_name=probe.collection, scroll_filter=condition,
+                limit=probe.page_size, offset=offset, with_payload=True, with_vectors=False)
+            for point in points:
+                payload = _jsonable(point.payload or {})
+                texts = _text_values(payload.get(probe.content_key, "")) + _text_values(
+                    {k: v for k, v in payload.items() if k != probe.content_key})
+                content = " · ".join(texts)
+                if wanted and not any(value in normalize(content) for value in wanted):
+                    continue
+                total += 1
+                if len(records) < max_records:
+                    tenant = payload.get(probe.tenant_key)
+                    records.append({**payload, "id": str(point.id), "content": content,
+                                    "tenant_id": None if tenant is None else str(tenant)})
+            if offset is None:
+                break
+    except StoreProbeError:
+        raise
+    except Exception as error:  # transport, HTTP and missing-collection errors alike
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise StoreProbeError(f"{type(error).__name__}: {reason}"[:300]) from None
+    finally:
+        if probe.path is not None:
+            client.close()
+    return records, total, (time.perf_counter() - started) * 1000
+
+
+# -- FalkorDB ----------------------------------------------------------------------------------
+
+_falkordb_clients: dict[str, Any] = {}
+_falkordb_lock = threading.Lock()
+
+
+def _falkordb(url_env: str) -> Any:
+    try:
+        from falkordb import FalkorDB
+    except ImportError:
+        raise StoreProbeError("falkordb probes need the FalkorDB client: install "
+                              "memlife[falkordb]") from None
+    url = _env(url_env, "a falkordb probe's server URL")
+    with _falkordb_lock:
+        client = _falkordb_clients.get(url)
+        if client is None:
+            try:
+                client = _falkordb_clients[url] = FalkorDB.from_url(url)
+            except Exception as error:
+                raise StoreProbeError(f"cannot connect to FalkorDB ({type(error).__name__})"
+                                      ) from None
+        return client
+
+
+def falkordb_read(probe: Any, mode: str, key: str,
+                  max_records: int) -> tuple[list[dict[str, Any]], int, float]:
+    """One read-only Cypher query (GRAPH.RO_QUERY) per read; each row a record. Blocking:
+    run it in a thread."""
+    query, parameters = ((probe.scope, {"user_id": key}) if mode == "scope"
+                         else (probe.needle, {"needle": key}))
+    started = time.perf_counter()
+    graph = _falkordb(probe.url_env).select_graph(probe.graph)
+    try:
+        result = graph.ro_query(query, parameters)
+    except Exception as error:  # connection, syntax, or a write refused by RO_QUERY
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise StoreProbeError(f"{type(error).__name__}: {reason}"[:300]) from None
+    names = [column[1] if isinstance(column, list | tuple) else str(column)
+             for column in (result.header or [])]
+    records = []
+    for row in result.result_set:
+        values = [_jsonable(value) for value in row]
+        if len(values) == 1 and isinstance(values[0], dict) and names[0] not in (
+                "content", "id", "tenant_id"):
+            record = dict(values[0])  # a node returned whole: its properties
+        else:
+            record = dict(zip(names, values, strict=False))
+        if "content" not in record:
+            record["content"] = json.dumps(record, ensure_ascii=False, sort_keys=True)
+        records.append(record)
+    return records[:max_records], len(records), (time.perf_counter() - started) * 1000
+
+
+def close_all() -> None:
+    with _qdrant_lock:
+        while _qdrant_clients:
+            _, client = _qdrant_clients.popitem()
+            client.close()
+    with _falkordb_lock:
+        _falkordb_clients.clear()
