@@ -39,6 +39,7 @@ from bench.noop import NoopWorkflow, noop
 from bench.plain_runner import replay
 from memlife import __version__, embedded, records
 from memlife.lifecycle import (
+    DEFAULT_MAX_ACTIVE_PAIRS,
     Clock,
     RunInput,
     RunMeta,
@@ -150,7 +151,8 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
             temporal_address=address, canary_seed=run_id)
         if size:
             run = RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock,
-                           meta=meta, cohort_size=size, seed=run_id)
+                           meta=meta, cohort_size=size, seed=run_id,
+                           max_active_pairs=DEFAULT_MAX_ACTIVE_PAIRS)
         else:
             from memlife.scenario import materialize
 

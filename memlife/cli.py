@@ -170,6 +170,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             scenario = scenario.model_copy(update={"generate": scenario.generate.model_copy(
                 update={"count": args.pairs})})
+    if args.max_active_pairs < 0:
+        problems.append(Problem("command line", "--max-active-pairs",
+                                "must be 0 (every pair at once) or a number of pairs"))
     if args.cohort != "auto" and not (args.cohort.isdigit() and int(args.cohort) <= 500):
         problems.append(Problem("command line", "--cohort", "must be auto, 0 (a workflow "
                                 "per pair) or a cohort size up to 500"))
@@ -412,7 +415,8 @@ async def _start_run(args: argparse.Namespace, client: Any, scenario: Any, targe
         SuiteWorkflow.run,
         RunInput(run_id=run_id, scenario=written, target=target, clock=clock, meta=meta,
                  search_attributes=search_attributes, review_queue=args.review,
-                 cohort_size=cohort, seed=seed if cohort else None),
+                 cohort_size=cohort, seed=seed if cohort else None,
+                 max_active_pairs=args.max_active_pairs),
         id=workflow_id, task_queue=task_queue,
         static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
         search_attributes=attributes.start_attributes(
@@ -700,7 +704,12 @@ def cmd_target_check(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memlife.lifecycle import AUTO_COHORT, AUTO_COHORT_ABOVE, MAX_AUTO_COHORT
+    from memlife.lifecycle import (
+        AUTO_COHORT,
+        AUTO_COHORT_ABOVE,
+        DEFAULT_MAX_ACTIVE_PAIRS,
+        MAX_AUTO_COHORT,
+    )
     from memlife.reference.store import RETRIEVAL_MODES
 
     parser = argparse.ArgumentParser(
@@ -746,6 +755,10 @@ def build_parser() -> argparse.ArgumentParser:
                      f"workflow per pair; auto: cohorts of {AUTO_COHORT} above "
                      f"{AUTO_COHORT_ABOVE} pairs, up to {MAX_AUTO_COHORT} in runs of "
                      "thousands")
+    run.add_argument("--max-active-pairs", type=int, default=DEFAULT_MAX_ACTIVE_PAIRS,
+                     metavar="N", help="pairs in flight at once, in cohorts; later cohorts "
+                     "start as earlier ones end, which bounds the worker's memory (default "
+                     f"{DEFAULT_MAX_ACTIVE_PAIRS}; 0: every pair at once)")
     run.add_argument("--task-queue", default=None)
     run.add_argument("--no-worker", action="store_true",
                      help="do not run an in-process worker (standalone workers serve the run)")

@@ -123,6 +123,9 @@ class RunInput(_Model):
     # into the recorder (the input stays small at ten thousand pairs).
     cohort_size: int = 0
     seed: str | None = None
+    # Pairs in flight at once, in cohorts (0: all): a worker holds every live pair's state,
+    # so a run of ten thousand pairs goes in waves. Later cohorts start as earlier ones end.
+    max_active_pairs: int = 0
 
 
 class CohortInput(_Model):
@@ -1139,6 +1142,18 @@ def cohort_size(pairs: int) -> int:
     if pairs <= AUTO_COHORT_ABOVE:
         return 0
     return min(MAX_AUTO_COHORT, max(AUTO_COHORT, -(-pairs // COHORTS_PER_RUN)))
+
+
+# A worker holds every live pair (about 60 KB each in a cohort, measured at 10,000 pairs):
+# more pairs in flight than this add memory, not throughput (the target is the bound).
+DEFAULT_MAX_ACTIVE_PAIRS = 2000
+
+
+def active_cohorts(cohort_size: int, max_active_pairs: int, cohorts: int) -> int:
+    """How many cohorts run at once: as many as `max_active_pairs` allows, at least one."""
+    if not max_active_pairs or not cohort_size:
+        return cohorts
+    return max(1, min(cohorts, max_active_pairs // cohort_size))
 
 
 def cohort_workflow_id(scenario: str, run_id: str, first_pair: int) -> str:

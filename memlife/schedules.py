@@ -29,7 +29,7 @@ from temporalio.service import RPCError
 
 from memlife import __version__
 from memlife.errors import InputError, Problem
-from memlife.lifecycle import Clock, RunInput, RunMeta, cohort_size
+from memlife.lifecycle import DEFAULT_MAX_ACTIVE_PAIRS, Clock, RunInput, RunMeta, cohort_size
 from memlife.scenario import Scenario
 from memlife.targets.config import Target
 from workflows import attributes
@@ -72,7 +72,7 @@ def scheduled_run_input(scenario: Scenario, target: Target, clock: Clock, scenar
     pairs = scenario.generate.count if scenario.generate else len(scenario.pairs)
     return RunInput(run_id="", scenario=scenario, target=target, clock=clock, meta=meta,
                     search_attributes=search_attributes,
-                    cohort_size=cohort_size(pairs))
+                    cohort_size=cohort_size(pairs), max_active_pairs=DEFAULT_MAX_ACTIVE_PAIRS)
 
 
 async def create_schedule(client: Client, name: str, run: RunInput, *, cron: str,

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         PairResult,
         RunInput,
         RunSummary,
+        active_cohorts,
         cohort_workflow_id,
         pair_tenants,
         pair_workflow_id,
@@ -126,12 +127,18 @@ class SuiteWorkflow:
         origin = workflow.now()
         children = []
         if run.cohort_size:
-            for first in range(0, self._pairs_total, run.cohort_size):
-                children.append(self._cohort(CohortInput(
-                    run_id=run.run_id, first_pair=first,
-                    pair_count=min(run.cohort_size, self._pairs_total - first),
-                    scenario=scenario, target=run.target, clock=run.clock,
-                    clock_origin=origin, review_queue=run.review_queue)))
+            cohorts = [CohortInput(
+                run_id=run.run_id, first_pair=first,
+                pair_count=min(run.cohort_size, self._pairs_total - first),
+                scenario=scenario, target=run.target, clock=run.clock,
+                clock_origin=origin, review_queue=run.review_queue)
+                for first in range(0, self._pairs_total, run.cohort_size)]
+            # Waves: a run started before the window existed keeps starting every cohort
+            # at once when replayed.
+            window = (active_cohorts(run.cohort_size, run.max_active_pairs, len(cohorts))
+                      if workflow.patched("cohort-window") else len(cohorts))
+            slots = asyncio.Semaphore(window)
+            children += [self._cohort_in_turn(slots, cohort) for cohort in cohorts]
         for index, pair in enumerate([] if run.cohort_size else scenario.pairs):
             tenants = pair_tenants(run.run_id, index, pair, scenario)
             pair_input = PairInput(
@@ -185,6 +192,21 @@ class SuiteWorkflow:
             if result is None or result.failures:
                 self._failing_pairs.add(pair_input.pair_index)
             self._upsert_verdict()
+
+    async def _cohort_in_turn(self, slots: asyncio.Semaphore,
+                              cohort: CohortInput) -> list[PairResult | None]:
+        async with slots:
+            if self._cancel_reason:  # cancelled before its turn: it never starts
+                results: list[PairResult | None] = [
+                    PairResult(pair_index=cohort.first_pair + offset, cases=0, cases_passed=0,
+                               inconclusive=0, failures=0, cancelled=True)
+                    for offset in range(cohort.pair_count)]
+                for result in results:
+                    assert result is not None
+                    self._results[result.pair_index] = result
+                    self._pairs_done += 1
+                return results
+            return await self._cohort(cohort)
 
     async def _cohort(self, cohort: CohortInput) -> list[PairResult | None]:
         last = cohort.first_pair + cohort.pair_count - 1

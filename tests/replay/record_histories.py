@@ -33,7 +33,8 @@ HISTORIES = REPO / "tests" / "histories"
 
 
 async def record(name: str, scenario_path: Path, faults: list[str],
-                 generated_pairs: int | None = None, cohort_size: int = 0) -> None:
+                 generated_pairs: int | None = None, cohort_size: int = 0,
+                 max_active_pairs: int = 0) -> None:
     """A run's suite history and its first pair's (or, in cohorts, first cohort's)."""
     import os
 
@@ -57,7 +58,8 @@ async def record(name: str, scenario_path: Path, faults: list[str],
                     if not cohort_size:  # cohorts: the suite materializes the pairs
                         scenario = materialize(scenario, seed=name)
                 run = run_input(scenario, reference_target(process.base_url)).model_copy(
-                    update={"cohort_size": cohort_size, "seed": name if cohort_size else None})
+                    update={"cohort_size": cohort_size, "seed": name if cohort_size else None,
+                            "max_active_pairs": max_active_pairs})
                 await run_suite(env.client, task_queue, run)
             first = (("cohort", cohort_workflow_id(scenario.name, run.run_id, 0)) if cohort_size
                      else ("pair", pair_workflow_id(scenario.name, run.run_id, 0)))
@@ -245,6 +247,10 @@ async def main() -> None:
         # Three pairs in cohorts of two (pairs by reference, batched steps, shared timers).
         await record("v3-cohort-nightly", nightly, ["nightly-resurrection"],
                      generated_pairs=3, cohort_size=2)
+    if "v4-cohort-window-suite" not in have:
+        # Three cohorts of one pair, at most two at a time (the cohort window).
+        await record("v4-cohort-window", nightly, [], generated_pairs=3, cohort_size=1,
+                     max_active_pairs=2)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from memlife import embedded
-from memlife.lifecycle import cohort_workflow_id, pair_workflow_id
+from memlife.lifecycle import cohort_workflow_id, pair_workflow_id, suite_workflow_id
 from memlife.scenario import Scenario
 from memlife.targets.config import reference_target
 from tests.reliability.helpers import NIGHTLY, assert_same_rows, row_keys
@@ -62,3 +62,27 @@ async def test_cohorts_record_what_single_pairs_record(
         batched_count = await _activities(skip_env, cohort_workflow_id(name, cohort.run_id,
                                                                        first))
         assert 0 < batched_count < per_pair, (first, batched_count, per_pair)
+
+
+async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
+        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    """Five cohorts of one pair with room for two pairs at a time: never more than two
+    cohort workflows running, every pair still run and recorded."""
+    written = _nightly()
+    with embedded.reference_target(tmp_path / "target") as target:
+        run = run_input(written, reference_target(target.base_url)).model_copy(
+            update={"cohort_size": 1, "seed": "waves", "max_active_pairs": 2})
+        summary = await run_suite(skip_env.client, skip_worker, run)
+    assert summary.cases > 0
+    history = await skip_env.client.get_workflow_handle(
+        suite_workflow_id(written.name, run.run_id)).fetch_history()
+    running = most = started = 0
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+            running, started = running + 1, started + 1
+            most = max(most, running)
+        elif event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+            running -= 1
+    assert (started, most) == (PAIRS, 2)
+    assert row_keys(run.run_id, db_url)["tenants"] == {
+        (index, role): 1 for index in range(PAIRS) for role in ("a", "b")}
