@@ -156,19 +156,23 @@ async def converse(request: ConverseRequest) -> list[Reply]:
     info = activity.info()
     done = [Reply.model_validate(item) for item in (info.heartbeat_details[0]
                                                    if info.heartbeat_details else [])]
-    operation = request.target.operations.say
 
     def progress() -> list[dict[str, Any]]:
         return [r.model_dump(mode="json") for r in done]
 
     async with heartbeating(progress):
-        await _send_all(request, operation, done)
+        await _send_all(request, done)
     return done
 
 
-async def _send_all(request: ConverseRequest, operation: Operation, done: list[Reply],
+async def _send_all(request: ConverseRequest, done: list[Reply],
                     beat_each: bool = True) -> None:
+    operations = request.target.operations
+    questions = set(request.questions)
     for index in range(len(done), len(request.messages)):
+        # A memory API answers questions elsewhere (search) than it takes statements (add).
+        operation = (operations.ask if index in questions and operations.ask is not None
+                     else operations.say)
         variables = {"phone": request.phone, "user_id": request.user_id,
                      "message": request.messages[index]}
         wall_time = datetime.now(UTC)
@@ -395,12 +399,17 @@ async def _inspect(request: InspectRequest) -> list[StoreRead]:
     for store in request.target.stores:
         if store.probe is None:
             continue
+        erased = request.needles if request.erased is None else request.erased
         if isinstance(store.probe, FilesProbe):
             # Bytes on disk have no tenant: one scan for the values that must be gone.
-            erased = request.needles if request.erased is None else request.erased
             if erased:
                 reads.append(_read_store(request, store, "needles", "\n".join(erased),
                                          limit, watch_normalized))
+            continue
+        if isinstance(store.probe, SqlProbe) and store.probe.scope is None:
+            # No tenant column: only the values that must be gone are looked for.
+            reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
+                      for needle in erased]
             continue
         reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
                   for identity in request.identities]
@@ -436,7 +445,7 @@ async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
     if kind == "register":
         return await _register(request, send_retrying)
     if kind == "converse":
-        await _send_all(request, request.target.operations.say, partial, beat_each=False)
+        await _send_all(request, partial, beat_each=False)
         return partial
     if kind == "delete":
         return await _delete(request, send_retrying)

@@ -27,7 +27,7 @@ from memlife.scenario import (
     WriteStep,
 )
 from memlife.scoring import Expectation, ValueIndex, contains, normalize, score_reply
-from memlife.targets.config import FilesProbe, Store, Target
+from memlife.targets.config import FilesProbe, SqlProbe, Store, Target
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 ClockMode = Literal["real", "skip", "compress"]
@@ -186,6 +186,8 @@ class ConverseRequest(_Model):
     user_id: str
     messages: list[str]
     scenario_now: str
+    # Which messages are questions (probes): they go to the target's `ask` when it has one.
+    questions: list[int] = Field(default_factory=list)
 
 
 class Reply(_Model):
@@ -814,7 +816,11 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
                                     store=store_name, value=value, detail=detail))
 
         forgotten = {n.text for n in case.needles if n.origin == "deleted"}
-        invariants = (["I4"] if case.deleted else
+        # A store read by value only (no tenant scope) shows erasure, not isolation.
+        by_value_only = isinstance(store.probe, SqlProbe) and store.probe.scope is None
+        if by_value_only and not (case.deleted or forgotten):
+            continue
+        invariants = (["I4"] if case.deleted or by_value_only else
                       ["I1", "I2"] + (["U1"] if store.updates == "replace"
                                       and case.stale_after_grace else [])
                       + (["D2"] if store.name in case.expected_present else [])
@@ -891,6 +897,9 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
                                 store=store.name))
             if not kept:
                 clean.append(store.name)
+        if by_value_only:
+            verdicts.append(_store_verdict(case, store.name, checks, findings))
+            continue
         misfiled: dict[str, list[StoreRecordView]] = {}
         foreign_in_own: dict[str, list[StoreRecordView]] = {}
         stale_live: dict[str, list[StoreRecordView]] = {}

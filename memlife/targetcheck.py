@@ -80,7 +80,8 @@ async def check_target(target: Target) -> TargetCheck:
     tag = secrets.token_hex(3)
     phone = synthetic_phone(f"target-check-{tag}", 0)
     canary = f"azul {tag}"
-    user_id = ""
+    # Without a register operation a tenant is known by its phone (as in a run).
+    user_id = "" if operations.registration is not None else phone
     try:
         if operations.registration is not None:
             response = await _attempt(check, "register", operations.registration,
@@ -92,7 +93,8 @@ async def check_target(target: Target) -> TargetCheck:
                                "message": STATEMENT.format(value=canary)})
         if said is not None and not user_id:
             user_id = str(said.fields.get("user_id") or "")
-        answer = await _attempt(check, "say (question)", operations.say,
+        answer = await _attempt(check, "ask" if operations.ask else "say (question)",
+                                operations.ask or operations.say,
                                 {"phone": phone, "user_id": user_id, "message": QUESTION})
         if answer is not None:
             recalled = canary.split()[1] in str(answer.fields.get("reply", ""))
@@ -115,6 +117,8 @@ async def check_target(target: Target) -> TargetCheck:
                 for mode, query, parameters in (
                         ("scope", store.probe.scope, {"user_id": user_id}),
                         ("needle", store.probe.needle, {"needle": canary})):
+                    if query is None:
+                        continue
                     await _sql_attempt(check, store.name, mode, store.probe, query,
                                        parameters)
                 continue

@@ -577,7 +577,9 @@ class PairLifecycleWorkflow:
                 converse,
                 ConverseRequest(target=target, phone=tenant.phone, user_id=tenant.user_id,
                                 messages=[m.text for m in messages],
-                                scenario_now=_iso(scenario_time)),
+                                scenario_now=_iso(scenario_time),
+                                questions=[i for i, m in enumerate(messages)
+                                           if m.kind == "probe"]),
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,
                 summary=f"{messages[0].kind} {tenant.alias}: {len(messages)} message(s)",

@@ -14,6 +14,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+# jmespath is imported here, not where a pointer is checked: a Target is validated inside
+# workflows too, and the sandbox warns about modules imported after the workflow loaded.
+import jmespath
+from jmespath.exceptions import JMESPathError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -35,6 +39,7 @@ PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 OPERATION_VARIABLES: dict[str, frozenset[str]] = {
     "register": frozenset({"phone", "tenant_alias"}),
     "say": frozenset({"phone", "user_id", "message"}),
+    "ask": frozenset({"phone", "user_id", "message"}),
     "delete_tenant": frozenset({"phone", "user_id"}),
     "deletion_status": frozenset({"phone", "user_id", "deletion_id"}),
     "forget": frozenset({"phone", "user_id", "value", "domain"}),
@@ -47,6 +52,7 @@ PROBE_VARIABLES: dict[str, frozenset[str]] = {
 REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
     "register": (),
     "say": ("reply",),
+    "ask": ("reply",),
     "delete_tenant": (),
     "deletion_status": ("status",),
     "forget": (),
@@ -71,9 +77,6 @@ def _check_pointer(pointer: str) -> str:
     """A JSON pointer (`/reply`, `/data/0/id`) or a JMESPath expression (`data[0].id`)."""
     if pointer == "" or pointer.startswith("/"):
         return pointer
-    import jmespath
-    from jmespath.exceptions import JMESPathError
-
     try:
         jmespath.compile(pointer)
     except JMESPathError as error:
@@ -126,6 +129,9 @@ class Operations(_Strict):
     # `register` would shadow ABCMeta.register on the model class; the file still says it.
     registration: Operation | None = Field(default=None, alias="register")
     say: Operation
+    # Optional: where questions go, when the service answers them elsewhere than it takes
+    # statements (a memory API's search beside its add). Without it, everything is `say`.
+    ask: Operation | None = None
     delete_tenant: DeleteOperation | None = None
     deletion_status: DeletionStatusOperation | None = None
     # Forget one fact (a single-fact erasure): {value} and {domain} name it.
@@ -169,7 +175,9 @@ class SqlProbe(_Strict):
 
     kind: Literal["sql"]
     url_env: str = Field(pattern=r"^[A-Z_][A-Z0-9_]*$")
-    scope: str
+    # Without `scope` the store is read by value only (a table with no tenant column, such
+    # as Mem0's history): it is judged on erasure (I4), not on isolation.
+    scope: str | None = None
     needle: str
     content: str = "/content"
     tenant_field: str = "/tenant_id"
@@ -183,7 +191,9 @@ class SqlProbe(_Strict):
 
     @field_validator("scope", "needle")
     @classmethod
-    def _read_only(cls, query: str) -> str:
+    def _read_only(cls, query: str | None) -> str | None:
+        if query is None:
+            return None
         if not _READ_ONLY_START.match(query):
             raise ValueError("a probe query is one SELECT (or WITH … SELECT) statement")
         if ";" in query.strip().rstrip(";"):
@@ -390,6 +400,8 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
             continue
         if isinstance(store.probe, SqlProbe):
             for mode, parameter in (("scope", "user_id"), ("needle", "needle")):
+                if getattr(store.probe, mode) is None:
+                    continue
                 used = sql_parameters(getattr(store.probe, mode))
                 if used != {parameter}:
                     problems.append(Problem(

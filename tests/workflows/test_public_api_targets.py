@@ -1,0 +1,63 @@
+"""The shipped target files for public memory APIs, run end to end against stand-ins that
+follow the same documented shapes (tests/standins: clearly not the real services). Each
+run's verdicts must be exactly the faults the stand-in really has."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from memlife import records
+from memlife.artifact import build_artifact
+from memlife.scenario import DeleteStep
+from memlife.targets.config import load_target
+from tests.reliability.helpers import small_nightly
+from tests.servers import serve_in_thread
+from tests.standins.mem0_oss import create_app
+from tests.workflows.helpers import run_input, run_suite
+
+TARGETS = Path(__file__).resolve().parents[2] / "scenarios" / "targets"
+
+
+async def test_mem0_oss_keeps_deleted_memories_in_its_history(
+        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors, history = tmp_path / "vectors.db", tmp_path / "history.db"
+    monkeypatch.setenv("MEM0_VECTOR_DB_URL", f"sqlite:///{vectors}")
+    monkeypatch.setenv("MEM0_HISTORY_DB_URL", f"sqlite:///{history}")
+    scenario = small_nightly("mem0-oss")
+    # Mem0 forgets single memories by id only: the nightly's single-fact forget is left out.
+    scenario = scenario.model_copy(update={"timeline": [
+        step for step in scenario.timeline
+        if not (isinstance(step, DeleteStep) and step.domains)]})
+    with serve_in_thread(create_app(vectors, history)) as base_url:
+        target = load_target(TARGETS / "mem0-oss.yaml").model_copy(
+            update={"base_url": base_url})
+        run = run_input(scenario, target)
+        await run_suite(skip_env.client, skip_worker, run)
+    loaded = records.load_run(run.run_id)
+    assert loaded is not None
+    artifact = build_artifact(loaded)
+    by_invariant = artifact["summary"]["by_invariant"]
+    failures = {(f["invariant"], f["store"], f["reason"]) for f in artifact["failures"]}
+
+    assert artifact["inconclusive"] == []
+    # Answers come from the tenant's own memories only: recall, and no leaks.
+    assert by_invariant["recall"]["checked"] > 0 and by_invariant["recall"]["failed"] == 0
+    assert by_invariant["I3"]["failed"] == 0 and by_invariant["I2"]["failed"] == 0
+    # With infer=False Mem0 adds an update beside the old memory: search serves both.
+    assert ("U1", "response", "stale") in failures
+    # delete_all empties the vector store, and writes every deleted memory's text into
+    # the history database (Memory._delete_memory): residue there, and only there.
+    assert ("I4", "history", "residue") in failures
+    assert not any(invariant == "I4" and store == "vectors"
+                   for invariant, store, _ in failures)
+    deleted = {f["tenant"] for f in artifact["failures"] if f["store"] == "history"}
+    assert deleted == {t["alias"] for t in artifact["tenants"] if t["role"] == "a"}
+    # A memory API answers with the memories it found, never with "I don't know": asked
+    # what only the partner stated, the tenant gets its own memories, not an abstention.
+    assert ("abstain", "response", "missing") in failures
+    assert failures == {("U1", "response", "stale"), ("I4", "history", "residue"),
+                        ("abstain", "response", "missing")}
