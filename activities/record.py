@@ -40,6 +40,7 @@ log = get_logger("memlife.activities.record")
 
 # Keyed by database too: one process may record to several (tests, or a URL change).
 _values_lock = threading.Lock()
+_index_build_lock = threading.Lock()
 # (pair, domain, alias, text) per value: tuples of shared strings, not models — a run of
 # 10,000 pairs has half a million values, indexed once per worker process.
 _ValueOwner = tuple[int, str, str, str]
@@ -52,14 +53,21 @@ def _run_value_index(run_id: str) -> ValueIndex[_ValueOwner]:
     key = (records.database_url(), run_id)
     with _values_lock:
         index = _foreign_cache.get(key)
-    if index is None:
-        index = ValueIndex(
-            (text, (pair, sys.intern(domain), sys.intern(alias), text))
-            for pair, domain, alias, text in records.run_value_tuples(run_id))
+    if index is not None:
+        return index
+    # One thread builds it; the others (a cohort's steps arrive together) wait for it, not
+    # build their own: forty concurrent builds took the worker to 2 GB.
+    with _index_build_lock:
         with _values_lock:
-            if len(_foreign_cache) > 16:
-                _foreign_cache.clear()
-            _foreign_cache[key] = index
+            index = _foreign_cache.get(key)
+        if index is None:
+            index = ValueIndex(
+                (text, (pair, sys.intern(domain), sys.intern(alias), text))
+                for pair, domain, alias, text in records.run_value_tuples(run_id))
+            with _values_lock:
+                if len(_foreign_cache) > 16:
+                    _foreign_cache.clear()
+                _foreign_cache[key] = index
     return index
 
 

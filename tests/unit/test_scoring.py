@@ -106,3 +106,15 @@ def test_value_index_agrees_with_contains(values: list[str], text: str) -> None:
     haystack = normalize(text)
     found = ValueIndex((v, i) for i, v in enumerate(values)).found_in(haystack)
     assert sorted(found) == [i for i, v in enumerate(values) if contains(haystack, v)]
+
+
+@given(values=st.lists(st.lists(st.sampled_from(["ab", "b", "ba", "c", "ñé"]), min_size=1,
+                                max_size=4).map(" ".join), max_size=12),
+       words=st.lists(st.sampled_from(["ab", "b", "ba", "c", "ñé", "xab", "bax"]),
+                      max_size=12))
+def test_value_index_agrees_with_contains_on_word_values(values: list[str],
+                                                         words: list[str]) -> None:
+    """Multi-word values, as canaries are, met mid-word and across word boundaries."""
+    haystack = normalize(" ".join(words))
+    found = ValueIndex((v, i) for i, v in enumerate(values)).found_in(haystack)
+    assert sorted(found) == [i for i, v in enumerate(values) if contains(haystack, v)]
