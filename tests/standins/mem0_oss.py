@@ -1,4 +1,5 @@
-"""A stand-in for Mem0's open-source REST server, for tests: NOT Mem0.
+"""Stand-ins for Mem0's open-source REST server and its hosted platform API, for tests:
+NOT Mem0.
 
 It follows the shapes of `server/main.py` in mem0ai/mem0 (POST /memories, POST /search,
 GET /memories, DELETE /memories, DELETE /memories/{id}) and stores what Mem0 stores where
@@ -22,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, Header, HTTPException, Request
 from pydantic import BaseModel
 from unidecode import unidecode
 
@@ -152,5 +153,53 @@ def create_app(vectors: Path, history: Path) -> FastAPI:
                 vector_db.commit()
                 add_history(memory["id"], memory["memory"], None, "DELETE", deleted=1)
         return {"message": "All relevant memories deleted"}
+
+    return app
+
+
+def create_platform_app(vectors: Path, history: Path, api_key: str) -> FastAPI:
+    """The same store behind the shapes of Mem0's hosted platform API (v1): `Token` keys,
+    trailing slashes, memories added synchronously when `async_mode` is false, search
+    answering a bare list."""
+    oss = create_app(vectors, history)
+    routes = {(route.path, method): route.endpoint  # type: ignore[attr-defined]
+              for route in oss.routes for method in getattr(route, "methods", ())}
+    app = FastAPI(title="Mem0 platform API (memlife test stand-in)")
+
+    def authorized(authorization: str | None) -> None:
+        if authorization != f"Token {api_key}":
+            raise HTTPException(401, "Invalid API key")
+
+    @app.post("/v1/memories/")
+    async def add(request: Request, authorization: str | None = Header(None)) -> Any:
+        authorized(authorization)
+        body = await request.json()
+        if body.get("async_mode", True):  # the platform's default: queued, not stored yet
+            return {"results": [{"message": "Memory processing has been queued for "
+                                 "background execution", "status": "PENDING",
+                                 "event_id": str(uuid.uuid4())}]}
+        create = MemoryCreate(messages=body["messages"], user_id=body.get("user_id"))
+        return routes[("/memories", "POST")](create)
+
+    @app.post("/v1/memories/search/")
+    async def search(request: Request, authorization: str | None = Header(None)) -> Any:
+        authorized(authorization)
+        body = await request.json()
+        found = routes[("/search", "POST")](SearchRequest(query=body["query"],
+                                                          user_id=body.get("user_id")))
+        return found["results"][: int(body.get("top_k", 10))]
+
+    @app.get("/v1/memories/")
+    def list_memories(user_id: str | None = None,
+                      authorization: str | None = Header(None)) -> Any:
+        authorized(authorization)
+        return routes[("/memories", "GET")](user_id=user_id)["results"]
+
+    @app.delete("/v1/memories/")
+    def delete_memories(user_id: str | None = None,
+                        authorization: str | None = Header(None)) -> Any:
+        authorized(authorization)
+        routes[("/memories", "DELETE")](user_id=user_id)
+        return {"message": "Memories deleted successfully!"}
 
     return app

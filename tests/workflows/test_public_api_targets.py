@@ -11,7 +11,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from memlife import records
 from memlife.artifact import build_artifact
-from memlife.scenario import DeleteStep
+from memlife.lifecycle import suite_workflow_id
+from memlife.scenario import DeleteStep, Scenario
 from memlife.targets.config import load_target
 from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
@@ -61,3 +62,30 @@ async def test_mem0_oss_keeps_deleted_memories_in_its_history(
     assert ("abstain", "response", "missing") in failures
     assert failures == {("U1", "response", "stale"), ("I4", "history", "residue"),
                         ("abstain", "response", "missing")}
+
+
+async def test_mem0_platform_runs_the_seed_protocol_with_its_key_kept_secret(
+        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str,
+        seed_scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.standins.mem0_oss import create_platform_app
+
+    key = "m0-secret-7f3a9c"
+    monkeypatch.setenv("MEM0_API_KEY", key)
+    app = create_platform_app(tmp_path / "vectors.db", tmp_path / "history.db", key)
+    with serve_in_thread(app) as base_url:
+        target = load_target(TARGETS / "mem0-platform.yaml").model_copy(
+            update={"base_url": base_url})
+        run = run_input(seed_scenario, target)
+        summary = await run_suite(skip_env.client, skip_worker, run)
+        # The same run with a key the service refuses: every case inconclusive, none passed.
+        monkeypatch.setenv("MEM0_API_KEY", "wrong")
+        refused = await run_suite(skip_env.client, skip_worker, run_input(seed_scenario,
+                                                                          target))
+    assert summary.passed and summary.cases == summary.cases_passed == 6
+    assert refused.cases_passed == 0 and refused.inconclusive > 0 and not refused.passed
+    history = await skip_env.client.get_workflow_handle(
+        suite_workflow_id(seed_scenario.name, run.run_id)).fetch_history()
+    assert key not in history.to_json()
+    loaded = records.load_run(run.run_id)
+    assert loaded is not None
+    assert key not in repr(loaded)
