@@ -199,8 +199,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             continue
         missing = [name for name in target.secret_names() if name not in os.environ]
         if missing:
-            _print_err(f"{configuration.file}: headers: environment variable(s) "
-                       f"{', '.join(missing)} not set; export them before running")
+            _print_err(f"{configuration.file}: environment variable(s) "
+                       f"{', '.join(missing)} (named by its headers or probes) not set; "
+                       "export them before running")
             return EXIT_USAGE
         _check_target_reachable(configuration.file, target.base_url)
     args.scenario_generates = scenario.generate is not None

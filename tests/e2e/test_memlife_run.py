@@ -84,7 +84,8 @@ operations:
     ("args", "expected"),
     [
         (["run", str(SEED), "--target", "secret.yaml"],
-         "secret.yaml: headers: environment variable(s) MEMLIFE_E2E_UNSET_TOKEN not set"),
+         "secret.yaml: environment variable(s) MEMLIFE_E2E_UNSET_TOKEN (named by its headers "
+         "or probes) not set"),
         (["run", "vault.yaml"], "vault.yaml: timeline.3.stores.1: unknown store 'vault'; "
                                 "reference probes: thread, memory, graph, jobs, summaries, cache"),
         (["TEMPORAL_ADDRESS=127.0.0.1:9", "run", str(SEED)],
