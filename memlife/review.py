@@ -80,6 +80,32 @@ def judge_with_model(endpoint: str, model: str, api_key: str | None,
                    note=f"model {model}")
 
 
+async def decide(handle: Any, decision: Any, attempts: int = 3) -> bool:
+    """Send one decision (a workflow update). True once it is recorded; a refused decision
+    raises WorkflowUpdateFailedError. When the server answers that it knows no such update
+    (it lost it: seen on the time-skipping test server under load), the queue's own state
+    decides: recorded if the queue says the ticket is decided; still pending, the decision
+    is sent again (an update that never arrived recorded nothing); neither, it was refused."""
+    import asyncio
+
+    from temporalio.service import RPCError, RPCStatusCode
+
+    for attempt in range(attempts):
+        try:
+            await handle.execute_update("decide", decision)
+            return True
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+        if await handle.query("is_decided", decision.ticket):
+            return True
+        pending = {item["ticket"] for item in await handle.query("pending", 1_000_000)}
+        if decision.ticket not in pending:
+            return False  # never pending: nothing to decide
+        await asyncio.sleep(0.2 * (attempt + 1))
+    return False
+
+
 async def review(client: Any, queue: str, reviewer: str, *,
                  ask: Callable[[str], str] = input,
                  judge: Callable[[dict[str, Any]], Verdict] | None = None,
@@ -129,11 +155,16 @@ async def review(client: Any, queue: str, reviewer: str, *,
             continue
         assert isinstance(verdict, Verdict)
         try:
-            await handle.execute_update("decide", Decision(
+            recorded = await decide(handle, Decision(
                 ticket=item["ticket"], asserted=verdict.asserted, abstains=verdict.abstains,
                 reviewer=reviewer, note=verdict.note))
         except WorkflowUpdateFailedError as error:
             print(f"  not recorded: {error.cause}", file=out)
+            skipped.add(item["ticket"])
+            continue
+        if not recorded:
+            print("  not recorded: the server lost the decision's outcome and the ticket is "
+                  "still pending; it stays in the queue", file=out)
             skipped.add(item["ticket"])
             continue
         decided += 1

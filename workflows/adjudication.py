@@ -54,6 +54,12 @@ class AdjudicationWorkflow:
         return [blind(item) for item in list(self._pending.values())[:limit]]
 
     @workflow.query
+    def is_decided(self, ticket: str) -> bool:
+        """Whether a decision on this ticket is recorded (for a client whose update's
+        outcome was lost)."""
+        return ticket in self._decided
+
+    @workflow.query
     def status(self) -> dict[str, Any]:
         return {"pending": len(self._pending), "decided": len(self._decided),
                 "reviewers": dict(self._reviewers)}
