@@ -1153,11 +1153,11 @@ def cohort_size(pairs: int) -> int:
     return min(MAX_AUTO_COHORT, max(AUTO_COHORT, -(-pairs // COHORTS_PER_RUN)))
 
 
-# A worker holds every live pair: measured at 10,000 pairs, about 0.45 MB per pair in
-# flight (its cohort's batches, replies and workflow state), so 2,000 live pairs took the
-# worker to 1.2 GB. More pairs in flight than this add memory, not throughput: the target
-# is the bound, and 300 pairs already keep it busy.
-DEFAULT_MAX_ACTIVE_PAIRS = 500
+# A worker holds every live pair, roughly its workflow history so far: measured on the
+# nightly, 2,000 live pairs took the worker to 1.2 GB and 500 to 610 MB (about 0.7 MB
+# each over a 240 MB base). More pairs in flight than this add memory, not throughput: the
+# target is the bound, and 100 pairs already keep it busy.
+DEFAULT_MAX_ACTIVE_PAIRS = 300
 
 
 def active_cohorts(cohort_size: int, max_active_pairs: int, cohorts: int) -> int:

@@ -56,7 +56,8 @@ def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
     assert {k: v for k, v in merged.items() if k != "scale"} == {
         k: v for k, v in RESULTS.items() if k != "scale"}
     text = render(merged)
-    assert "| 10,000 [2] |" in text and "| 1,000 [1] |" in text and "| 100 |" in text
+    assert "| 10,000 [2] | 10 | 10,000 |" in text and "| 1,000 [1] |" in text
+    assert "| 100 | 10 | 100 |" in text
     assert f"with `{alone}`" in text
     assert "Not measured: 10,000 pairs" not in text
     assert "Worker peak RSS at 10,000 pairs: 480 MB (goal ≤ 500 MB at 10,000 pairs: ✅ met)" in (
