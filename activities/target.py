@@ -129,17 +129,19 @@ async def register_tenant(request: RegisterRequest) -> RegisterResult:
 
 
 async def _register(request: RegisterRequest, send: Send) -> RegisterResult:
-    operation = request.target.operations.registration
+    steps = request.target.operations.register_steps()
     wall_time = datetime.now(UTC)
-    if operation is None:  # the target identifies tenants by phone alone
-        return RegisterResult(user_id=request.phone, latency_ms=0.0, status=0,
-                              wall_time=wall_time)
-    response = await send(request.target, operation,
-                          {"phone": request.phone, "tenant_alias": request.tenant_alias},
-                          request.scenario_now)
-    user_id = response.fields.get("user_id", request.phone)
-    return RegisterResult(user_id=str(user_id), latency_ms=response.latency_ms,
-                          status=response.status, wall_time=wall_time)
+    user_id = request.phone  # the target identifies tenants by phone until it says otherwise
+    latency_ms, status = 0.0, 0
+    for operation in steps:  # in order: e.g. create the user, then its session
+        response = await send(request.target, operation,
+                              {"phone": request.phone, "tenant_alias": request.tenant_alias,
+                               "user_id": user_id}, request.scenario_now)
+        user_id = str(response.fields.get("user_id", user_id))
+        latency_ms += response.latency_ms
+        status = response.status
+    return RegisterResult(user_id=user_id, latency_ms=latency_ms, status=status,
+                          wall_time=wall_time)
 
 
 def _text(value: Any) -> str:

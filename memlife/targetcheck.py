@@ -83,11 +83,14 @@ async def check_target(target: Target) -> TargetCheck:
     # Without a register operation a tenant is known by its phone (as in a run).
     user_id = "" if operations.registration is not None else phone
     try:
-        if operations.registration is not None:
-            response = await _attempt(check, "register", operations.registration,
-                                      {"phone": phone, "tenant_alias": f"check-{tag}"})
+        steps = operations.register_steps()
+        for index, step in enumerate(steps):
+            response = await _attempt(check, "register" if len(steps) == 1
+                                      else f"register ({index + 1}/{len(steps)})", step,
+                                      {"phone": phone, "tenant_alias": f"check-{tag}",
+                                       "user_id": user_id or phone})
             if response is not None:
-                user_id = str(response.fields.get("user_id") or "")
+                user_id = str(response.fields.get("user_id") or user_id or phone)
         said = await _attempt(check, "say (statement)", operations.say,
                               {"phone": phone, "user_id": user_id,
                                "message": STATEMENT.format(value=canary)})

@@ -37,7 +37,7 @@ PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 # Which variables each operation may use.
 OPERATION_VARIABLES: dict[str, frozenset[str]] = {
-    "register": frozenset({"phone", "tenant_alias"}),
+    "register": frozenset({"phone", "tenant_alias", "user_id"}),
     "say": frozenset({"phone", "user_id", "message"}),
     "ask": frozenset({"phone", "user_id", "message"}),
     "delete_tenant": frozenset({"phone", "user_id"}),
@@ -127,7 +127,15 @@ class DeletionStatusOperation(DeleteOperation):
 
 class Operations(_Strict):
     # `register` would shadow ABCMeta.register on the model class; the file still says it.
-    registration: Operation | None = Field(default=None, alias="register")
+    # One request, or several in order (create the user, then its session): `user_id` is
+    # the last one extracted so far (the phone before any).
+    registration: Operation | list[Operation] | None = Field(default=None, alias="register")
+
+    def register_steps(self) -> list[Operation]:
+        if self.registration is None:
+            return []
+        return (self.registration if isinstance(self.registration, list)
+                else [self.registration])
     say: Operation
     # Optional: where questions go, when the service answers them elsewhere than it takes
     # statements (a memory API's search beside its add). Without it, everything is `say`.
@@ -347,9 +355,17 @@ class Target(_Strict):
         return sorted(refs_by_name)
 
     def all_operations(self) -> dict[str, Operation]:
-        found = {name: getattr(self.operations, "registration" if name == "register" else name)
-                 for name in OPERATION_VARIABLES}
-        return {name: op for name, op in found.items() if op is not None}
+        """Every request the file describes, by where it is written (`register.1` for the
+        second registration step)."""
+        found: dict[str, Operation] = {}
+        steps = self.operations.register_steps()
+        for index, step in enumerate(steps):
+            found["register" if len(steps) == 1 else f"register.{index}"] = step
+        for name in OPERATION_VARIABLES:
+            operation = None if name == "register" else getattr(self.operations, name)
+            if operation is not None:
+                found[name] = operation
+        return found
 
 
 def template_variables(operation: Operation) -> set[str]:
@@ -374,14 +390,15 @@ def template_variables(operation: Operation) -> set[str]:
 def semantic_problems(target: Target, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for name, operation in target.all_operations().items():
-        allowed = OPERATION_VARIABLES[name]
+        kind = name.split(".")[0]
+        allowed = OPERATION_VARIABLES[kind]
         for variable in sorted(template_variables(operation) - allowed):
             problems.append(Problem(
                 file, f"operations.{name}",
                 f"unknown placeholder {{{variable}}}; this operation may use: "
                 + ", ".join(f"{{{v}}}" for v in sorted(allowed)),
             ))
-        for field in REQUIRED_EXTRACTS[name]:
+        for field in REQUIRED_EXTRACTS[kind]:
             if field not in operation.extract:
                 problems.append(Problem(
                     file, f"operations.{name}.extract",

@@ -141,3 +141,17 @@ def test_files_probes_name_one_directory_and_take_a_grace() -> None:
     data["stores"][-1]["probe"] = {"kind": "files", "path": "/data", "encodings": ["latin-1"]}
     with pytest.raises(InputError, match="stores.6.probe.*encodings"):
         parse_target(data, "t.yaml")
+
+
+def test_registration_may_take_several_requests_in_order() -> None:
+    data = reference_data()
+    data["operations"]["register"] = [
+        {"path": "/users", "json": {"id": "{phone}"}, "extract": {"user_id": "/id"}},
+        {"path": "/sessions", "json": {"user": "{user_id}", "name": "{tenant_alias}"}}]
+    target = parse_target(data, "t.yaml")
+    assert [op.path for op in target.operations.register_steps()] == ["/users", "/sessions"]
+    assert list(target.all_operations())[:2] == ["register.0", "register.1"]
+    data["operations"]["register"][1]["json"] = {"user": "{message}"}
+    with pytest.raises(InputError, match=r"t.yaml: operations.register.1: unknown placeholder "
+                                         r"\{message\}"):
+        parse_target(data, "t.yaml")

@@ -89,3 +89,24 @@ async def test_mem0_platform_runs_the_seed_protocol_with_its_key_kept_secret(
     loaded = records.load_run(run.run_id)
     assert loaded is not None
     assert key not in repr(loaded)
+
+
+async def test_zep_registers_in_two_steps_and_answers_from_its_context(
+        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlife.targetcheck import check_target
+    from tests.standins.zep import create_app as create_zep
+
+    monkeypatch.setenv("ZEP_API_KEY", "zep-key-41d2")
+    with serve_in_thread(create_zep("zep-key-41d2")) as base_url:
+        target = load_target(TARGETS / "zep.yaml").model_copy(update={"base_url": base_url})
+        summary = await run_suite(skip_env.client, skip_worker,
+                                  run_input(seed_scenario, target))
+        # Every operation once, the deletion included: user, then session, then messages.
+        check = await check_target(target)
+    assert summary.passed and summary.cases == summary.cases_passed == 6
+    assert check.misconfigured == []
+    assert [r.operation for r in check.results] == [
+        "register (1/2)", "register (2/2)", "say (statement)", "say (question)", "recall",
+        "delete_tenant"]
+    assert all(r.ok for r in check.results)
