@@ -110,3 +110,23 @@ async def test_zep_registers_in_two_steps_and_answers_from_its_context(
         "register (1/2)", "register (2/2)", "say (statement)", "say (question)", "recall",
         "delete_tenant"]
     assert all(r.ok for r in check.results)
+
+
+async def test_letta_gives_each_tenant_its_own_agent(
+        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlife.targetcheck import check_target
+    from tests.standins.letta import create_app as create_letta
+
+    monkeypatch.setenv("LETTA_API_KEY", "letta-key-9c1e")
+    with serve_in_thread(create_letta("letta-key-9c1e")) as base_url:
+        target = load_target(TARGETS / "letta.yaml").model_copy(update={"base_url": base_url})
+        run = run_input(seed_scenario, target)
+        summary = await run_suite(skip_env.client, skip_worker, run)
+        check = await check_target(target)
+    assert summary.passed and summary.cases == summary.cases_passed == 6
+    loaded = records.load_run(run.run_id)
+    assert loaded is not None
+    assert all((t.user_id or "").startswith("agent-") for t in loaded["tenants"])
+    assert check.misconfigured == [] and all(r.ok for r in check.results)
+    assert "delete_tenant" in [r.operation for r in check.results]
