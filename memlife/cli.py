@@ -709,7 +709,6 @@ def build_parser() -> argparse.ArgumentParser:
         AUTO_COHORT,
         AUTO_COHORT_ABOVE,
         DEFAULT_MAX_ACTIVE_PAIRS,
-        MAX_AUTO_COHORT,
     )
     from memlife.reference.store import RETRIEVAL_MODES
 
@@ -754,8 +753,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cohort", default="auto", metavar="N",
                      help="pairs per cohort workflow (their calls batched per step); 0: one "
                      f"workflow per pair; auto: cohorts of {AUTO_COHORT} above "
-                     f"{AUTO_COHORT_ABOVE} pairs, up to {MAX_AUTO_COHORT} in runs of "
-                     "thousands")
+                     f"{AUTO_COHORT_ABOVE} pairs")
     run.add_argument("--max-active-pairs", type=int, default=DEFAULT_MAX_ACTIVE_PAIRS,
                      metavar="N", help="pairs in flight at once, in cohorts; later cohorts "
                      "start as earlier ones end, which bounds the worker's memory (default "
