@@ -5,6 +5,7 @@ run's verdicts must be exactly the faults the stand-in really has."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
@@ -91,21 +92,31 @@ async def test_mem0_platform_runs_the_seed_protocol_with_its_key_kept_secret(
     assert key not in repr(loaded)
 
 
+async def _seed_run_and_check(env: WorkflowEnvironment, task_queue: str, scenario: Scenario,
+                              file: str, app: Any) -> tuple[Any, Any, Any]:
+    """The seed protocol against a stand-in through a shipped target file, then `target
+    check` on the same file: (summary, run, check)."""
+    from memlife.targetcheck import check_target
+
+    with serve_in_thread(app) as base_url:
+        target = load_target(TARGETS / file).model_copy(update={"base_url": base_url})
+        run = run_input(scenario, target)
+        summary = await run_suite(env.client, task_queue, run)
+        check = await check_target(target)  # every operation once, the deletion included
+    return summary, run, check
+
+
 async def test_zep_registers_in_two_steps_and_answers_from_its_context(
         skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from memlife.targetcheck import check_target
     from tests.standins.zep import create_app as create_zep
 
     monkeypatch.setenv("ZEP_API_KEY", "zep-key-41d2")
-    with serve_in_thread(create_zep("zep-key-41d2")) as base_url:
-        target = load_target(TARGETS / "zep.yaml").model_copy(update={"base_url": base_url})
-        summary = await run_suite(skip_env.client, skip_worker,
-                                  run_input(seed_scenario, target))
-        # Every operation once, the deletion included: user, then session, then messages.
-        check = await check_target(target)
+    summary, _, check = await _seed_run_and_check(skip_env, skip_worker, seed_scenario,
+                                                  "zep.yaml", create_zep("zep-key-41d2"))
     assert summary.passed and summary.cases == summary.cases_passed == 6
     assert check.misconfigured == []
+    # The user, then its session, then the messages; the deletion last.
     assert [r.operation for r in check.results] == [
         "register (1/2)", "register (2/2)", "say (statement)", "say (question)", "recall",
         "delete_tenant"]
@@ -115,15 +126,11 @@ async def test_zep_registers_in_two_steps_and_answers_from_its_context(
 async def test_letta_gives_each_tenant_its_own_agent(
         skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from memlife.targetcheck import check_target
     from tests.standins.letta import create_app as create_letta
 
     monkeypatch.setenv("LETTA_API_KEY", "letta-key-9c1e")
-    with serve_in_thread(create_letta("letta-key-9c1e")) as base_url:
-        target = load_target(TARGETS / "letta.yaml").model_copy(update={"base_url": base_url})
-        run = run_input(seed_scenario, target)
-        summary = await run_suite(skip_env.client, skip_worker, run)
-        check = await check_target(target)
+    summary, run, check = await _seed_run_and_check(
+        skip_env, skip_worker, seed_scenario, "letta.yaml", create_letta("letta-key-9c1e"))
     assert summary.passed and summary.cases == summary.cases_passed == 6
     loaded = records.load_run(run.run_id)
     assert loaded is not None
