@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memlife.scoring import normalize
-from memlife.targets.http import MissingSecret, TargetError
+from memlife.targets.http import TargetError, required_env
 
 CHUNK_BYTES = 8 * 1024 * 1024
 EXCERPT_BYTES = 48  # on each side of a hit
@@ -35,11 +35,7 @@ def data_directory(path: str | None, path_env: str | None) -> Path:
     """The directory a files probe scans: written in the target file, or named by an
     environment variable read here, on the worker."""
     if path_env is not None:
-        value = os.environ.get(path_env)
-        if not value:
-            raise MissingSecret(f"environment variable {path_env} (a files probe's data "
-                                "directory) is not set on the worker")
-        path = value
+        path = required_env(path_env, "a files probe's data directory")
     assert path is not None
     root = Path(path).expanduser()
     if not root.is_dir():

@@ -61,6 +61,15 @@ class MissingSecret(TargetError):
     kind = "missing-secret"
 
 
+def required_env(name: str, what: str) -> str:
+    """A probe's URL, key or directory, read on the worker from the variable the target file
+    names; its value never reaches an error message."""
+    value = os.environ.get(name)
+    if not value:
+        raise MissingSecret(f"environment variable {name} ({what}) is not set on the worker")
+    return value
+
+
 @dataclass(frozen=True)
 class Response:
     status: int

@@ -9,7 +9,6 @@ JSON-ready dicts, for the same record pointers as HTTP probes.
 from __future__ import annotations
 
 import base64
-import os
 import threading
 import time
 from datetime import date, datetime
@@ -19,7 +18,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from memlife.targets.http import MissingSecret, TargetError
+from memlife.targets.http import TargetError, required_env
 
 
 class SqlProbeError(TargetError):
@@ -31,10 +30,7 @@ _lock = threading.Lock()
 
 
 def _engine(url_env: str) -> Engine:
-    url = os.environ.get(url_env)
-    if not url:
-        raise MissingSecret(f"environment variable {url_env} (a SQL probe's database URL) "
-                            "is not set on the worker")
+    url = required_env(url_env, "a SQL probe's database URL")
     with _lock:
         engine = _engines.get(url)
         if engine is None:

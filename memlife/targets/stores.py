@@ -11,24 +11,16 @@ read is inconclusive, never "absent". The clients are optional extras
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from typing import Any
 
 from memlife.scoring import normalize
-from memlife.targets.http import MissingSecret, TargetError
+from memlife.targets.http import TargetError, required_env
 
 
 class StoreProbeError(TargetError):
     """The store could not be read; the read is an error (inconclusive), never empty."""
-
-
-def _env(name: str, what: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise MissingSecret(f"environment variable {name} ({what}) is not set on the worker")
-    return value
 
 
 def _jsonable(value: Any) -> Any:
@@ -79,8 +71,8 @@ def _qdrant(url_env: str | None, api_key_env: str | None, path: str | None) -> A
             raise StoreProbeError(f"cannot open Qdrant storage {path}: "
                                   f"{str(error).splitlines()[0]}") from None
     assert url_env is not None
-    url = _env(url_env, "a qdrant probe's server URL")
-    api_key = _env(api_key_env, "a qdrant probe's API key") if api_key_env else None
+    url = required_env(url_env, "a qdrant probe's server URL")
+    api_key = required_env(api_key_env, "a qdrant probe's API key") if api_key_env else None
     key = (url, api_key)
     with _qdrant_lock:
         client = _qdrant_clients.get(key)
@@ -165,7 +157,7 @@ def _falkordb(url_env: str) -> Any:
     except ImportError:
         raise StoreProbeError("falkordb probes need the FalkorDB client: install "
                               "memlife[falkordb]") from None
-    url = _env(url_env, "a falkordb probe's server URL")
+    url = required_env(url_env, "a falkordb probe's server URL")
     with _falkordb_lock:
         client = _falkordb_clients.get(url)
         if client is None:
