@@ -73,6 +73,7 @@ class MemlifeRun:
     rows: int
     db_bytes: int
     cohort: int
+    max_active_pairs: int
 
     @property
     def requests_per_second(self) -> float:
@@ -82,7 +83,7 @@ class MemlifeRun:
         """The scale row this run makes, as kept in BENCHMARKS.json."""
         return {
             "pairs": self.pairs, "cohort": self.cohort,
-            "max_active_pairs": DEFAULT_MAX_ACTIVE_PAIRS, "seconds": round(self.seconds, 3),
+            "max_active_pairs": self.max_active_pairs, "seconds": round(self.seconds, 3),
             "requests": self.requests, "rows": self.rows, "db_bytes": self.db_bytes,
             "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
             "worker_lifecycle_rss_mb": round(self.worker_lifecycle_rss_mb, 1),
@@ -127,7 +128,8 @@ async def ceiling(client: Client, workflows: int, activities: int) -> float:
 
 async def memlife_run(client: Client, address: str, work: Path, pairs: int,
                       compress: float, cohort: int,
-                      max_concurrency: int | None = None) -> MemlifeRun:
+                      max_concurrency: int | None = None,
+                      max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS) -> MemlifeRun:
     """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it."""
     db_path = work / f"memlife-{pairs}.db"
     db_url = f"sqlite:///{db_path}"
@@ -153,7 +155,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
         if size:
             run = RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock,
                            meta=meta, cohort_size=size, seed=run_id,
-                           max_active_pairs=DEFAULT_MAX_ACTIVE_PAIRS)
+                           max_active_pairs=max_active_pairs)
         else:
             from memlife.scenario import materialize
 
@@ -192,7 +194,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
     engine.dispose()
     db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
     return MemlifeRun(pairs, run_id, db_url, db_path, seconds, summary, peak, lifecycle_rss,
-                      requests, rows, db_bytes, size)
+                      requests, rows, db_bytes, size, max_active_pairs)
 
 
 def fidelity(run: MemlifeRun) -> dict[str, float]:
@@ -440,7 +442,8 @@ async def main(args: argparse.Namespace) -> int:
                 continue
             _say(f"scale: nightly at {pairs:,} pairs")
             scale.append(await memlife_run(client, server.address, work, pairs,
-                                           args.compress, args.cohort))
+                                           args.compress, args.cohort,
+                                           max_active_pairs=args.max_active_pairs))
             _say(f"  {scale[-1].seconds / 60:,.1f} min, worker peak "
                  f"{scale[-1].worker_peak_rss_mb:,.0f} MB")
     finally:
@@ -482,6 +485,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="clock compression of every run (default 100000)")
     parser.add_argument("--cohort", type=int, default=-1,
                         help="pairs per cohort (default: as `memlife run --cohort auto`)")
+    parser.add_argument("--max-active-pairs", type=int, default=DEFAULT_MAX_ACTIVE_PAIRS,
+                        help="live pairs at most in each scale run (default "
+                        f"{DEFAULT_MAX_ACTIVE_PAIRS}, as `memlife run`)")
     parser.add_argument("--fidelity-pairs", type=int, default=4,
                         help="pairs of the light run that measures latency fidelity at rest")
     parser.add_argument("--noop-workflows", type=int, default=20)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -274,8 +275,17 @@ def test_indexed_needle_search_finds_exactly_what_a_full_scan_finds(
     runtime.delete_tenant(ana, T0 + timedelta(hours=3))
     later = T0 + timedelta(days=3)  # the purge has run: rows updated and deleted
     runtime.store_records("thread", later, tenant_id=bruno)  # bring the clock there
+    rng = random.Random(7)
     for store, table in STORE_TABLES.items():
-        for needle in ("Panadería Quispe", "olmo", "verde", "az", "ferreteria", "a", "u_"):
+        norms = [row[0] for row in runtime._db.execute(f"SELECT norm FROM {table}")]
+        # Any piece of a stored text, cut anywhere (mid-word too), and words it never holds.
+        pieces = [text[start:start + length] for text in norms
+                  for start, length in ((rng.randrange(len(text)), rng.randrange(1, 40)),)
+                  if text]
+        needles = ["Panadería Quispe", "olmo", "verde", "az", "ferreteria", "a", "u_",
+                   "en Panadería Olmo", "bajo en panaderia ol", "Ahora trabajo en",
+                   "en panaderia olmo quispe", "trabajo en panaderia olmo.", *pieces]
+        for needle in needles:
             full_scan = runtime._db.execute(  # what the search answered before the index
                 f"SELECT * FROM {table} WHERE instr(norm, ?) > 0", (normalize(needle),))
             expected = sorted(str(runtime._record(store, row)["id"]) for row in full_scan)
