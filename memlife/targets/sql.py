@@ -8,7 +8,6 @@ JSON-ready dicts, for the same record pointers as HTTP probes.
 
 from __future__ import annotations
 
-import base64
 import threading
 import time
 from datetime import date, datetime
@@ -54,11 +53,9 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, bytes | memoryview):
-        raw = bytes(value)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return base64.b64encode(raw).decode("ascii")
+        # Text inside binary formats (msgpack, pickle) is UTF-8 between other bytes: kept
+        # readable, so a value stored there is found (base64 would hide it: fail-open).
+        return bytes(value).decode("utf-8", errors="replace")
     return value
 
 

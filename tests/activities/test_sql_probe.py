@@ -110,3 +110,26 @@ def test_probe_queries_are_validated(scope: str, needle: str | None, reason: str
     with pytest.raises(InputError) as raised:
         _target(scope, *([needle] if needle else []))
     assert reason in str(raised.value)
+
+
+def test_text_inside_a_binary_column_is_read_as_text(tmp_path: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint blob (msgpack, as LangGraph writes) holds its strings as UTF-8 between
+    bytes that are not: the value must come out readable, or a probe would call it absent."""
+    from memlife.targets import sql
+
+    url = f"sqlite:///{tmp_path / 'blobs.db'}"
+    engine = create_engine(url)
+    value = "Trabajo en Panadería Quispe"
+    blob = b"\x82\xa8messages\x91\x82\xa4role\xa4user\xa7content\xd9" + bytes(
+        [len(value.encode())]) + value.encode() + b"\xff\xc1"
+    with engine.begin() as db:
+        db.execute(text("CREATE TABLE checkpoints (thread_id TEXT, checkpoint BLOB)"))
+        db.execute(text("INSERT INTO checkpoints VALUES ('u_ana', :blob)"), {"blob": blob})
+    engine.dispose()
+    monkeypatch.setenv("MEMLIFE_TEST_BLOB_URL", url)
+    rows, total, _ = sql.read_rows(
+        "MEMLIFE_TEST_BLOB_URL", "SELECT thread_id AS tenant_id, checkpoint AS content FROM "
+        "checkpoints WHERE instr(checkpoint, CAST(:needle AS BLOB)) > 0", {"needle": value}, 10)
+    assert total == 1 and value in rows[0]["content"]
+    sql.dispose_all()
