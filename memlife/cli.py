@@ -630,6 +630,8 @@ def _write_immutable_json(path: Path, document: dict[str, Any]) -> None:
 
 
 def cmd_target_serve(args: argparse.Namespace) -> int:
+    if args.kind == "realstack":
+        return _serve_realstack(args)
     import uvicorn
 
     from memlife.reference.app import create_app
@@ -666,6 +668,52 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
                     port=args.port, log_level="warning")
     finally:
         runtime.close()
+    return EXIT_OK
+
+
+def _serve_realstack(args: argparse.Namespace) -> int:
+    """The seed's runtime from real libraries; prints the variables its target file reads
+    the stores with, and writes them beside the data as realstack.env."""
+    import uvicorn
+
+    from memlife.realstack.serve import (
+        RealstackUnavailable,
+        falkordb_server,
+        probe_environment,
+        require_extra,
+    )
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        _print_err("--host: the realstack target binds loopback only (127.0.0.1 or ::1)")
+        return EXIT_USAGE
+    try:
+        require_extra()
+    except RealstackUnavailable as error:
+        _print_err(f"target serve realstack: {error}")
+        return EXIT_USAGE
+    from memlife.realstack.app import create_app
+    from memlife.realstack.runtime import RealstackRuntime
+
+    data_dir = Path(args.data_dir)
+    try:
+        with falkordb_server(data_dir / "falkordb") as falkordb_url:
+            environment = probe_environment(data_dir, falkordb_url)
+            exports = "".join(f"export {name}={value}\n" for name, value in environment.items())
+            (data_dir / "realstack.env").write_text(exports, encoding="utf-8")
+            print("loading Mem0 (local Qdrant, all-MiniLM-L6-v2), LangGraph and FalkorDB ...",
+                  flush=True)
+            runtime = RealstackRuntime(data_dir, falkordb_url)
+            print(f"realstack target on http://{args.host}:{args.port} (data {data_dir}).\n"
+                  "Its stores, for scenarios/targets/realstack.yaml (also in "
+                  f"{data_dir / 'realstack.env'}):\n{exports}", end="", flush=True)
+            try:
+                uvicorn.run(create_app(runtime), host=args.host, port=args.port,
+                            log_level="warning")
+            finally:
+                runtime.close()
+    except RealstackUnavailable as error:
+        _print_err(f"target serve realstack: {error}")
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -767,12 +815,17 @@ def build_parser() -> argparse.ArgumentParser:
     target_commands = target.add_subparsers(dest="target_command", required=True,
                                             metavar="SUBCOMMAND")
     serve = target_commands.add_parser("serve", help="serve a bundled target over HTTP")
-    serve.add_argument("kind", choices=["reference"])
+    serve.add_argument("kind", choices=["reference", "realstack"],
+                       help="reference: the bundled SQLite model of the seed runtime; "
+                       "realstack: the same surface on Mem0, LangGraph and FalkorDB "
+                       "(extra memlife[realstack])")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--container", action="store_true",
                        help="allow --host beyond loopback (a container's own network only)")
     serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"))
+    serve.add_argument("--data-dir", default=str(STATE_DIR / "realstack"),
+                       help="realstack: where its stores keep their files")
     serve.add_argument("--fault", action="append", default=[], metavar="NAME")
     serve.add_argument("--api-key-env", default=None, metavar="NAME",
                        help="require 'Authorization: Bearer <value of NAME>' on every request")

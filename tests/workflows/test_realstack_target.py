@@ -1,0 +1,149 @@
+"""The realstack target (Mem0 on local Qdrant with MiniLM, LangGraph's SQLite checkpointer,
+FalkorDB, SQL jobs) run through the nightly lifecycle, and memlife's verdicts compared with
+what its databases really hold afterwards, read directly with each library's own client."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from memlife import records
+from memlife.artifact import build_artifact
+from memlife.realstack.app import create_app
+from memlife.realstack.runtime import (
+    APP_DB,
+    CHECKPOINTS_DB,
+    HISTORY_DB,
+    RealstackRuntime,
+)
+from memlife.realstack.serve import falkordb_server, probe_environment
+from memlife.scenario import DeleteStep, Scenario, UpdateStep
+from memlife.scoring import normalize
+from memlife.targets.config import load_target
+from tests.reliability.helpers import small_nightly
+from tests.servers import serve_in_thread
+from tests.workflows.helpers import run_input, run_suite
+
+TARGET_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "targets" / "realstack.yaml"
+
+
+@dataclass
+class Realstack:
+    base_url: str
+    data_dir: Path
+    runtime: RealstackRuntime
+
+
+@pytest.fixture(scope="module")
+def realstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realstack]:
+    data_dir = tmp_path_factory.mktemp("realstack")
+    saved = dict(os.environ)
+    with falkordb_server(data_dir / "falkordb") as falkordb_url:
+        os.environ.update(probe_environment(data_dir, falkordb_url))
+        runtime = RealstackRuntime(data_dir, falkordb_url)
+        try:
+            with serve_in_thread(create_app(runtime)) as base_url:
+                yield Realstack(base_url, data_dir, runtime)
+        finally:
+            runtime.close()
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def _holds(texts: list[str], value: str) -> bool:
+    wanted = normalize(value)
+    return any(wanted in normalize(text) for text in texts)
+
+
+def _store_texts(stack: Realstack) -> dict[str, list[str]]:
+    """Every text each store holds now, read past the target with the stores' own clients."""
+    def rows(db: str, query: str) -> list[str]:
+        with sqlite3.connect(stack.data_dir / db) as connection:
+            return [bytes(r[0]).decode("utf-8", "replace") if isinstance(r[0], bytes)
+                    else str(r[0]) for r in connection.execute(query) if r[0] is not None]
+
+    graph = stack.runtime.graph.ro_query("MATCH (f:Fact) RETURN f.evidence").result_set
+    return {
+        "thread": rows(CHECKPOINTS_DB, "SELECT checkpoint FROM checkpoints UNION ALL "
+                                       "SELECT value FROM writes"),
+        "history": rows(HISTORY_DB, "SELECT coalesce(old_memory, '') || ' ' || "
+                                    "coalesce(new_memory, '') FROM history"),
+        "jobs": rows(APP_DB, "SELECT input || ' ' || output FROM jobs"),
+        "graph": [str(row[0]) for row in graph],
+        "memory": [str(r["content"]) for r in stack.runtime.memory_records()],
+    }
+
+
+def _erased(scenario: Scenario) -> set[tuple[str, str]]:
+    """(tenant alias, value) of everything the scenario erases: every value a deleted
+    tenant stated, and each forgotten fact's value as it stood when it was forgotten."""
+    erased: set[tuple[str, str]] = set()
+    for pair in scenario.pairs:
+        updates_seen: dict[tuple[str, str], int] = {}
+        for step in scenario.timeline:
+            if isinstance(step, UpdateStep):
+                for role in step.tenants:
+                    for domain in step.domains:
+                        updates_seen[role, domain] = updates_seen.get((role, domain), 0) + 1
+            if not isinstance(step, DeleteStep):
+                continue
+            for role in step.tenants:
+                tenant = pair.tenant(role)
+                for domain in step.domains or list(tenant.facts):
+                    fact = tenant.facts[domain]
+                    if step.domains is None:  # the whole tenant: all it ever stated
+                        erased.update((tenant.alias, text)
+                                      for text in [fact.value, *fact.updates])
+                    else:
+                        seen = updates_seen.get((role, domain), 0)
+                        erased.add((tenant.alias, ([fact.value, *fact.updates])[seen]))
+    return erased
+
+
+async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
+        realstack: Realstack, skip_env: WorkflowEnvironment, skip_worker: str) -> None:
+    target = load_target(TARGET_FILE).model_copy(update={"base_url": realstack.base_url})
+    scenario = small_nightly("realstack")
+    run = run_input(scenario, target)
+    await run_suite(skip_env.client, skip_worker, run)
+    loaded = records.load_run(run.run_id)
+    assert loaded is not None
+    artifact = build_artifact(loaded)
+    by_invariant = artifact["summary"]["by_invariant"]
+
+    # Every store was read: nothing inconclusive; answers recall, never leak.
+    assert artifact["inconclusive"] == []
+    assert by_invariant["recall"]["checked"] > 0 and by_invariant["recall"]["failed"] == 0
+    for invariant in ("I1", "I2", "I3", "U1"):
+        assert by_invariant[invariant]["checked"] > 0, invariant
+        assert by_invariant[invariant]["failed"] == 0, invariant
+
+    # memlife's erasure findings, store by store, are exactly what the databases hold
+    # after the run, read past the target with each store's own client.
+    held = _store_texts(realstack)
+    erased = _erased(scenario)
+    assert erased
+    found = {(f["tenant"], f["store"], f["evidence"]["value"]) for f in artifact["failures"]
+             if f["invariant"] == "I4" and f["store"] in held}
+    truth = {(alias, store, value) for alias, value in erased
+             for store, texts in held.items() if _holds(texts, value)}
+    assert found == truth
+    stores_with_residue = {store for _, store, _ in truth}
+    # Mem0 writes each deleted memory's text into its history (DELETE rows): residue there.
+    assert "history" in stores_with_residue
+    # LangGraph's checkpoints cannot be edited: a forgotten fact stays in the thread.
+    assert "thread" in stores_with_residue
+    # delete_all, delete_thread and DETACH DELETE leave nothing in Qdrant or the graph.
+    assert not stores_with_residue & {"memory", "graph"}
+
+    # Deleted bytes stay on disk (SQLite WAL frames, Qdrant's storage, FalkorDB's AOF):
+    # reported apart, as physical residue, naming files under the data directory.
+    physical = [f for f in artifact["failures"] if f["invariant"] == "I4-physical"]
+    assert physical and all(f["store"] == "disk" for f in physical)
+    assert {(f["tenant"], f["evidence"]["value"]) for f in physical} <= erased
