@@ -691,9 +691,18 @@ def _serve_realstack(args: argparse.Namespace) -> int:
     except RealstackUnavailable as error:
         _print_err(f"target serve realstack: {error}")
         return EXIT_USAGE
+    import socket
+
     from memlife.realstack.app import create_app
     from memlife.realstack.runtime import RealstackRuntime
 
+    with socket.socket() as probe:  # before the models load (seconds), not after
+        try:
+            probe.bind((args.host, args.port))
+        except OSError as error:
+            _print_err(f"--port: cannot listen on {args.host}:{args.port} ({error.strerror}); "
+                       "choose a free port")
+            return EXIT_USAGE
     data_dir = Path(args.data_dir)
     try:
         with falkordb_server(data_dir / "falkordb") as falkordb_url:

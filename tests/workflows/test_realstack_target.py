@@ -5,6 +5,7 @@ what its databases really hold afterwards, read directly with each library's own
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -147,3 +148,19 @@ async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
     physical = [f for f in artifact["failures"] if f["invariant"] == "I4-physical"]
     assert physical and all(f["store"] == "disk" for f in physical)
     assert {(f["tenant"], f["evidence"]["value"]) for f in physical} <= erased
+
+
+def test_serving_on_a_busy_port_is_one_clear_error_before_anything_loads(
+        tmp_path: Path) -> None:
+    from tests.e2e.test_memlife_run import memlife
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = memlife("target", "serve", "realstack", "--port", str(port), "--data-dir",
+                         str(tmp_path / "data"), cwd=tmp_path, timeout=60)
+    assert result.returncode == 2
+    assert f"--port: cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "data").exists()  # no store was created, no server started
