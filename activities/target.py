@@ -39,6 +39,7 @@ from memlife.log import get_logger
 from memlife.scoring import normalize
 from memlife.targets import files, http, sql, stores
 from memlife.targets.config import (
+    ChromaProbe,
     DeleteOperation,
     FalkorDBProbe,
     FilesProbe,
@@ -308,6 +309,9 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
             elif isinstance(probe, FalkorDBProbe):
                 raw, total, latency_ms = await asyncio.to_thread(
                     stores.falkordb_read, probe, mode, key, request.max_records)
+            elif isinstance(probe, ChromaProbe):
+                raw, total, latency_ms = await asyncio.to_thread(
+                    stores.chroma_read, probe, mode, key, request.max_records)
             else:
                 raw, latency_ms = await _http_read(request, store, probe, mode, key)
                 total = len(raw)
@@ -416,7 +420,7 @@ async def _inspect(request: InspectRequest) -> list[StoreRead]:
         reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
                   for identity in request.identities]
         # One read for all the values where the probe can (SQL, Cypher: one per value).
-        if request.needles and (isinstance(store.probe, QdrantProbe) or (
+        if request.needles and (isinstance(store.probe, QdrantProbe | ChromaProbe) or (
                 isinstance(store.probe, StoreProbe) and store.probe.needles is not None)):
             reads.append(_read_store(request, store, "needles", "\n".join(request.needles),
                                      limit, watch_normalized))

@@ -16,6 +16,7 @@ from typing import Any
 from memlife.phones import synthetic_phone
 from memlife.targets import http
 from memlife.targets.config import (
+    ChromaProbe,
     FalkorDBProbe,
     FilesProbe,
     Operation,
@@ -112,7 +113,7 @@ async def check_target(target: Target) -> TargetCheck:
             if isinstance(store.probe, FilesProbe):
                 await _files_attempt(check, store.name, store.probe, canary)
                 continue
-            if isinstance(store.probe, QdrantProbe | FalkorDBProbe):
+            if isinstance(store.probe, QdrantProbe | FalkorDBProbe | ChromaProbe):
                 for mode, key in (("scope", user_id), ("needle", canary)):
                     await _client_attempt(check, store.name, mode, store.probe, key)
                 continue
@@ -179,16 +180,20 @@ async def _files_attempt(check: TargetCheck, store: str, probe: FilesProbe,
 
 
 async def _client_attempt(check: TargetCheck, store: str, mode: str,
-                          probe: QdrantProbe | FalkorDBProbe, key: str) -> None:
+                          probe: QdrantProbe | FalkorDBProbe | ChromaProbe,
+                          key: str) -> None:
     """One read with the store's own client, as inspections make it."""
     import asyncio
 
     from memlife.targets import stores
 
     name = f"probe {store} ({mode})"
-    read = stores.qdrant_read if isinstance(probe, QdrantProbe) else stores.falkordb_read
-    request = (f"Qdrant {probe.collection}" if isinstance(probe, QdrantProbe)
-               else f"Cypher {getattr(probe, mode)}")
+    if isinstance(probe, FalkorDBProbe):
+        read, request = stores.falkordb_read, f"Cypher {getattr(probe, mode)}"
+    elif isinstance(probe, ChromaProbe):
+        read, request = stores.chroma_read, f"Chroma {probe.collection}"
+    else:
+        read, request = stores.qdrant_read, f"Qdrant {probe.collection}"
     try:
         rows, total, latency_ms = await asyncio.to_thread(read, probe, mode, key, 20)
     except http.TargetError as error:

