@@ -56,11 +56,16 @@ def _files(root: Path, include: list[str]) -> list[Path]:
 
 def inventory(root: Path, include: list[str]) -> tuple[int, int]:
     """How many files a scan reads, and how many bytes."""
-    paths = _files(root, include)
-    try:
-        return len(paths), sum(path.stat().st_size for path in paths)
-    except OSError as error:
-        raise FilesProbeError(f"cannot read {error.filename}: {error.strerror}") from None
+    count = size = 0
+    for path in _files(root, include):
+        try:
+            size += path.stat().st_size
+        except FileNotFoundError:
+            continue  # removed since the listing
+        except OSError as error:
+            raise FilesProbeError(f"cannot read {error.filename}: {error.strerror}") from None
+        count += 1
+    return count, size
 
 
 def _raise(error: OSError) -> None:
@@ -124,6 +129,10 @@ def scan(root: Path, include: list[str], needles: list[str], encodings: list[str
                     # Keep what the next round needs: a hit's start, and its excerpt.
                     drop = max(0, min(limit, len(buffer) - (longest + EXCERPT_BYTES)))
                     buffer, offset, start_at = buffer[drop:], offset + drop, limit - drop
+        except FileNotFoundError:
+            # Removed since the listing (SQLite's rollback journal lives for one
+            # transaction): its bytes are no longer in the directory. Not a failed read.
+            continue
         except OSError as error:
             raise FilesProbeError(f"cannot read {relative}: {error.strerror or error}") from None
     return records, total, (time.perf_counter() - started) * 1000

@@ -68,10 +68,23 @@ def test_an_unreadable_store_is_an_error_never_absence(tmp_path: Path,
         data_directory(None, "MEMLIFE_TEST_DATA_DIR")
     monkeypatch.setenv("MEMLIFE_TEST_DATA_DIR", str(tmp_path))
     assert data_directory(None, "MEMLIFE_TEST_DATA_DIR") == tmp_path
-    # A file that vanishes (or cannot be opened) between listing and reading.
-    monkeypatch.setattr(files, "_files", lambda root, include: [root / "gone.db"])
-    with pytest.raises(FilesProbeError, match="cannot read gone.db"):
+    # A file that cannot be opened (here a directory where a file was listed) is an error.
+    (tmp_path / "odd.db").mkdir()
+    monkeypatch.setattr(files, "_files", lambda root, include: [root / "odd.db"])
+    with pytest.raises(FilesProbeError, match="cannot read odd.db"):
         scan(tmp_path, ["*"], [VALUE], ["utf-8"], 10)
+
+
+def test_a_file_removed_since_the_listing_is_skipped_and_the_rest_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's rollback journal lives for one transaction: listed, then gone. Its bytes
+    are no longer in the directory; every file still there is read."""
+    (tmp_path / "store.db").write_bytes(b"..." + VALUE.encode() + b"...")
+    listed = [tmp_path / "store.db-journal", tmp_path / "store.db"]
+    monkeypatch.setattr(files, "_files", lambda root, include: listed)
+    records, total, _ = scan(tmp_path, ["*"], [VALUE], ["utf-8"], 10)
+    assert total == 1 and records[0]["file"] == "store.db"
+    assert files.inventory(tmp_path, ["*"]) == (1, (tmp_path / "store.db").stat().st_size)
 
 
 @pytest.mark.parametrize("secure_delete", [False, True])
