@@ -22,6 +22,7 @@ an LLM configuration even with infer=False; it is given one it never calls.
 
 from __future__ import annotations
 
+import logging
 import operator
 import os
 import sqlite3
@@ -88,6 +89,12 @@ def offline_environment(data_dir: Path) -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ.setdefault("MEM0_DIR", str(data_dir / "mem0-home"))
+    # A server's log, not a notebook: no weight-loading progress bars, and no advice to
+    # install spaCy or fastembed (optional Mem0 features this stack does not use).
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    for name in ("mem0.utils.spacy_models", "mem0.vector_stores.qdrant"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def mem0_config(data_dir: Path) -> dict[str, Any]:
