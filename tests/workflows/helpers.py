@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from temporalio.client import Client
 
+from memlife import records
+from memlife.artifact import build_artifact
 from memlife.lifecycle import Clock, RunInput, RunMeta, RunSummary, suite_workflow_id
 from memlife.scenario import Scenario
 from memlife.targets.config import Target
@@ -27,3 +30,10 @@ async def run_suite(client: Client, task_queue: str, run: RunInput) -> RunSummar
         SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
         task_queue=task_queue,
     )
+
+
+def run_artifact(run_id: str) -> dict[str, Any]:
+    """The whole artifact of a recorded run, as `memlife run --out` writes it."""
+    loaded = records.load_run(run_id)
+    assert loaded is not None
+    return build_artifact(loaded)

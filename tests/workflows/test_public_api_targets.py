@@ -11,14 +11,13 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memlife import records
-from memlife.artifact import build_artifact
 from memlife.lifecycle import suite_workflow_id
 from memlife.scenario import DeleteStep, Scenario
 from memlife.targets.config import load_target
 from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
 from tests.standins.mem0_oss import create_app
-from tests.workflows.helpers import run_input, run_suite
+from tests.workflows.helpers import run_artifact, run_input, run_suite
 
 TARGETS = Path(__file__).resolve().parents[2] / "scenarios" / "targets"
 
@@ -39,9 +38,7 @@ async def test_mem0_oss_keeps_deleted_memories_in_its_history(
             update={"base_url": base_url})
         run = run_input(scenario, target)
         await run_suite(skip_env.client, skip_worker, run)
-    loaded = records.load_run(run.run_id)
-    assert loaded is not None
-    artifact = build_artifact(loaded)
+    artifact = run_artifact(run.run_id)
     by_invariant = artifact["summary"]["by_invariant"]
     failures = {(f["invariant"], f["store"], f["reason"]) for f in artifact["failures"]}
 

@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import records
-from memlife.artifact import build_artifact
 from memlife.realstack.app import create_app
 from memlife.realstack.runtime import (
     APP_DB,
@@ -29,7 +27,7 @@ from memlife.scoring import normalize
 from memlife.targets.config import load_target
 from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
-from tests.workflows.helpers import run_input, run_suite
+from tests.workflows.helpers import run_artifact, run_input, run_suite
 
 TARGET_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "targets" / "realstack.yaml"
 
@@ -113,9 +111,7 @@ async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
     scenario = small_nightly("realstack")
     run = run_input(scenario, target)
     await run_suite(skip_env.client, skip_worker, run)
-    loaded = records.load_run(run.run_id)
-    assert loaded is not None
-    artifact = build_artifact(loaded)
+    artifact = run_artifact(run.run_id)
     by_invariant = artifact["summary"]["by_invariant"]
 
     # Every store was read: nothing inconclusive; answers recall, never leak.
