@@ -1,6 +1,6 @@
-"""Real peers for tests: a small ASGI app served by uvicorn in a thread on a free loopback
-port, and helpers for server processes (a free port; wait until it listens). For tests that
-need a real HTTP peer around the code under test."""
+"""Real peers around the code under test: a small ASGI app served by uvicorn in a thread
+on a free loopback port, and helpers for server processes (a free port, and waiting until
+one listens)."""
 
 from __future__ import annotations
 
