@@ -118,3 +118,17 @@ def test_value_index_agrees_with_contains_on_word_values(values: list[str],
     haystack = normalize(" ".join(words))
     found = ValueIndex((v, i) for i, v in enumerate(values)).found_in(haystack)
     assert sorted(found) == [i for i, v in enumerate(values) if contains(haystack, v)]
+
+
+@given(values=st.lists(st.lists(st.sampled_from(["san", "telmo", "abcdefgh", "abcdefghij",
+                                                 "ab", "c"]), min_size=3,
+                                max_size=5).map(" ".join), max_size=12),
+       words=st.lists(st.sampled_from(["san", "telmo", "abcdefgh", "abcdefghij", "ab", "c",
+                                       "xsan", "telmox", "abcdefghijk"]), max_size=12))
+def test_value_index_agrees_with_contains_past_its_rest_key(values: list[str],
+                                                            words: list[str]) -> None:
+    """Values sharing their first two words and more than the rest's key (8 characters),
+    as 'colegio san telmo …' values do by the thousand."""
+    haystack = normalize(" ".join(words))
+    found = ValueIndex((v, i) for i, v in enumerate(values)).found_in(haystack)
+    assert sorted(found) == [i for i, v in enumerate(values) if contains(haystack, v)]
