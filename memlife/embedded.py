@@ -45,6 +45,19 @@ def free_port(preferred: int | None = None) -> int:
         return probe.getsockname()[1]
 
 
+def wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether a child server accepts connections on loopback `port` within `timeout`
+    seconds (False as soon as it exits)."""
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection((LOOPBACK, port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
 def stop_process(process: subprocess.Popen[bytes], grace: float) -> None:
     """SIGTERM this child (by its PID, never by name), SIGKILL it after `grace` seconds."""
     if process.poll() is None:

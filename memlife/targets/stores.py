@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -103,48 +104,74 @@ def _local_lock(path: str) -> threading.Lock:
 
 def _qdrant_scroll(probe: Any, mode: str, key: str,
                    max_records: int) -> tuple[list[dict[str, Any]], int, float]:
-    from qdrant_client import models
-
     started = time.perf_counter()
     client = _qdrant(probe.url_env, probe.api_key_env, probe.path)
-    if mode == "scope":
-        condition = models.Filter(must=[models.FieldCondition(
-            key=probe.tenant_key, match=models.MatchValue(value=key))])
-        wanted: list[str] = []
-    else:
-        condition = None
-        wanted = [normalize(needle) for needle in key.split("\n") if normalize(needle)]
-    records: list[dict[str, Any]] = []
-    total = 0
     try:
-        offset = None
-        while True:
-            points, offset = client.scroll(
-                collection_name=probe.collection, scroll_filter=condition,
-                limit=probe.page_size, offset=offset, with_payload=True, with_vectors=False)
-            for point in points:
-                payload = _jsonable(point.payload or {})
-                texts = _text_values(payload.get(probe.content_key, "")) + _text_values(
-                    {k: v for k, v in payload.items() if k != probe.content_key})
-                content = " · ".join(texts)
-                if wanted and not any(value in normalize(content) for value in wanted):
-                    continue
-                total += 1
-                if len(records) < max_records:
-                    tenant = payload.get(probe.tenant_key)
-                    records.append({**payload, "id": str(point.id), "content": content,
-                                    "tenant_id": None if tenant is None else str(tenant)})
-            if offset is None:
-                break
+        records, total = qdrant_records(
+            client, probe.collection, tenant_key=probe.tenant_key,
+            content_key=probe.content_key, page_size=probe.page_size, max_records=max_records,
+            **({"tenant": key} if mode == "scope" else {"needles": key.split("\n")}))
     except StoreProbeError:
         raise
     except Exception as error:  # transport, HTTP and missing-collection errors alike
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise StoreProbeError(f"{type(error).__name__}: {reason}"[:300]) from None
+        raise _read_error(error) from None
     finally:
         if probe.path is not None:
             client.close()
     return records, total, (time.perf_counter() - started) * 1000
+
+
+def qdrant_records(client: Any, collection: str, *, tenant_key: str, content_key: str,
+                   tenant: str | None = None, needles: Iterable[str] = (),
+                   page_size: int = 256,
+                   max_records: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    """A Qdrant collection's points, through a client already open: the tenant's (a payload
+    filter), or those holding a needle (a scroll of the whole collection: Qdrant has no
+    substring search). Also what the realstack target serves its own store with."""
+    from qdrant_client import models
+
+    condition = None if tenant is None else models.Filter(must=[models.FieldCondition(
+        key=tenant_key, match=models.MatchValue(value=tenant))])
+
+    def points() -> Iterator[tuple[str, dict[str, Any], str]]:
+        offset = None
+        while True:
+            page, offset = client.scroll(
+                collection_name=collection, scroll_filter=condition, limit=page_size,
+                offset=offset, with_payload=True, with_vectors=False)
+            for point in page:
+                payload = _jsonable(point.payload or {})
+                texts = _text_values(payload.get(content_key, "")) + _text_values(
+                    {k: v for k, v in payload.items() if k != content_key})
+                yield str(point.id), payload, " · ".join(texts)
+            if offset is None:
+                return
+
+    return _select(points(), tenant_key, needles, max_records)
+
+
+def _select(rows: Iterable[tuple[str, dict[str, Any], str]], tenant_key: str,
+            needles: Iterable[str],
+            max_records: int | None) -> tuple[list[dict[str, Any]], int]:
+    """(the first max_records records, how many there were) of (id, payload, content) rows,
+    kept when no needles are given or the content holds one, compared as memlife does."""
+    wanted = [normalize(needle) for needle in needles if normalize(needle)]
+    records: list[dict[str, Any]] = []
+    total = 0
+    for record_id, payload, content in rows:
+        if wanted and not any(value in normalize(content) for value in wanted):
+            continue
+        total += 1
+        if max_records is None or len(records) < max_records:
+            tenant = payload.get(tenant_key)
+            records.append({**payload, "id": record_id, "content": content,
+                            "tenant_id": None if tenant is None else str(tenant)})
+    return records, total
+
+
+def _read_error(error: Exception) -> StoreProbeError:
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return StoreProbeError(f"{type(error).__name__}: {reason}"[:300])
 
 
 # -- FalkorDB ----------------------------------------------------------------------------------
@@ -182,8 +209,7 @@ def falkordb_read(probe: Any, mode: str, key: str,
     try:
         result = graph.ro_query(query, parameters)
     except Exception as error:  # connection, syntax, or a write refused by RO_QUERY
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise StoreProbeError(f"{type(error).__name__}: {reason}"[:300]) from None
+        raise _read_error(error) from None
     names = [column[1] if isinstance(column, list | tuple) else str(column)
              for column in (result.header or [])]
     records = []
@@ -198,15 +224,6 @@ def falkordb_read(probe: Any, mode: str, key: str,
             record["content"] = json.dumps(record, ensure_ascii=False, sort_keys=True)
         records.append(record)
     return records[:max_records], len(records), (time.perf_counter() - started) * 1000
-
-
-def close_all() -> None:
-    with _qdrant_lock:
-        while _qdrant_clients:
-            _, client = _qdrant_clients.popitem()
-            client.close()
-    with _falkordb_lock:
-        _falkordb_clients.clear()
 
 
 # -- Chroma ------------------------------------------------------------------------------------
@@ -254,12 +271,8 @@ def chroma_read(probe: Any, mode: str, key: str,
     through the collection. Blocking: run it in a thread."""
     started = time.perf_counter()
     where = {probe.tenant_key: key} if mode == "scope" else None
-    wanted = [] if mode == "scope" else [
-        normalize(needle) for needle in key.split("\n") if normalize(needle)]
-    records: list[dict[str, Any]] = []
-    total = 0
-    try:
-        collection = _chroma(probe).get_collection(probe.collection)
+
+    def rows(collection: Any) -> Iterator[tuple[str, dict[str, Any], str]]:
         offset = 0
         while True:
             page = collection.get(where=where, include=["documents", "metadatas"],
@@ -269,20 +282,29 @@ def chroma_read(probe: Any, mode: str, key: str,
             metadatas = page.get("metadatas") or [None] * len(ids)
             for record_id, document, metadata in zip(ids, documents, metadatas, strict=True):
                 metadata = _jsonable(metadata or {})
-                content = " · ".join([document or "", *_text_values(metadata)])
-                if wanted and not any(value in normalize(content) for value in wanted):
-                    continue
-                total += 1
-                if len(records) < max_records:
-                    tenant = metadata.get(probe.tenant_key)
-                    records.append({**metadata, "id": str(record_id), "content": content,
-                                    "tenant_id": None if tenant is None else str(tenant)})
+                yield (str(record_id), metadata,
+                       " · ".join([document or "", *_text_values(metadata)]))
             if len(ids) < probe.page_size:
-                break
+                return
             offset += len(ids)
+
+    try:
+        collection = _chroma(probe).get_collection(probe.collection)
+        records, total = _select(rows(collection), probe.tenant_key,
+                                 [] if mode == "scope" else key.split("\n"), max_records)
     except StoreProbeError:
         raise
     except Exception as error:  # transport, missing collection, a corrupt directory
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise StoreProbeError(f"{type(error).__name__}: {reason}"[:300]) from None
+        raise _read_error(error) from None
     return records, total, (time.perf_counter() - started) * 1000
+
+
+def close_all() -> None:
+    with _qdrant_lock:
+        while _qdrant_clients:
+            _, client = _qdrant_clients.popitem()
+            client.close()
+    with _falkordb_lock:
+        _falkordb_clients.clear()
+    with _chroma_lock:
+        _chroma_clients.clear()

@@ -16,10 +16,10 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.target import inspect_stores
+from memlife.embedded import free_port, wait_listening
 from memlife.errors import InputError
 from memlife.lifecycle import InspectRequest
 from memlife.targets.config import parse_target
-from tests.servers import free_port, wait_listening
 
 NOW = "2026-12-01T00:00:00Z"
 MEMORIES = [("u_ana", "Trabaja en Panadería Quispe"), ("u_ana", "Vive en calle Olmo 12"),
@@ -111,7 +111,8 @@ def falkordb_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
          "--appendonly", "no", "--dir", str(data), "--loadmodule", get_falkordb_module()],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_listening(port, server, "FalkorDB")
+        if not wait_listening(port, server, timeout=30):
+            raise RuntimeError("FalkorDB did not start")
         yield f"redis://127.0.0.1:{port}"
     finally:
         server.terminate()
@@ -210,7 +211,8 @@ def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                                "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_listening(port, server, "the Chroma server")
+        if not wait_listening(port, server, timeout=30):
+            raise RuntimeError("the Chroma server did not start")
         _chroma_fill(chromadb.HttpClient(
             host="127.0.0.1", port=port, settings=chromadb.Settings(anonymized_telemetry=False)))
         yield f"http://127.0.0.1:{port}"
