@@ -4,6 +4,7 @@ search attributes, operator fast-forward and cancel, deletion checks, reports.""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import os
@@ -22,6 +23,7 @@ import httpx
 import pytest
 
 from memlife import embedded
+from tests import browser
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
@@ -34,6 +36,7 @@ TEMPORAL = embedded.bundled_binary("temporal")
 class DevStack:
     home: Path
     address: str
+    web_ui: str
     target_file: Path
     env: dict[str, str]
 
@@ -87,7 +90,7 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     assert info["reference_target"] == f"http://127.0.0.1:{target_port}"
     target_file = target_file_for(info["reference_target"], home / "reference.yaml")
     try:
-        yield DevStack(home, info["temporal_address"], target_file,
+        yield DevStack(home, info["temporal_address"], info["web_ui"], target_file,
                        clean_env(TEMPORAL_ADDRESS=info["temporal_address"]))
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C
@@ -168,10 +171,18 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
                ["workflowExecutionInfo"]["searchAttributes"]["indexedFields"]["MemlifeRun"]
                ["data"] for w in passing}
     assert len(run_ids) == len(passing)  # each start is its own run
+    # Shaped like a run started by hand: memlife/<scenario>/<run>, its pairs below it.
+    suite_ids = {w["execution"]["workflowId"] for w in passing}  # type: ignore[index]
+    decoded = {json.loads(base64.b64decode(value)) for value in run_ids}
+    assert {suite_id.rsplit("/", 1)[1] for suite_id in suite_ids} == decoded
+    assert all(suite_id.startswith("memlife/seed-six-case/nightly-seed-")
+               for suite_id in suite_ids), suite_ids
 
     pairs = dev_stack.workflows('MemlifeScenario="seed-six-case" AND '
                                 'WorkflowType="PairLifecycleWorkflow" AND MemlifePair=0')
     assert len(pairs) >= 2
+    pair_ids = {w["execution"]["workflowId"] for w in pairs}  # type: ignore[index]
+    assert {f"{suite_id}/pair-0" for suite_id in suite_ids} <= pair_ids
 
     for action in ("pause", "unpause", "delete"):
         result = dev_stack.memlife("schedule", action, "nightly-seed")
@@ -196,6 +207,18 @@ def test_run_finds_the_local_stack_and_a_failing_run_is_found_by_its_verdict(
     failing = dev_stack.workflows(f'MemlifeRun="{run_id}" AND MemlifeVerdict="fail"')
     assert {w["type"]["name"] for w in failing} == {"SuiteWorkflow",  # type: ignore[index]
                                                     "PairLifecycleWorkflow"}
+    # In the Web UI's workflow list the run is Failed at a glance, its verdict the failure.
+    suite_id = f"memlife/seed-six-case/{run_id}"
+    rows = browser.rendered_text_rows(
+        f"{dev_stack.web_ui}/namespaces/default/workflows", tmp_path / "profile")
+    suite_row = next(row for row in rows if f" {suite_id} " in f" {row} ")
+    assert " Failed " in suite_row and "SuiteWorkflow" in suite_row, suite_row
+    described = json.loads(dev_stack.temporal("workflow", "describe", "--workflow-id",
+                                              suite_id))
+    assert described["workflowExecutionInfo"]["status"] == "WORKFLOW_EXECUTION_STATUS_FAILED"
+    shown = json.loads(dev_stack.temporal("workflow", "show", "--workflow-id", suite_id))
+    failure = shown["events"][-1]["workflowExecutionFailedEventAttributes"]["failure"]
+    assert failure["message"].startswith("FAIL: 0/6 cases passed · 6 failure(s)"), failure
     # Its verdicts query lists every failed check, with invariant and stage.
     verdicts = dev_stack.temporal("workflow", "query", "--workflow-id",
                                   f"memlife/seed-six-case/{run_id}/pair-0", "--type",
@@ -411,10 +434,14 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
 
 def test_html_report_renders_its_timeline_in_chromium(dev_stack: DevStack,
                                                      tmp_path: Path) -> None:
-    # A run of the tests above, from the stack's recorder: the command works on run ids.
+    # A run on the stack, then its report from the stack's recorder, by `latest`.
+    run = dev_stack.memlife("run", str(SEED), "--target", str(dev_stack.target_file))
+    assert run.returncode == 0, run.stdout + run.stderr
+    run_id = run.stdout.split(" · run ", 1)[1].split(" ", 1)[0]
     latest = dev_stack.memlife("report", "latest", "--format", "html", "--out", "latest.html")
     assert latest.returncode == 0, latest.stderr
-    assert 'class="timeline"' in (dev_stack.home / "latest.html").read_text()
+    page_text = (dev_stack.home / "latest.html").read_text()
+    assert 'class="timeline"' in page_text and run_id in page_text
     # A recorded two-pair nightly with two faults: passing and failing steps to draw.
     artifact = tmp_path / "nightly.json"
     artifact.write_bytes(gzip.decompress((REPO / "tests" / "fixtures" / (
@@ -424,11 +451,7 @@ def test_html_report_renders_its_timeline_in_chromium(dev_stack: DevStack,
     assert result.returncode == 0, result.stderr
     page = dev_stack.home / "nightly.html"
     screenshot = dev_stack.home / "nightly.png"
-    chromium = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--window-size=1200,900", f"--screenshot={screenshot}", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert chromium.returncode == 0 and screenshot.exists(), chromium.stderr[-2000:]
+    browser.screenshot(page.as_uri(), screenshot, tmp_path / "profile")
     width, channels, rows = _png_pixels(screenshot)
 
     def count(colour: str, band: list[bytes]) -> int:
