@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from memlife.errors import MemlifeError
-from memlife.log import configure, get_logger
+from memlife.log import configure, forward_sdk_core_logs, get_logger
 from memlife.temporal import DEFAULT_ADDRESS, build_worker, configured_connection, connect
 from workflows.registry import DEFAULT_TASK_QUEUE
 
@@ -53,7 +53,9 @@ async def serve(task_queue: str, max_concurrent_activities: int,
 
 
 def main() -> int:
-    configure(level="INFO")  # a worker says what it does; MEMLIFE_LOG_LEVEL overrides
+    # A worker says what it does, and what the SDK warns about; MEMLIFE_LOG_LEVEL overrides.
+    configure(level="INFO", sdk_level="WARNING")
+    forward_sdk_core_logs()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE)
     # Activities in flight at once: batches of a cohort and single calls alike (each

@@ -1,7 +1,11 @@
 """structlog configuration: bound context, on stderr — readable console lines at a terminal,
 JSON lines otherwise (workers in production). MEMLIFE_LOG_FORMAT=json|console forces one;
 MEMLIFE_LOG_LEVEL sets the level. Inside an activity every line carries the run, pair,
-workflow and activity. Secrets are never bound: they are resolved at the call site."""
+workflow and activity. Secrets are never bound: they are resolved at the call site.
+
+The Temporal SDK's own messages (its Python loggers, and its Rust core's, forwarded) go
+through the same renderer. A command's output is for its user: there the SDK speaks from
+ERROR up unless MEMLIFE_LOG_LEVEL asks for more; a worker's log shows its warnings too."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from typing import Any
 import structlog
 
 _configured = False
+_forwarding = False
 
 
 def log_format() -> str:
@@ -51,23 +56,45 @@ def add_activity_context(_logger: Any, _method: str, event: dict[str, Any]) -> d
     return event
 
 
-def configure(level: str | None = None) -> None:
+def _level(name: str) -> int:
+    return logging.getLevelNamesMapping().get(name.upper(), logging.WARNING)
+
+
+def configure(level: str | None = None, sdk_level: str | None = None) -> None:
     """Idempotent; an explicit `level` (a command's own default) reconfigures, since
-    module-level loggers may already have configured the default before main() runs."""
+    module-level loggers may already have configured the default before main() runs.
+    `sdk_level` is the Temporal SDK's threshold when MEMLIFE_LOG_LEVEL does not set one
+    (default: ERROR)."""
     global _configured
-    if _configured and level is None:
+    if _configured and level is None and sdk_level is None:
         return
-    level_name = (os.environ.get("MEMLIFE_LOG_LEVEL") or level or "WARNING").upper()
+    chosen = os.environ.get("MEMLIFE_LOG_LEVEL")
+    level_name = (chosen or level or "WARNING").upper()
     renderer: Any = (structlog.processors.JSONRenderer() if log_format() == "json"
                      else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        add_activity_context,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    # Standard-library records (the SDK's) through the same renderer, on stderr.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        processor=renderer,
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared[1:]]))
+    root = logging.getLogger()
+    root.handlers = [h for h in root.handlers if not getattr(h, "_memlife", False)]
+    handler._memlife = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    # The standard library's loggers are other people's (the SDK, httpx, uvicorn): they
+    # speak from `sdk_level` up; memlife's own speak through structlog at `level`.
+    root.setLevel(_level(chosen or sdk_level or "ERROR"))
+    # What memlife's own workflows and activities say through the SDK's loggers.
+    for own in ("temporalio.workflow", "temporalio.activity"):
+        logging.getLogger(own).setLevel(_level(level_name))
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            add_activity_context,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
+        processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level_name, logging.WARNING)
         ),
@@ -75,6 +102,28 @@ def configure(level: str | None = None) -> None:
         cache_logger_on_first_use=True,
     )
     _configured = True
+
+
+def forward_sdk_core_logs() -> None:
+    """Send the SDK core's log lines (Rust, written straight to stderr by default) to the
+    `temporalio.core` logger, where configure()'s level and renderer apply. Call before
+    the first Temporal client or server of the process; later calls change nothing."""
+    from temporalio.runtime import (
+        LogForwardingConfig,
+        LoggingConfig,
+        Runtime,
+        TelemetryConfig,
+        TelemetryFilter,
+    )
+
+    global _forwarding
+    if _forwarding:
+        return
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(
+        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+        forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core"))))),
+        error_if_already_set=False)
+    _forwarding = True
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
