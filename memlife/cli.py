@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from memlife import __version__
-from memlife.display import output_console, wait_showing
+from memlife.display import command, output_console, temporal_command, wait_showing
 from memlife.errors import InputError, MemlifeError, Problem, collect
 from memlife.yamlio import load_yaml_file
 
@@ -193,6 +193,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             for problem in cross:
                 _print_err(str(problem))
             return EXIT_USAGE
+    _ensure_runtime_extras([c.target for c in configurations if c.target is not None])
     for configuration in configurations:
         target = configuration.target
         if target is None:
@@ -207,6 +208,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     args.scenario_generates = scenario.generate is not None
     args.repeat = args.repeat or scenario.repetitions
     return asyncio.run(_run(args, scenario, configurations, clock))
+
+
+def _ensure_runtime_extras(targets: list[Any]) -> None:
+    """What this command will run beyond memlife's core, installed once: the clients of
+    the targets' probes, and the PostgreSQL driver when the recorder is PostgreSQL."""
+    from memlife import extras, records
+
+    if records.database_url().startswith("postgresql"):
+        extras.ensure("postgres", "the PostgreSQL recorder (MEMLIFE_DB_URL)")
+    for target in targets:
+        for extra, purpose in extras.for_target(target):
+            extras.ensure(extra, purpose)
 
 
 def _matrix_configurations(path: str) -> list[Configuration]:
@@ -289,6 +302,7 @@ async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Con
     experiment = new_run_id() if len(configurations) > 1 or args.repeat > 1 else None
     task_queue = args.task_queue or DEFAULT_TASK_QUEUE
     started: list[StartedRun] = []
+    embedded_ui = False  # a Web UI that stops with this command
     async with AsyncExitStack() as stack:
         connection = configured_connection()
         dev_stack = None if connection is not None or clock.mode == "skip" else (
@@ -298,11 +312,12 @@ async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Con
             address, web_ui = connection["target_host"], os.environ.get("MEMLIFE_WEB_UI")
         elif dev_stack is not None:
             client, address, web_ui = dev_stack
-            print(f"using the local stack from `memlife dev` at {address}", file=sys.stderr)
+            print(f"using the local stack from `{command()} dev` at {address}", file=sys.stderr)
         else:
             temporal = await stack.enter_async_context(embedded.embedded_temporal(
                 STATE_DIR, skip_time=clock.mode == "skip"))
             client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
+            embedded_ui = web_ui is not None
         # The time-skipping server has no custom search attributes.
         search_attributes = clock.mode != "skip" and await _search_attributes_ready(client)
         if not args.no_worker:
@@ -364,7 +379,11 @@ async def _run(args: argparse.Namespace, scenario: Any, configurations: list[Con
         artifacts.append(artifact)
     if experiment is None:
         artifact = artifacts[0]
-        _print_summary(artifact, started[0].link)
+        link = started[0].link
+        if link and embedded_ui:  # the server is gone; `memlife dev` serves its history
+            link = (f"run `{command()} dev` (it keeps {STATE_DIR / 'temporal.db'}), then open "
+                    f"{link}")
+        _print_summary(artifact, link)
         document = artifact
     else:
         from memlife.experiment import experiment_document
@@ -410,8 +429,6 @@ async def _start_run(args: argparse.Namespace, client: Any, scenario: Any, targe
     print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
           f"({len(scenario.pairs)} pair(s)) · target {target.name} at {target.base_url} "
           f"· clock {clock.describe()}{where}")
-    if link:
-        print(f"Temporal Web UI: {link}", flush=True)
     handle = await client.start_workflow(
         SuiteWorkflow.run,
         RunInput(run_id=run_id, scenario=written, target=target, clock=clock, meta=meta,
@@ -435,7 +452,9 @@ async def _await_runs(client: Any, runs: list[StartedRun]) -> list[Any]:
     from rich.console import Console
 
     console = Console(stderr=True)
-    pending = {asyncio.ensure_future(run.handle.result()): run for run in runs}
+    from memlife.temporal import suite_result
+
+    pending = {asyncio.ensure_future(suite_result(run.handle)): run for run in runs}
     loop = asyncio.get_running_loop()
     started = loop.time()
     with console.status("starting…") as status:
@@ -477,7 +496,8 @@ async def _search_attributes_ready(client: Any) -> bool:
     if missing:
         _print_err("memlife: note: this namespace lacks memlife's search attributes ("
                    + ", ".join(missing) + "); runs work, but cannot be found by them. "
-                   "Register them once with:\n  " + "\n  ".join(attributes.create_commands()))
+                   "Register them once with:\n  " + "\n  ".join(attributes.create_commands(
+                       temporal_command())))
     return not missing
 
 
@@ -490,7 +510,9 @@ async def _await_with_progress(client: Any, handle: Any, scenario: str, run_id: 
                                      progress.get("cohort_size", 0))
         return describe_run_progress(progress, pairs, datetime.now(UTC))
 
-    return await wait_showing(handle, describe, "waiting for the worker…")
+    from memlife.temporal import suite_result
+
+    return await wait_showing(handle, describe, "waiting for the worker…", suite_result)
 
 
 def _print_comparison(document: dict[str, Any]) -> None:
@@ -733,6 +755,7 @@ def cmd_target_check(args: argparse.Namespace) -> int:
     from memlife.targets.config import load_target
 
     target = load_target(args.file)  # bad files: one line per problem, exit 2 (main)
+    _ensure_runtime_extras([target])
     missing = [name for name in target.secret_names() if name not in os.environ]
     if missing:
         _print_err(f"{args.file}: headers: environment variable(s) {', '.join(missing)} not "
@@ -858,10 +881,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from temporalio.client import WorkflowFailureError
 
-    from memlife.log import configure
+    from memlife.log import configure, forward_sdk_core_logs
 
     args = build_parser().parse_args(argv)
-    configure(level="INFO" if args.command == "dev" else None)  # dev: the worker's steps
+    # dev: the worker's steps, and what the SDK warns about, as a worker's log would.
+    configure(level="INFO" if args.command == "dev" else "WARNING",
+              sdk_level="WARNING" if args.command == "dev" else "ERROR")
+    forward_sdk_core_logs()
     try:
         return args.handler(args)
     except InputError as error:  # one line per problem: file, field, reason

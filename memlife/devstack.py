@@ -95,7 +95,10 @@ async def serve(state_dir: Path, *, port: int, ui_port: int, target_port: int,
 
 
 def _announce(info: StackInfo) -> None:
+    from memlife.display import command
+
     faults = ", ".join(info.reference_faults) or "none"
+    memlife = command()
     print(
         "memlife dev: the local stack is up (Ctrl-C stops it)\n"
         f"  Temporal        {info.temporal_address}  namespace {info.namespace}\n"
@@ -104,8 +107,9 @@ def _announce(info: StackInfo) -> None:
         f"  reference       {info.reference_target}  faults: {faults}\n"
         f"  recorder        {info.recorder}\n"
         "try:\n"
-        "  memlife schedule create nightly --scenario scenarios/lifecycle-nightly.yaml "
+        f"  {memlife} schedule create nightly --scenario scenarios/lifecycle-nightly.yaml "
         "--target scenarios/targets/reference.yaml --cron '0 2 * * *'\n"
-        "  memlife status\n",
+        f"  {memlife} schedule trigger nightly\n"
+        f"  {memlife} status\n",
         flush=True,
     )

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memlife.display import output_console, wait_showing
+from memlife.display import command, output_console, temporal_command, wait_showing
 from memlife.errors import InputError, Problem, collect
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -128,7 +128,7 @@ def cmd_schedule_create(args: argparse.Namespace) -> int:
         print(f"schedule {args.name!r} created: {scenario.name} against {target.name} · "
               f"{description['spec']} · next run {(description['next_runs'] or ['-'])[0]}"
               + (" · paused" if args.paused else ""))
-        print(f"  run it now: memlife schedule trigger {args.name}")
+        print(f"  run it now: {command()} schedule trigger {args.name}")
 
     asyncio.run(create())
     return EXIT_OK
@@ -149,7 +149,7 @@ def cmd_schedule_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     if not rows:
-        print("no schedules; create one with `memlife schedule create NAME --scenario FILE "
+        print(f"no schedules; create one with `{command()} schedule create NAME --scenario FILE "
               "--target FILE --cron '0 2 * * *'`")
         return EXIT_OK
     table = Table(title="memlife schedules", title_justify="left")
@@ -186,7 +186,7 @@ def _schedule_action(args: argparse.Namespace) -> int:
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
                 raise InputError([Problem("command line", "NAME", f"no schedule named "
-                                          f"{args.name!r}; see `memlife schedule list`")]
+                                          f"{args.name!r}; see `{command()} schedule list`")]
                                  ) from None
             raise
         return None
@@ -205,9 +205,9 @@ def _schedule_action(args: argparse.Namespace) -> int:
         for run in described["recent_runs"]:
             print(f"{'recent':>15}: {run['started']}  {run['workflow_id']}")
         return EXIT_OK
-    done = {"trigger": "triggered: a run starts now (see `memlife status`)",
+    done = {"trigger": f"triggered: a run starts now (see `{command()} status`)",
             "pause": "paused", "unpause": "unpaused", "delete": "deleted (runs already "
-            "started go on; cancel them with `memlife cancel RUN`)"}[args.action]
+            f"started go on; cancel them with `{command()} cancel RUN`)"}[args.action]
     print(f"schedule {args.name!r} {done}")
     return EXIT_OK
 
@@ -241,7 +241,7 @@ async def _find_workflow(client: Any, reference: str) -> tuple[str, str]:
     except Exception:
         pass
     raise InputError([Problem("command line", "RUN", f"no run or check {reference!r} found; "
-                              "see `memlife status`")])
+                              f"see `{command()} status`")])
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -399,7 +399,7 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
         payload = pydantic_data_converter.payload_converter.to_payloads([check])[0]
         document = json.loads(payload.data)
         print(json.dumps(document, indent=2))
-        _err(f"start it with: temporal workflow start --type DeletionCheckWorkflow "
+        _err(f"start it with: {temporal_command()} workflow start --type DeletionCheckWorkflow "
              f"--task-queue {args.task_queue or DEFAULT_TASK_QUEUE} --workflow-id "
              f"{workflow_id} --input-file FILE")
         return EXIT_OK
@@ -416,8 +416,8 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
             search_attributes=None if not ready else _check_attributes(check))
         print(f"deletion check {check.check_id} started ({workflow_id})", flush=True)
         if not args.wait:
-            print(f"  follow it: memlife status {check.check_id}\n"
-                  f"  its receipt: memlife receipt {check.check_id} [--out FILE]")
+            print(f"  follow it: {command()} status {check.check_id}\n"
+                  f"  its receipt: {command()} receipt {check.check_id} [--out FILE]")
             return None
         return await _await_receipt(handle)
 
@@ -445,7 +445,11 @@ async def _await_receipt(handle: Any) -> Any:
         return f"round {progress['rounds']}: {stores}" + (
             f" · next round {progress['wake_at']}" if progress.get("wake_at") else "")
 
-    return await wait_showing(handle, describe, "deletion check: waiting for a worker…")
+    from memlife.erasure import ErasureReceipt
+    from memlife.temporal import verdict_result
+
+    return await wait_showing(handle, describe, "deletion check: waiting for a worker…",
+                              lambda h: verdict_result(h, ErasureReceipt))
 
 
 def _emit_receipt(receipt: Any, out: str | None, fmt: str) -> int:
@@ -488,7 +492,7 @@ def cmd_receipt(args: argparse.Namespace) -> int:
             if recorded is not None:  # past Temporal's retention: the recorder keeps it
                 return recorded
             raise InputError([Problem("command line", "CHECK", f"no deletion check "
-                                      f"{args.check!r}; see `memlife status`")]) from None
+                                      f"{args.check!r}; see `{command()} status`")]) from None
         if description.status and description.status.name == "RUNNING" and not args.wait:
             receipt = await handle.query("receipt", result_type=ErasureReceipt)
             _err("memlife: the check is still running; this is its receipt so far "

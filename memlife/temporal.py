@@ -17,6 +17,8 @@ from temporalio.worker import Worker
 from memlife.errors import UnreachableError
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
+# The failure type a run or check ends with when its verdict is not pass.
+VERDICT_FAILURE = "MemlifeVerdict"
 
 _client_used = False
 
@@ -144,10 +146,37 @@ async def connect_to_stack() -> tuple[Client, str]:
     try:
         client = await Client.connect(**{**config, "data_converter": pydantic_data_converter})
     except Exception as exc:
-        hint = ("start the local stack with `memlife dev` (in another terminal)"
+        from memlife.display import command
+
+        hint = (f"start the local stack with `{command()} dev` (in another terminal)"
                 if configured_connection() is None else
                 "check TEMPORAL_ADDRESS / the envconfig profile")
         raise UnreachableError(
             f"cannot reach Temporal at {address} ({describe_connect_error(exc)}); {hint}"
         ) from None
     return client, address
+
+
+async def verdict_result(handle: Any, model: Any) -> Any:
+    """The result (a `model`) of a workflow that ends with a verdict: its return value when
+    it passed, or the details of the failure it ended with when it did not (a run or a
+    deletion check ends FAILED then, so the Web UI shows it: workflows/suite.py). Any
+    other failure is memlife's or its cluster's, and is raised."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import ApplicationError
+
+    try:
+        return await handle.result()
+    except WorkflowFailureError as error:
+        cause = error.cause
+        if isinstance(cause, ApplicationError) and cause.type == VERDICT_FAILURE and (
+                cause.details):
+            return model.model_validate(cause.details[0])
+        raise
+
+
+async def suite_result(handle: Any) -> Any:
+    """A SuiteWorkflow's RunSummary, passed or not."""
+    from memlife.lifecycle import RunSummary
+
+    return await verdict_result(handle, RunSummary)

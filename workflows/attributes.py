@@ -39,7 +39,8 @@ def start_attributes(*, scenario: str, target: str, run: str | None = None,
     return TypedSearchAttributes(pairs)
 
 
-def create_commands() -> list[str]:
-    """The commands that register the attributes on a cluster (README, error messages)."""
-    return [f"temporal operator search-attribute create --name {name} --type {kind}"
+def create_commands(temporal: str = "temporal") -> list[str]:
+    """The commands that register the attributes on a cluster (README, error messages);
+    `temporal` spells the Temporal CLI."""
+    return [f"{temporal} operator search-attribute create --name {name} --type {kind}"
             for name, kind in REGISTRATION.items()]
