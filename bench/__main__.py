@@ -49,6 +49,7 @@ from memlife.lifecycle import (
 )
 from memlife.scenario import load_scenario
 from memlife.targets.config import reference_target
+from memlife.temporal import suite_result
 from workflows.suite import SuiteWorkflow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -165,7 +166,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
         handle = await client.start_workflow(
             SuiteWorkflow.run, run, id=suite_workflow_id(scenario.name, run_id),
             task_queue="memlife")
-        result = asyncio.ensure_future(handle.result())
+        result = asyncio.ensure_future(suite_result(handle))
         lifecycle_rss, last_said = 0.0, time.perf_counter()
         while not result.done():
             await asyncio.wait([result], timeout=5)

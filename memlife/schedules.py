@@ -82,7 +82,9 @@ async def create_schedule(client: Client, name: str, run: RunInput, *, cron: str
 
     action = ScheduleActionStartWorkflow(
         SuiteWorkflow.run, run,
-        id=f"memlife/{run.scenario.name}/scheduled/{name}",  # Temporal appends the time
+        # Temporal appends the start time: memlife/<scenario>/<name>-<time>, whose last
+        # part becomes the run id (workflows/suite.py), as for a run started by hand.
+        id=f"memlife/{run.scenario.name}/{name}",
         task_queue=task_queue,
         typed_search_attributes=attributes.start_attributes(
             scenario=run.scenario.name, target=run.target.name)

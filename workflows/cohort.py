@@ -228,6 +228,9 @@ class _CohortPair(PairLifecycleWorkflow):
                               args: list[Any] | None = None, **options: Any) -> Any:
         return await self._batcher.call(activity, arg if args is None else args)
 
+    def _show_details(self) -> None:
+        """The cohort's page shows the cohort's tallies, not one pair's."""
+
 
 @workflow.defn(name="CohortLifecycleWorkflow")
 class CohortLifecycleWorkflow:
@@ -283,6 +286,12 @@ class CohortLifecycleWorkflow:
                                          for pair, pair_input in zip(self._pairs, inputs,
                                                                      strict=True)))
         serving.cancel()
+        done = [r for r in results if r is not None]
+        failing = sum(1 for r in done if r.failures)
+        workflow.set_current_details(
+            f"**{'FAIL' if failing or len(done) < len(results) else 'done'}**: "
+            f"{len(done)}/{len(results)} pair(s) finished · {failing} with failures · "
+            f"{sum(r.failures for r in done)} failure(s)")
         workflow.logger.info("cohort done: %d pair(s) in %d batch(es)", len(results),
                              batcher.batches)
         return list(results)

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.record import record_receipt
@@ -112,6 +112,14 @@ class DeletionCheckWorkflow:
         if check.search_attributes:
             workflow.upsert_search_attributes([attributes.PHASE.value_set("done"),
                                                attributes.VERDICT.value_set(receipt.verdict)])
+        headline = (f"{receipt.verdict.upper()}: {check.user_id} on {target.name} · "
+                    + (" · ".join(receipt.reasons) or "gone from every store checked"))
+        workflow.set_current_details(f"**{headline}**")
+        # As a run (workflows/suite.py): a check that did not pass ends FAILED, carrying
+        # its receipt; checks started before this ended COMPLETED whatever their verdict.
+        if receipt.verdict != "pass" and workflow.patched("verdict-as-status"):
+            raise ApplicationError(headline, receipt.model_dump(mode="json"),
+                                   type="MemlifeVerdict", non_retryable=True)
         return receipt
 
     async def _request(self, check: DeletionCheckInput,

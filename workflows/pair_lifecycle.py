@@ -215,6 +215,7 @@ class PairLifecycleWorkflow:
                 work = self._register(tuple(step.tenants))
             await self._run_step(index, step.step, step.label, work)
         self._step_kind = "cancelled" if self._cancel_reason else "done"
+        self._show_details()
         if pair_input.search_attributes:
             final = (attributes.CANCELLED if self._cancel_reason else
                      attributes.FAIL if self._failures else
@@ -655,6 +656,17 @@ class PairLifecycleWorkflow:
         except CALL_ERRORS as error:
             workflow.logger.warning("could not queue replies for review: %s", error)
 
+    def _show_details(self) -> None:
+        """The pair's verdict so far on its Web UI page (no history: a query answers it)."""
+        verdict = ("cancelled" if self._cancel_reason else "fail" if self._failures else
+                   "inconclusive" if self._inconclusive else
+                   "running" if self._step_kind not in ("done", "cancelled") else
+                   "pass" if self._cases_passed == self._cases else "inconclusive")
+        workflow.set_current_details(
+            f"**{verdict.upper()}**: {self._cases_passed}/{self._cases} cases passed · "
+            f"{self._failures} failure(s) · {self._inconclusive} inconclusive · stage "
+            f"{self._stage or '-'}")
+
     async def _tally(self, verdicts: list[CaseVerdict]) -> None:
         for verdict in verdicts:
             self._cases += 1
@@ -668,6 +680,8 @@ class PairLifecycleWorkflow:
                         "stage": self._stage, "invariant": finding.invariant,
                         "outcome": finding.outcome, "reason": finding.reason,
                         "store": finding.store})
+        if verdicts:
+            self._show_details()
         if not self._input.search_attributes:
             return
         current = (attributes.FAIL if self._failures else

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ChildWorkflowError
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from activities.record import (
@@ -30,6 +30,26 @@ with workflow.unsafe.imports_passed_through():
     from workflows.cohort import CohortLifecycleWorkflow
     from workflows.options import RECORD_RETRY, RECORD_TIMEOUT
     from workflows.pair_lifecycle import PairLifecycleWorkflow
+
+
+# The failure type of a run that completed and did not pass (its details: the RunSummary).
+VERDICT_FAILURE = "MemlifeVerdict"
+
+
+def verdict_headline(verdict: str, summary: RunSummary, failed_pairs: list[int]) -> str:
+    """One line: the verdict and its counts, as `memlife run` ends its output."""
+    text = (f"{verdict.upper()}: {summary.cases_passed}/{summary.cases} cases passed · "
+            f"{summary.failures} failure(s) · {summary.inconclusive} inconclusive")
+    if failed_pairs:
+        text += f" · pair lifecycle(s) {', '.join(map(str, failed_pairs))} broke"
+    if not summary.latency_within_target:
+        text += " · latency target missed"
+    return f"{text} · run {summary.run_id}"
+
+
+def _report_hint(run_id: str) -> str:
+    return (f"Every finding is recorded: `memlife report {run_id} --format html` shows them; "
+            "the Result or Failure below carries the counts.")
 
 
 @workflow.defn(name="SuiteWorkflow")
@@ -104,6 +124,11 @@ class SuiteWorkflow:
         if not run.run_id:  # started by a schedule: a fresh run every time
             start = workflow.info().start_time
             run_id = start.strftime("%Y%m%dT%H%M%SZ") + "-" + workflow.uuid4().hex[:6]
+            workflow_id = workflow.info().workflow_id
+            if workflow.patched("scheduled-run-id"):
+                # memlife/<scenario>/<run>, as every run's id: the schedule names the run
+                # (schedules.py), and its pairs' ids nest under the suite's.
+                run_id = workflow_id.split("/", 2)[-1]
             run = await workflow.execute_activity(
                 prepare_scheduled_run, args=[run, run_id], start_to_close_timeout=RECORD_TIMEOUT,
                 retry_policy=RECORD_RETRY, summary="prepare scheduled run",
@@ -168,6 +193,14 @@ class SuiteWorkflow:
                  attributes.INCONCLUSIVE)
         self._final_verdict = final
         self._upsert(attributes.PHASE.value_set("done"), attributes.VERDICT.value_set(final))
+        headline = verdict_headline(final, summary, failed_pairs)
+        workflow.set_current_details(f"**{headline}**\n\n" + _report_hint(run.run_id))
+        # A run that did not pass ends FAILED, so the Web UI's list and its Failures view
+        # show it at a glance; the failure carries the summary (memlife reads it as the
+        # run's result). Runs started before this ended COMPLETED whatever their verdict.
+        if final != attributes.PASS and workflow.patched("verdict-as-status"):
+            raise ApplicationError(headline, summary.model_dump(mode="json"),
+                                   type=VERDICT_FAILURE, non_retryable=True)
         return summary
 
     async def _pair(self, pair_input: PairInput) -> PairResult | None:

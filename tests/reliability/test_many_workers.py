@@ -12,11 +12,10 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memlife import embedded
-from memlife.lifecycle import Clock, suite_workflow_id
+from memlife.lifecycle import Clock
 from memlife.targets.config import reference_target
 from tests.reliability.helpers import assert_same_rows, row_keys, small_nightly, start_worker
 from tests.workflows.helpers import run_input, run_suite
-from workflows.suite import SuiteWorkflow
 
 WORKERS = 3
 
@@ -41,9 +40,7 @@ async def test_three_workers_on_postgresql_share_a_run_without_losing_a_row(
         run = run_input(scenario, reference_target(target.base_url), clock)
         logs = [tmp_path / f"worker-{n}.log" for n in range(WORKERS)]
         workers = [start_worker(server.address, postgres_url, log) for log in logs]
-        summary = await asyncio.wait_for(client.execute_workflow(
-            SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
-            task_queue="memlife"), timeout=240)
+        summary = await asyncio.wait_for(run_suite(client, "memlife", run), timeout=240)
     finally:
         for worker in workers:
             embedded.stop_process(worker, grace=10)

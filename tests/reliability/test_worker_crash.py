@@ -19,6 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from memlife import embedded, records
 from memlife.lifecycle import Clock, pair_workflow_id, suite_workflow_id
 from memlife.targets.config import reference_target
+from memlife.temporal import suite_result
 from tests.reliability.helpers import (
     assert_same_rows,
     progress_of,
@@ -59,7 +60,7 @@ async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
             SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
             task_queue="memlife")
         pair0 = pair_workflow_id(run.scenario.name, run.run_id, 0)
-        result = asyncio.ensure_future(handle.result())
+        result = asyncio.ensure_future(suite_result(handle))
         kills: list[tuple[object, object]] = []
         plan = list(KILL_AT_STEPS)
         while not result.done():

@@ -10,6 +10,7 @@ from memlife.artifact import build_artifact
 from memlife.lifecycle import Clock, RunInput, RunMeta, RunSummary, suite_workflow_id
 from memlife.scenario import Scenario
 from memlife.targets.config import Target
+from memlife.temporal import suite_result
 from workflows.suite import SuiteWorkflow
 
 
@@ -26,10 +27,13 @@ def run_input(scenario: Scenario, target: Target, clock: Clock | None = None) ->
 
 
 async def run_suite(client: Client, task_queue: str, run: RunInput) -> RunSummary:
-    return await client.execute_workflow(
+    """Run a suite to its end: its summary, whether it passed (COMPLETED) or not (FAILED
+    with its verdict)."""
+    handle = await client.start_workflow(
         SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
         task_queue=task_queue,
     )
+    return await suite_result(handle)
 
 
 def run_artifact(run_id: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from memlife import embedded, records
 from memlife.erasure import DeletionCheckInput, ErasureReceipt
 from memlife.targets.config import Target, reference_target
+from memlife.temporal import verdict_result
 from workflows.deletion_check import DeletionCheckWorkflow
 
 FACTS = ["Mi color favorito es el verde jade.", "Trabajo en Astilleros Norte."]
@@ -56,9 +57,11 @@ def check_input(target: Target, user_id: str, phone: str, **changes: object) -> 
 
 async def run_check(env: WorkflowEnvironment, task_queue: str,
                     check: DeletionCheckInput) -> ErasureReceipt:
-    return await env.client.execute_workflow(
+    """The receipt, whether the check passed (COMPLETED) or not (FAILED, carrying it)."""
+    handle = await env.client.start_workflow(
         DeletionCheckWorkflow.run, check, id=f"memlife/deletion-check/{check.check_id}",
         task_queue=task_queue)
+    return await verdict_result(handle, ErasureReceipt)
 
 
 async def test_a_clean_deletion_gets_a_passing_receipt_with_time_to_forget(
