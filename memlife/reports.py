@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import math
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -402,40 +403,63 @@ def timeline_svg(card: dict[str, Any]) -> str:
     return "".join(parts) + note
 
 
-def histogram_svg(card: dict[str, Any], bins: int = 24) -> str:
-    samples = card["latency_ms"].get("samples") or []
+def histogram_svg(card: dict[str, Any], bins: int = 30) -> str:
+    """Probe latencies on a logarithmic axis that always reaches the budget: fast targets
+    answer in a few ms against a budget of hundreds, and both must be readable. The budget
+    is a red line; bars past it are red too."""
+    samples = [value for value in card["latency_ms"].get("samples") or [] if value > 0]
     if not samples:
         return "<p class=muted>No probe latencies.</p>"
-    budget = card["latency_ms"].get("target_ms")
-    top = max(max(samples), 1e-9)
-    upper = top * 1.05
+    budget = card["latency_ms"].get("target_ms") or None
+    low = 10 ** math.floor(math.log10(min(samples)))
+    high = 10 ** math.ceil(math.log10(max(max(samples), budget or 0) * 1.05))
+    span = math.log10(high) - math.log10(low)
+
+    def position(value: float) -> float:  # 0 … 1 along the axis
+        return (math.log10(value) - math.log10(low)) / span
+
     counts = [0] * bins
     for value in samples:
-        counts[min(int(value / upper * bins), bins - 1)] += 1
-    width, height, left, bottom = 600, 220, 40, 30
-    plot_w, plot_h = width - left - 10, height - bottom - 10
+        counts[min(int(position(value) * bins), bins - 1)] += 1
+    width, height, left, right, top, bottom = 640, 240, 44, 24, 26, 44
+    plot_w, plot_h = width - left - right, height - top - bottom
     peak = max(counts)
     bar = plot_w / bins
-    parts = [f'<svg class="histogram" viewBox="0 0 {width} {height}" width="600" role="img" '
-             'aria-label="latency histogram" xmlns="http://www.w3.org/2000/svg">']
+    parts = [f'<svg class="histogram" viewBox="0 0 {width} {height}" width="{width}" '
+             'role="img" aria-label="probe latency histogram, log scale, against the budget" '
+             'xmlns="http://www.w3.org/2000/svg">',
+             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
+             'class="lane"/>']
     for index, count in enumerate(counts):
-        h = plot_h * count / peak if peak else 0
+        if not count:
+            continue
+        h = max(plot_h * count / peak, 1.5)
         x = left + bar * index
-        low, high = upper * index / bins, upper * (index + 1) / bins
-        parts.append(f'<rect x="{x + 1:.1f}" y="{10 + plot_h - h:.1f}" width="{bar - 2:.1f}" '
-                     f'height="{h:.1f}" class="bar"><title>{low:.1f}–{high:.1f} ms: {count}'
-                     '</title></rect>')
-    for fraction in (0, 0.5, 1):
-        x = left + plot_w * fraction
-        parts.append(f'<text x="{x:.1f}" y="{height - 10}" class="tick">'
-                     f'{upper * fraction:.0f} ms</text>')
-    parts.append(f'<text x="4" y="18" class="tick">{peak}</text>')
-    if budget and budget <= upper:
-        x = left + plot_w * budget / upper
-        parts.append(f'<line x1="{x:.1f}" y1="10" x2="{x:.1f}" y2="{10 + plot_h}" '
-                     f'class="budget"/><text x="{x + 3:.1f}" y="22" class="tick">budget '
-                     f'{budget:g} ms</text>')
-    parts.append("</svg>")
+        edge_low = 10 ** (math.log10(low) + span * index / bins)
+        edge_high = 10 ** (math.log10(low) + span * (index + 1) / bins)
+        over = budget is not None and edge_low >= budget
+        parts.append(f'<rect x="{x + 1:.1f}" y="{top + plot_h - h:.1f}" width="{bar - 2:.1f}" '
+                     f'height="{h:.1f}" class="bar{" over" if over else ""}"><title>'
+                     f'{edge_low:.3g}–{edge_high:.3g} ms: {count} probe(s)</title></rect>')
+    decade = low
+    while decade <= high * 1.0001:
+        x = left + plot_w * position(decade)
+        anchor = "start" if decade == low else "end" if decade >= high else "middle"
+        parts.append(f'<line x1="{x:.1f}" y1="{top + plot_h}" x2="{x:.1f}" '
+                     f'y2="{top + plot_h + 4}" class="lane"/><text x="{x:.1f}" '
+                     f'y="{top + plot_h + 17}" text-anchor="{anchor}" class="tick">'
+                     f'{decade:g} ms</text>')
+        decade *= 10
+    parts.append(f'<text x="{left - 6}" y="{top + 8}" text-anchor="end" class="tick">'
+                 f'{peak}</text><text x="{left - 6}" y="{top + plot_h}" text-anchor="end" '
+                 'class="tick">0</text>')
+    if budget is not None:
+        x = left + plot_w * position(budget)
+        parts.append(f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{top + plot_h}" '
+                     f'class="budget"/><text x="{x - 4:.1f}" y="{top - 10}" text-anchor="end" '
+                     f'class="tick budget-label">budget {budget:g} ms</text>')
+    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle" '
+                 'class="tick">probe latency (log scale)</text></svg>')
     return "".join(parts)
 
 
@@ -527,7 +551,8 @@ td.inconclusive{background:#fdf1d6}
 padding:10px 14px;min-width:180px}.card b{font-size:20px;display:block}
 svg .grid{stroke:#eef0f4}svg .lane{stroke:#e2e6ec}svg .tick{font-size:11px;fill:#687385}
 svg .label{font-size:12px;fill:#1d2430}svg .wait{fill:#c9d1dc}svg .bar{fill:#5b7bd5}
-svg .budget{stroke:#d64545;stroke-dasharray:4 3}
+svg .budget{stroke:#d64545;stroke-width:2;stroke-dasharray:5 3}svg .bar.over{fill:#d64545}
+svg .budget-label{fill:#b03030;font-weight:600}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;
 height:12px;border-radius:3px;margin-right:4px;vertical-align:-1px}
 details{margin:8px 0}summary{cursor:pointer;font-weight:600}code{font-size:12px}

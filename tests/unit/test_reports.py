@@ -110,8 +110,23 @@ def test_the_html_timeline_draws_every_step_and_marks_the_failing_ones(
     assert page.count('class="step ') == len(checked_steps)
     failing = [s for s in checked_steps if s["outcomes"].get("fail")]
     assert failing and page.count('class="step fail"') == len(failing)
-    assert page.count('class="bar"') == 24  # the latency histogram
     assert '<table class="matrix">' in page
+
+
+def test_the_latency_histogram_counts_every_probe_against_the_budget(
+        nightly_artifact: dict[str, Any]) -> None:
+    card = reports.scorecard(nightly_artifact)
+    samples = card["latency_ms"]["samples"]
+    svg = reports.histogram_svg(card)
+    counted = [int(n) for n in re.findall(r": (\d+) probe\(s\)</title>", svg)]
+    assert sum(counted) == len(samples) > 0  # every probe in exactly one bar
+    # The axis reaches the budget even though every probe took a few ms: the budget is
+    # drawn and labelled, and no bar is past it (no probe was slow).
+    assert max(samples) < 100 and "budget 700 ms" in svg and 'class="budget"' in svg
+    assert "1000 ms</text>" in svg and 'class="bar over"' not in svg
+    slow = {**card, "latency_ms": {**card["latency_ms"], "samples": [*samples, 950.0]}}
+    assert svg.count('class="bar over"') == 0
+    assert reports.histogram_svg(slow).count('class="bar over"') == 1
 
 
 def test_an_unknown_format_is_refused(leak_artifact: dict[str, Any]) -> None:
