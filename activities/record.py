@@ -1,4 +1,5 @@
-"""Recording activities: judge (pure scoring) and write the trail to the database.
+"""Recording activities: load what the rules need, let them judge (rules/judging.py), and
+write the trail to the recorder.
 
 Synchronous (SQLAlchemy is blocking), run on the worker's thread pool. Idempotent: rows
 have deterministic keys and are merged, so a retry never duplicates a row.
@@ -7,8 +8,6 @@ have deterministic keys and are merged, so a retry never duplicates a row.
 from __future__ import annotations
 
 import json
-import sys
-import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from itertools import islice
@@ -18,105 +17,45 @@ from sqlmodel import select
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from memlife import records
-from memlife.erasure import ErasureReceipt
-from memlife.lifecycle import (
-    CaseVerdict,
-    ForbiddenValue,
-    Observation,
-    RunInput,
-    RunSummary,
-    StepOutcome,
-    StepRecord,
-    TenantIdentity,
-    judge_inspection,
-    judge_probe,
-)
+from memlife import recorder
+from memlife.contracts import RunInput, RunSummary, StepOutcome, StepRecord
 from memlife.log import get_logger
-from memlife.scenario import Pair, Scenario
-from memlife.scoring import ValueIndex
+from memlife.recorder.values import foreign_values, forget_run_values
+from memlife.rules.erasure import ErasureReceipt
+from memlife.rules.evidence import Observation
+from memlife.rules.judging import judge_step
+from memlife.rules.pairs import TenantIdentity
+from memlife.rules.scenario import Pair, Scenario
 
 log = get_logger("memlife.activities.record")
-
-# Keyed by database too: one process may record to several (tests, or a URL change).
-_values_lock = threading.Lock()
-_index_build_lock = threading.Lock()
-# (pair, domain, alias, text) per value: tuples of shared strings, not models — a run of
-# 10,000 pairs has half a million values, indexed once per worker process.
-_ValueOwner = tuple[int, str, str, str]
-_foreign_cache: dict[tuple[str, str], ValueIndex[_ValueOwner]] = {}
-
-
-def _run_value_index(run_id: str) -> ValueIndex[_ValueOwner]:
-    """Every value of the run, indexed once per worker process (it never changes), read
-    from the recorder a few thousand rows at a time."""
-    key = (records.database_url(), run_id)
-    with _values_lock:
-        index = _foreign_cache.get(key)
-    if index is not None:
-        return index
-    # One thread builds it; the others (a cohort's steps arrive together) wait for it, not
-    # build their own: forty concurrent builds took the worker to 2 GB.
-    with _index_build_lock:
-        with _values_lock:
-            index = _foreign_cache.get(key)
-        if index is None:
-            index = ValueIndex(
-                (text, (pair, sys.intern(domain), sys.intern(alias), text))
-                for pair, domain, alias, text in records.run_value_tuples(run_id))
-            with _values_lock:
-                if len(_foreign_cache) > 16:
-                    _foreign_cache.clear()
-                _foreign_cache[key] = index
-    return index
-
-
-class ForeignValues(ValueIndex[ForbiddenValue]):
-    """The run's values of every other pair, as judge_probe looks them up."""
-
-    def __init__(self, run_id: str, pair_index: int) -> None:  # noqa: D107
-        self._all = _run_value_index(run_id)
-        self._pair_index = pair_index
-        self.size = self._all.size
-
-    def found_in(self, haystack_normalized: str) -> list[ForbiddenValue]:
-        return [ForbiddenValue(text=text, origin="foreign", domain=domain,
-                               owner=f"{alias} (pair {pair})")
-                for pair, domain, alias, text in self._all.found_in(haystack_normalized)
-                if pair != self._pair_index]
-
-
-def foreign_values(run_id: str, pair_index: int) -> ForeignValues:
-    return ForeignValues(run_id, pair_index)
-
 
 @activity.defn(name="memlife.record_run_started")
 def record_run_started(run: RunInput) -> None:
     meta = run.meta.model_dump(mode="json")
     meta["latency_budget_ms"] = run.scenario.latency_budget.total_seconds() * 1000
-    with records.session() as db:
-        existing = db.get(records.RunRow, run.run_id)
+    with recorder.session() as db:
+        existing = db.get(recorder.RunRow, run.run_id)
         started_at = existing.started_at if existing else datetime.now(UTC)
-        db.merge(records.RunRow(
+        db.merge(recorder.RunRow(
             id=run.run_id, scenario=run.scenario.name, scenario_sha256=run.meta.scenario_sha256,
             target_name=run.target.name, target_base_url=run.target.base_url,
-            clock=run.clock.describe(), meta_json=records.dumps(meta), status="running",
+            clock=run.clock.describe(), meta_json=recorder.dumps(meta), status="running",
             started_at=started_at,
         ))
-    _write_chunked(records.RunValueRow, _value_rows(run.run_id, run.scenario.pairs), 2000)
+    _write_chunked(recorder.RunValueRow, _value_rows(run.run_id, run.scenario.pairs), 2000)
 
 
 @activity.defn(name="memlife.materialize_pairs")
 def materialize_pairs(run_id: str, scenario: Scenario, seed: str) -> int:
     """Materialize the run's pairs from its seed into the recorder (pairs and values);
     idempotent, so a retry writes the same rows. Returns the number of pairs."""
-    from memlife.scenario import materialize
+    from memlife.rules.pairs import materialize
 
     pairs = materialize(scenario, seed).pairs
     pair_rows = ({"id": f"{run_id}/{index}", "run_id": run_id, "pair_index": index,
                   "pair_json": pair.model_dump_json()} for index, pair in enumerate(pairs))
-    _write_chunked(records.RunPairRow, pair_rows)
-    _write_chunked(records.RunValueRow, _value_rows(run_id, pairs))
+    _write_chunked(recorder.RunPairRow, pair_rows)
+    _write_chunked(recorder.RunValueRow, _value_rows(run_id, pairs))
     log.info("pairs materialized", run=run_id, pairs=len(pairs))
     return len(pairs)
 
@@ -126,17 +65,17 @@ def _write_chunked(model: type[Any], rows: Iterable[dict[str, Any]],
     """Short transactions, and never every row in memory at once."""
     iterator = iter(rows)
     while chunk := list(islice(iterator, size)):
-        records.merge_values({model: chunk})
+        recorder.merge_values({model: chunk})
 
 
 @activity.defn(name="memlife.load_pairs")
 def load_pairs(run_id: str, first: int, count: int) -> list[Pair]:
-    with records.session() as db:
-        rows = db.exec(select(records.RunPairRow).where(
-            records.RunPairRow.run_id == run_id,
-            records.RunPairRow.pair_index >= first,
-            records.RunPairRow.pair_index < first + count,
-        ).order_by(records.RunPairRow.pair_index)).all()
+    with recorder.session() as db:
+        rows = db.exec(select(recorder.RunPairRow).where(
+            recorder.RunPairRow.run_id == run_id,
+            recorder.RunPairRow.pair_index >= first,
+            recorder.RunPairRow.pair_index < first + count,
+        ).order_by(recorder.RunPairRow.pair_index)).all()
         pairs = [Pair.model_validate_json(row.pair_json) for row in rows]
     if len(pairs) != count:
         raise ApplicationError(f"run {run_id} has {len(pairs)} of pairs {first}–"
@@ -161,18 +100,10 @@ def record_tenants(run_id: str, pair_index: int, tenants: list[TenantIdentity]) 
 
 
 def _judge(step: StepRecord) -> StepOutcome:
-    by_case = {o.case_id: o for o in step.observations if o.case_id and o.kind == "probe"}
+    """The rules decide (rules/judging.py); this only gives them the run's other values."""
     foreign = foreign_values(step.run_id, step.pair_index) if step.cases else None
-    verdicts: list[CaseVerdict] = [
-        judge_probe(case, by_case[case.case_id], step.latency_budget_ms, foreign)
-        for case in step.cases if case.case_id in by_case
-    ]
-    summaries = []
-    for case in step.inspections:
-        store_verdicts, summary = judge_inspection(case, step.reads.get(case.case_id, []),
-                                                   step.stores)
-        verdicts += store_verdicts
-        summaries.append(summary)
+    verdicts, summaries = judge_step(step.cases, step.observations, step.inspections,
+                                     step.reads, step.stores, step.latency_budget_ms, foreign)
     return StepOutcome(verdicts=verdicts + list(step.verdicts), inspections=summaries)
 
 
@@ -189,7 +120,7 @@ def _metrics(observation: Observation) -> dict[str, float]:
 def record_step(step: StepRecord) -> StepOutcome:
     """Judge the step's probe cases and store reads, then write everything."""
     rows, outcome = _step_rows(step)
-    records.merge_values(rows)
+    recorder.merge_values(rows)
     _log_step(step, outcome)
     return outcome
 
@@ -204,7 +135,7 @@ def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
         for model, values in step_rows.items():
             rows.setdefault(model, []).extend(values)
         outcomes.append(outcome)
-    records.merge_values(rows)
+    recorder.merge_values(rows)
     for step, outcome in zip(steps, outcomes, strict=True):
         _log_step(step, outcome)
     return outcomes
@@ -214,8 +145,8 @@ def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
 def record_tenant_sets(run_id: str, pair_indexes: list[int],
                        tenant_sets: list[list[TenantIdentity]]) -> None:
     """record_tenants for many pairs at once."""
-    records.merge_all([
-        records.TenantRow(
+    recorder.merge_all([
+        recorder.TenantRow(
             id=f"{run_id}/{pair_index}/{t.role}", run_id=run_id, pair_index=pair_index,
             role=t.role, alias=t.alias, phone=t.phone, language=t.language, user_id=t.user_id,
         )
@@ -240,12 +171,12 @@ def _step_rows(step: StepRecord) -> tuple[dict[type[Any], list[dict[str, Any]]],
     common = {"run_id": step.run_id, "pair_index": step.pair_index,
               "step_index": step.step_index}
     rows: dict[type[Any], list[dict[str, Any]]] = {
-        records.StepRow: [{
+        recorder.StepRow: [{
             "id": prefix, **common, "kind": step.kind, "label": step.label,
             "scenario_started": step.scenario_started,
             "scenario_finished": step.scenario_finished, "wall_started": step.wall_started,
             "wall_finished": step.wall_finished}],
-        records.ObservationRow: [{
+        recorder.ObservationRow: [{
             "id": f"{prefix}/{o.seq}", **common, "seq": o.seq, "role": o.role,
             "tenant_alias": aliases.get(o.role, o.role), "kind": o.kind, "domain": o.domain,
             "case_id": o.case_id, "request": o.request, "reply": o.reply,
@@ -253,19 +184,19 @@ def _step_rows(step: StepRecord) -> tuple[dict[type[Any], list[dict[str, Any]]],
             "error": o.error, "latency_ms": o.latency_ms, "scenario_time": o.scenario_time,
             "wall_time": o.wall_time}
             for o in step.observations],
-        records.ObservationMetricRow: [{
+        recorder.ObservationMetricRow: [{
             "id": f"{prefix}/{o.seq}/{name}", **common,
             "observation_id": f"{prefix}/{o.seq}", "seq": o.seq, "name": name,
             "value": value}
             for o in step.observations
             for name, value in _metrics(o).items()],
-        records.VerdictRow: [{
+        recorder.VerdictRow: [{
             "id": f"{prefix}/{v.case_id}", **common, "stage": step.stage,
             "case_id": v.case_id, "role": v.role, "tenant_alias": v.tenant_alias,
             "domain": v.domain, "store": v.store, "outcome": v.outcome, "passed": v.passed,
             "latency_ms": v.latency_ms,
-            "checks_json": records.dumps([c.model_dump() for c in v.checks]),
-            "findings_json": records.dumps([f.model_dump() for f in v.findings])}
+            "checks_json": recorder.dumps([c.model_dump() for c in v.checks]),
+            "findings_json": recorder.dumps([f.model_dump() for f in v.findings])}
             for v in outcome.verdicts],
     }
     return rows, outcome
@@ -276,8 +207,8 @@ def finish_run(run_id: str, failed_pairs: list[int],
                cancelled_pairs: list[int] | None = None) -> RunSummary:
     """Close the run and compute its summary from what was recorded. A run with a failed
     or cancelled pair lifecycle is not `finished`, and never passes."""
-    with records.session() as db:
-        run = db.get(records.RunRow, run_id)
+    with recorder.session() as db:
+        run = db.get(recorder.RunRow, run_id)
         if run is None:
             raise RuntimeError(f"run {run_id} was never recorded")
         if run.finished_at is None:
@@ -292,17 +223,16 @@ def finish_run(run_id: str, failed_pairs: list[int],
             run.status = "finished"
         db.add(run)
     # Streamed from the recorder: a run of any size is summarized in bounded memory.
-    built = records.run_builder(run_id, summary_only=True)
+    built = recorder.run_builder(run_id, summary_only=True)
     assert built is not None
     builder, _ = built
     summary = builder.summary()
-    with records.session() as db:
-        run = db.get(records.RunRow, run_id)
+    with recorder.session() as db:
+        run = db.get(recorder.RunRow, run_id)
         assert run is not None
         run.summary_json = json.dumps(summary)
         db.add(run)
-    with _values_lock:
-        _foreign_cache.pop((records.database_url(), run_id), None)
+    forget_run_values(run_id)
     failures = builder.failure_count
     log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures)
     return RunSummary(
@@ -316,7 +246,7 @@ def finish_run(run_id: str, failed_pairs: list[int],
 @activity.defn(name="memlife.prepare_scheduled_run")
 def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
     """A scheduled run gets its own id, canary seed and fresh tenants each time it starts."""
-    from memlife.scenario import materialize
+    from memlife.rules.pairs import materialize
 
     meta = run.meta.model_copy(update={
         "canary_seed": run_id if run.scenario.generate is not None else None})
@@ -329,7 +259,7 @@ def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
 @activity.defn(name="memlife.record_receipt")
 def record_receipt(receipt: ErasureReceipt) -> None:
     """Keep the receipt in the recorder (idempotent: one row per check)."""
-    records.merge_all([records.ErasureReceiptRow(
+    recorder.merge_all([recorder.ErasureReceiptRow(
         id=receipt.check_id, tenant=receipt.tenant, target_name=receipt.target_name,
         verdict=receipt.verdict, started_at=receipt.started_at,
         finished_at=receipt.finished_at, receipt_json=receipt.model_dump_json())])

@@ -7,21 +7,18 @@ import json
 from temporalio import activity
 from temporalio.common import WorkflowIDConflictPolicy
 
-from memlife import records
-from memlife.adjudication import Adjudication, ReviewItem
+from memlife import recorder
+from memlife.contracts import review_workflow_id
 from memlife.log import get_logger
+from memlife.rules.adjudication import Adjudication, ReviewItem
 
 log = get_logger("memlife.activities.review")
-
-
-def review_workflow_id(queue: str) -> str:
-    return f"memlife/review/{queue}"
 
 
 @activity.defn(name="memlife.queue_for_review")
 async def queue_for_review(queue: str, items: list[ReviewItem]) -> int:
     """Signal-with-start the queue's AdjudicationWorkflow with the items."""
-    from workflows.adjudication import AdjudicationWorkflow
+    from memlife.workflows.adjudication import AdjudicationWorkflow
 
     await activity.client().start_workflow(
         AdjudicationWorkflow.run, None, id=review_workflow_id(queue),
@@ -35,7 +32,7 @@ async def queue_for_review(queue: str, items: list[ReviewItem]) -> int:
 @activity.defn(name="memlife.record_adjudications")
 def record_adjudications(batch: list[Adjudication]) -> None:
     rows: list = [
-        records.AdjudicationRow(
+        recorder.AdjudicationRow(
             id=a.item.ticket, run_id=a.item.run_id, pair_index=a.item.pair_index,
             step_index=a.item.step_index, stage=a.item.stage, case_id=a.item.case_id,
             tenant_alias=a.item.tenant_alias, kind=a.item.kind, reviewer=a.decision.reviewer,
@@ -45,4 +42,4 @@ def record_adjudications(batch: list[Adjudication]) -> None:
             exact_json=json.dumps(a.item.exact), checks_json=json.dumps(a.checks))
         for a in batch
     ]
-    records.merge_all(rows)
+    recorder.merge_all(rows)

@@ -21,24 +21,20 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from memlife.lifecycle import (
+from memlife.contracts import (
     BatchOutcome,
     ConverseRequest,
     DeleteRequest,
-    DeletionState,
     ForgetRequest,
     InspectRequest,
     RegisterRequest,
     RegisterResult,
-    Reply,
-    StoreRead,
-    StoreRecordView,
     TargetBatch,
 )
 from memlife.log import get_logger
-from memlife.scoring import normalize
-from memlife.targets import files, http, sql, stores
-from memlife.targets.config import (
+from memlife.rules.evidence import DeletionState, Reply, StoreRead, StoreRecordView
+from memlife.rules.scoring import normalize
+from memlife.rules.target import (
     ChromaProbe,
     DeleteOperation,
     FalkorDBProbe,
@@ -50,6 +46,7 @@ from memlife.targets.config import (
     StoreProbe,
     Target,
 )
+from memlife.targets import files, http, sql, stores
 from memlife.targets.http import MissingSecret, TargetError
 
 log = get_logger("memlife.activities.target")

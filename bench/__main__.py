@@ -31,26 +31,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memlife.workflows.suite import SuiteWorkflow
 from sqlalchemy import text
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench.noop import NoopWorkflow, noop
 from bench.plain_runner import replay
-from memlife import __version__, embedded, records
-from memlife.lifecycle import (
-    DEFAULT_MAX_ACTIVE_PAIRS,
-    Clock,
-    RunInput,
-    RunMeta,
-    RunSummary,
-    cohort_size,
-    suite_workflow_id,
-)
-from memlife.scenario import load_scenario
-from memlife.targets.config import reference_target
-from memlife.temporal import suite_result
-from workflows.suite import SuiteWorkflow
+from memlife import __version__, recorder
+from memlife.bundled.reference.target_file import reference_target
+from memlife.contracts import RunInput, RunMeta, RunSummary, suite_workflow_id
+from memlife.rules.clock import Clock
+from memlife.rules.scenario_file import load_scenario
+from memlife.rules.sizing import DEFAULT_MAX_ACTIVE_PAIRS, cohort_size
+from memlife.stack import embedded
+from memlife.stack.connection import suite_result
 
 REPO = Path(__file__).resolve().parents[1]
 NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
@@ -158,7 +153,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
                            meta=meta, cohort_size=size, seed=run_id,
                            max_active_pairs=max_active_pairs)
         else:
-            from memlife.scenario import materialize
+            from memlife.rules.pairs import materialize
 
             run = RunInput(run_id=run_id, scenario=materialize(scenario, run_id),
                            target=target, clock=clock, meta=meta)
@@ -185,7 +180,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
     finally:
         embedded.stop_process(worker, grace=30)
         target_process.stop()
-    engine = records.engine_for(db_url)
+    engine = recorder.engine_for(db_url)
     with engine.connect() as db:
         requests = db.execute(text("SELECT count(*) FROM observations WHERE run_id = :r"),
                               {"r": run_id}).scalar_one()
@@ -201,7 +196,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
 def fidelity(run: MemlifeRun) -> dict[str, float]:
     """memlife's recorded latency minus the target's own time in the application
     (Server-Timing `total`), for the same conversation requests."""
-    engine = records.engine_for(run.db_url)
+    engine = recorder.engine_for(run.db_url)
     with engine.connect() as db:
         pairs = db.execute(text(
             "SELECT o.latency_ms, m.value FROM observations o JOIN observation_metrics m "

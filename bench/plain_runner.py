@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
-from memlife import records
+from memlife import recorder
 
 NOW_HEADER = "X-Memlife-Now"
 
@@ -47,7 +47,7 @@ def recorded_requests(run_id: str, url: str) -> tuple[dict[int, list[Request]],
                                                      dict[tuple[int, str], str],
                                                      dict[tuple[int, str, str], str]]:
     """Per pair, the requests in the order memlife made them; phones; current values."""
-    engine = records.engine_for(url)
+    engine = recorder.engine_for(url)
     by_pair: dict[int, list[Request]] = defaultdict(list)
     with engine.connect() as db:
         rows = db.execute(text(

@@ -1,4 +1,6 @@
-"""Errors a person can act on. Each renders as one line; the CLI exits 2 on them."""
+"""Errors a person can act on. Each renders as one line, always shaped the same way: where
+(a file, `command line`, or a service), what (a field or an option, when there is one),
+and why, separated by colons. The CLI prints them as they are and exits 2."""
 
 from __future__ import annotations
 
@@ -20,11 +22,12 @@ class Problem:
 
     def __str__(self) -> str:
         reason = re.sub(r"\s*[\r\n\t]+\s*", " ", self.reason)  # one line, always
-        return f"{self.file}: {self.path or '(top level)'}: {reason}"
+        return f"{self.file}: {self.path}: {reason}" if self.path else f"{self.file}: {reason}"
 
 
 class MemlifeError(Exception):
-    """Base of the errors memlife reports without a traceback."""
+    """Base of the errors memlife reports without a traceback. Its message is the whole
+    line: `where: what: why` (see Problem)."""
 
 
 class InputError(MemlifeError):

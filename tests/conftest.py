@@ -13,10 +13,13 @@ import pytest_asyncio
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded
-from memlife.scenario import Scenario, load_scenario
-from memlife.targets.config import Target, reference_target
-from memlife.temporal import build_worker, bundled_binary
+from memlife.bundled.reference.target_file import reference_target
+from memlife.rules.scenario import Scenario
+from memlife.rules.scenario_file import load_scenario
+from memlife.rules.target import Target
+from memlife.stack import embedded
+from memlife.stack.connection import bundled_binary
+from memlife.stack.worker import build_worker
 
 REPO = Path(__file__).resolve().parent.parent
 SEED_SCENARIO = REPO / "scenarios" / "seed-six-case.yaml"

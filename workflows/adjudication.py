@@ -15,8 +15,10 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.review import record_adjudications
-    from memlife.adjudication import (
+    from memlife.activities.review import record_adjudications
+    from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
+
+    from memlife.rules.adjudication import (
         Adjudication,
         BlindItem,
         Decision,
@@ -25,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
         blind,
         decision_problems,
     )
-    from workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
 
 class QueueState(BaseModel):

@@ -23,11 +23,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import TypeAdapter
-
-    from activities.record import load_pairs, record_step, record_steps, record_tenant_sets
-    from activities.record import record_tenants as record_tenants_activity
-    from activities.target import (
+    from memlife.activities.record import load_pairs, record_step, record_steps, record_tenant_sets
+    from memlife.activities.record import record_tenants as record_tenants_activity
+    from memlife.activities.target import (
         converse,
         delete_tenant,
         deletion_status,
@@ -36,30 +34,26 @@ with workflow.unsafe.imports_passed_through():
         register_tenant,
         target_batch,
     )
-    from memlife.lifecycle import (
-        BatchOutcome,
-        CohortInput,
-        DeletionState,
-        PairInput,
-        PairResult,
-        RegisterResult,
-        Reply,
-        StoreRead,
-        TargetBatch,
-        pair_tenants,
-    )
-    from workflows.options import (
+    from memlife.workflows.lifecycle import BatchItemError, PairLifecycleWorkflow, _failure_text
+    from memlife.workflows.options import (
         HEARTBEAT_TIMEOUT,
         RECORD_RETRY,
         RECORD_TIMEOUT,
         RESUMABLE_RETRY,
         batch_timeout,
     )
-    from workflows.pair_lifecycle import (
-        BatchItemError,
-        PairLifecycleWorkflow,
-        _failure_text,
+    from pydantic import TypeAdapter
+
+    from memlife.contracts import (
+        BatchOutcome,
+        CohortInput,
+        PairInput,
+        PairResult,
+        RegisterResult,
+        TargetBatch,
     )
+    from memlife.rules.evidence import DeletionState, Reply, StoreRead
+    from memlife.rules.pairs import pair_tenants
 
 # Which batch kind each single-call activity joins, and how its result is read back.
 _TARGET_KINDS: dict[Any, tuple[str, TypeAdapter[Any]]] = {

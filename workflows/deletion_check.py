@@ -15,19 +15,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.record import record_receipt
-    from activities.target import converse, delete_tenant, deletion_status, inspect_stores
-    from memlife import erasure
-    from memlife.erasure import DeletionCheckInput, ErasureReceipt
-    from memlife.lifecycle import (
-        ConverseRequest,
-        DeleteRequest,
-        DeletionState,
-        InspectRequest,
-        StoreRead,
-    )
-    from workflows import attributes
-    from workflows.options import (
+    from memlife.activities.record import record_receipt
+    from memlife.activities.target import converse, delete_tenant, deletion_status, inspect_stores
+    from memlife.workflows import attributes
+    from memlife.workflows.lifecycle import _failure_text, _iso
+    from memlife.workflows.options import (
         HEARTBEAT_TIMEOUT,
         INSPECT_RETRY,
         RECORD_RETRY,
@@ -38,7 +30,11 @@ with workflow.unsafe.imports_passed_through():
         inspect_timeout,
         target_timeout,
     )
-    from workflows.pair_lifecycle import _failure_text, _iso
+
+    from memlife.contracts import ConverseRequest, DeleteRequest, InspectRequest
+    from memlife.rules import erasure
+    from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
+    from memlife.rules.evidence import DeletionState, StoreRead
 
 
 @workflow.defn(name="DeletionCheckWorkflow")
@@ -186,7 +182,7 @@ class DeletionCheckWorkflow:
                 retry_policy=RESUMABLE_RETRY,
                 summary=f"ask {len(check.questions)} question(s) as {check.user_id}")
         except ActivityError as failure:
-            from memlife.lifecycle import Reply
+            from memlife.rules.evidence import Reply
 
             return [Reply(index=i, status="target-error", error=_failure_text(failure),
                           wall_time=workflow.now()) for i in range(len(check.questions))]

@@ -7,7 +7,7 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
-from memlife.targets.config import Target
+from memlife.rules.target import Target
 
 # Target calls: transport errors, timeouts and 5xx back off and retry, bounded;
 # 4xx, bad responses and configuration problems fail at once (non-retryable types).

@@ -9,27 +9,28 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.record import (
+    from memlife.activities.record import (
         finish_run,
         materialize_pairs,
         prepare_scheduled_run,
         record_run_started,
     )
-    from memlife.lifecycle import (
+    from memlife.workflows import attributes
+    from memlife.workflows.cohort import CohortLifecycleWorkflow
+    from memlife.workflows.lifecycle import PairLifecycleWorkflow
+    from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
+
+    from memlife.contracts import (
         CohortInput,
         PairInput,
         PairResult,
         RunInput,
         RunSummary,
-        active_cohorts,
         cohort_workflow_id,
-        pair_tenants,
         pair_workflow_id,
     )
-    from workflows import attributes
-    from workflows.cohort import CohortLifecycleWorkflow
-    from workflows.options import RECORD_RETRY, RECORD_TIMEOUT
-    from workflows.pair_lifecycle import PairLifecycleWorkflow
+    from memlife.rules.pairs import pair_tenants
+    from memlife.rules.sizing import active_cohorts
 
 
 # The failure type of a run that completed and did not pass (its details: the RunSummary).

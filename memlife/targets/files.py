@@ -20,7 +20,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from memlife.scoring import normalize
+from memlife.rules.scoring import normalize
 from memlife.targets.http import TargetError, required_env
 
 CHUNK_BYTES = 8 * 1024 * 1024

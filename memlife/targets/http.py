@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
-from memlife.targets.config import PLACEHOLDER, EnvRef, HeaderValue, Operation, Target
+from memlife.rules.target import PLACEHOLDER, EnvRef, HeaderValue, Operation, Target
 
 NOW_HEADER = "X-Memlife-Now"
 _BODY_EXCERPT = 300

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from memlife.scoring import normalize
+from memlife.rules.scoring import normalize
 from memlife.targets.http import TargetError, required_env
 
 

@@ -3,12 +3,14 @@ checked against every other pair's values, found exactly as written, never its o
 
 from __future__ import annotations
 
+from memlife.activities.record import materialize_pairs
 from sqlalchemy import text
 
-from activities.record import _foreign_cache, foreign_values, materialize_pairs
-from memlife import records
-from memlife.scenario import load_scenario, materialize
-from memlife.scoring import normalize
+from memlife import recorder
+from memlife.recorder.values import _foreign_cache, foreign_values
+from memlife.rules.pairs import materialize
+from memlife.rules.scenario_file import load_scenario
+from memlife.rules.scoring import normalize
 from tests.reliability.helpers import NIGHTLY
 
 
@@ -20,7 +22,7 @@ def test_values_are_written_in_chunks_and_found_for_other_pairs_only(db_url: str
     run_id = "values-run"
     assert materialize_pairs(run_id, scenario, "values-seed") == 3
     pairs = materialize(scenario, "values-seed").pairs
-    with records.engine_for(db_url).connect() as db:
+    with recorder.engine_for(db_url).connect() as db:
         written = db.execute(text("SELECT count(*) FROM run_values WHERE run_id = :r"),
                              {"r": run_id}).scalar_one()
     expected = sum(len(fact.all_texts()) for pair in pairs for role in ("a", "b")
@@ -34,4 +36,4 @@ def test_values_are_written_in_chunks_and_found_for_other_pairs_only(db_url: str
     assert [(f.text, f.origin, f.domain, f.owner) for f in found] == [
         (theirs, "foreign", "pet", f"{pairs[2].b.alias} (pair 2)")]
     assert [f.text for f in foreign_values(run_id, 2).found_in(reply)] == [mine]
-    assert (records.database_url(), run_id) in _foreign_cache  # indexed once
+    assert (recorder.database_url(), run_id) in _foreign_cache  # indexed once

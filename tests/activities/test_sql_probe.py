@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from memlife.activities.target import inspect_stores
 from sqlalchemy import create_engine, text
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.target import inspect_stores
+from memlife.contracts import InspectRequest
 from memlife.errors import InputError
-from memlife.lifecycle import InspectRequest
-from memlife.targets.config import parse_target
+from memlife.rules.target import parse_target
 
 ROWS = [("m1", "u_ana", "Trabaja en Panadería Quispe", 0),
         ("m2", "u_ana", "Vive en calle Olmo 12", 0),

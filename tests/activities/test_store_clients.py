@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memlife.activities.target import inspect_stores
 from temporalio.testing import ActivityEnvironment
 
-from activities.target import inspect_stores
-from memlife.embedded import free_port, wait_listening
+from memlife.contracts import InspectRequest
 from memlife.errors import InputError
-from memlife.lifecycle import InspectRequest
-from memlife.targets.config import parse_target
+from memlife.rules.target import parse_target
+from memlife.stack.processes import free_port, wait_listening
 
 NOW = "2026-12-01T00:00:00Z"
 MEMORIES = [("u_ana", "Trabaja en Panadería Quispe"), ("u_ana", "Vive en calle Olmo 12"),

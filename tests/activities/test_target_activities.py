@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
+from memlife.activities.target import converse, inspect_stores, register_tenant
 from temporalio.testing import ActivityEnvironment
 
-from activities.target import converse, inspect_stores, register_tenant
-from memlife.lifecycle import ConverseRequest, InspectRequest, RegisterRequest
+from memlife.contracts import ConverseRequest, InspectRequest, RegisterRequest
+from memlife.rules.target import Target, parse_target
 from memlife.targets import http
-from memlife.targets.config import Target, parse_target
 from tests.servers import serve_in_thread
 
 

@@ -10,9 +10,9 @@ import httpx
 from temporalio.testing import WorkflowEnvironment
 
 from bench.plain_runner import replay
-from memlife import embedded
-from memlife.scenario import Scenario
-from memlife.targets.config import reference_target
+from memlife.bundled.reference.target_file import reference_target
+from memlife.rules.scenario import Scenario
+from memlife.stack import embedded
 from tests.reliability.helpers import small_nightly
 from tests.workflows.helpers import run_input, run_suite
 
@@ -38,9 +38,9 @@ async def test_replay_sends_the_recorded_requests_to_the_same_effect(
     with embedded.reference_target(tmp_path / "memlife") as first:
         run = run_input(scenario, reference_target(first.base_url))
         summary = await run_suite(skip_env.client, skip_worker, run)
-        from memlife import records
+        from memlife import recorder
 
-        loaded = records.load_run(run.run_id)
+        loaded = recorder.load_run(run.run_id)
         assert loaded is not None
         phones = sorted(t.phone for t in loaded["tenants"])
         after_memlife = _store_sizes(first.base_url, _users(first.base_url, phones))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memlife import embedded
+from memlife.stack import embedded
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
@@ -24,7 +24,8 @@ def memlife(*args: str, cwd: Path, timeout: float = 240,
     """The CLI as a user runs it, with a clean Temporal configuration (plus `env`)."""
     base = {k: v for k, v in os.environ.items()
             if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")}
-    env = {**base, "PYTHONPATH": str(REPO), **(env or {})}
+    # Wide enough that no table cell folds a phrase a test looks for.
+    env = {**base, "PYTHONPATH": str(REPO), "COLUMNS": "400", **(env or {})}
     return subprocess.run([*MEMLIFE, *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, check=False)
 
@@ -33,7 +34,12 @@ def test_seed_run_passes_with_a_complete_artifact(tmp_path: Path) -> None:
     result = memlife("run", str(SEED), "--out", "r.json", "--enforce", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS: 6/6 cases passed" in result.stdout
-    assert "Web UI: http://127.0.0.1:" in result.stdout
+    # The embedded server stops with the command: the link comes once, at the end, with
+    # how to open the run's history afterwards (memlife dev keeps the same database).
+    assert result.stdout.count("http://127.0.0.1:8233/namespaces/default/workflows/") <= 1
+    last = result.stdout.strip().splitlines()[-2]
+    assert last.startswith("Web UI: run `") and " dev` (it keeps .memlife/temporal.db), " \
+        "then open http://127.0.0.1:" in last, result.stdout
     assert "Traceback" not in result.stderr
     artifact = json.loads((tmp_path / "r.json").read_text())
     assert set(artifact) >= {"meta", "summary", "latency_ms", "failures", "observations"}
@@ -84,13 +90,13 @@ operations:
     ("args", "expected"),
     [
         (["run", str(SEED), "--target", "secret.yaml"],
-         "secret.yaml: environment variable(s) MEMLIFE_E2E_UNSET_TOKEN (named by its headers "
-         "or probes) not set"),
+         "secret.yaml: headers: environment variable(s) MEMLIFE_E2E_UNSET_TOKEN (named by its "
+         "headers or probes) not set"),
         (["run", "vault.yaml"], "vault.yaml: timeline.3.stores.1: unknown store 'vault'; "
                                 "reference probes: thread, memory, graph, jobs, summaries, cache"),
         (["TEMPORAL_ADDRESS=127.0.0.1:9", "run", str(SEED)],
-         "cannot reach Temporal at 127.0.0.1:9 (connection refused)"),
-        (["validate", "missing.yaml"], "missing.yaml: (top level): file not found"),
+         "Temporal at 127.0.0.1:9: cannot reach it (connection refused)"),
+        (["validate", "missing.yaml"], "missing.yaml: file not found"),
         (["run", "bad.yaml"], "bad.yaml: pairs.0.b.facts.color: value 'azul marino' is not "
                               "mutually exclusive"),
         (["run", str(SEED), "--clock", "warp"], "command line: --clock:"),

@@ -22,12 +22,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memlife import embedded
+from memlife.bundled.reference.target_file import TARGET_FILE
+from memlife.stack import embedded
 from tests import browser
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
-REFERENCE_FILE = REPO / "memlife" / "targets" / "reference.yaml"
+REFERENCE_FILE = TARGET_FILE
 MEMLIFE = [sys.executable, "-m", "memlife"]
 TEMPORAL = embedded.bundled_binary("temporal")
 

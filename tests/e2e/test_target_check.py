@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlife import embedded
+from memlife.bundled.reference.target_file import TARGET_FILE
+from memlife.stack import embedded
 from tests.e2e.test_memlife_run import memlife
 
-REFERENCE_FILE = Path(__file__).resolve().parents[2] / "memlife" / "targets" / "reference.yaml"
+REFERENCE_FILE = TARGET_FILE
 
 
 def test_a_working_target_file_checks_out_operation_by_operation(tmp_path: Path) -> None:

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from memlife import records
-from memlife.scenario import Scenario, load_scenario, materialize
+from memlife import recorder
+from memlife.rules.pairs import materialize
+from memlife.rules.scenario import Scenario
+from memlife.rules.scenario_file import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
@@ -42,7 +44,7 @@ def row_keys(run_id: str, url: str) -> dict[str, object]:
     polls are left out: how many it takes depends on timing under a compressed clock (a
     retried, idempotent deletion request may even find the purge done and need none). That
     every deletion was confirmed shows in the verdicts, which must be identical."""
-    loaded = records.load_run(run_id, url)
+    loaded = recorder.load_run(run_id, url)
     assert loaded is not None
     observations = [o for o in loaded["observations"] if o.kind != "deletion-status"]
     return {

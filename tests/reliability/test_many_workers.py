@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded
-from memlife.lifecycle import Clock
-from memlife.targets.config import reference_target
+from memlife.bundled.reference.target_file import reference_target
+from memlife.rules.clock import Clock
+from memlife.stack import embedded
 from tests.reliability.helpers import assert_same_rows, row_keys, small_nightly, start_worker
 from tests.workflows.helpers import run_input, run_suite
 

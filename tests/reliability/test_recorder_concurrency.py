@@ -7,11 +7,14 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
+from memlife.activities.record import record_step
 from sqlmodel import func, select
 
-from activities.record import record_step
-from memlife import records
-from memlife.lifecycle import Observation, ProbeCase, StepRecord, TenantIdentity
+from memlife import recorder
+from memlife.contracts import StepRecord
+from memlife.rules.evidence import Observation
+from memlife.rules.pairs import TenantIdentity
+from memlife.rules.verdicts import ProbeCase
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 STEPS = 256
@@ -37,7 +40,7 @@ def step(index: int) -> StepRecord:
 
 
 def count(model: type) -> int:
-    with records.session() as db:
+    with recorder.session() as db:
         return db.exec(select(func.count()).select_from(model)).one()
 
 
@@ -48,6 +51,6 @@ def test_64_concurrent_recorders_lose_and_duplicate_nothing(recorder_url: str) -
         outcomes = list(pool.map(record_step, work + retries))
     assert all(len(o.verdicts) == OBSERVATIONS_PER_STEP for o in outcomes)
     assert all(v.passed for o in outcomes for v in o.verdicts)
-    assert count(records.StepRow) == STEPS
-    assert count(records.ObservationRow) == STEPS * OBSERVATIONS_PER_STEP
-    assert count(records.VerdictRow) == STEPS * OBSERVATIONS_PER_STEP
+    assert count(recorder.StepRow) == STEPS
+    assert count(recorder.ObservationRow) == STEPS * OBSERVATIONS_PER_STEP
+    assert count(recorder.VerdictRow) == STEPS * OBSERVATIONS_PER_STEP

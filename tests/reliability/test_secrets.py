@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded, records
-from memlife.artifact import build_artifact
-from memlife.lifecycle import pair_workflow_id, suite_workflow_id
-from memlife.scenario import Scenario
-from memlife.targets.config import Target, parse_target
+from memlife import recorder
+from memlife.contracts import pair_workflow_id, suite_workflow_id
+from memlife.recorder.builder import build_artifact
+from memlife.rules.scenario import Scenario
+from memlife.rules.target import Target, parse_target
+from memlife.stack import embedded
 from tests.workflows.helpers import run_input, run_suite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,7 +58,7 @@ async def test_secret_is_used_but_never_recorded(
     database = Path(db_url.removeprefix("sqlite:///"))
     for path in database.parent.glob(database.name + "*"):  # the file and its WAL
         assert secret.encode() not in path.read_bytes()
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     assert secret not in json.dumps(build_artifact(loaded))
     captured = capfd.readouterr()
@@ -73,7 +74,7 @@ async def test_a_missing_secret_is_inconclusive_and_named(
         run = run_input(seed_scenario, authenticated_target(process.base_url))
         summary = await run_suite(skip_env.client, skip_worker, run)
     assert not summary.passed and summary.cases_passed == 0
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     errors = {o.error for o in loaded["observations"] if o.kind == "register"}
     assert all(f"environment variable {SECRET_VARIABLE} is not set" in (e or "")

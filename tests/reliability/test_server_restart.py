@@ -8,13 +8,15 @@ import asyncio
 from datetime import timedelta
 from pathlib import Path
 
+from memlife.workflows.suite import SuiteWorkflow
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded
-from memlife.lifecycle import Clock, RunSummary, pair_workflow_id, suite_workflow_id
-from memlife.targets.config import reference_target
+from memlife.bundled.reference.target_file import reference_target
+from memlife.contracts import RunSummary, pair_workflow_id, suite_workflow_id
+from memlife.rules.clock import Clock
+from memlife.stack import embedded
 from tests.reliability.helpers import (
     assert_same_rows,
     progress_of,
@@ -23,7 +25,6 @@ from tests.reliability.helpers import (
     start_worker,
 )
 from tests.workflows.helpers import run_input, run_suite
-from workflows.suite import SuiteWorkflow
 
 RESTART_AT_STEPS = (3, 11, 19)  # after the first writes, around the update, after deletion
 

@@ -14,10 +14,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import records
-from memlife.artifact import build_artifact
-from memlife.scenario import Scenario
-from memlife.targets.config import Target
+from memlife import recorder
+from memlife.recorder.builder import build_artifact
+from memlife.rules.scenario import Scenario
+from memlife.rules.target import Target
 from tests.servers import serve_in_thread
 from tests.workflows.helpers import run_input, run_suite
 
@@ -68,7 +68,7 @@ async def lifecycle(env: WorkflowEnvironment, task_queue: str, scenario: Scenari
                     target: Target) -> dict:
     run = run_input(scenario, target)
     await run_suite(env.client, task_queue, run)
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     return build_artifact(loaded)
 

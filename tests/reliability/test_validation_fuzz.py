@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlife.errors import InputError
-from memlife.scenario import parse_scenario
-from memlife.targets.config import parse_target
+from memlife.rules.scenario_file import parse_scenario
+from memlife.rules.target import parse_target
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = yaml.safe_load((REPO / "scenarios" / "seed-six-case.yaml").read_text())

@@ -14,12 +14,15 @@ import signal
 from datetime import timedelta
 from pathlib import Path
 
+from memlife.workflows.suite import SuiteWorkflow
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded, records
-from memlife.lifecycle import Clock, pair_workflow_id, suite_workflow_id
-from memlife.targets.config import reference_target
-from memlife.temporal import suite_result
+from memlife import recorder
+from memlife.bundled.reference.target_file import reference_target
+from memlife.contracts import pair_workflow_id, suite_workflow_id
+from memlife.rules.clock import Clock
+from memlife.stack import embedded
+from memlife.stack.connection import suite_result
 from tests.reliability.helpers import (
     assert_same_rows,
     progress_of,
@@ -28,7 +31,6 @@ from tests.reliability.helpers import (
     start_worker,
 )
 from tests.workflows.helpers import run_input, run_suite
-from workflows.suite import SuiteWorkflow
 
 # Kill when pair 0 first reaches each of these timeline steps (-1 is registration): writes,
 # probes, inspections, the update, the erasures, and last the three-day wait (13 s of real
@@ -91,7 +93,7 @@ async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
 
 def _target_errors(run_id: str, url: str) -> list[tuple[object, ...]]:
     """What went wrong, for the failure message."""
-    loaded = records.load_run(run_id, url)
+    loaded = recorder.load_run(run_id, url)
     assert loaded is not None
     return [(o.pair_index, o.step_index, o.kind, o.error) for o in loaded["observations"]
             if o.status != "ok"][:10]

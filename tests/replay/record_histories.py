@@ -21,11 +21,13 @@ from pathlib import Path
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded
-from memlife.lifecycle import cohort_workflow_id, pair_workflow_id
-from memlife.scenario import load_scenario, materialize
-from memlife.targets.config import reference_target
-from memlife.temporal import build_worker, bundled_binary
+from memlife.bundled.reference.target_file import reference_target
+from memlife.contracts import cohort_workflow_id, pair_workflow_id
+from memlife.rules.pairs import materialize
+from memlife.rules.scenario_file import load_scenario
+from memlife.stack import embedded
+from memlife.stack.connection import bundled_binary
+from memlife.stack.worker import build_worker
 from tests.workflows.helpers import run_input, run_suite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,9 +89,10 @@ async def record_operator_runs() -> None:
     (empty run id) cancelled by an operator."""
     import os
 
-    from memlife.scenario import load_scenario
-    from memlife.temporal import ensure_search_attributes
-    from workflows.suite import SuiteWorkflow
+    from memlife.workflows.suite import SuiteWorkflow
+
+    from memlife.rules.scenario_file import load_scenario
+    from memlife.stack.connection import ensure_search_attributes
 
     scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
     os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
@@ -111,7 +114,7 @@ async def record_operator_runs() -> None:
                     scenario = load_scenario(scenario_file)
                     run = run_input(scenario, reference_target(process.base_url)).model_copy(
                         update={"search_attributes": True})
-                    from memlife.lifecycle import Clock
+                    from memlife.rules.clock import Clock
 
                     run = run.model_copy(update={"clock": Clock(mode="real")})
                     if scheduled:
@@ -151,9 +154,9 @@ async def record_deletion_check() -> None:
     from datetime import timedelta
 
     import httpx
+    from memlife.workflows.deletion_check import DeletionCheckWorkflow
 
-    from memlife.erasure import DeletionCheckInput
-    from workflows.deletion_check import DeletionCheckWorkflow
+    from memlife.rules.erasure import DeletionCheckInput
 
     scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
     os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
@@ -191,8 +194,7 @@ async def record_adjudication() -> None:
     is taken while it waits."""
     import os
 
-    from memlife.adjudication import Decision
-    from workflows.adjudication import AdjudicationWorkflow  # noqa: F401 (registered)
+    from memlife.rules.adjudication import Decision
 
     scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
     os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"

@@ -3,15 +3,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from memlife.workflows.suite import SuiteWorkflow
 from temporalio.client import Client
 
-from memlife import records
-from memlife.artifact import build_artifact
-from memlife.lifecycle import Clock, RunInput, RunMeta, RunSummary, suite_workflow_id
-from memlife.scenario import Scenario
-from memlife.targets.config import Target
-from memlife.temporal import suite_result
-from workflows.suite import SuiteWorkflow
+from memlife import recorder
+from memlife.contracts import RunInput, RunMeta, RunSummary, suite_workflow_id
+from memlife.recorder.builder import build_artifact
+from memlife.rules.clock import Clock
+from memlife.rules.scenario import Scenario
+from memlife.rules.target import Target
+from memlife.stack.connection import suite_result
 
 
 def run_input(scenario: Scenario, target: Target, clock: Clock | None = None) -> RunInput:
@@ -38,6 +39,6 @@ async def run_suite(client: Client, task_queue: str, run: RunInput) -> RunSummar
 
 def run_artifact(run_id: str) -> dict[str, Any]:
     """The whole artifact of a recorded run, as `memlife run --out` writes it."""
-    loaded = records.load_run(run_id)
+    loaded = recorder.load_run(run_id)
     assert loaded is not None
     return build_artifact(loaded)

@@ -12,16 +12,17 @@ from io import StringIO
 from typing import Any
 
 from fastapi import FastAPI, Header, HTTPException
+from memlife.activities.review import review_workflow_id
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.review import review_workflow_id
-from memlife import records, review
-from memlife.adjudication import Decision
-from memlife.artifact import build_artifact
+from memlife import recorder
+from memlife.cli import review
+from memlife.recorder.builder import build_artifact
 from memlife.reports import scorecard
-from memlife.scenario import Scenario
-from memlife.targets.config import Target
+from memlife.rules.adjudication import Decision
+from memlife.rules.scenario import Scenario
+from memlife.rules.target import Target
 from tests.servers import serve_in_thread
 from tests.workflows.helpers import run_input, run_suite
 
@@ -78,7 +79,7 @@ async def test_reviewers_decide_blind_and_reports_show_both_rates(
 
     # The decisions reach the recorder (an activity after each update).
     for _ in range(50):
-        loaded = records.load_run(run_id, db_url)
+        loaded = recorder.load_run(run_id, db_url)
         assert loaded is not None
         if len(loaded["adjudications"]) == 5:
             break

@@ -9,10 +9,10 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded
-from memlife.lifecycle import cohort_workflow_id, pair_workflow_id, suite_workflow_id
-from memlife.scenario import Scenario
-from memlife.targets.config import reference_target
+from memlife.bundled.reference.target_file import reference_target
+from memlife.contracts import cohort_workflow_id, pair_workflow_id, suite_workflow_id
+from memlife.rules.scenario import Scenario
+from memlife.stack import embedded
 from tests.reliability.helpers import NIGHTLY, assert_same_rows, row_keys
 from tests.workflows.helpers import run_input, run_suite
 
@@ -21,7 +21,7 @@ FAULT = "graph-unscoped-delete"  # failures too: the verdicts compared are not a
 
 
 def _nightly() -> Scenario:
-    from memlife.scenario import load_scenario
+    from memlife.rules.scenario_file import load_scenario
 
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
@@ -37,7 +37,7 @@ async def _activities(env: WorkflowEnvironment, workflow_id: str) -> int:
 
 async def test_cohorts_record_what_single_pairs_record(
         tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
-    from memlife.scenario import materialize
+    from memlife.rules.pairs import materialize
 
     written = _nightly()
     seed = "cohort-equivalence"

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from memlife.workflows.deletion_check import DeletionCheckWorkflow
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded, records
-from memlife.erasure import DeletionCheckInput, ErasureReceipt
-from memlife.targets.config import Target, reference_target
-from memlife.temporal import verdict_result
-from workflows.deletion_check import DeletionCheckWorkflow
+from memlife import recorder
+from memlife.bundled.reference.target_file import reference_target
+from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
+from memlife.rules.target import Target
+from memlife.stack import embedded
+from memlife.stack.connection import verdict_result
 
 FACTS = ["Mi color favorito es el verde jade.", "Trabajo en Astilleros Norte."]
 VALUES = ["verde jade", "Astilleros Norte"]
@@ -85,8 +87,8 @@ async def test_a_clean_deletion_gets_a_passing_receipt_with_time_to_forget(
     dumped = receipt.model_dump_json()
     assert not any(value in dumped for value in VALUES)
     # The receipt outlives Temporal's retention: it is in the recorder too.
-    with records.session() as db:
-        row = db.get(records.ErasureReceiptRow, receipt.check_id)
+    with recorder.session() as db:
+        row = db.get(recorder.ErasureReceiptRow, receipt.check_id)
         assert row is not None and row.verdict == "pass" and row.tenant == user_id
         assert ErasureReceipt.model_validate_json(row.receipt_json) == receipt
 

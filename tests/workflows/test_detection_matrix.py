@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded, records
-from memlife.artifact import build_artifact
-from memlife.scenario import Scenario, load_scenario, materialize
-from memlife.targets.config import reference_target
+from memlife import recorder
+from memlife.bundled.reference.target_file import reference_target
+from memlife.recorder.builder import build_artifact
+from memlife.rules.pairs import materialize
+from memlife.rules.scenario import Scenario
+from memlife.rules.scenario_file import load_scenario
+from memlife.stack import embedded
 from tests.workflows.helpers import run_input, run_suite
 
 NIGHTLY = Path(__file__).resolve().parents[2] / "scenarios" / "lifecycle-nightly.yaml"
@@ -82,7 +85,7 @@ async def run_nightly(env: WorkflowEnvironment, task_queue: str, scenario: Scena
                       target: object, seed: str) -> dict:
     run = run_input(materialize(scenario, seed), target)
     await run_suite(env.client, task_queue, run)
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     return build_artifact(loaded)
 

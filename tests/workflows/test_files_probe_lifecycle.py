@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded, records
-from memlife.artifact import build_artifact
-from memlife.targets.config import Store, reference_target
+from memlife import recorder
+from memlife.bundled.reference.target_file import reference_target
+from memlife.recorder.builder import build_artifact
+from memlife.rules.target import Store
+from memlife.stack import embedded
 from tests.reliability.helpers import small_nightly
 from tests.workflows.helpers import run_input, run_suite
 
@@ -36,7 +38,7 @@ async def test_deleted_bytes_on_disk_are_judged_by_the_grace(
         target = target.model_copy(update={"stores": [*target.stores, disk]})
         run = run_input(scenario, target)
         await run_suite(skip_env.client, skip_worker, run)
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     artifact = build_artifact(loaded)
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import records
-from memlife.lifecycle import suite_workflow_id
-from memlife.scenario import DeleteStep, Scenario
-from memlife.targets.config import load_target
+from memlife import recorder
+from memlife.contracts import suite_workflow_id
+from memlife.rules.scenario import DeleteStep, Scenario
+from memlife.rules.target import load_target
 from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
 from tests.standins.mem0_oss import create_app
@@ -84,7 +84,7 @@ async def test_mem0_platform_runs_the_seed_protocol_with_its_key_kept_secret(
     history = await skip_env.client.get_workflow_handle(
         suite_workflow_id(seed_scenario.name, run.run_id)).fetch_history()
     assert key not in history.to_json()
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     assert key not in repr(loaded)
 
@@ -93,7 +93,7 @@ async def _seed_run_and_check(env: WorkflowEnvironment, task_queue: str, scenari
                               file: str, app: Any) -> tuple[Any, Any, Any]:
     """The seed protocol against a stand-in through a shipped target file, then `target
     check` on the same file: (summary, run, check)."""
-    from memlife.targetcheck import check_target
+    from memlife.targets.check import check_target
 
     with serve_in_thread(app) as base_url:
         target = load_target(TARGETS / file).model_copy(update={"base_url": base_url})
@@ -129,7 +129,7 @@ async def test_letta_gives_each_tenant_its_own_agent(
     summary, run, check = await _seed_run_and_check(
         skip_env, skip_worker, seed_scenario, "letta.yaml", create_letta("letta-key-9c1e"))
     assert summary.passed and summary.cases == summary.cases_passed == 6
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     assert all((t.user_id or "").startswith("agent-") for t in loaded["tenants"])
     assert check.misconfigured == [] and all(r.ok for r in check.results)

@@ -14,17 +14,12 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife.realstack.app import create_app
-from memlife.realstack.runtime import (
-    APP_DB,
-    CHECKPOINTS_DB,
-    HISTORY_DB,
-    RealstackRuntime,
-)
-from memlife.realstack.serve import falkordb_server, probe_environment
-from memlife.scenario import DeleteStep, Scenario, UpdateStep
-from memlife.scoring import normalize
-from memlife.targets.config import load_target
+from memlife.bundled.realstack.app import create_app
+from memlife.bundled.realstack.runtime import APP_DB, CHECKPOINTS_DB, HISTORY_DB, RealstackRuntime
+from memlife.bundled.realstack.serve import falkordb_server, probe_environment
+from memlife.rules.scenario import DeleteStep, Scenario, UpdateStep
+from memlife.rules.scoring import normalize
+from memlife.rules.target import load_target
 from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
 from tests.workflows.helpers import run_artifact, run_input, run_suite

@@ -8,11 +8,15 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded, records
-from memlife.artifact import build_artifact
-from memlife.scenario import Scenario, load_scenario, materialize
-from memlife.targets.config import parse_target
-from memlife.yamlio import load_yaml_file
+from memlife import recorder
+from memlife.bundled.reference.target_file import TARGET_FILE
+from memlife.recorder.builder import build_artifact
+from memlife.rules.documents import load_yaml_file
+from memlife.rules.pairs import materialize
+from memlife.rules.scenario import Scenario
+from memlife.rules.scenario_file import load_scenario
+from memlife.rules.target import parse_target
+from memlife.stack import embedded
 from tests.reliability.helpers import NIGHTLY
 from tests.workflows.helpers import run_input, run_suite
 
@@ -28,7 +32,7 @@ def _nightly(pairs: int) -> Scenario:
 
 async def test_streamed_summary_and_digest_equal_the_whole_artifact(
         tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
-    bundled = Path(embedded.__file__).resolve().parent / "targets" / "reference.yaml"
+    bundled = TARGET_FILE
     with embedded.reference_target(tmp_path / "target", FAULTS) as process:
         data = load_yaml_file(bundled)
         data["base_url"] = process.base_url
@@ -41,7 +45,7 @@ async def test_streamed_summary_and_digest_equal_the_whole_artifact(
         run = run_input(_nightly(3), target)
         summary = await run_suite(skip_env.client, skip_worker, run)
 
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     whole = build_artifact(loaded)
     assert whole["failures"] and whole["inconclusive"] and whole["summary"]["target_errors"]
@@ -52,14 +56,14 @@ async def test_streamed_summary_and_digest_equal_the_whole_artifact(
     assert (summary.cases, summary.cases_passed, summary.failures, summary.inconclusive) == (
         whole["summary"]["cases"], whole["summary"]["cases_passed"], len(whole["failures"]),
         len(whole["inconclusive"]))
-    built = records.run_builder(run.run_id, summary_only=True)
+    built = recorder.run_builder(run.run_id, summary_only=True)
     assert built is not None
     assert built[0].summary() == whole["summary"]
     assert built[0].failures == []  # counted, not kept
 
-    digest = records.run_digest(run.run_id)
+    digest = recorder.run_digest(run.run_id)
     assert digest is not None
     assert set(digest) < set(whole)
     for key, value in digest.items():
         assert value == whole[key], key
-    assert records.run_digest("no-such-run") is None
+    assert recorder.run_digest("no-such-run") is None

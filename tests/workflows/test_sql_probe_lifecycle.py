@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import embedded, records
-from memlife.artifact import build_artifact
-from memlife.scenario import load_scenario, materialize
-from memlife.targets.config import SqlProbe, reference_target
+from memlife import recorder
+from memlife.bundled.reference.target_file import reference_target
+from memlife.recorder.builder import build_artifact
+from memlife.rules.pairs import materialize
+from memlife.rules.scenario_file import load_scenario
+from memlife.rules.target import SqlProbe
+from memlife.stack import embedded
 from tests.workflows.helpers import run_input, run_suite
 
 NIGHTLY = Path(__file__).resolve().parents[2] / "scenarios" / "lifecycle-nightly.yaml"
@@ -51,7 +54,7 @@ async def test_sql_read_stores_carry_the_lifecycle(
             if store.name in SQL_PROBES else store for store in target.stores]})
         run = run_input(scenario, target)
         await run_suite(skip_env.client, skip_worker, run)
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     artifact = build_artifact(loaded)
 

@@ -8,10 +8,10 @@ from datetime import timedelta
 
 from temporalio.testing import WorkflowEnvironment
 
-from memlife import records
-from memlife.artifact import build_artifact
-from memlife.scenario import Scenario, WaitStep
-from memlife.targets.config import Target
+from memlife import recorder
+from memlife.recorder.builder import build_artifact
+from memlife.rules.scenario import Scenario, WaitStep
+from memlife.rules.target import Target
 from tests.workflows.helpers import run_input, run_suite
 
 
@@ -21,7 +21,7 @@ async def test_seed_protocol_passes_six_of_six(skip_env: WorkflowEnvironment, sk
     run = run_input(seed_scenario, clean_target)
     summary = await run_suite(skip_env.client, skip_worker, run)
     assert summary.passed and summary.cases == 6 and summary.cases_passed == 6
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     # Exactly the expected rows: 2 tenants; register + 3 timeline steps; 2 + 6 + 6 exchanges.
     assert len(loaded["tenants"]) == 2
@@ -45,7 +45,7 @@ async def test_cross_tenant_leak_lists_every_leak_as_I3(skip_env: WorkflowEnviro
     run = run_input(seed_scenario, leaky_target)
     summary = await run_suite(skip_env.client, skip_worker, run)
     assert not summary.passed
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     failures = build_artifact(loaded)["failures"]
     pair = seed_scenario.pairs[0]
@@ -70,7 +70,7 @@ async def test_unreachable_target_is_inconclusive_never_pass(skip_env: WorkflowE
     run = run_input(seed_scenario, down)
     summary = await run_suite(skip_env.client, skip_worker, run)
     assert not summary.passed and summary.cases_passed == 0
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     artifact = build_artifact(loaded)
     assert artifact["summary"]["cases_inconclusive"] == 6
@@ -91,7 +91,7 @@ async def test_three_day_wait_is_durable_and_skipped(skip_env: WorkflowEnvironme
     run = run_input(scenario, clean_target)
     summary = await run_suite(skip_env.client, skip_worker, run)
     assert summary.passed
-    loaded = records.load_run(run.run_id)
+    loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     writes = [o.scenario_time for o in loaded["observations"] if o.kind == "write"]
     probes = [o.scenario_time for o in loaded["observations"] if o.kind == "probe"]

@@ -1,0 +1,30 @@
+"""What the reference target can be told to get wrong (`--fault NAME`, combinable), and
+which layers answer its questions (`--retrieval MODE`). Light: the CLI checks names
+against these without loading the runtime."""
+
+from __future__ import annotations
+
+FAULTS: dict[str, str] = {
+    "cross-tenant-leak": "answers also carry other tenants' values for the same key "
+    "(retrieval without the tenant filter)",
+    "deletion-skips-summaries": "tenant deletion leaves the summaries store alone",
+    "premature-deletion-status": "deletion reports completed at once; the purge runs 2h later",
+    "nightly-resurrection": "the nightly job rebuilds memory from every checkpoint, including "
+    "the tombstoned checkpoints of deleted tenants",
+    "stale-after-update": "an update adds the new value but the old one stays live and is "
+    "served first",
+    "cache-stale": "writes do not invalidate the response cache (6h TTL)",
+    "topk-fallback-leak": "when a tenant's own memories under-fill top-k, other tenants' "
+    "memories fill it",
+    "graph-unscoped-delete": "tenant deletion misses the graph (its nodes survive)",
+    "delete-overreach": "tenant deletion removes memory and graph records of every tenant "
+    "that share a key with the deleted one",
+    "partial-delete": "tenant deletion reports success but purges only part of the memory",
+    "forget-skips-graph": "forgetting a fact removes the memory but leaves the graph node "
+    "(which keeps answering)",
+}
+
+# Which layers answer (the retrieval ablations of docs/experiments.md): the thread alone,
+# vector memory alone, the graph alone, or the production precedence graph → memory →
+# thread.
+RETRIEVAL_MODES = ("combined", "thread", "vector", "graph")

@@ -1,0 +1,172 @@
+"""What every command shares: exit codes, the one error-line format, option help that shows
+defaults, durations given on the command line, and the checks a scenario and a target file
+get together before anything starts. Light to import: commands import what they run
+inside their handlers, so `memlife --help` starts fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from memlife.errors import Problem
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# Where memlife keeps its local state: the dev server's history, the recorder, logs.
+STATE_DIR = Path(".memlife")
+
+
+def err(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def problems_exit(problems: list[Problem]) -> int:
+    """Print each problem on its own line (`where: what: why`) and return exit 2."""
+    for problem in problems:
+        err(str(problem))
+    return EXIT_USAGE
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Descriptions wrapped paragraph by paragraph (lines that start with spaces kept as
+    written: lists, examples), and every option's default shown where it says something."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        paragraphs = []
+        for paragraph in text.split("\n\n"):
+            lines = paragraph.split("\n")
+            kept = [line for line in lines if line.startswith(" ")]
+            if kept:  # a list: its head line wrapped, its items as written
+                head = [line for line in lines if not line.startswith(" ")]
+                paragraphs.append("\n".join(
+                    [textwrap.fill(" ".join(head), width, initial_indent=indent,
+                                   subsequent_indent=indent)] * bool(head)
+                    + [indent + line for line in kept]))
+            else:
+                paragraphs.append(textwrap.fill(" ".join(lines), width, initial_indent=indent,
+                                                subsequent_indent=indent))
+        return "\n\n".join(paragraphs)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "%(default)" in text or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        if action.option_strings or action.nargs in ("?", "*"):
+            text += " (default: %(default)s)"
+        return text
+
+
+def add_command(commands: Any, name: str, summary: str, description: str,
+                **options: Any) -> argparse.ArgumentParser:
+    """A subcommand whose `--help` says what it does (`description`) and lists it in the
+    parent's help under `summary`."""
+    return commands.add_parser(name, help=summary, description=description,
+                               formatter_class=HelpFormatter, **options)
+
+
+def duration_option(text: str, flag: str, problems: list[Problem]) -> timedelta | None:
+    """A positive duration given on the command line, or a problem naming the flag."""
+    from memlife.rules.durations import parse_duration
+
+    try:
+        value = parse_duration(text)
+    except ValueError as error:
+        problems.append(Problem("command line", flag, str(error)))
+        return None
+    if value <= timedelta(0):
+        problems.append(Problem("command line", flag, "must be longer than zero"))
+        return None
+    return value
+
+
+def check_target_reachable(file: str, base_url: str) -> None:
+    """Any HTTP answer will do: this only guards against starting a run at nothing."""
+    import httpx
+
+    from memlife.errors import UnreachableError
+
+    try:
+        httpx.get(base_url, timeout=5)
+    except httpx.HTTPError as exc:
+        reason = {"ConnectError": "connection refused or no such host",
+                  "ConnectTimeout": "connection timed out"}.get(type(exc).__name__,
+                                                                type(exc).__name__)
+        raise UnreachableError(
+            f"{file}: base_url: cannot reach {base_url} ({reason}); start the target, or fix "
+            "base_url"
+        ) from None
+
+
+def ensure_runtime_extras(targets: list[Any]) -> None:
+    """What this command will run beyond memlife's core, installed once: the clients of
+    the targets' probes, and the PostgreSQL driver when the recorder is PostgreSQL."""
+    from memlife import recorder
+    from memlife.stack import extras
+
+    if recorder.database_url().startswith("postgresql"):
+        extras.ensure("postgres", "the PostgreSQL recorder (MEMLIFE_DB_URL)")
+    for target in targets:
+        for extra, purpose in extras.for_target(target):
+            extras.ensure(extra, purpose)
+
+
+def scenario_target_problems(scenario: Any, target: Any, file: str,
+                             scenario_file: str) -> list[Problem]:
+    """What the scenario asks of the target that the target file cannot do."""
+    from memlife.rules.scenario import AwaitDeletionStep, DeleteStep, InspectStep
+
+    problems = []
+    for index, step in enumerate(scenario.timeline):
+        if isinstance(step, DeleteStep) and step.domains and target.operations.forget is None:
+            problems.append(Problem(file, "operations.forget", f"the scenario forgets single "
+                                    f"facts (timeline.{index}) but the target file has no "
+                                    "forget operation; drop the step or describe one"))
+            break
+    for index, step in enumerate(scenario.timeline):
+        if (isinstance(step, DeleteStep) and not step.domains
+                or isinstance(step, AwaitDeletionStep)) and (
+                target.operations.delete_tenant is None):
+            problems.append(Problem(file, "operations.delete_tenant", f"the scenario deletes "
+                                    f"tenants (timeline.{index}) but the target file has no "
+                                    "delete_tenant operation"))
+            break
+    declared = [store.name for store in target.stores if store.probe is not None]
+    for index, step in enumerate(scenario.timeline):
+        if isinstance(step, InspectStep) and step.stores:
+            for position, name in enumerate(step.stores):
+                if name not in declared:
+                    problems.append(Problem(
+                        scenario_file, f"timeline.{index}.stores.{position}",
+                        f"unknown store {name!r}; {file} probes: {', '.join(declared) or 'none'}"))
+    inspects = [i for i, step in enumerate(scenario.timeline) if isinstance(step, InspectStep)]
+    if inspects and not any(store.probe for store in target.stores):
+        problems.append(Problem(file, "stores", f"the scenario inspects stores "
+                                f"(timeline.{inspects[0]}) but no store has a probe"))
+    return problems
+
+
+def unknown_faults(faults: list[str]) -> list[Problem]:
+    """--fault names the bundled reference target does not know."""
+    from memlife.bundled.reference.faults import FAULTS
+
+    return [Problem("command line", "--fault", f"unknown fault {fault!r}; known: "
+                    f"{', '.join(FAULTS)}") for fault in faults if fault not in FAULTS]
+
+
+async def search_attributes_ready(client: Any) -> bool:
+    """Whether the namespace has memlife's search attributes (registering them when the
+    cluster lets us); a note on stderr, with the commands, when it does not."""
+    from memlife.stack.commands import temporal_command
+    from memlife.stack.connection import ensure_search_attributes
+    from memlife.workflows import attributes
+
+    missing = await ensure_search_attributes(client)
+    if missing:
+        err("memlife: note: this namespace lacks memlife's search attributes ("
+            + ", ".join(missing) + "); runs work, but cannot be found by them. Register "
+            "them once with:\n  " + "\n  ".join(attributes.create_commands(temporal_command())))
+    return not missing

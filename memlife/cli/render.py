@@ -1,0 +1,145 @@
+"""What a run prints: the checks by invariant, the invariant × store × stage matrix, the
+deletions and latency lines, the failures, the verdict line, and an experiment's
+comparison; and the artifact, written once and read-only."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from memlife.cli.display import output_console
+
+
+def print_comparison(document: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from memlife.reports.experiment import comparison_rows
+
+    console = output_console()
+    labels, rows = comparison_rows(document)
+    meta = document["experiment"]
+    table = Table(title=f"experiment {meta['id']}: {len(labels)} configuration(s) × "
+                  f"{meta['repetitions']} repetition(s) (95% CI over pairs)",
+                  title_justify="left")
+    table.add_column("")
+    for label in labels:
+        table.add_column(label, justify="right")
+    for row in rows:
+        table.add_row(*[f"[red]{value}[/red]" if value == "FAIL" else value for value in row])
+    console.print(table)
+    for artifact in document["runs"]:
+        summary = artifact["summary"]
+        console.print(f"  {artifact['meta'].get('configuration')} #"
+                      f"{artifact['meta'].get('repetition')}: run {artifact['meta']['run_id']}"
+                      f" · {summary['cases_passed']}/{summary['cases']} cases")
+
+
+def print_summary(artifact: dict[str, Any], link: str | None) -> None:
+    from rich.table import Table
+
+    console = output_console(width=140)
+    summary, latency = artifact["summary"], artifact["latency_ms"]
+    table = Table(title="memlife: checks by invariant", title_justify="left")
+    table.add_column("invariant")
+    table.add_column("checked", justify="right")
+    table.add_column("failed", justify="right")
+    table.add_column("inconclusive", justify="right")
+    table.add_column("verdict")
+    for name, tally in summary["by_invariant"].items():
+        if not tally["checked"]:
+            continue
+        if tally["failed"]:
+            verdict = "[red]fail[/red]"
+        elif tally["inconclusive"]:
+            verdict = "[yellow]inconclusive[/yellow]"
+        else:
+            verdict = "[green]pass[/green]"
+        table.add_row(name, str(tally["checked"]), str(tally["failed"]),
+                      str(tally["inconclusive"]), verdict)
+    console.print(table)
+    _print_matrix(console, artifact)
+    if artifact.get("deletions"):
+        times = [d["time_to_forget_s"] for d in artifact["deletions"]
+                 if d["time_to_forget_s"] is not None]
+        confirmed = sum(1 for d in artifact["deletions"] if d["outcome"] == "pass")
+        text = f"deletions: {confirmed}/{len(artifact['deletions'])} confirmed within the SLA"
+        if times:
+            text += f" · time-to-forget median {sorted(times)[len(times) // 2] / 60:.0f} min"
+        console.print(text)
+    if latency["count"]:
+        console.print(
+            f"latency (ms): mean {latency['mean']:.1f} · median {latency['median']:.1f} · "
+            f"p95 {latency['p95']:.1f} · max {latency['max']:.1f} · "
+            f"{latency['share_within_target'] * 100:.0f}% within {latency['target_ms']:g} ms"
+        )
+    failures = artifact["failures"]
+    if failures:
+        failure_table = Table(title=f"failures ({len(failures)})", title_justify="left")
+        for column in ("invariant", "reason", "stage", "tenant", "store", "value"):
+            failure_table.add_column(column, overflow="fold")
+        for failure in failures[:25]:
+            failure_table.add_row(
+                failure["invariant"], failure["reason"], failure["stage"],
+                f"{failure['tenant']} (pair {failure['pair']})", failure["store"],
+                failure["evidence"].get("value") or "",
+            )
+        console.print(failure_table)
+        if len(failures) > 25:
+            console.print(f"… and {len(failures) - 25} more in the artifact")
+    if artifact["inconclusive"]:
+        console.print(f"[yellow]{len(artifact['inconclusive'])} inconclusive check(s)[/yellow] "
+                      "(target errors; inconclusive never counts as a pass)")
+    verdict = "[green]PASS[/green]" if summary["passed"] else "[red]FAIL[/red]"
+    console.print(f"{verdict}: {summary['cases_passed']}/{summary['cases']} cases passed · "
+                  f"{len(failures)} failure(s) · run {artifact['meta']['run_id']}")
+    if link:
+        console.print(f"Web UI: {link}", soft_wrap=True)
+
+
+def _print_matrix(console: Any, artifact: dict[str, Any]) -> None:
+    """Invariant × store rows, one column per stage: passed/checked, red where failed."""
+    from rich.table import Table
+
+    matrix, stages = artifact.get("matrix", {}), artifact.get("stages", [])
+    used = [stage for stage in stages
+            if any(stage in cells for stores in matrix.values() for cells in stores.values())]
+    if len(used) < 2:
+        return  # one stage: the invariant table already says it all
+    table = Table(title="invariant × store × stage (passed/checked)", title_justify="left")
+    table.add_column("invariant")
+    table.add_column("store")
+    for stage in used:
+        table.add_column(stage, justify="center")
+    from memlife.rules.verdicts import INVARIANTS
+
+    order = {name: index for index, name in enumerate(INVARIANTS)}
+    for invariant, stores in sorted(matrix.items(), key=lambda item: order.get(item[0], 99)):
+        for store, cells in sorted(stores.items(), key=lambda item: (item[0] != "response",
+                                                                     item[0])):
+            row = []
+            for stage in used:
+                cell = cells.get(stage)
+                if cell is None:
+                    row.append("")
+                    continue
+                passed = cell["checked"] - cell["failed"] - cell["inconclusive"]
+                text = f"{passed}/{cell['checked']}"
+                if cell["failed"]:
+                    text = f"[red]{text}[/red]"
+                elif cell["inconclusive"]:
+                    text = f"[yellow]{text}[/yellow]"
+                row.append(text)
+            table.add_row(invariant, store, *row)
+    console.print(table)
+
+
+def write_immutable_json(path: Path, document: dict[str, Any]) -> None:
+    """Write atomically and read-only: the artifact is a record, not a working file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
+                         encoding="utf-8")
+    temporary.chmod(0o444)
+    os.replace(temporary, path)

@@ -1,0 +1,119 @@
+"""`memlife report RUN`: a run's report as JSON (the scorecard), Markdown, self-contained
+HTML or JUnit XML, from the recorder (a run id, `latest`, an experiment id) or from an
+artifact file `memlife run --out` wrote."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from memlife.cli.common import EXIT_OK, add_command
+from memlife.errors import InputError, Problem
+
+FORMATS = ("json", "md", "html", "junit")
+
+
+def add_parsers(commands: Any) -> None:
+    report = add_command(
+        commands, "report", "a run's report: json | md | html | junit",
+        "A run's report: the verdict; recall, update (U1), deletion (I4) and "
+        "response-isolation (I3) rates with bootstrap 95% intervals over pairs; the "
+        "invariant × store × stage matrix; every leak and every residue on its own. html is "
+        "one self-contained page (a per-pair timeline, the matrix, a latency histogram "
+        "against the budget); junit has one test case per check, for CI. Phone numbers and "
+        "tenant ids are redacted unless --no-redact.")
+    report.add_argument("run", metavar="RUN",
+                        help="a run id, `latest`, an experiment id, or an artifact file")
+    report.add_argument("--format", choices=FORMATS, default="md", help="the report's format")
+    report.add_argument("--out", default=None, metavar="FILE",
+                        help="write it here (default: standard output)")
+    report.add_argument("--no-redact", action="store_true",
+                        help="keep phone numbers and tenant ids")
+    report.set_defaults(handler=cmd_report)
+
+
+def load_artifact(reference: str) -> dict[str, Any]:
+    """A run id (or `latest`) from the recorder, or an artifact file written by `run`."""
+    from sqlmodel import select
+
+    from memlife import recorder
+    from memlife.recorder.builder import build_artifact
+
+    path = Path(reference)
+    if path.suffix == ".json" or path.exists():
+        if not path.exists():
+            raise InputError([Problem(reference, "", "no such file")])
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise InputError([Problem(reference, "", f"not a JSON artifact ({error})")]
+                             ) from None
+        if isinstance(document, dict) and "experiment" in document and "runs" in document:
+            return document
+        if not isinstance(document, dict) or "summary" not in document or "meta" not in (
+                document):
+            raise InputError([Problem(reference, "", "not a memlife artifact (no meta/summary)")])
+        return document
+    run_id = reference
+    if reference == "latest":
+        with recorder.session() as db:
+            latest = db.exec(select(recorder.RunRow).order_by(
+                recorder.RunRow.started_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
+            if latest is None:
+                raise InputError([Problem("command line", "RUN", "no runs recorded in "
+                                          f"{recorder.database_url()}")])
+            run_id = latest.id
+    loaded = recorder.load_run(run_id)
+    if loaded is None:
+        experiment = load_experiment(run_id)
+        if experiment is not None:
+            return experiment
+        raise InputError([Problem("command line", "RUN", f"no run {run_id!r} in "
+                                  f"{recorder.database_url()}; give a run id, an experiment "
+                                  "id, `latest`, or an artifact file")])
+    return build_artifact(loaded)
+
+
+def load_experiment(experiment: str) -> dict[str, Any] | None:
+    """Every run of an experiment, from the recorder, as one comparison document."""
+    from sqlmodel import col, select
+
+    from memlife import recorder
+    from memlife.recorder.builder import build_artifact
+    from memlife.recorder.experiment import experiment_document
+
+    with recorder.session() as db:
+        candidates = db.exec(select(recorder.RunRow).where(
+            col(recorder.RunRow.meta_json).contains(experiment))).all()
+        run_ids = [run.id for run in candidates
+                   if json.loads(run.meta_json).get("experiment") == experiment]
+    if not run_ids:
+        return None
+    artifacts = []
+    for run_id in run_ids:
+        loaded = recorder.load_run(run_id)
+        assert loaded is not None
+        artifacts.append(build_artifact(loaded))
+    artifacts.sort(key=lambda a: (a["meta"].get("repetition") or 0, a["meta"]["started_at"]))
+    return experiment_document(experiment, artifacts)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from memlife.reports import render
+    from memlife.reports.experiment import render_experiment
+
+    artifact = load_artifact(args.run)
+    if "runs" in artifact and "experiment" in artifact:
+        text = render_experiment(artifact, args.format, redacted=not args.no_redact)
+    else:
+        text = render(artifact, args.format, redacted=not args.no_redact)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"report ({args.format}): {args.out}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

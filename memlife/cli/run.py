@@ -1,0 +1,239 @@
+"""`memlife run SCENARIO`: read and check everything the run needs (scenario, target files or
+the bundled reference target, a matrix of configurations, the clock), then hand a RunPlan
+to runner.py. Nothing starts until every input is good."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from memlife.cli.common import (
+    add_command,
+    check_target_reachable,
+    ensure_runtime_extras,
+    problems_exit,
+    scenario_target_problems,
+    unknown_faults,
+)
+from memlife.errors import InputError, Problem, collect
+
+
+@dataclass
+class Configuration:
+    """One system under test in a run: a target file, or the bundled reference target in
+    one retrieval mode. Several make an experiment (docs/experiments.md): same tenants and
+    values for each."""
+
+    label: str
+    target: Any = None  # a Target; None: the bundled reference target
+    retrieval: str = "combined"
+    file: str = "reference"
+    faults: list[str] | None = None  # None: the command line's --fault
+
+
+@dataclass
+class RunPlan:
+    """Everything `memlife run` was asked, checked."""
+
+    scenario: Any  # as written (generated pairs not drawn yet)
+    scenario_file: str
+    configurations: list[Configuration]
+    clock: Any
+    repeat: int
+    faults: list[str] = field(default_factory=list)
+    seed: str | None = None
+    out: str | None = None
+    enforce: bool = False
+    review_queue: str | None = None
+    cohort: str = "auto"
+    max_active_pairs: int = 0
+    task_queue: str | None = None
+    worker: bool = True
+
+
+def add_parsers(commands: Any) -> None:
+    from memlife.rules.sizing import AUTO_COHORT, AUTO_COHORT_ABOVE, DEFAULT_MAX_ACTIVE_PAIRS
+
+    run = add_command(
+        commands, "run", "run a scenario's lifecycles against a target",
+        "Run a scenario's lifecycles against a target and judge every answer and every "
+        "store read. Without a cluster configured (TEMPORAL_ADDRESS, an envconfig profile) "
+        "and without `memlife dev` running, memlife starts what it needs itself on free "
+        "loopback ports (the Temporal dev server, or the time-skipping server for --clock "
+        "skip; the bundled reference target; a worker) and stops it afterwards. Prints a "
+        "summary; --out writes the JSON artifact; --enforce exits 1 unless everything "
+        "passed.")
+    run.add_argument("scenario", metavar="SCENARIO", help="the scenario file")
+    run.add_argument("--target", action="append", default=[], metavar="FILE",
+                     help="target file, or `reference` for the bundled reference target; "
+                     "repeat it to compare configurations side by side (default: reference)")
+    run.add_argument("--retrieval", action="append", default=[], metavar="MODES",
+                     help="retrieval modes of the bundled reference target to compare, "
+                     "e.g. thread,vector,graph,combined")
+    run.add_argument("--matrix", default=None, metavar="FILE",
+                     help="a file of configurations to compare (target files, reference "
+                     "retrieval modes and faults), instead of --target and --retrieval")
+    run.add_argument("--repeat", type=int, default=None, metavar="N",
+                     help="run N times with fresh tenants and values, keeping every result "
+                     "(default: the scenario's `repetitions`, 1)")
+    run.add_argument("--fault", action="append", default=[], metavar="NAME",
+                     help="a fault for the bundled reference target (repeatable; "
+                     "`memlife target serve reference --help` lists them)")
+    run.add_argument("--clock", default="real", metavar="MODE",
+                     help="scenario time: real (durable real timers), skip (days in "
+                     "seconds, on the time-skipping server) or compress=N (every wait / N)")
+    run.add_argument("--out", metavar="FILE", help="write the JSON result artifact here")
+    run.add_argument("--enforce", action="store_true",
+                     help="exit 1 unless every check passed within the latency budget")
+    run.add_argument("--seed", default=None,
+                     help="seed for generated canary values (default: the run id)")
+    run.add_argument("--pairs", type=int, default=None, metavar="N",
+                     help="generate N pairs instead of the scenario's `generate.count`")
+    run.add_argument("--review", nargs="?", const="default", default=None, metavar="QUEUE",
+                     help="queue the replies exact matching failed for blinded review "
+                     "(`memlife review`; QUEUE defaults to `default`)")
+    run.add_argument("--cohort", default="auto", metavar="N",
+                     help="pairs per cohort workflow (their calls batched per step); 0: a "
+                     f"workflow per pair; auto: cohorts of {AUTO_COHORT} above "
+                     f"{AUTO_COHORT_ABOVE} pairs")
+    run.add_argument("--max-active-pairs", type=int, default=DEFAULT_MAX_ACTIVE_PAIRS,
+                     metavar="N", help="pairs in flight at once, in cohorts; later cohorts "
+                     "start as earlier ones end, which bounds the worker's memory (0: every "
+                     "pair at once)")
+    run.add_argument("--task-queue", default=None, metavar="QUEUE",
+                     help="the task queue the run's workflows go to (default: memlife)")
+    run.add_argument("--no-worker", action="store_true",
+                     help="start no worker in this process: standalone workers serve the run")
+    run.set_defaults(handler=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from memlife.bundled.reference.target_file import reference_target
+
+    try:
+        plan = read_plan(args)
+    except InputError as error:
+        return problems_exit(error.problems)
+    for configuration in plan.configurations:
+        described = configuration.target or reference_target("http://127.0.0.1:8080")
+        cross = scenario_target_problems(plan.scenario, described, configuration.file,
+                                         plan.scenario_file)
+        if cross:
+            return problems_exit(cross)
+    ensure_runtime_extras([c.target for c in plan.configurations if c.target is not None])
+    for configuration in plan.configurations:
+        target = configuration.target
+        if target is None:
+            continue
+        missing = [name for name in target.secret_names() if name not in os.environ]
+        if missing:
+            return problems_exit([Problem(
+                configuration.file, "headers", f"environment variable(s) {', '.join(missing)} "
+                "(named by its headers or probes) not set; export them before running")])
+        check_target_reachable(configuration.file, target.base_url)
+    from memlife.cli.runner import execute
+
+    return asyncio.run(execute(plan))
+
+
+def read_plan(args: argparse.Namespace) -> RunPlan:
+    """The command line and the files it names, checked together: every problem of every
+    input at once (InputError)."""
+    from memlife.bundled.reference.faults import RETRIEVAL_MODES
+    from memlife.rules.clock import parse_clock
+    from memlife.rules.scenario_file import load_scenario
+    from memlife.rules.target import load_target
+
+    problems: list[Problem] = []
+    scenario = collect(problems, load_scenario, args.scenario)
+    files = args.target or ["reference"]
+    modes = [mode.strip() for text in args.retrieval for mode in text.split(",") if mode.strip()]
+    problems += [Problem("command line", "--retrieval", f"unknown mode {mode!r}; one of "
+                         f"{', '.join(RETRIEVAL_MODES)}")
+                 for mode in modes if mode not in RETRIEVAL_MODES]
+    problems += unknown_faults(args.fault)
+    configurations: list[Configuration] = []
+    if args.matrix:
+        if args.target or args.retrieval:
+            problems.append(Problem("command line", "--matrix", "replaces --target and "
+                                    "--retrieval; give one or the other"))
+        configurations += collect(problems, _matrix_configurations, args.matrix) or []
+        files = []
+    for file in files:
+        if file == "reference":
+            configurations += [Configuration(label=f"reference/{mode}" if modes else
+                                             "reference", retrieval=mode)
+                               for mode in modes or ["combined"]]
+            continue
+        target = collect(problems, load_target, file)
+        if target is not None:
+            configurations.append(Configuration(label=target.name, target=target, file=file))
+    if args.fault and any(c.target is not None for c in configurations):
+        problems.append(Problem("command line", "--fault", "applies only to the bundled "
+                                "reference target (--target reference)"))
+    if modes and "reference" not in files:
+        problems.append(Problem("command line", "--retrieval", "applies only to the bundled "
+                                "reference target (--target reference)"))
+    labels = [c.label for c in configurations]
+    for label in sorted({label for label in labels if labels.count(label) > 1}):
+        problems.append(Problem("command line", "--target", f"two configurations are both "
+                                f"named {label!r}; give each target file its own name"))
+    if args.repeat is not None and args.repeat < 1:
+        problems.append(Problem("command line", "--repeat", "must be at least 1"))
+    if args.pairs is not None and scenario is not None:
+        if scenario.generate is None:
+            problems.append(Problem("command line", "--pairs", f"{args.scenario} lists its "
+                                    "pairs; --pairs needs a scenario with `generate`"))
+        elif not 1 <= args.pairs <= 20_000:
+            problems.append(Problem("command line", "--pairs", "must be 1 to 20000"))
+        else:
+            scenario = scenario.model_copy(update={"generate": scenario.generate.model_copy(
+                update={"count": args.pairs})})
+    if args.max_active_pairs < 0:
+        problems.append(Problem("command line", "--max-active-pairs",
+                                "must be 0 (every pair at once) or a number of pairs"))
+    if args.cohort != "auto" and not (args.cohort.isdigit() and int(args.cohort) <= 500):
+        problems.append(Problem("command line", "--cohort", "must be auto, 0 (a workflow "
+                                "per pair) or a cohort size up to 500"))
+    clock = None
+    try:
+        clock = parse_clock(args.clock)
+    except ValueError as error:
+        problems.append(Problem("command line", "--clock", str(error)))
+    if problems:
+        raise InputError(problems)
+    assert scenario is not None
+    return RunPlan(
+        scenario=scenario, scenario_file=args.scenario, configurations=configurations,
+        clock=clock, repeat=args.repeat or scenario.repetitions, faults=list(args.fault),
+        seed=args.seed, out=args.out, enforce=args.enforce, review_queue=args.review,
+        cohort=args.cohort, max_active_pairs=args.max_active_pairs,
+        task_queue=args.task_queue, worker=not args.no_worker)
+
+
+def _matrix_configurations(path: str) -> list[Configuration]:
+    from pathlib import Path
+
+    from memlife.bundled.reference.faults import FAULTS, RETRIEVAL_MODES
+    from memlife.rules.matrix import load_matrix
+    from memlife.rules.target import load_target
+
+    matrix = load_matrix(path, FAULTS, RETRIEVAL_MODES)
+    configurations = []
+    problems: list[Problem] = []
+    for entry in matrix.configurations:
+        if entry.target is None:
+            configurations.append(Configuration(label=entry.name,
+                                                retrieval=entry.retrieval or "combined",
+                                                faults=list(entry.faults)))
+            continue
+        file = str(Path(path).parent / entry.target)
+        target = collect(problems, load_target, file)
+        if target is not None:
+            configurations.append(Configuration(label=entry.name, target=target, file=file))
+    if problems:
+        raise InputError(problems)
+    return configurations

@@ -1,0 +1,280 @@
+"""Driving a RunPlan (cli/run.py): connect to Temporal (a configured cluster, the running
+`memlife dev` stack, or an embedded server), start one SuiteWorkflow per configuration and
+repetition, wait with live progress, then summarize from the recorder."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import secrets
+import shlex
+import subprocess
+import sys
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from memlife import __version__
+from memlife.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STATE_DIR, err
+from memlife.cli.run import Configuration, RunPlan
+
+
+@dataclass
+class Session:
+    """Where the runs of one command go."""
+
+    client: Any
+    address: str
+    web_ui: str | None
+    task_queue: str
+    search_attributes: bool
+    experiment: str | None
+
+
+@dataclass
+class StartedRun:
+    run_id: str
+    configuration: str
+    repetition: int
+    handle: Any
+    link: str | None
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+async def execute(plan: RunPlan) -> int:
+    from memlife import DEFAULT_TASK_QUEUE, recorder
+    from memlife.cli import render
+    from memlife.stack import embedded
+    from memlife.stack.commands import command
+    from memlife.stack.connection import configured_connection, connect
+
+    experiment = (new_run_id() if len(plan.configurations) > 1 or plan.repeat > 1
+                  else None)
+    clock = plan.clock
+    started: list[StartedRun] = []
+    embedded_ui = False  # a Web UI that stops with this command
+    async with AsyncExitStack() as stack:
+        connection = configured_connection()
+        dev_stack = None if connection is not None or clock.mode == "skip" else (
+            await _running_dev_stack())
+        if connection is not None:
+            client = await connect(connection)
+            address, web_ui = connection["target_host"], os.environ.get("MEMLIFE_WEB_UI")
+        elif dev_stack is not None:
+            client, address, web_ui = dev_stack
+            err(f"using the local stack from `{command()} dev` at {address}")
+        else:
+            temporal = await stack.enter_async_context(embedded.embedded_temporal(
+                STATE_DIR, skip_time=clock.mode == "skip"))
+            client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
+            embedded_ui = web_ui is not None
+        task_queue = plan.task_queue or DEFAULT_TASK_QUEUE
+        if plan.worker:
+            await stack.enter_async_context(embedded.running_worker(client, task_queue))
+        # The time-skipping server has no custom search attributes.
+        session = Session(client, address, web_ui, task_queue,
+                          clock.mode != "skip" and await _search_attributes(client),
+                          experiment)
+        if experiment:
+            print(f"memlife {__version__} · experiment {experiment} · scenario "
+                  f"{plan.scenario.name} · {len(plan.configurations)} configuration(s) × "
+                  f"{plan.repeat} repetition(s) · clock {clock.describe()}", flush=True)
+        for repetition in range(1, plan.repeat + 1):
+            for configuration in plan.configurations:
+                started.append(await _start(plan, session, stack, configuration, repetition))
+                if clock.mode == "skip":
+                    # One skipped clock for the whole server: runs take turns.
+                    await _await_runs(client, started[-1:])
+        if clock.mode != "skip":
+            await _await_runs(client, started)
+
+    artifacts = []
+    # The whole artifact (every case and observation) only where it is written or compared;
+    # the summary table needs the digest alone, streamed at any size.
+    whole = bool(plan.out) or experiment is not None
+    for run in started:
+        if whole:
+            from memlife.recorder.builder import build_artifact
+
+            loaded = recorder.load_run(run.run_id)
+            artifact = None if loaded is None else build_artifact(loaded)
+        else:
+            artifact = recorder.run_digest(run.run_id)
+        if artifact is None:
+            err(f"recorder {recorder.database_url()}: run {run.run_id} finished but its "
+                "records are not here; is MEMLIFE_DB_URL the same for the workers and this "
+                "command?")
+            return EXIT_USAGE
+        artifacts.append(artifact)
+    if experiment is None:
+        artifact = artifacts[0]
+        link = started[0].link
+        if link and embedded_ui:  # the server is gone; `memlife dev` serves its history
+            link = (f"run `{command()} dev` (it keeps {STATE_DIR / 'temporal.db'}), then open "
+                    f"{link}")
+        render.print_summary(artifact, link)
+        document = artifact
+    else:
+        from memlife.recorder.experiment import experiment_document
+
+        document = experiment_document(experiment, artifacts)
+        render.print_comparison(document)
+    if plan.out:
+        render.write_immutable_json(Path(plan.out), document)
+        print(f"artifact: {plan.out}")
+    if plan.enforce and not all(a["summary"]["passed"] for a in artifacts):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
+                 configuration: Configuration, repetition: int) -> StartedRun:
+    """One run of one configuration: its tenants, its target, its workflow."""
+    from memlife.bundled.reference.target_file import reference_target
+    from memlife.contracts import RunInput, RunMeta, suite_workflow_id
+    from memlife.rules.durations import format_duration
+    from memlife.rules.pairs import materialize
+    from memlife.rules.sizing import cohort_size
+    from memlife.stack import embedded
+    from memlife.workflows import attributes
+    from memlife.workflows.suite import SuiteWorkflow
+
+    run_id = new_run_id()
+    # Every configuration of a repetition gets the same tenants and values; every
+    # repetition fresh ones.
+    base_seed = plan.seed or session.experiment or ""
+    seed = (f"{base_seed}-r{repetition}" if plan.repeat > 1 else base_seed) or run_id
+    scenario = materialize(plan.scenario, seed)
+    cohort = cohort_size(len(scenario.pairs)) if plan.cohort == "auto" else int(plan.cohort)
+    target, identity = configuration.target, {}
+    if target is None:
+        # A fresh database per run: needle searches see this run's data only.
+        faults = plan.faults if configuration.faults is None else configuration.faults
+        process = stack.enter_context(embedded.reference_target(
+            STATE_DIR, faults, db_path=STATE_DIR / "reference" / f"{run_id}.db",
+            retrieval=configuration.retrieval))
+        target = reference_target(process.base_url)
+        identity = {"kind": "bundled reference target", "faults": ",".join(faults) or "none",
+                    "retrieval": configuration.retrieval}
+    clock = plan.clock
+    settle = next((step.duration for step in scenario.timeline if step.step == "wait"), None)
+    experiment = session.experiment
+    meta = RunMeta(
+        memlife_version=__version__, git_revision=_git_revision(),
+        command=shlex.join(["memlife", *sys.argv[1:]]),
+        scenario_file=plan.scenario_file, scenario_name=scenario.name,
+        scenario_sha256=hashlib.sha256(Path(plan.scenario_file).read_bytes()).hexdigest(),
+        target_name=target.name, target_base_url=target.base_url, target_identity=identity,
+        settle=format_duration(settle) if settle else None,
+        clock=clock.describe(), temporal_address=session.address, web_ui=session.web_ui,
+        canary_seed=seed if plan.scenario.generate is not None else None,
+        experiment=experiment, configuration=configuration.label if experiment else None,
+        repetition=repetition if experiment else None,
+    )
+    workflow_id = suite_workflow_id(scenario.name, run_id)
+    link = (f"{session.web_ui}/namespaces/{session.client.namespace}/workflows/"
+            f"{quote(workflow_id, safe='')}" if session.web_ui else None)
+    where = f" · {configuration.label} #{repetition}" if experiment else ""
+    print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
+          f"({len(scenario.pairs)} pair(s)) · target {target.name} at {target.base_url} "
+          f"· clock {clock.describe()}{where}", flush=True)
+    handle = await session.client.start_workflow(
+        SuiteWorkflow.run,
+        RunInput(run_id=run_id, scenario=plan.scenario if cohort else scenario, target=target,
+                 clock=clock, meta=meta, search_attributes=session.search_attributes,
+                 review_queue=plan.review_queue, cohort_size=cohort,
+                 seed=seed if cohort else None, max_active_pairs=plan.max_active_pairs),
+        id=workflow_id, task_queue=session.task_queue,
+        static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
+        search_attributes=attributes.start_attributes(
+            scenario=scenario.name, target=target.name, run=run_id)
+        if session.search_attributes else None,
+    )
+    return StartedRun(run_id, configuration.label, repetition, handle, link)
+
+
+def _git_revision() -> str | None:
+    source = Path(__file__).resolve().parent.parent.parent
+    try:
+        result = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    dirty = subprocess.run(
+        ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True, text=True, timeout=5, check=False,
+    ).stdout.strip()
+    return result.stdout.strip() + ("-dirty" if dirty else "")
+
+
+async def _search_attributes(client: Any) -> bool:
+    from memlife.cli.common import search_attributes_ready
+
+    return await search_attributes_ready(client)
+
+
+async def _await_runs(client: Any, runs: list[StartedRun]) -> list[Any]:
+    from memlife.stack.connection import suite_result
+
+    if len(runs) == 1:
+        run = runs[0]
+        scenario = run.handle.id.split("/")[1]
+        return [await _await_with_progress(client, run.handle, scenario, run.run_id)]
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    pending = {asyncio.ensure_future(suite_result(run.handle)): run for run in runs}
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with console.status("starting…") as status:
+        while not all(future.done() for future in pending):
+            await asyncio.wait(list(pending), timeout=2.0)
+            done = sum(1 for future in pending if future.done())
+            status.update(f"{done}/{len(runs)} run(s) done · {loop.time() - started:.0f}s")
+    return [future.result() for future in pending]
+
+
+async def _await_with_progress(client: Any, handle: Any, scenario: str, run_id: str) -> Any:
+    from memlife.cli.display import wait_showing
+    from memlife.stack.connection import suite_result
+    from memlife.stack.progress import describe_run_progress, pair_progress
+
+    async def describe() -> str:
+        progress = await handle.query("progress")
+        pairs = await pair_progress(client, scenario, run_id, progress["pairs"],
+                                     progress.get("cohort_size", 0))
+        return describe_run_progress(progress, pairs, datetime.now(UTC))
+
+    return await wait_showing(handle, describe, "waiting for the worker…", suite_result)
+
+
+async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
+    """The `memlife dev` stack of this directory, when it is up: runs then show in its Web
+    UI and its recorder, beside the scheduled ones."""
+    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from memlife.stack.connection import mark_client_used
+    from memlife.stack.devstack import read_stack
+
+    info = read_stack(STATE_DIR)
+    if info is None:
+        return None
+    mark_client_used()
+    try:
+        client = await asyncio.wait_for(Client.connect(
+            info.temporal_address, data_converter=pydantic_data_converter), timeout=3)
+        await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    except Exception:  # a stale file from a stack that was killed: run embedded instead
+        return None
+    return client, info.temporal_address, info.web_ui

@@ -1,0 +1,201 @@
+"""`memlife target serve reference|realstack` and `memlife target check FILE`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from memlife.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    STATE_DIR,
+    add_command,
+    ensure_runtime_extras,
+    problems_exit,
+    unknown_faults,
+)
+from memlife.errors import Problem
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def add_parsers(commands: Any) -> None:
+    from memlife.bundled.reference.faults import FAULTS, RETRIEVAL_MODES
+
+    target = add_command(commands, "target", "target files and the bundled targets",
+                         "Serve one of the targets memlife bundles, or check that a target "
+                         "file describes its service correctly.")
+    target_commands = target.add_subparsers(dest="target_command", required=True,
+                                            metavar="SUBCOMMAND")
+    faults = "\n".join(f"  {name:<26} {text}" for name, text in FAULTS.items())
+    serve = add_command(
+        target_commands, "serve", "serve a bundled target over HTTP",
+        "Serve a bundled target on loopback until Ctrl-C.\n\nreference: a SQLite model of "
+        "the seed runtime (thread checkpoints, vector memory, graph, jobs, summaries, cache, "
+        "an asynchronous deletion worker and a nightly job), following the scenario clock "
+        "memlife sends (X-Memlife-Now). Its target file is scenarios/targets/reference.yaml."
+        "\nrealstack: the same surface on Mem0, LangGraph and FalkorDB (its extra installs "
+        "on first use); its target file is scenarios/targets/realstack.yaml.\n\nFaults of "
+        f"the reference target (--fault, repeatable):\n{faults}")
+    serve.add_argument("kind", choices=["reference", "realstack"],
+                       help="which target to serve")
+    serve.add_argument("--port", type=int, default=8080, help="the port to listen on")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="the address to listen on (loopback only, unless --container)")
+    serve.add_argument("--container", action="store_true",
+                       help="allow --host beyond loopback (a container's own network only)")
+    serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"),
+                       metavar="FILE", help="reference: its SQLite database")
+    serve.add_argument("--data-dir", default=str(STATE_DIR / "realstack"), metavar="DIR",
+                       help="realstack: where its stores keep their files")
+    serve.add_argument("--fault", action="append", default=[], metavar="NAME",
+                       help="reference: a fault to inject (repeatable; listed above)")
+    serve.add_argument("--api-key-env", default=None, metavar="NAME",
+                       help="require 'Authorization: Bearer <value of NAME>' on every request")
+    serve.add_argument("--service-time", default=None, metavar="DURATION",
+                       help="reference: simulated thinking time per turn, e.g. 300ms")
+    serve.add_argument("--retrieval", choices=RETRIEVAL_MODES, default="combined",
+                       help="reference: which layers answer: the thread, vector memory or "
+                       "the graph alone, or all three in the seed's precedence")
+    serve.set_defaults(handler=cmd_target_serve)
+    check = add_command(
+        target_commands, "check", "exercise every operation and probe of a target file once",
+        "Exercise every operation and probe of a target file once against its service, with "
+        "a throwaway tenant: registration, a statement and a question, deletion and its "
+        "status, each store's reads. Prints what each request did; exits 2 when an "
+        "operation or probe does not work as the file describes it.")
+    check.add_argument("file", metavar="FILE", help="the target file")
+    check.set_defaults(handler=cmd_target_check)
+
+
+def cmd_target_serve(args: argparse.Namespace) -> int:
+    if args.kind == "realstack":
+        return _serve_realstack(args)
+    import uvicorn
+
+    from memlife.bundled.reference.app import create_app
+    from memlife.bundled.reference.store import ReferenceRuntime
+    from memlife.rules.durations import parse_duration
+
+    problems = unknown_faults(args.fault)
+    if args.host not in LOOPBACK_HOSTS and not args.container:
+        problems.append(Problem("command line", "--host", "the reference target binds "
+                                "loopback only (127.0.0.1 or ::1); inside a container, add "
+                                "--container to listen on its network"))
+    service_time = 0.0
+    if args.service_time:
+        try:
+            service_time = parse_duration(args.service_time).total_seconds()
+        except ValueError as error:
+            problems.append(Problem("command line", "--service-time", str(error)))
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            problems.append(Problem("command line", "--api-key-env", f"environment variable "
+                                    f"{args.api_key_env} is not set"))
+    if problems:
+        return problems_exit(problems)
+    runtime = ReferenceRuntime(args.db, args.fault, args.retrieval)
+    faults = ", ".join(args.fault) or "none"
+    print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults},"
+          f" retrieval: {args.retrieval})", flush=True)
+    try:
+        uvicorn.run(create_app(runtime, service_time, api_key), host=args.host,
+                    port=args.port, log_level="warning")
+    finally:
+        runtime.close()
+    return EXIT_OK
+
+
+def _serve_realstack(args: argparse.Namespace) -> int:
+    """The seed's runtime from real libraries; prints the variables its target file reads
+    the stores with, and writes them beside the data as realstack.env."""
+    import socket
+
+    if args.host not in LOOPBACK_HOSTS:
+        return problems_exit([Problem("command line", "--host", "the realstack target binds "
+                                      "loopback only (127.0.0.1 or ::1)")])
+    with socket.socket() as probe:  # before the extra or the models load, not after
+        try:
+            probe.bind((args.host, args.port))
+        except OSError as error:
+            return problems_exit([Problem("command line", "--port", f"cannot listen on "
+                                          f"{args.host}:{args.port} ({error.strerror}); "
+                                          "choose a free port")])
+    import uvicorn
+
+    from memlife.bundled.realstack.serve import (
+        RealstackUnavailable,
+        falkordb_server,
+        probe_environment,
+        require_extra,
+    )
+
+    try:
+        require_extra()
+    except RealstackUnavailable as error:
+        return problems_exit([Problem("realstack target", "extra", str(error))])
+    from memlife.bundled.realstack.app import create_app
+    from memlife.bundled.realstack.runtime import RealstackRuntime
+
+    data_dir = Path(args.data_dir)
+    try:
+        with falkordb_server(data_dir / "falkordb") as falkordb_url:
+            environment = probe_environment(data_dir, falkordb_url)
+            exports = "".join(f"export {name}={value}\n" for name, value in environment.items())
+            (data_dir / "realstack.env").write_text(exports, encoding="utf-8")
+            print("loading Mem0 (local Qdrant, all-MiniLM-L6-v2), LangGraph and FalkorDB ...",
+                  flush=True)
+            runtime = RealstackRuntime(data_dir, falkordb_url)
+            print(f"realstack target on http://{args.host}:{args.port} (data {data_dir}).\n"
+                  "Its stores, for scenarios/targets/realstack.yaml (also in "
+                  f"{data_dir / 'realstack.env'}):\n{exports}", end="", flush=True)
+            try:
+                uvicorn.run(create_app(runtime), host=args.host, port=args.port,
+                            log_level="warning")
+            finally:
+                runtime.close()
+    except RealstackUnavailable as error:
+        print(f"realstack target: {error}", flush=True)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_target_check(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from memlife.cli.common import check_target_reachable
+    from memlife.cli.display import output_console
+    from memlife.rules.target import load_target
+    from memlife.targets.check import check_target
+
+    target = load_target(args.file)  # bad files: one line per problem, exit 2 (main)
+    ensure_runtime_extras([target])
+    missing = [name for name in target.secret_names() if name not in os.environ]
+    if missing:
+        return problems_exit([Problem(args.file, "headers", f"environment variable(s) "
+                                      f"{', '.join(missing)} not set; export them before "
+                                      "checking")])
+    check_target_reachable(args.file, target.base_url)
+    check = asyncio.run(check_target(target))
+    console = output_console()
+    table = Table(title=f"{args.file}: {target.name} at {target.base_url}",
+                  title_justify="left")
+    for column in ("operation", "request", "", "result"):
+        table.add_column(column, overflow="fold")
+    for result in check.results:
+        mark = ("[green]ok[/green]" if result.ok else
+                "[yellow]note[/yellow]" if result.optional else "[red]FAIL[/red]")
+        table.add_row(result.operation, result.request, mark, result.detail)
+    console.print(table)
+    if check.misconfigured:
+        console.print(f"[red]{len(check.misconfigured)} operation(s) or probe(s) do not work "
+                      "as the file describes them[/red]: fix the fields named above")
+        return EXIT_USAGE
+    console.print("ok: every operation and probe works as the file describes it")
+    return EXIT_OK

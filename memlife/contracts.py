@@ -1,0 +1,221 @@
+"""The wire contracts of memlife's workflows and activities: what a run, a pair and a
+cohort are given, what each activity is asked and answers, and the ids workflows are
+started under. Changing a field here changes Temporal history: released histories must
+still replay (tests/replay).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlife.rules.clock import Clock
+from memlife.rules.evidence import Observation, StoreRead
+from memlife.rules.pairs import TenantIdentity
+from memlife.rules.scenario import Scenario
+from memlife.rules.target import Store, Target
+from memlife.rules.verdicts import CaseVerdict, InspectCase, InspectSummary, ProbeCase
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+# -- runs, pairs and cohorts ------------------------------------------------------------
+
+class RunMeta(_Model):
+    """What seed §7 asks a valid run to pin."""
+
+    memlife_version: str
+    git_revision: str | None
+    command: str
+    scenario_file: str
+    scenario_name: str
+    scenario_sha256: str
+    target_name: str
+    target_base_url: str
+    target_identity: dict[str, str] = Field(default_factory=dict)
+    settle: str | None = None
+    clock: str
+    temporal_address: str
+    web_ui: str | None = None
+    canary_seed: str | None = None
+    # An experiment compares configurations over repetitions (seed §9): its id, which
+    # configuration and which repetition this run is.
+    experiment: str | None = None
+    configuration: str | None = None
+    repetition: int | None = None
+
+class RunInput(_Model):
+    # Empty for a scheduled run: the workflow assigns a fresh id, seed and tenants at start.
+    run_id: str
+    scenario: Scenario  # materialized: concrete pairs (a scheduled run: as written)
+    target: Target
+    clock: Clock = Clock()
+    meta: RunMeta
+    # Keep memlife's search attributes current (the cluster has them registered).
+    search_attributes: bool = False
+    # Queue the replies exact matching failed for blinded review (memlife review).
+    review_queue: str | None = None
+    # Pairs per CohortLifecycleWorkflow; 0: one PairLifecycleWorkflow per pair. With
+    # cohorts, `scenario` is as written and the suite materializes its pairs from `seed`
+    # into the recorder (the input stays small at ten thousand pairs).
+    cohort_size: int = 0
+    seed: str | None = None
+    # Pairs in flight at once, in cohorts (0: all): a worker holds every live pair's state,
+    # so a run of ten thousand pairs goes in waves. Later cohorts start as earlier ones end.
+    max_active_pairs: int = 0
+
+class CohortInput(_Model):
+    """Pairs first_pair … first_pair + pair_count - 1 of a run, read from the recorder."""
+
+    run_id: str
+    first_pair: int
+    pair_count: int
+    scenario: Scenario  # as written: no pairs
+    target: Target
+    clock: Clock
+    clock_origin: datetime
+    review_queue: str | None = None
+
+class PairInput(_Model):
+    run_id: str
+    pair_index: int
+    scenario: Scenario  # the scenario with only this pair in `pairs`
+    target: Target
+    clock: Clock
+    clock_origin: datetime
+    tenants: list[TenantIdentity]
+    search_attributes: bool = False
+    review_queue: str | None = None
+
+# -- activity requests and results ------------------------------------------------------
+
+class RegisterRequest(_Model):
+    target: Target
+    phone: str
+    tenant_alias: str
+    scenario_now: str
+
+class RegisterResult(_Model):
+    user_id: str
+    latency_ms: float
+    status: int
+    wall_time: datetime
+
+class ConverseRequest(_Model):
+    """Messages of one tenant in one step, sent in order within one activity."""
+
+    target: Target
+    phone: str
+    user_id: str
+    messages: list[str]
+    scenario_now: str
+    # Which messages are questions (probes): they go to the target's `ask` when it has one.
+    questions: list[int] = Field(default_factory=list)
+
+class DeleteRequest(_Model):
+    target: Target
+    phone: str
+    user_id: str
+    deletion_id: str | None = None
+    scenario_now: str
+
+class ForgetRequest(_Model):
+    target: Target
+    phone: str
+    user_id: str
+    domain: str
+    value: str
+    scenario_now: str
+
+class InspectRequest(_Model):
+    target: Target
+    identities: list[str]
+    needles: list[str]
+    # Texts whose presence in each record is reported (by index): own values, partner's.
+    watch: list[str]
+    scenario_now: str
+    max_records: int = 200
+    # False for a live tenant: a record of its own that holds no watched value decides
+    # nothing, and is counted in `total` but not returned (results are workflow history).
+    # A deleted tenant's every record is evidence of residue: all are returned.
+    keep_unmatched: bool = True
+    # The needles that must be gone (deleted or forgotten values): the only ones a files
+    # probe scans for. None: every needle.
+    erased: list[str] | None = None
+
+class TargetBatch(_Model):
+    """Many target calls of one kind in one activity (the cohort workflow's step fan-out).
+    The target travels once; each item is its request without the target."""
+
+    kind: Literal["register", "converse", "delete", "deletion-status", "forget", "inspect"]
+    target: Target
+    items: list[dict[str, Any]]
+
+class BatchOutcome(_Model):
+    """One item's result (`value`, its result model as JSON) or its error ("Type: message")."""
+
+    ok: bool = True
+    value: Any = None
+    error: str | None = None
+
+class StepRecord(_Model):
+    run_id: str
+    pair_index: int
+    step_index: int
+    kind: str
+    label: str = ""
+    stage: str
+    scenario_started: datetime
+    scenario_finished: datetime
+    wall_started: datetime
+    wall_finished: datetime
+    observations: list[Observation] = Field(default_factory=list)
+    cases: list[ProbeCase] = Field(default_factory=list)
+    inspections: list[InspectCase] = Field(default_factory=list)
+    reads: dict[str, list[StoreRead]] = Field(default_factory=dict)  # by inspect case id
+    stores: list[Store] = Field(default_factory=list)
+    verdicts: list[CaseVerdict] = Field(default_factory=list)  # judged in the workflow
+    latency_budget_ms: float = 700.0
+    tenants: list[TenantIdentity] = Field(default_factory=list)
+
+class StepOutcome(_Model):
+    verdicts: list[CaseVerdict] = Field(default_factory=list)
+    inspections: list[InspectSummary] = Field(default_factory=list)
+
+class PairResult(_Model):
+    pair_index: int
+    cases: int
+    cases_passed: int
+    inconclusive: int
+    failures: int
+    cancelled: bool = False
+
+class RunSummary(_Model):
+    run_id: str
+    passed: bool
+    cases: int
+    cases_passed: int
+    failures: int
+    inconclusive: int
+    latency_within_target: bool
+
+# -- workflow ids ----------------------------------------------------------------------
+
+def suite_workflow_id(scenario: str, run_id: str) -> str:
+    return f"memlife/{scenario}/{run_id}"
+
+def pair_workflow_id(scenario: str, run_id: str, pair_index: int) -> str:
+    return f"memlife/{scenario}/{run_id}/pair-{pair_index}"
+
+
+# Runs of more pairs than this go in cohorts of AUTO_COHORT pairs per workflow.
+
+def cohort_workflow_id(scenario: str, run_id: str, first_pair: int) -> str:
+    return f"memlife/{scenario}/{run_id}/cohort-{first_pair}"
+
+
+def review_workflow_id(queue: str) -> str:
+    return f"memlife/review/{queue}"

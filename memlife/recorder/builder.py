@@ -1,0 +1,314 @@
+"""The result artifact (seed §7): an immutable JSON scorecard built from a run's rows. Pure.
+
+Top-level keys: meta, summary, matrix (invariant × store × stage), latency_ms, deletions,
+failures, inconclusive, observations. Missing recall and foreign-fact leakage are separate
+failures, and every leak and every residue is its own entry.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from typing import Any
+
+from memlife.rules.scoring import InvariantTally, LatencySummary, Tallies, summarize_latency
+from memlife.rules.verdicts import INVARIANTS
+
+ARTIFACT_VERSION = 1
+
+
+def _tally() -> dict[str, int]:
+    return {"checked": 0, "failed": 0, "inconclusive": 0}
+
+
+class ArtifactBuilder:
+    """Folds a run's rows into the artifact one row at a time, so that a run of any size
+    can be summarized without holding it: verdicts in (pair, step, case) order, ok probe
+    latencies, target errors and costs in any order. With `keep_entries=False` it keeps
+    no per-case, per-observation or per-pair entries (the digest: summary, matrix,
+    deletions, failures, latency). With `keep_findings=False` it only counts failures and
+    inconclusive checks (the summary)."""
+
+    def __init__(self, run: Any, step_labels: dict[tuple[int, int], str], *,
+                 keep_entries: bool = True, keep_findings: bool = True) -> None:
+        self.run = run
+        self.meta = json.loads(run.meta_json)
+        self.budget_ms = float(self.meta.get("latency_budget_ms", 700.0))
+        self.step_labels = step_labels
+        self.keep_entries = keep_entries
+        self.keep_findings = keep_findings
+        self.failure_count = self.inconclusive_count = 0
+        # Every invariant appears, checked or not, so a reader sees what was not covered.
+        self.tallies = Tallies({name: InvariantTally() for name in INVARIANTS})
+        self.matrix: dict[str, dict[str, dict[str, dict[str, int]]]] = {}
+        self.stages: list[str] = []
+        self.failures: list[dict[str, Any]] = []
+        self.inconclusive: list[dict[str, Any]] = []
+        self.deletions: list[dict[str, Any]] = []
+        self.case_entries: list[dict[str, Any]] = []
+        self.per_pair: dict[int, Tallies] = {}
+        self.step_outcomes: dict[tuple[int, int], dict[str, int]] = {}
+        self.cases = self.cases_passed = self.cases_failed = self.cases_inconclusive = 0
+        self.probe_cases = self.target_errors = 0
+        self.probe_latencies: array[float] = array("d")
+        self.probe_metrics: list[dict[str, float]] = []
+        self.cost_by_pair: dict[int, float] = {}
+
+    def add_verdict(self, verdict: Any) -> None:
+        stage = verdict.stage or self.step_labels.get(
+            (verdict.pair_index, verdict.step_index)) or f"step-{verdict.step_index}"
+        if stage not in self.stages:
+            self.stages.append(stage)
+        self.cases += 1
+        self.cases_passed += bool(verdict.passed)
+        self.cases_failed += verdict.outcome == "fail"
+        self.cases_inconclusive += verdict.outcome == "inconclusive"
+        self.probe_cases += verdict.store == "response"
+        checks = json.loads(verdict.checks_json)
+        pair_tallies = None
+        if self.keep_entries:
+            self.case_entries.append({
+                "pair": verdict.pair_index, "tenant": verdict.tenant_alias,
+                "step": verdict.step_index, "stage": stage, "case": verdict.case_id,
+                "domain": verdict.domain or None, "store": verdict.store,
+                "outcome": verdict.outcome, "checks": checks})
+            outcome_counts = self.step_outcomes.setdefault(
+                (verdict.pair_index, verdict.step_index),
+                {"pass": 0, "fail": 0, "inconclusive": 0})
+            outcome_counts[verdict.outcome] = outcome_counts.get(verdict.outcome, 0) + 1
+            pair_tallies = self.per_pair.setdefault(verdict.pair_index, Tallies(
+                {name: InvariantTally() for name in INVARIANTS}))
+        for check in checks:
+            self.tallies.add(check["invariant"], check["outcome"])
+            if pair_tallies is not None:
+                pair_tallies.add(check["invariant"], check["outcome"])
+            cell = self.matrix.setdefault(check["invariant"], {}).setdefault(
+                check.get("store", "response"), {}).setdefault(stage, _tally())
+            cell["checked"] += 1
+            if check["outcome"] in ("fail", "inconclusive"):
+                cell["failed" if check["outcome"] == "fail" else "inconclusive"] += 1
+        for finding in json.loads(verdict.findings_json):
+            if finding["outcome"] == "fail":
+                self.failure_count += 1
+            else:
+                self.inconclusive_count += 1
+            if not self.keep_findings:
+                continue
+            entry = {
+                "invariant": finding["invariant"],
+                "reason": finding["reason"],
+                "pair": verdict.pair_index,
+                "tenant": verdict.tenant_alias,
+                "step": verdict.step_index,
+                "stage": stage,
+                "case": verdict.case_id,
+                "domain": verdict.domain or None,
+                "store": finding.get("store", "response"),
+                "evidence": {"value": finding.get("value"), "detail": finding.get("detail", "")},
+            }
+            (self.failures if finding["outcome"] == "fail" else self.inconclusive).append(entry)
+        if verdict.store == "deletion-status":
+            self.deletions.append({
+                "pair": verdict.pair_index, "tenant": verdict.tenant_alias, "stage": stage,
+                "outcome": verdict.outcome,
+                "time_to_forget_s": None if verdict.latency_ms is None else round(
+                    verdict.latency_ms / 1000, 3),
+            })
+
+    def add_probe(self, latency_ms: float, metrics: dict[str, float]) -> None:
+        """A probe the target answered (status ok, with its latency)."""
+        self.probe_latencies.append(latency_ms)
+        if metrics:  # the probes that reported no metrics add nothing to stages or cost
+            self.probe_metrics.append(metrics)
+
+    def add_target_error(self) -> None:
+        self.target_errors += 1
+
+    def add_cost(self, pair_index: int, cost: float) -> None:
+        """The cost of any turn of a pair's lifecycle, not only probes."""
+        self.cost_by_pair[pair_index] = self.cost_by_pair.get(pair_index, 0.0) + cost
+
+    def latency(self) -> LatencySummary:
+        return summarize_latency(self.probe_latencies, self.budget_ms)
+
+    def summary(self) -> dict[str, Any]:
+        latency = self.latency()
+        passed = (
+            self.run.status == "finished"
+            and self.cases > 0
+            and self.cases_passed == self.cases
+            and not self.inconclusive_count
+            and not self.target_errors
+            and latency.within_target
+        )
+        return {
+            "passed": passed,
+            "cases": self.cases,
+            "cases_passed": self.cases_passed,
+            "cases_failed": self.cases_failed,
+            "cases_inconclusive": self.cases_inconclusive,
+            "probe_cases": self.probe_cases,
+            "store_checks": self.cases - self.probe_cases,
+            "target_errors": self.target_errors,
+            "latency_within_target": latency.within_target,
+            "by_invariant": {
+                name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
+                for name, t in self.tallies.by_invariant.items()},
+        }
+
+    def digest(self, pairs: int) -> dict[str, Any]:
+        """What a person reads at the end of a run: everything but the per-case,
+        per-observation and per-pair entries."""
+        run = self.run
+        return {
+            "artifact_version": ARTIFACT_VERSION,
+            "meta": {
+                **self.meta,
+                "run_id": run.id,
+                "started_at": _iso(run.started_at),
+                "finished_at": _iso(run.finished_at),
+                "status": run.status,
+                "pairs": pairs,
+            },
+            "summary": self.summary(),
+            "stages": self.stages,
+            "matrix": self.matrix,
+            "latency_ms": {**self.latency().as_dict(),
+                           "stages": stage_latency(self.probe_metrics)},
+            "cost": cost_summary(self.probe_metrics, self.cost_by_pair),
+            "deletions": self.deletions,
+            "failures": self.failures,
+            "inconclusive": self.inconclusive,
+        }
+
+
+def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
+    """The whole artifact, from every row of a run (`records.load_run`)."""
+    run = rows["run"][0]
+    aliases = {(t.pair_index, t.role): t.alias for t in rows["tenants"]}
+    builder = ArtifactBuilder(run, {(s.pair_index, s.step_index): s.label
+                                    for s in rows["steps"]})
+    for verdict in sorted(rows["verdicts"],
+                          key=lambda v: (v.pair_index, v.step_index, v.case_id)):
+        builder.add_verdict(verdict)
+    observations = sorted(rows["observations"],
+                          key=lambda o: (o.pair_index, o.step_index, o.seq))
+    metrics: dict[tuple[int, int, int], dict[str, float]] = {}
+    for metric in rows.get("metrics", []):
+        metrics.setdefault((metric.pair_index, metric.step_index, metric.seq), {})[
+            metric.name] = metric.value
+    # Every pair appears in the cost, even one whose target reported none.
+    builder.cost_by_pair = dict.fromkeys({t.pair_index for t in rows["tenants"]}, 0.0)
+    for (pair, _, _), values in metrics.items():
+        if "cost" in values:
+            builder.add_cost(pair, values["cost"])
+    for o in observations:
+        if o.status != "ok":
+            builder.add_target_error()
+        elif o.kind == "probe" and o.latency_ms is not None:
+            builder.add_probe(o.latency_ms, metrics.get((o.pair_index, o.step_index, o.seq), {}))
+    per_pair = builder.per_pair
+    step_outcomes = builder.step_outcomes
+    return {
+        **builder.digest(len({t.pair_index for t in rows["tenants"]})),
+        "tenants": [{"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
+                     "user_id": t.user_id}
+                    for t in sorted(rows["tenants"], key=lambda t: (t.pair_index, t.role))],
+        "pairs": [{"pair": index, "by_invariant": {
+            name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
+            for name, t in tallies_of.by_invariant.items() if t.checked}}
+            for index, tallies_of in sorted(per_pair.items())],
+        "timeline": [{"pair": s.pair_index, "step": s.step_index, "kind": s.kind,
+                      "stage": s.label or s.kind,
+                      "scenario_started": _iso(s.scenario_started),
+                      "scenario_finished": _iso(s.scenario_finished),
+                      "outcomes": step_outcomes.get((s.pair_index, s.step_index), {})}
+                     for s in sorted(rows["steps"], key=lambda s: (s.pair_index,
+                                                                    s.step_index))],
+        "cases": builder.case_entries,
+        "adjudications": [
+            {"pair": a.pair_index, "tenant": a.tenant_alias, "step": a.step_index,
+             "stage": a.stage, "case": a.case_id, "kind": a.kind, "reviewer": a.reviewer,
+             "decided_at": _iso(a.decided_at), "stated": json.loads(a.asserted_json),
+             "abstains": a.abstains, "note": a.note, "exact": json.loads(a.exact_json),
+             "adjudicated": json.loads(a.checks_json)}
+            for a in sorted(rows.get("adjudications", []),
+                            key=lambda a: (a.pair_index, a.step_index, a.case_id))],
+        "observations": [
+            {
+                "pair": o.pair_index,
+                "tenant": aliases.get((o.pair_index, o.role), o.role),
+                "role": o.role,
+                "step": o.step_index,
+                "seq": o.seq,
+                "kind": o.kind,
+                "domain": o.domain,
+                "case": o.case_id,
+                "request": o.request,
+                "reply": o.reply,
+                "context": o.context,
+                "status": o.status,
+                "http_status": o.http_status,
+                "error": o.error,
+                "latency_ms": o.latency_ms,
+                **_observation_metrics(metrics.get((o.pair_index, o.step_index, o.seq), {})),
+                "scenario_time": _iso(o.scenario_time),
+                "wall_time": _iso(o.wall_time),
+            }
+            for o in observations
+        ],
+    }
+
+
+def _observation_metrics(metrics: dict[str, float]) -> dict[str, Any]:
+    if not metrics:
+        return {}
+    found: dict[str, Any] = {}
+    stages = {name[6:]: value for name, value in metrics.items() if name.startswith("stage:")}
+    if stages:
+        found["stages"] = stages
+    if "cost" in metrics:
+        found["cost"] = metrics["cost"]
+    if "tokens" in metrics:
+        found["tokens"] = int(metrics["tokens"])
+    return found
+
+
+def stage_latency(probe_metrics: list[dict[str, float]]) -> dict[str, dict[str, Any]]:
+    """Per Server-Timing stage: mean, median, p95 and max over the probes that reported it."""
+    by_stage: dict[str, list[float]] = {}
+    for metrics in probe_metrics:
+        for name, value in metrics.items():
+            if name.startswith("stage:"):
+                by_stage.setdefault(name[6:], []).append(value)
+    return {stage: {key: value for key, value in summarize_latency(values).as_dict().items()
+                    if key not in ("share_within_target", "target_ms")}
+            for stage, values in sorted(by_stage.items())}
+
+
+def cost_summary(probe_metrics: list[dict[str, float]],
+                 cost_by_pair: dict[int, float]) -> dict[str, Any] | None:
+    """Cost per probe, and per lifecycle (every turn of a pair: writes, updates, probes),
+    when the target reports it (in its own unit, e.g. USD)."""
+    costs = [m["cost"] for m in probe_metrics if "cost" in m]
+    tokens = [m["tokens"] for m in probe_metrics if "tokens" in m]
+    if not costs and not tokens:
+        return None
+    lifecycles = list(cost_by_pair.values())
+    return {
+        "probes_reporting": len(costs),
+        "per_probe_mean": round(sum(costs) / len(costs), 9) if costs else None,
+        "per_lifecycle_mean": round(sum(lifecycles) / len(lifecycles), 9)
+        if costs and lifecycles else None,
+        "total": round(sum(lifecycles), 9) if costs else None,
+        "tokens_per_probe_mean": round(sum(tokens) / len(tokens), 2) if tokens else None,
+    }
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = value.isoformat()
+    if value.tzinfo is None:  # SQLite drops tzinfo; every stored time is UTC
+        text += "Z"
+    return text.replace("+00:00", "Z")

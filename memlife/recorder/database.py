@@ -1,0 +1,132 @@
+"""The recorder's database: one engine per URL per process, tables created on first use,
+idempotent upserts in short transactions. SQLite (the default, `.memlife/memlife.db`) runs
+in WAL mode with a busy timeout; `MEMLIFE_DB_URL` points the recorder at another database
+(e.g. PostgreSQL) instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel, create_engine
+
+from memlife.errors import MemlifeError
+from memlife.recorder import tables  # noqa: F401 (registers every table with SQLModel)
+
+DEFAULT_DB_PATH = Path(".memlife") / "memlife.db"
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def database_url() -> str:
+    url = os.environ.get("MEMLIFE_DB_URL")
+    if url:
+        return url
+    return f"sqlite:///{DEFAULT_DB_PATH.resolve()}"
+
+
+def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def engine_for(url: str | None = None) -> Engine:
+    """One engine per database URL per process, tables created on first use."""
+    url = url or database_url()
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is None:
+            if url.startswith("sqlite:///"):
+                Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+                engine = create_engine(url, connect_args={"timeout": 30,
+                                                          "check_same_thread": False})
+                event.listen(engine, "connect", _tune_sqlite)
+            else:
+                # Every stored time is UTC; a session in another zone would shift naive
+                # timestamps on the way in.
+                options = {"connect_args": {"options": "-c timezone=UTC"}} if url.startswith(
+                    "postgresql") else {}
+                engine = create_engine(url, pool_pre_ping=True, pool_size=10,
+                                       max_overflow=20, **options)
+            SQLModel.metadata.create_all(engine)
+            _check_schema(engine, url)
+            _engines[url] = engine
+    return engine
+
+
+def _check_schema(engine: Engine, url: str) -> None:
+    """create_all adds missing tables, never missing columns: refuse an older database
+    with a clear message rather than failing later in the middle of a run."""
+    from sqlalchemy import inspect
+
+    inspector = inspect(engine)
+    for table in SQLModel.metadata.sorted_tables:
+        have = {column["name"] for column in inspector.get_columns(table.name)}
+        missing = [column.name for column in table.columns if column.name not in have]
+        if missing:
+            raise MemlifeError(
+                f"recorder {url}: written by an older memlife (table "
+                f"{table.name} lacks {', '.join(missing)}); move it aside or point "
+                "MEMLIFE_DB_URL at a new database"
+            )
+
+
+@contextmanager
+def session(url: str | None = None) -> Iterator[Session]:
+    with Session(engine_for(url)) as db:
+        yield db
+        db.commit()
+
+
+def merge_all(rows: list[SQLModel], url: str | None = None) -> None:
+    """Idempotent upsert of a batch in one short transaction.
+
+    A real INSERT ... ON CONFLICT DO UPDATE, not select-then-insert: two attempts of one
+    activity may overlap (a retry racing a slow first attempt) and must both succeed.
+    """
+    by_model: dict[type[SQLModel], list[dict[str, Any]]] = {}
+    for row in rows:
+        table = type(row).__table__  # type: ignore[attr-defined]
+        by_model.setdefault(type(row), []).append(
+            {column.name: getattr(row, column.name) for column in table.columns})
+    merge_values(by_model, url)
+
+
+def merge_values(by_model: dict[type[SQLModel], list[dict[str, Any]]],
+                 url: str | None = None) -> None:
+    """`merge_all` for rows given as plain dicts (every column named), per table model:
+    what a hot path writes, without building model instances it would only take apart."""
+    engine = engine_for(url)
+    by_table = {model.__table__: values  # type: ignore[attr-defined]
+                for model, values in by_model.items() if values}
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    with engine.begin() as connection:
+        for table, values in by_table.items():
+            keys = [column.name for column in table.primary_key.columns]
+            statement = insert(table)
+            updates = {column.name: statement.excluded[column.name]
+                       for column in table.columns if column.name not in keys}
+            # One statement executed for many rows: compiled once (and cached), where a
+            # multi-VALUES insert is compiled afresh for every batch (a fifth of a busy
+            # worker's CPU, measured with py-spy).
+            upsert = statement.on_conflict_do_update(index_elements=keys, set_=updates)
+            for start in range(0, len(values), 2000):
+                connection.execute(upsert, values[start:start + 2000])
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

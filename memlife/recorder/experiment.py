@@ -1,0 +1,101 @@
+"""Experiment documents: several configurations of one system — e.g. the reference target
+answering from the thread, vector memory or the graph alone, or all three with the seed's
+precedence — run with the same tenants, values and questions, over repetitions with fresh
+ones (docs/experiments.md). Pure: builds the comparison from the runs' artifacts.
+
+Missing recall and leakage stay separate (recall vs I3); rates are pooled over checks and
+bootstrapped over pairs, where the pairs of different repetitions are different units.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+from memlife.rules.scoring import percentile_upper_rank
+from memlife.rules.statistics import bootstrap_rate
+
+EXPERIMENT_VERSION = 1
+# Probe families and the checks that measure them: missing recall and leakage apart.
+FAMILIES = {"recall": "recall", "stale (U1)": "U1", "abstain": "abstain",
+            "leakage-free (I3)": "I3", "deletion (I4)": "I4", "scoped deletion (D2)": "D2"}
+
+
+def experiment_document(experiment: str, artifacts: list[dict[str, Any]]) -> dict[str, Any]:
+    configurations: list[str] = []
+    for artifact in artifacts:
+        label = artifact["meta"].get("configuration") or artifact["meta"]["target_name"]
+        if label not in configurations:
+            configurations.append(label)
+    return {
+        "experiment_version": EXPERIMENT_VERSION,
+        "experiment": {"id": experiment, "configurations": configurations,
+                       "repetitions": max((a["meta"].get("repetition") or 1)
+                                          for a in artifacts),
+                       "scenario": artifacts[0]["meta"]["scenario_name"],
+                       "clock": artifacts[0]["meta"]["clock"]},
+        "comparison": compare(artifacts, configurations),
+        "runs": artifacts,
+    }
+
+
+def configuration_label(artifact: dict[str, Any]) -> str:
+    return artifact["meta"].get("configuration") or artifact["meta"]["target_name"]
+
+
+def _units(artifacts: list[dict[str, Any]], invariant: str) -> list[tuple[int, int]]:
+    units = []
+    for artifact in artifacts:
+        for pair in artifact.get("pairs", []):
+            tally = pair.get("by_invariant", {}).get(invariant)
+            if tally:
+                decided = tally["checked"] - tally["inconclusive"]
+                units.append((decided - tally["failed"], decided))
+    return units
+
+
+def _spread(values: list[float]) -> dict[str, float | int | None]:
+    if not values:
+        return {"count": 0, "mean": None, "median": None, "p95": None, "max": None}
+    return {"count": len(values), "mean": round(sum(values) / len(values), 3),
+            "median": round(median(values), 3),
+            "p95": round(percentile_upper_rank(values, 0.95), 3), "max": round(max(values), 3)}
+
+
+def compare(artifacts: list[dict[str, Any]], configurations: list[str]) -> dict[str, Any]:
+    """Per configuration: rates with intervals, per invariant tallies, leaks and residues,
+    end-to-end and per-stage latency, cost."""
+    result: dict[str, Any] = {}
+    for label in configurations:
+        runs = [a for a in artifacts if configuration_label(a) == label]
+        invariants: dict[str, dict[str, int]] = {}
+        for artifact in runs:
+            for name, tally in artifact["summary"]["by_invariant"].items():
+                into = invariants.setdefault(name, {"checked": 0, "failed": 0,
+                                                    "inconclusive": 0})
+                for key in into:
+                    into[key] += tally[key]
+        probes = [o for a in runs for o in a["observations"]
+                  if o["kind"] == "probe" and o["status"] == "ok" and o["latency_ms"] is not None]
+        stages: dict[str, list[float]] = {}
+        for observation in probes:
+            for stage, value in (observation.get("stages") or {}).items():
+                stages.setdefault(stage, []).append(value)
+        costs = [o["cost"] for o in probes if o.get("cost") is not None]
+        failures = [f for a in runs for f in a["failures"]]
+        result[label] = {
+            "runs": [a["meta"]["run_id"] for a in runs],
+            "passed": all(a["summary"]["passed"] for a in runs),
+            "pairs": sum(len(a.get("pairs", [])) for a in runs),
+            "families": {name: bootstrap_rate(_units(runs, invariant)).as_dict()
+                         for name, invariant in FAMILIES.items()},
+            "by_invariant": invariants,
+            "leaks": sum(1 for f in failures if f["reason"] in ("leaked", "overreach")),
+            "missing": sum(1 for f in failures if f["reason"] == "missing"),
+            "residues": sum(1 for f in failures if f["reason"] in ("residue", "resurrected")),
+            "inconclusive": sum(len(a["inconclusive"]) for a in runs),
+            "latency_ms": _spread([o["latency_ms"] for o in probes]),
+            "stages_ms": {stage: _spread(values) for stage, values in sorted(stages.items())},
+            "cost_per_probe": round(sum(costs) / len(costs), 9) if costs else None,
+        }
+    return result

@@ -1,0 +1,137 @@
+"""Reading a run back: every row of it (the whole artifact), or its rows streamed a few
+thousand at a time into an ArtifactBuilder (the summary and digest of a run of any size in
+bounded memory), or its values."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from memlife.recorder.builder import ArtifactBuilder
+from memlife.recorder.database import engine_for, session
+from memlife.recorder.tables import (
+    AdjudicationRow,
+    ObservationMetricRow,
+    ObservationRow,
+    RunRow,
+    RunValueRow,
+    StepRow,
+    TenantRow,
+    VerdictRow,
+)
+
+
+def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None:
+    """Every row of one run, for the artifact builder."""
+    with session(url) as db:
+        run = db.get(RunRow, run_id)
+        if run is None:
+            return None
+        by_run = {
+            "tenants": TenantRow, "steps": StepRow, "observations": ObservationRow,
+            "verdicts": VerdictRow, "values": RunValueRow, "metrics": ObservationMetricRow,
+            "adjudications": AdjudicationRow,
+        }
+        found: dict[str, list[Any]] = {"run": [run]}
+        for name, model in by_run.items():
+            rows = db.exec(select(model).where(model.run_id == run_id)).all()
+            found[name] = list(rows)
+        for rows in found.values():
+            for row in rows:
+                db.expunge(row)
+        return found
+
+
+def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = False
+                ) -> tuple[Any, int] | None:
+    """An `ArtifactBuilder` fed with a run's rows streamed from the database, a few
+    thousand at a time, and the run's number of pairs: the summary (and the digest) of a
+    run of any size in bounded memory. `summary_only` skips what the summary does not
+    need: Server-Timing stages, costs, and the findings themselves (they are counted)."""
+    chunk = 5000
+    engine = engine_for(url)
+    with Session(engine) as db:
+        run = db.get(RunRow, run_id)
+        if run is None:
+            return None
+        db.expunge(run)
+    with engine.connect() as connection:
+        labels = {(pair, step): label for pair, step, label in connection.execute(
+            select(StepRow.pair_index, StepRow.step_index, StepRow.label)
+            .where(StepRow.run_id == run_id))}
+        pair_indexes = list(connection.execute(
+            select(TenantRow.pair_index).where(TenantRow.run_id == run_id).distinct()
+        ).scalars())
+        builder = ArtifactBuilder(run, labels, keep_entries=False,
+                                  keep_findings=not summary_only)
+        verdicts = connection.execution_options(yield_per=chunk).execute(
+            select(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id,
+                   VerdictRow.stage, VerdictRow.tenant_alias, VerdictRow.domain,
+                   VerdictRow.store, VerdictRow.outcome, VerdictRow.passed,
+                   VerdictRow.latency_ms, VerdictRow.checks_json, VerdictRow.findings_json)
+            .where(VerdictRow.run_id == run_id)
+            .order_by(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id))
+        for verdict in verdicts:
+            builder.add_verdict(verdict)
+        builder.target_errors = connection.execute(
+            select(func.count()).select_from(ObservationRow)
+            .where(ObservationRow.run_id == run_id, ObservationRow.status != "ok")
+        ).scalar_one()
+        probes = connection.execution_options(yield_per=chunk).execute(
+            select(ObservationRow.pair_index, ObservationRow.step_index, ObservationRow.seq,
+                   ObservationRow.latency_ms)
+            .where(ObservationRow.run_id == run_id, ObservationRow.kind == "probe",
+                   ObservationRow.status == "ok", ObservationRow.latency_ms.is_not(None))
+            .order_by(ObservationRow.pair_index, ObservationRow.step_index,
+                      ObservationRow.seq))
+        if summary_only:
+            for *_, latency in probes:
+                builder.add_probe(latency, {})
+            return builder, len(pair_indexes)
+        # Metrics in the same (integer) order as the probes, merged as both streams go by.
+        metrics = iter(connection.execution_options(yield_per=chunk).execute(
+            select(ObservationMetricRow.pair_index, ObservationMetricRow.step_index,
+                   ObservationMetricRow.seq, ObservationMetricRow.name,
+                   ObservationMetricRow.value)
+            .where(ObservationMetricRow.run_id == run_id)
+            .order_by(ObservationMetricRow.pair_index, ObservationMetricRow.step_index,
+                      ObservationMetricRow.seq)))
+        builder.cost_by_pair = dict.fromkeys(pair_indexes, 0.0)
+        pending = next(metrics, None)
+        for pair, step, seq, latency in probes:
+            found: dict[str, float] = {}
+            while pending is not None and tuple(pending[:3]) <= (pair, step, seq):
+                if tuple(pending[:3]) == (pair, step, seq):
+                    found[pending.name] = pending.value
+                if pending.name == "cost":
+                    builder.add_cost(pending.pair_index, pending.value)
+                pending = next(metrics, None)
+            builder.add_probe(latency, found)
+        while pending is not None:
+            if pending.name == "cost":
+                builder.add_cost(pending.pair_index, pending.value)
+            pending = next(metrics, None)
+    return builder, len(pair_indexes)
+
+
+def run_digest(run_id: str, url: str | None = None) -> dict[str, Any] | None:
+    """The run's digest (`ArtifactBuilder.digest`), computed streaming."""
+    built = run_builder(run_id, url)
+    if built is None:
+        return None
+    builder, pairs = built
+    return builder.digest(pairs)
+
+
+def run_value_tuples(run_id: str, url: str | None = None
+                     ) -> Iterator[tuple[int, str, str, str]]:
+    """(pair, domain, alias, text) of every value of a run, streamed."""
+    engine = engine_for(url)
+    with engine.connect() as connection:
+        rows = connection.execution_options(yield_per=5000).execute(
+            select(RunValueRow.pair_index, RunValueRow.domain, RunValueRow.alias,
+                   RunValueRow.text).where(RunValueRow.run_id == run_id))
+        yield from (tuple(row) for row in rows)

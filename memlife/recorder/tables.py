@@ -1,0 +1,169 @@
+"""The recorder's tables: runs, tenants, steps, observations (and the numbers a target
+reports about them), verdicts, adjudications, erasure receipts, and a run's materialized
+pairs and values. Every row has a deterministic primary key derived from (run, pair, step,
+...), so a retried write rewrites the same row."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Field, SQLModel
+
+
+class RunRow(SQLModel, table=True):
+    __tablename__ = "runs"
+    id: str = Field(primary_key=True)
+    scenario: str = Field(index=True)
+    scenario_sha256: str
+    target_name: str
+    target_base_url: str
+    clock: str
+    meta_json: str
+    status: str = "running"
+    started_at: datetime
+    finished_at: datetime | None = None
+    summary_json: str | None = None
+
+
+class TenantRow(SQLModel, table=True):
+    __tablename__ = "tenants"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    role: str
+    alias: str
+    phone: str
+    language: str
+    user_id: str | None = None
+
+
+class StepRow(SQLModel, table=True):
+    __tablename__ = "steps"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    kind: str
+    label: str = ""
+    scenario_started: datetime
+    scenario_finished: datetime
+    wall_started: datetime
+    wall_finished: datetime
+
+
+class ObservationRow(SQLModel, table=True):
+    __tablename__ = "observations"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    seq: int
+    role: str
+    tenant_alias: str
+    kind: str
+    domain: str | None = None
+    case_id: str | None = None
+    request: str
+    reply: str | None = None
+    context: str | None = None
+    status: str
+    http_status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    scenario_time: datetime
+    wall_time: datetime
+
+
+class ObservationMetricRow(SQLModel, table=True):
+    """Numbers a target reports about one turn: a Server-Timing stage (`stage:retrieval`,
+    ms), its cost (`cost`) or token count (`tokens`). A table of its own, so recorder
+    databases written before it existed gain it without a migration."""
+
+    __tablename__ = "observation_metrics"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    observation_id: str
+    pair_index: int
+    step_index: int
+    seq: int
+    name: str
+    value: float
+
+
+class AdjudicationRow(SQLModel, table=True):
+    """A reviewer's decision on a reply exact matching failed, and what it means for each
+    check (exact outcome beside adjudicated outcome)."""
+
+    __tablename__ = "adjudications"
+    id: str = Field(primary_key=True)  # the item's ticket
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    stage: str
+    case_id: str
+    tenant_alias: str
+    kind: str
+    reviewer: str
+    decided_at: datetime
+    asserted_json: str  # the candidate values the reviewer says the reply states
+    abstains: bool
+    note: str = ""
+    exact_json: str
+    checks_json: str
+
+
+class ErasureReceiptRow(SQLModel, table=True):
+    """The erasure receipt of a deletion check, kept beyond Temporal's retention period:
+    what an operator attaches to a right-to-erasure request. Values only as labels."""
+
+    __tablename__ = "erasure_receipts"
+    id: str = Field(primary_key=True)  # the check id
+    tenant: str = Field(index=True)
+    target_name: str
+    verdict: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    receipt_json: str
+
+
+class VerdictRow(SQLModel, table=True):
+    __tablename__ = "verdicts"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    stage: str = ""
+    case_id: str
+    role: str
+    tenant_alias: str
+    domain: str
+    store: str = "response"
+    outcome: str
+    passed: bool
+    latency_ms: float | None = None
+    checks_json: str
+    findings_json: str
+
+
+class RunPairRow(SQLModel, table=True):
+    """A run's materialized pairs, for cohorts to load (their values are in run_values)."""
+
+    __tablename__ = "run_pairs"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    pair_json: str
+
+
+class RunValueRow(SQLModel, table=True):
+    """Every fact value of a run and who owns it: a reply holding a value of a tenant
+    outside the probed pair is a leak too."""
+
+    __tablename__ = "run_values"
+    id: str = Field(primary_key=True)
+    run_id: str = Field(index=True)
+    pair_index: int
+    role: str
+    alias: str
+    domain: str
+    text: str

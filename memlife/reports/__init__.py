@@ -1,0 +1,29 @@
+"""Reports of a run (`memlife report`): the JSON scorecard, Markdown, self-contained HTML
+and JUnit XML, all drawn from the result artifact (scorecard.py). Pure. Phone numbers and
+tenant ids are redacted by default: each becomes a stable label naming its pair and role
+(`phone[p3a]`, `tenant[p3a]`), everywhere in the document."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memlife.reports.html import html_page
+from memlife.reports.scorecard import redact, scorecard
+from memlife.reports.text import junit, markdown
+
+FORMATS = ("json", "md", "html", "junit")
+
+
+def render(artifact: dict[str, Any], fmt: str, *, redacted: bool = True) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    card = scorecard(redact(artifact) if redacted else artifact)
+    if fmt == "json":
+        shown = {k: v for k, v in card.items() if k != "cases"}
+        shown["latency_ms"] = {k: v for k, v in card["latency_ms"].items() if k != "samples"}
+        return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
+    return {"md": markdown, "html": html_page, "junit": junit}[fmt](card)
+
+
+__all__ = ["FORMATS", "redact", "render", "scorecard"]

@@ -1,0 +1,148 @@
+"""Canary values: natural-looking fact values generated per run from a seed. Pure.
+
+Each value combines several independent draws (an employer is a trade and two surnames; an
+address a street name and a number), so the space per kind runs from ~10^5 to ~10^6 and a
+value is practically unique to its run: a needle search for it is unambiguous, and finding
+it under another tenant cannot be a coincidence. Within one run every value is distinct and
+no value contains another (after normalization), so substring scoring stays exact.
+"""
+
+from __future__ import annotations
+
+import random
+from array import array
+from collections.abc import Callable
+
+from memlife.rules.scoring import normalize
+
+SURNAMES = (
+    "Arriaga Quispe Olmedo Valdivia Ocampo Zubiaurre Etxeberria Larrañaga Sandoval Montoya "
+    "Benavides Cifuentes Echeverría Galindo Iturralde Jaramillo Lozano Mondragón Navarrete "
+    "Orozco Palacios Quintana Rentería Saavedra Tamayo Urquiza Villalobos Yáñez Zamora "
+    "Arizmendi Barrenechea Carvajal Dorronsoro Escalante Figueroa Goicoechea Hinojosa Ibarra "
+    "Jáuregui Landa Maldonado Nuñez Olaechea Pizarro Quiroga Robledo Sepúlveda Toledo Uriarte "
+    "Valcárcel Alcántara Bustamante Cárdenas Durán Elizondo Fajardo Gallardo Huerta Izquierdo "
+    "Lizarraga Medrano Noriega Ordóñez Peñalver Quevedo Ribera Solórzano Trujillo Ulloa Vergara "
+    "Aguirre Barragán Cuadrado Solana Espejo Ferrando Garmendia Herrero Inclán Jiménez Lafuente "
+    "Mariscal Olavarría Perales Rosales Salcedo Tejada Uribe Valverde Zaldívar Aranda Berrocal "
+    "Chacón Domínguez Egaña Fuentes Guzmán Heredia Irujo Luján Manrique Ochandiano Pastrana"
+).split()
+GIVEN_NAMES = (
+    "Inés Tomás Lucía Mateo Carmen Julián Olga Rodrigo Elena Ignacio Rocío Gonzalo Marta "
+    "Esteban Pilar Andrés Nuria Fermín Alba Héctor Irene Lorenzo Sara Bruno Paula Álvaro Rosa "
+    "Víctor Clara Emilio Teresa Joaquín Ana Ramiro Eva Adrián Noelia Sergio Amparo Hugo Celia "
+    "Diego Leire Aitor Begoña Iker Maite Xabier Ainhoa Unai Itziar Martín Raquel Pablo Sonia "
+    "Óscar Lidia Jaime Beatriz César Marina Félix Susana Iván Cristina Rubén Gloria Simón Diana"
+).split()
+TRADES = (
+    "Panadería|Ferretería|Talleres|Imprenta|Carpintería|Librería|Farmacia|Óptica|Floristería|"
+    "Transportes|Construcciones|Conservas|Bodegas|Laboratorios|Estudio|Asesoría|Clínica|"
+    "Academia|Viveros|Cerámicas|Textiles|Muebles|Autoescuela|Pastelería|Lavandería"
+).split("|")
+STREET_KINDS = ("calle", "avenida", "paseo", "plaza", "travesía", "camino", "ronda")
+PET_NAMES = (
+    "Canelo Luna Toby Nala Rocky Kira Simba Lola Bimba Trufa Chispa Pancho Coco Nube Greta "
+    "Tango Brisa Bolt Mora Pipo Duna Rufo Mimi Thor Sombra Pelusa Oreo Chocolate Bruma Lúa"
+).split()
+PET_KINDS = ("perro", "gata", "gato", "perra", "loro", "conejo", "tortuga", "hurón")
+SAINTS = (
+    "San Telmo|Santa Olalla|San Fermín|Santa Engracia|San Millán|Santa Casilda|San Roque|"
+    "Santa Brígida|San Isidoro|Santa Quiteria|San Prudencio|Santa Eulalia|San Lesmes|"
+    "Santa Leocadia|San Froilán|Santa Marina|San Vitores|Santa Librada|San Ginés|Santa Florentina"
+).split("|")
+
+
+def _employer(rng: random.Random) -> str:
+    first, second = rng.sample(SURNAMES, 2)
+    return f"{rng.choice(TRADES)} {first} {second}"
+
+
+def _address(rng: random.Random) -> str:
+    return f"{rng.choice(STREET_KINDS)} {rng.choice(SURNAMES)} {rng.randint(100, 9999)}"
+
+
+def _person(rng: random.Random) -> str:
+    first, second = rng.sample(SURNAMES, 2)
+    return f"{rng.choice(GIVEN_NAMES)} {first} {second}"
+
+
+def _pet(rng: random.Random) -> str:
+    return f"{rng.choice(PET_NAMES)} {rng.choice(SURNAMES)} {rng.choice(SURNAMES)}"
+
+
+def _school(rng: random.Random) -> str:
+    return f"Colegio {rng.choice(SAINTS)} {rng.choice(SURNAMES)} {rng.randint(2, 99)}"
+
+
+GENERATORS: dict[str, Callable[[random.Random], str]] = {
+    "employer": _employer,
+    "address": _address,
+    "person": _person,
+    "pet": _pet,
+    "school": _school,
+}
+
+
+class CanaryPool:
+    """Draws run-unique values; no value equals or contains another (normalized).
+
+    The clash test is exact and does not grow with the values drawn so far (a run of
+    10,000 pairs draws half a million): a value already taken that lies inside the
+    candidate is one of the candidate's own substrings, looked up in a set; a value the
+    candidate would lie inside holds every 5-character piece of it, so only the values
+    holding its rarest piece are searched.
+    """
+
+    _GRAM = 5
+
+    def __init__(self, seed: str, avoid: list[str] | None = None):
+        self._rng = random.Random(f"memlife-canaries:{seed}")
+        self._taken: list[str] = []
+        self._taken_set: set[str] = set()
+        self._lengths: set[int] = set()
+        self._by_gram: dict[str, array[int]] = {}
+        for text in avoid or []:
+            normalized = normalize(text)
+            if normalized and normalized not in self._taken_set:
+                self._take(normalized)
+
+    def _take(self, normalized: str) -> None:
+        index = len(self._taken)
+        self._taken.append(normalized)
+        self._taken_set.add(normalized)
+        self._lengths.add(len(normalized))
+        size = self._GRAM
+        for gram in {normalized[i:i + size] for i in range(len(normalized) - size + 1)}:
+            holders = self._by_gram.get(gram)
+            if holders is None:
+                holders = self._by_gram[gram] = array("i")
+            holders.append(index)
+
+    def _clashes(self, candidate: str) -> bool:
+        length = len(candidate)
+        taken = self._taken_set
+        for size in self._lengths:  # a taken value inside the candidate
+            if size <= length and any(candidate[start:start + size] in taken
+                                      for start in range(length - size + 1)):
+                return True
+        if length < self._GRAM:  # too short to index: look everywhere
+            return any(candidate in text for text in self._taken)
+        rarest: array[int] | None = None
+        for start in range(length - self._GRAM + 1):
+            holders = self._by_gram.get(candidate[start:start + self._GRAM])
+            if holders is None:
+                return False  # no taken value holds this piece, so none holds the candidate
+            if rarest is None or len(holders) < len(rarest):
+                rarest = holders
+        assert rarest is not None
+        return any(candidate in self._taken[index] for index in rarest)
+
+    def draw(self, kind: str) -> str:
+        generator = GENERATORS[kind]
+        for _ in range(10_000):
+            value = generator(self._rng)
+            normalized = normalize(value)
+            if not self._clashes(normalized):
+                self._take(normalized)
+                return value
+        raise RuntimeError(f"canary space for {kind!r} exhausted")

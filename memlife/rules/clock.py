@@ -1,0 +1,44 @@
+"""Scenario time: `real` and `skip` sleep as written, `compress=N` divides every wait by
+N and multiplies elapsed time back. Pure."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ClockMode = Literal["real", "skip", "compress"]
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+class Clock(_Model):
+    """Scenario time: `real` and `skip` sleep as written; `compress` divides every wait."""
+
+    mode: ClockMode = "real"
+    factor: float = Field(default=1.0, gt=0)
+
+    def real_wait(self, scenario_wait: timedelta) -> timedelta:
+        return scenario_wait / self.factor if self.mode == "compress" else scenario_wait
+
+    def scenario_now(self, origin: datetime, now: datetime) -> datetime:
+        if self.mode == "compress":
+            return origin + (now - origin) * self.factor
+        return now
+
+    def describe(self) -> str:
+        return f"compress={self.factor:g}" if self.mode == "compress" else self.mode
+
+def parse_clock(text: str) -> Clock:
+    """`real`, `skip` or `compress=N` (N > 0)."""
+    if text in ("real", "skip"):
+        return Clock(mode=text)
+    if text.startswith("compress="):
+        try:
+            factor = float(text.removeprefix("compress="))
+        except ValueError:
+            factor = 0.0
+        if factor > 0:
+            return Clock(mode="compress", factor=factor)
+    raise ValueError(f"--clock {text!r}: expected real, skip or compress=N with N > 0")

@@ -1,0 +1,81 @@
+"""What memlife observed of a target: one observation per request and what came back, the
+replies of a conversation, what the target said of a deletion, what a store read found.
+Pure data; judging it is judging.py."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlife.rules.scenario import Role
+
+ObservationKind = Literal["register", "write", "update", "probe", "delete", "deletion-status",
+                          "inspect"]
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+class Observation(_Model):
+    """One raw result: a request and what came back, or why nothing usable did."""
+
+    seq: int
+    role: Role
+    kind: ObservationKind
+    domain: str | None = None
+    case_id: str | None = None
+    request: str = ""
+    reply: str | None = None
+    context: str | None = None
+    status: Literal["ok", "target-error"] = "ok"
+    http_status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    scenario_time: datetime
+    wall_time: datetime
+    stages: dict[str, float] = Field(default_factory=dict)
+    cost: float | None = None
+    tokens: int | None = None
+
+class Reply(_Model):
+    index: int
+    reply: str | None = None
+    context: str | None = None
+    status: Literal["ok", "target-error"] = "ok"
+    http_status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    attempts: int = 1
+    wall_time: datetime
+    stages: dict[str, float] = Field(default_factory=dict)  # Server-Timing, ms
+    cost: float | None = None  # what the target says the turn cost (its own unit)
+    tokens: int | None = None
+
+class DeletionState(_Model):
+    """What the target said about a deletion: done, failed, or still in progress."""
+
+    status: str | None = None
+    deletion_id: str | None = None
+    done: bool = False
+    failed: bool = False
+    http_status: int
+    latency_ms: float
+    wall_time: datetime
+
+class StoreRecordView(_Model):
+    id: str | None = None
+    tenant_id: str | None = None
+    deleted: bool | None = None
+    matches: list[int] = Field(default_factory=list)
+    excerpt: str = ""
+
+class StoreRead(_Model):
+    store: str
+    mode: Literal["scope", "needle", "needles"]
+    key: str  # the identity or the needle read (needles: the values, one per line)
+    status: Literal["ok", "error"] = "ok"
+    error: str | None = None
+    total: int = 0
+    records: list[StoreRecordView] = Field(default_factory=list)
+    latency_ms: float | None = None

@@ -1,0 +1,407 @@
+"""Judging: a reply against its probe case (the seed's rule, with every leak on its own),
+store reads against an inspection case (by each store's retention policy), a deletion's
+status against its SLA. Verdicts are data; a read or a request that failed is
+inconclusive, never a pass. Pure."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from memlife.rules.durations import format_duration
+from memlife.rules.evidence import DeletionState, Observation, StoreRead, StoreRecordView
+from memlife.rules.scenario import Role
+from memlife.rules.scoring import Expectation, ValueIndex, contains, normalize, score_reply
+from memlife.rules.target import FilesProbe, SqlProbe, Store
+from memlife.rules.verdicts import (
+    CONTEXT,
+    PHYSICAL,
+    RESPONSE,
+    CaseVerdict,
+    Check,
+    Finding,
+    ForbiddenValue,
+    InspectCase,
+    InspectSummary,
+    Outcome,
+    ProbeCase,
+    Reason,
+)
+
+# -- judging replies -------------------------------------------------------------------------
+
+# Which check a forbidden value's origin belongs to, and the reason a hit is given.
+LEAK_CHECKS = {"partner": ("I3", "leaked"), "foreign": ("I3", "leaked"),
+         "superseded": ("U1", "stale"), "deleted": ("I4", "residue")}
+
+
+def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: float,
+                foreign: list[ForbiddenValue] | ValueIndex[ForbiddenValue] | None = None,
+                ) -> CaseVerdict:
+    """Score one reply by the seed's rule, separating missing recall from each leak.
+
+    `foreign` are values of tenants outside this pair: a leak from anywhere in the run is a
+    leak. At scale they come as a ValueIndex: only the ones that occur are looked at.
+    """
+    if isinstance(foreign, ValueIndex):
+        texts = normalize(observation.reply or "") + "\n" + normalize(
+            observation.context or "")
+        occurring = foreign.found_in(texts)
+        any_foreign = bool(occurring) or foreign.size > 0
+        foreign = occurring
+    else:
+        any_foreign = bool(foreign)
+    forbidden = list(case.forbidden) + list(foreign or [])
+    findings: list[Finding] = []
+    checks: list[Check] = []
+    positive = "abstain" if case.kind == "abstain" else "recall"
+    has_positive = bool(case.required or case.any_of)
+    invariants = [positive] if has_positive else []
+    invariants += sorted({LEAK_CHECKS[f.origin][0] for f in forbidden}
+                         | ({"I3"} if any_foreign else set()))
+    if case.scoped_deletion:
+        invariants.append("D2")
+    context_checked = observation.context is not None and (any_foreign or any(
+        f.origin in ("partner", "foreign") for f in forbidden))
+
+    if observation.status != "ok" or observation.reply is None or case.blocked_by:
+        detail = observation.error or case.blocked_by or "no reply"
+        for invariant in invariants + (["I2"] if context_checked else []):
+            store = CONTEXT if invariant == "I2" else RESPONSE
+            checks.append(Check(invariant=invariant, outcome="inconclusive", store=store))
+            findings.append(Finding(invariant=invariant, reason="target-error",
+                                    outcome="inconclusive", store=store, detail=detail))
+        return CaseVerdict(case_id=case.case_id, role=case.role, tenant_alias=case.tenant_alias,
+                           domain=case.domain, passed=False, outcome="inconclusive",
+                           checks=checks, findings=findings)
+
+    expectation = Expectation(required=tuple(case.required),
+                              forbidden=tuple(f.text for f in forbidden),
+                              any_of=tuple(case.any_of))
+    score = score_reply(observation.reply, expectation)
+    if has_positive:
+        present = not score.missing and not score.any_of_missing
+        checks.append(Check(invariant=positive, outcome="pass" if present else "fail"))
+        for text in score.missing:
+            findings.append(Finding(invariant=positive, reason="missing", outcome="fail",
+                                    value=text, detail="own value absent from the reply"))
+        if score.any_of_missing:
+            findings.append(Finding(invariant=positive, reason="missing", outcome="fail",
+                                    value=" | ".join(case.any_of),
+                                    detail="none of the accepted renderings is in the reply"))
+        if case.scoped_deletion:
+            checks.append(Check(invariant="D2", outcome="pass" if present else "fail"))
+            if not present:
+                findings.append(Finding(
+                    invariant="D2", reason="overreach", outcome="fail",
+                    value=" | ".join(case.required or case.any_of),
+                    detail="the partner's deletion took this tenant's value with it"))
+    leaked = set(score.leaked)
+    for invariant in sorted({LEAK_CHECKS[f.origin][0] for f in forbidden}
+                            | ({"I3"} if any_foreign else set())):
+        relevant = [f for f in forbidden if LEAK_CHECKS[f.origin][0] == invariant]
+        hits = [f for f in relevant if f.text in leaked]
+        checks.append(Check(invariant=invariant, outcome="fail" if hits else "pass"))
+        for hit in hits:  # every leak listed on its own
+            reason = LEAK_CHECKS[hit.origin][1]
+            if hit.origin == "deleted" and case.resurrection:
+                reason = "resurrected"
+            findings.append(Finding(
+                invariant=invariant, reason=reason, outcome="fail", value=hit.text,
+                detail=f"{hit.owner}'s {hit.domain} value ({hit.origin}) appeared in the reply",
+            ))
+    if context_checked:
+        context = normalize(observation.context or "")
+        hits = [f for f in forbidden if f.origin in ("partner", "foreign")
+                and contains(context, f.text)]
+        checks.append(Check(invariant="I2", outcome="fail" if hits else "pass", store=CONTEXT))
+        for hit in hits:
+            findings.append(Finding(
+                invariant="I2", reason="leaked", outcome="fail", store=CONTEXT, value=hit.text,
+                detail=f"{hit.owner}'s {hit.domain} value was in the retrieval context"))
+    if observation.latency_ms is not None:
+        slow = observation.latency_ms > latency_budget_ms
+        checks.append(Check(invariant="L", outcome="fail" if slow else "pass"))
+        if slow:
+            findings.append(Finding(
+                invariant="L", reason="slow", outcome="fail",
+                detail=f"{observation.latency_ms:.1f} ms > budget {latency_budget_ms:g} ms",
+            ))
+    passed = score.passed and not any(f.outcome == "fail" and f.invariant in ("I2", "D2")
+                                      for f in findings)
+    return CaseVerdict(
+        case_id=case.case_id, role=case.role, tenant_alias=case.tenant_alias,
+        domain=case.domain, passed=passed, outcome="pass" if passed else "fail",
+        checks=checks, findings=findings, latency_ms=observation.latency_ms,
+    )
+
+
+# -- judging store reads ---------------------------------------------------------------------
+
+
+def judge_inspection(case: InspectCase, reads: list[StoreRead],
+                     stores: list[Store]) -> tuple[list[CaseVerdict], InspectSummary]:
+    """One verdict per store: I1, I2, U1, D2 for a live tenant; I4 for a deleted one.
+
+    A store that could not be read is inconclusive for everything it would have shown:
+    an error is never taken for absence.
+    """
+    watch = case.watch()
+    own_ids = set(case.identities)
+    partner_texts = {f.text for f in case.partner_values}
+    needle_origin = {n.text: n for n in case.needles}
+    verdicts: list[CaseVerdict] = []
+    present: dict[str, list[str]] = {}
+    clean: list[str] = []
+    by_store: dict[str, list[StoreRead]] = {}
+    for read in reads:
+        by_store.setdefault(read.store, []).append(read)
+
+    for store in stores:
+        store_reads = by_store.get(store.name, [])
+        if not store_reads:
+            continue
+        checks: list[Check] = []
+        findings: list[Finding] = []
+
+        def fail(invariant: str, reason: Reason, value: str | None, detail: str,
+                 store_name: str = store.name, _findings: list[Finding] = findings) -> None:
+            _findings.append(Finding(invariant=invariant, reason=reason, outcome="fail",
+                                    store=store_name, value=value, detail=detail))
+
+        forgotten = {n.text for n in case.needles if n.origin == "deleted"}
+        # A store read by value only (no tenant scope) shows erasure, not isolation.
+        by_value_only = isinstance(store.probe, SqlProbe) and store.probe.scope is None
+        if by_value_only and not (case.deleted or forgotten):
+            continue
+        invariants = (["I4"] if case.deleted or by_value_only else
+                      ["I1", "I2"] + (["U1"] if store.updates == "replace"
+                                      and case.stale_after_grace else [])
+                      + (["D2"] if store.name in case.expected_present else [])
+                      + (["I4"] if forgotten else []))
+        if isinstance(store.probe, FilesProbe):
+            verdicts.append(_judge_physical(case, store, store.probe, store_reads, watch))
+            continue
+        errors = [r for r in store_reads if r.status != "ok"]
+        if errors:
+            for invariant in invariants:
+                checks.append(Check(invariant=invariant, outcome="inconclusive",
+                                    store=store.name))
+                findings.append(Finding(
+                    invariant=invariant, reason="target-error", outcome="inconclusive",
+                    store=store.name, detail=f"{errors[0].mode} read failed: {errors[0].error}"))
+            verdicts.append(_store_verdict(case, store.name, checks, findings))
+            continue
+
+        seen: dict[str, tuple[StoreRecordView, set[str]]] = {}
+        for read in store_reads:
+            for index, record in enumerate(read.records):
+                key = record.id or f"{read.mode}:{read.key}:{index}"
+                texts = {watch[i] for i in record.matches if i < len(watch)}
+                if key in seen:
+                    seen[key][1].update(texts)
+                else:
+                    seen[key] = (record, texts)
+                if (not case.deleted and read.mode == "scope"
+                        and record.tenant_id not in (None, *own_ids)):
+                    fail("I2", "leaked", None, f"a read scoped to {case.tenant_alias} "
+                         f"returned a record of tenant {record.tenant_id}")
+        records = list(seen.values())
+
+        if case.deleted:
+            residue = []
+            for record, texts in records:
+                allowed = (
+                    (store.retention == "tombstone" and record.deleted is True)
+                    or (store.retention == "retain-redacted" and not texts)
+                )
+                if not allowed:
+                    residue.append((record, texts))
+            reason: Reason = "resurrected" if store.name in case.clean_before else "residue"
+            # One finding per deleted value still present (and one for value-less rows a
+            # purge store still holds), each naming how many records and which.
+            by_value: dict[str | None, list[StoreRecordView]] = {}
+            for record, texts in residue:
+                for text in sorted(texts) or [None]:
+                    by_value.setdefault(text, []).append(record)
+            for text, holders in by_value.items():
+                fail("I4", reason, text,
+                     f"{_records_phrase(holders)} remain in this {store.retention} store"
+                     + ("" if text else " (rows of the deleted tenant, value-less)"))
+            checks.append(Check(invariant="I4", outcome="fail" if residue else "pass",
+                                store=store.name))
+            if not residue:
+                clean.append(store.name)
+            verdicts.append(_store_verdict(case, store.name, checks, findings))
+            continue
+
+        i1_fail = i2_fail = u1_fail = False
+        # A forgotten fact of a live tenant: its values must be gone (by retention policy).
+        kept: dict[str, list[StoreRecordView]] = {}
+        for record, texts in records:
+            if store.retention == "tombstone" and record.deleted is True:
+                continue
+            for text in texts & forgotten:
+                kept.setdefault(text, []).append(record)
+        for text, holders in sorted(kept.items()):
+            fail("I4", "resurrected" if store.name in case.clean_before else "residue", text,
+                 f"a forgotten value remains: {_records_phrase(holders)}")
+        if forgotten:
+            checks.append(Check(invariant="I4", outcome="fail" if kept else "pass",
+                                store=store.name))
+            if not kept:
+                clean.append(store.name)
+        if by_value_only:
+            verdicts.append(_store_verdict(case, store.name, checks, findings))
+            continue
+        misfiled: dict[str, list[StoreRecordView]] = {}
+        foreign_in_own: dict[str, list[StoreRecordView]] = {}
+        stale_live: dict[str, list[StoreRecordView]] = {}
+        for record, texts in records:
+            foreign_record = record.tenant_id is not None and record.tenant_id not in own_ids
+            if foreign_record:
+                for text in texts:
+                    if text in needle_origin and text not in forgotten:
+                        misfiled.setdefault(text, []).append(record)
+                continue
+            for text in texts & partner_texts:
+                foreign_in_own.setdefault(text, []).append(record)
+            if store.updates == "replace" and record.deleted is not True:
+                for text in texts & set(case.stale_after_grace):
+                    stale_live.setdefault(text, []).append(record)
+        for text, holders in sorted(misfiled.items()):
+            i1_fail = True
+            owners = sorted({r.tenant_id or "?" for r in holders})
+            fail("I1", "leaked", text, f"{case.tenant_alias}'s value is filed under other "
+                 f"tenant(s) {', '.join(owners[:3])}: {_records_phrase(holders)}")
+        for text, holders in sorted(foreign_in_own.items()):
+            i2_fail = True
+            owner = next(f for f in case.partner_values if f.text == text)
+            fail("I2", "leaked", text, f"{owner.owner}'s {owner.domain} value is in "
+                 f"{case.tenant_alias}'s scope: {_records_phrase(holders)}")
+        for text, holders in sorted(stale_live.items()):
+            u1_fail = True
+            fail("U1", "stale", text, f"superseded value still live: {_records_phrase(holders)}")
+        i2_fail = i2_fail or any(f.invariant == "I2" for f in findings)
+        checks.append(Check(invariant="I1", outcome="fail" if i1_fail else "pass",
+                            store=store.name))
+        checks.append(Check(invariant="I2", outcome="fail" if i2_fail else "pass",
+                            store=store.name))
+        if "U1" in invariants:
+            checks.append(Check(invariant="U1", outcome="fail" if u1_fail else "pass",
+                                store=store.name))
+        held = sorted({text for record, texts in records
+                       if record.tenant_id in (None, *own_ids) and record.deleted is not True
+                       for text in texts if needle_origin.get(text) is not None
+                       and needle_origin[text].origin == "current"})
+        present[store.name] = held
+        if "D2" in invariants:
+            lost = [v for v in case.expected_present[store.name] if v not in held]
+            checks.append(Check(invariant="D2", outcome="fail" if lost else "pass",
+                                store=store.name))
+            for value in lost:
+                fail("D2", "overreach", value, "held before the partner's deletion, gone after")
+        verdicts.append(_store_verdict(case, store.name, checks, findings))
+    summary = InspectSummary(case_id=case.case_id, present=present, clean=clean,
+                             expiring=[s.name for s in stores if s.expires is not None])
+    return verdicts, summary
+
+
+def _judge_physical(case: InspectCase, store: Store, probe: FilesProbe,
+                    reads: list[StoreRead], watch: list[str]) -> CaseVerdict:
+    """I4-physical: an erased value's bytes in the store's files. Within the probe's grace
+    of the erasure request they are allowed; later, each value found is a failure naming
+    the files that hold it."""
+    erased = {n.text for n in case.needles if n.origin == "deleted"}
+    errors = [r for r in reads if r.status != "ok"]
+    if errors:
+        return _store_verdict(case, store.name, [
+            Check(invariant=PHYSICAL, outcome="inconclusive", store=store.name)], [Finding(
+                invariant=PHYSICAL, reason="target-error", outcome="inconclusive",
+                store=store.name, detail=f"files read failed: {errors[0].error}")])
+    holders: dict[str, list[StoreRecordView]] = {}
+    for read in reads:
+        for record in read.records:
+            for index in record.matches:
+                if index < len(watch) and watch[index] in erased:
+                    holders.setdefault(watch[index], []).append(record)
+    allowed = case.erased_for is not None and case.erased_for <= probe.grace
+    findings = [] if allowed else [
+        Finding(invariant=PHYSICAL, reason="residue", outcome="fail", store=store.name,
+                value=text,
+                detail=f"{_records_phrase(found)} on disk "
+                + (f"{_duration(case.erased_for)} after the erasure request, past the "
+                   f"{_duration(probe.grace)} grace" if case.erased_for is not None
+                   else "after the erasure request"))
+        for text, found in sorted(holders.items())]
+    return _store_verdict(case, store.name, [Check(
+        invariant=PHYSICAL, outcome="fail" if findings else "pass", store=store.name)],
+        findings)
+
+
+def _duration(value: timedelta) -> str:
+    return format_duration(value)
+
+
+def _records_phrase(records: list[StoreRecordView]) -> str:
+    ids = [r.id or "?" for r in records[:3]]
+    more = f" and {len(records) - 3} more" if len(records) > 3 else ""
+    noun = "record" if len(records) == 1 else "records"
+    return f"{len(records)} {noun} ({', '.join(ids)}{more})"
+
+
+def _store_verdict(case: InspectCase, store: str, checks: list[Check],
+                   findings: list[Finding]) -> CaseVerdict:
+    outcomes = {c.outcome for c in checks}
+    outcome: Outcome = ("fail" if "fail" in outcomes else
+                        "inconclusive" if "inconclusive" in outcomes else "pass")
+    return CaseVerdict(case_id=f"{case.case_id}-{store}", role=case.role,
+                       tenant_alias=case.tenant_alias, store=store, passed=outcome == "pass",
+                       outcome=outcome, checks=checks, findings=findings)
+
+
+def deletion_verdict(case_id: str, role: Role, alias: str, state: DeletionState | None,
+                     error: str | None, deadline: timedelta, elapsed: timedelta,
+                     store: str = "deletion-status") -> CaseVerdict:
+    """I4 at confirmation: deletion confirmed within the SLA. Not confirmed by the deadline
+    fails (slow); a reported failure fails; no usable answer at all is inconclusive."""
+    detail = f"time-to-forget {elapsed}" if state and state.done else ""
+    if state is not None and state.done:
+        finding: Finding | None = None
+        outcome: Outcome = "pass"
+    elif state is not None and state.failed:
+        outcome = "fail"
+        finding = Finding(invariant="I4", reason="target-error", outcome="fail", store=store,
+                          value=state.status, detail="the target reported the deletion failed")
+    elif state is not None:
+        outcome = "fail"
+        finding = Finding(invariant="I4", reason="slow", outcome="fail", store=store,
+                          value=state.status,
+                          detail=f"not confirmed within the deletion SLA ({deadline})")
+    else:
+        outcome = "inconclusive"
+        finding = Finding(invariant="I4", reason="target-error", outcome="inconclusive",
+                          store=store, detail=error or "no status")
+    return CaseVerdict(
+        case_id=case_id, role=role, tenant_alias=alias, store=store, passed=outcome == "pass",
+        outcome=outcome, checks=[Check(invariant="I4", outcome=outcome, store=store)],
+        findings=[finding] if finding else [],
+        latency_ms=None if not detail else elapsed.total_seconds() * 1000,
+    )
+
+
+def judge_step(cases: list[ProbeCase], observations: list[Observation],
+               inspections: list[InspectCase], reads: dict[str, list[StoreRead]],
+               stores: list[Store], latency_budget_ms: float,
+               foreign: ValueIndex[ForbiddenValue] | None = None,
+               ) -> tuple[list[CaseVerdict], list[InspectSummary]]:
+    """One step's probe cases against their replies and its inspection cases against their
+    store reads; `foreign` holds the run's values outside the pair."""
+    by_case = {o.case_id: o for o in observations if o.case_id and o.kind == "probe"}
+    verdicts = [judge_probe(case, by_case[case.case_id], latency_budget_ms, foreign)
+                for case in cases if case.case_id in by_case]
+    summaries = []
+    for case in inspections:
+        store_verdicts, summary = judge_inspection(case, reads.get(case.case_id, []), stores)
+        verdicts += store_verdicts
+        summaries.append(summary)
+    return verdicts, summaries

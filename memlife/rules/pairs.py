@@ -1,0 +1,60 @@
+"""Pairs made concrete, in one place: generated pairs get their canary values from a seed
+(`materialize`), and every pair's two tenants their run-unique synthetic phones
+(`pair_tenants`). The CLI, a scheduled run and the recorder all go through here. Pure."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from memlife.rules.canaries import CanaryPool
+from memlife.rules.phones import synthetic_phone
+from memlife.rules.scenario import FactValue, Pair, Role, Scenario, Tenant
+
+
+class TenantIdentity(BaseModel):
+    """Who a tenant is to the target: alias, phone and language, and the user id the
+    target gave it when it registered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    alias: str
+    phone: str
+    language: str
+    user_id: str | None = None
+
+
+def materialize(scenario: Scenario, seed: str) -> Scenario:
+    """The scenario with concrete pairs: generated pairs get canary values (and as many
+    update values as the timeline needs) drawn from `seed`; listed pairs are kept."""
+    if scenario.generate is None:
+        return scenario
+    questions = [q for domain in scenario.domains.values()
+                 for templates in domain.templates.values()
+                 for q in (*templates.question, *templates.question_dev)]
+    pool = CanaryPool(seed, avoid=questions)
+    updates = scenario.update_counts()
+    generation = scenario.generate
+    pairs = []
+    for index in range(generation.count):
+        tenants = {}
+        for role in ("a", "b"):
+            facts = {}
+            for name, domain in scenario.domains.items():
+                assert domain.canary is not None
+                value = pool.draw(domain.canary)
+                later = [pool.draw(domain.canary) for _ in range(updates.get((role, name), 0))]
+                facts[name] = FactValue(value=value, updates=later)
+            tenants[role] = Tenant(alias=f"{generation.alias_prefix}{index:03d}{role}",
+                                   language=generation.language, facts=facts)
+        pairs.append(Pair(a=tenants["a"], b=tenants["b"]))
+    return scenario.model_copy(update={"pairs": pairs, "generate": None})
+
+
+def pair_tenants(run_id: str, pair_index: int, pair: Pair,
+                 scenario: Scenario) -> list[TenantIdentity]:
+    """The pair's two tenants with their run-unique synthetic phones."""
+    return [TenantIdentity(role=role, alias=pair.tenant(role).alias,
+                           phone=synthetic_phone(run_id, 2 * pair_index + offset),
+                           language=scenario.language_of(pair.tenant(role)))
+            for offset, role in enumerate(("a", "b"))]

@@ -1,0 +1,212 @@
+"""The scenario model: pairs of tenants, fact domains, message templates and a timeline of
+steps. Pure. Reading and checking a scenario file is scenario_file.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from memlife.rules.durations import Duration, GraceDuration
+
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
+Role = Literal["a", "b"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Templates(_Strict):
+    """Message templates of one domain in one language. `question` is the evaluation set
+    (what runs ask and report on); `question_dev` is the development set, kept apart so that
+    paraphrases tuned on it cannot leak into evaluation. `update` supersedes a value
+    (defaults to `statement`)."""
+
+    statement: list[str] = Field(min_length=1)
+    question: list[str] = Field(min_length=1)
+    question_dev: list[str] = Field(default_factory=list)
+    update: list[str] = Field(default_factory=list)
+
+    def updates(self) -> list[str]:
+        return self.update or self.statement
+
+
+CanaryKind = Literal["employer", "address", "person", "pet", "school"]
+
+
+class Domain(_Strict):
+    description: str = ""
+    # How to generate run-unique values for this domain (see memlife.canaries).
+    canary: CanaryKind | None = None
+    templates: dict[str, Templates] = Field(min_length=1)
+
+
+class FactValue(_Strict):
+    """A fact's value; `any_of` lists accepted renderings when one of several will do;
+    `updates` are the values later `update` steps supersede it with, in order."""
+
+    value: str = Field(min_length=1)
+    any_of: list[str] = Field(default_factory=list)
+    updates: list[str] = Field(default_factory=list)
+
+    def renderings(self) -> list[str]:
+        return [self.value, *self.any_of]
+
+    def all_texts(self) -> list[str]:
+        return [self.value, *self.any_of, *self.updates]
+
+
+def _fact_value(value: Any) -> Any:
+    return {"value": value} if isinstance(value, str) else value
+
+
+class Tenant(_Strict):
+    alias: Slug
+    name: str = ""
+    language: str | None = None
+    facts: dict[str, Annotated[FactValue, BeforeValidator(_fact_value)]] = Field(min_length=1)
+
+
+class Pair(_Strict):
+    a: Tenant
+    b: Tenant
+
+    def tenant(self, role: Role) -> Tenant:
+        return self.a if role == "a" else self.b
+
+
+Domains = Literal["all"] | list[str]
+
+
+class WriteStep(_Strict):
+    step: Literal["write"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
+    domains: Domains = "all"
+
+
+class WaitStep(_Strict):
+    step: Literal["wait"]
+    label: str = ""
+    duration: Duration
+
+
+class UpdateStep(_Strict):
+    """Supersede a value through the conversation, with the fact's next `updates` value."""
+
+    step: Literal["update"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
+    domains: list[str] = Field(min_length=1)
+
+
+class ProbeStep(_Strict):
+    """Ask questions; what each answer must and must not hold is derived from state:
+    recall (own current value required; partner's and own superseded/deleted forbidden),
+    stale (recall limited to updated domains), abstain (domains only the partner stated:
+    the partner's value forbidden, an abstention phrase required when the scenario has one).
+    """
+
+    step: Literal["probe"]
+    label: str = ""
+    kind: Literal["recall", "stale", "abstain"] = "recall"
+    tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
+    domains: Domains = "all"
+
+
+class DeleteStep(_Strict):
+    """Request deletion of the whole tenant or, with `domains`, forget single facts (the
+    target file's `forget` operation)."""
+
+    step: Literal["delete"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+    domains: list[str] | None = Field(default=None, min_length=1)
+
+
+class AwaitDeletionStep(_Strict):
+    """Poll deletion status until done or the deadline (the deletion SLA) passes."""
+
+    step: Literal["await-deletion"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+    deadline: Duration | None = None  # default: the scenario's deletion_sla
+    poll: Duration = timedelta(minutes=15)
+
+
+class InspectStep(_Strict):
+    """Read every store the target declares (or those named in `stores`), by tenant scope
+    and by needle search."""
+
+    step: Literal["inspect"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
+    stores: list[str] | None = Field(default=None, min_length=1)
+
+
+class RegisterStep(_Strict):
+    """Register the tenant's phone again (after deletion: a fresh identity, same phone)."""
+
+    step: Literal["register"]
+    label: str = ""
+    tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+
+
+Step = Annotated[
+    WriteStep | UpdateStep | WaitStep | ProbeStep | DeleteStep | AwaitDeletionStep
+    | InspectStep | RegisterStep,
+    Field(discriminator="step"),
+]
+
+
+class PairGeneration(_Strict):
+    """Generate `count` pairs whose facts are canaries for every domain with a generator."""
+
+    count: int = Field(ge=1, le=20_000)
+    alias_prefix: Slug = "t"
+    language: str | None = None
+
+
+class Scenario(_Strict):
+    name: Slug
+    description: str = ""
+    language: str = "es"
+    latency_budget: Duration = timedelta(milliseconds=700)
+    # After an update, how long the old value may still be served (U1's grace period).
+    update_grace: GraceDuration = timedelta(0)
+    # The deletion SLA: await-deletion fails when deletion is not confirmed by then.
+    deletion_sla: Duration = timedelta(hours=24)
+    # Phrases an abstaining answer contains, per language (abstain probes require one).
+    abstain_phrases: dict[str, list[str]] = Field(default_factory=dict)
+    domains: dict[str, Domain] = Field(min_length=1)
+    pairs: list[Pair] = Field(default_factory=list)
+    generate: PairGeneration | None = None
+    timeline: list[Step] = Field(min_length=1)
+    # How many times `memlife run` repeats the scenario by default, each time with fresh
+    # tenants and values (--repeat overrides): experiments want more than one.
+    repetitions: int = Field(default=1, ge=1, le=100)
+
+    def language_of(self, tenant: Tenant) -> str:
+        return tenant.language or self.language
+
+    def step_domains(self, step: WriteStep | ProbeStep | UpdateStep) -> list[str]:
+        return list(self.domains) if step.domains == "all" else list(step.domains)
+
+    def update_counts(self) -> dict[tuple[str, str], int]:
+        """How many times the timeline updates each (role, domain)."""
+        counts: dict[tuple[str, str], int] = {}
+        for step in self.timeline:
+            if isinstance(step, UpdateStep):
+                for role in step.tenants:
+                    for domain in step.domains:
+                        counts[(role, domain)] = counts.get((role, domain), 0) + 1
+        return counts
+
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON of the validated scenario."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,237 @@
+"""A pair's state as memlife drove it: what each tenant has stated, superseded, forgotten
+and had deleted. Every expectation of a probe or an inspection derives from it. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from memlife.rules.scenario import FactValue, Pair, Role
+from memlife.rules.verdicts import (
+    CaseVerdict,
+    ForbiddenValue,
+    InspectCase,
+    InspectSummary,
+    Needle,
+    ProbeCase,
+)
+
+
+def other(role: Role) -> Role:
+    return "b" if role == "a" else "a"
+
+def pick(templates: list[str], index: int) -> str:
+    """Deterministic rotation through paraphrases."""
+    return templates[index % len(templates)]
+
+@dataclass
+class TenantState:
+    """What one tenant has stated, superseded and had deleted, as memlife drove it."""
+
+    alias: str
+    facts: dict[str, FactValue]
+    current: dict[str, list[str]] = field(default_factory=dict)  # domain -> renderings
+    superseded: dict[str, list[tuple[str, datetime]]] = field(default_factory=dict)
+    updates_done: dict[str, int] = field(default_factory=dict)
+    unconfirmed: set[str] = field(default_factory=set)
+    deleted: bool = False
+    registered: bool = True
+    deleted_values: list[tuple[str, str]] = field(default_factory=list)
+    forgotten: list[tuple[str, str]] = field(default_factory=list)  # single facts erased
+    forgotten_at: datetime | None = None  # when the last of them was erased
+    identities: list[str] = field(default_factory=list)
+    deleted_identities: list[str] = field(default_factory=list)
+    deletion_id: str | None = None
+    deletion_requested_at: datetime | None = None
+    baseline: dict[str, list[str]] = field(default_factory=dict)
+    clean_after_deletion: set[str] = field(default_factory=set)
+    answers_clean_after_deletion: bool = False
+    # Domains this tenant was last answered correctly about before its partner's deletion:
+    # only those can show that the deletion took something (D2).
+    recalled_before_partner_deletion: set[str] = field(default_factory=set)
+
+    def stated_values(self) -> list[tuple[str, str, str]]:
+        """(domain, text, origin) of every value this tenant stated and still owns."""
+        found = [(d, text, "current") for d, texts in self.current.items() for text in texts]
+        found += [(d, text, "superseded") for d, items in self.superseded.items()
+                  for text, _ in items]
+        return found
+
+
+class PairState:
+    """What each tenant of a pair has stated so far; every expectation derives from it."""
+
+    def __init__(self, pair: Pair):
+        self.pair = pair
+        self.tenants: dict[Role, TenantState] = {
+            role: TenantState(alias=pair.tenant(role).alias, facts=dict(pair.tenant(role).facts))
+            for role in ("a", "b")
+        }
+
+    # -- transitions -----------------------------------------------------------------------
+
+    def record_registration(self, role: Role, user_id: str | None) -> None:
+        tenant = self.tenants[role]
+        if user_id is not None:
+            tenant.identities.append(user_id)
+            tenant.registered = True
+
+    def record_write(self, role: Role, domain: str, confirmed: bool = True) -> None:
+        """A write whose request failed may or may not have landed: cases that depend on it
+        are inconclusive rather than failed or passed."""
+        tenant = self.tenants[role]
+        tenant.current[domain] = tenant.facts[domain].renderings()
+        (tenant.unconfirmed.discard if confirmed else tenant.unconfirmed.add)(domain)
+
+    def next_update_value(self, role: Role, domain: str) -> str:
+        tenant = self.tenants[role]
+        return tenant.facts[domain].updates[tenant.updates_done.get(domain, 0)]
+
+    def record_update(self, role: Role, domain: str, now: datetime,
+                      confirmed: bool = True) -> None:
+        tenant = self.tenants[role]
+        new_value = self.next_update_value(role, domain)
+        tenant.updates_done[domain] = tenant.updates_done.get(domain, 0) + 1
+        old = tenant.current.get(domain, [])
+        tenant.superseded.setdefault(domain, []).extend((text, now) for text in old)
+        tenant.current[domain] = [new_value]
+        (tenant.unconfirmed.discard if confirmed else tenant.unconfirmed.add)(domain)
+
+    def record_forget(self, role: Role, domain: str, now: datetime | None = None) -> None:
+        """One fact erased: its values (current and superseded) must be gone everywhere
+        while the tenant lives on."""
+        tenant = self.tenants[role]
+        tenant.forgotten_at = now
+        texts = tenant.current.pop(domain, []) + [t for t, _ in tenant.superseded.pop(domain, [])]
+        tenant.forgotten += [(domain, text) for text in texts]
+        tenant.unconfirmed.discard(domain)
+
+    def record_deletion(self, role: Role, now: datetime, deletion_id: str | None = None) -> None:
+        tenant = self.tenants[role]
+        tenant.deleted_values = [(d, text) for d, text, _ in tenant.stated_values()]
+        tenant.deleted_values += tenant.forgotten
+        tenant.deleted_identities = list(tenant.identities)
+        tenant.current, tenant.superseded = {}, {}
+        tenant.deleted, tenant.registered = True, False
+        tenant.deletion_id, tenant.deletion_requested_at = deletion_id, now
+
+    def absorb_probe_verdicts(self, role: Role, verdicts: list[CaseVerdict]) -> None:
+        """After a deletion, answers seen free of the deleted values arm resurrection;
+        before the partner's deletion, correct answers set what D2 expects to survive."""
+        tenant = self.tenants[role]
+        if not self.tenants[other(role)].deleted and not tenant.deleted:
+            for verdict in verdicts:
+                recall = [c.outcome for c in verdict.checks if c.invariant == "recall"]
+                if recall == ["pass"]:
+                    tenant.recalled_before_partner_deletion.add(verdict.domain)
+                elif recall:
+                    tenant.recalled_before_partner_deletion.discard(verdict.domain)
+        checks = [c for v in verdicts for c in v.checks if c.invariant == "I4"]
+        if tenant.deleted and checks and all(c.outcome == "pass" for c in checks):
+            tenant.answers_clean_after_deletion = True
+
+    def absorb_inspection(self, role: Role, summary: InspectSummary) -> None:
+        tenant = self.tenants[role]
+        partner = self.tenants[other(role)]
+        if not tenant.deleted and not partner.deleted:
+            tenant.baseline = {store: list(values) for store, values in summary.present.items()
+                               if store not in summary.expiring}
+        if tenant.deleted or tenant.forgotten:
+            tenant.clean_after_deletion.update(summary.clean)
+
+    # -- expectations ----------------------------------------------------------------------
+
+    def _partner_forbidden(self, role: Role) -> list[ForbiddenValue]:
+        partner = self.tenants[other(role)]
+        values = partner.stated_values() + [(d, t, "deleted") for d, t in partner.deleted_values]
+        values += [(d, t, "deleted") for d, t in partner.forgotten if not partner.deleted]
+        return [ForbiddenValue(text=text, origin="partner", domain=domain, owner=partner.alias)
+                for domain, text, _ in values]
+
+    def _blocked(self, role: Role, domain: str | None) -> str | None:
+        own, partner = self.tenants[role], self.tenants[other(role)]
+        reasons = [f"{own.alias}'s {domain} write failed"] if domain in own.unconfirmed else []
+        reasons += [f"{partner.alias}'s {d} write failed" for d in sorted(partner.unconfirmed)]
+        return "; ".join(reasons) or None
+
+    def probe_case(self, case_id: str, kind: str, role: Role, domain: str, question: str,
+                   now: datetime, grace: timedelta,
+                   abstain_phrases: list[str]) -> ProbeCase:
+        tenant = self.tenants[role]
+        partner = self.tenants[other(role)]
+        forbidden = self._partner_forbidden(role)
+        required: list[str] = []
+        any_of: list[str] = []
+        if kind == "abstain":
+            any_of = list(abstain_phrases)
+        elif tenant.deleted:
+            forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d,
+                                         owner=tenant.alias) for d, text in tenant.deleted_values]
+        else:
+            renderings = tenant.current.get(domain, [])
+            if len(renderings) > 1:
+                any_of = renderings
+            else:
+                required = renderings
+            forbidden += [
+                ForbiddenValue(text=text, origin="superseded", domain=d, owner=tenant.alias)
+                for d, items in tenant.superseded.items() for text, when in items
+                if when + grace <= now
+            ]
+            forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d,
+                                         owner=tenant.alias) for d, text in tenant.forgotten]
+        return ProbeCase(
+            case_id=case_id, kind=kind, role=role, tenant_alias=tenant.alias, domain=domain,
+            question=question, required=required, any_of=any_of, forbidden=forbidden,
+            scoped_deletion=(partner.deleted and not tenant.deleted and bool(required or any_of)
+                             and domain in tenant.recalled_before_partner_deletion),
+            resurrection=tenant.answers_clean_after_deletion,
+            blocked_by=self._blocked(role, domain),
+        )
+
+    def probe_domains(self, kind: str, role: Role, domains: list[str]) -> list[str]:
+        """Which of `domains` a probe of this kind asks this tenant about."""
+        tenant, partner = self.tenants[role], self.tenants[other(role)]
+        if kind == "abstain":
+            partner_domains = set(partner.current) | set(partner.superseded)
+            return [d for d in domains if d in partner_domains and d not in tenant.current
+                    and not tenant.deleted]
+        if kind == "stale":
+            return [d for d in domains if d in tenant.superseded and not tenant.deleted]
+        if tenant.deleted:
+            stated = {d for d, _ in tenant.deleted_values}
+            return [d for d in domains if d in stated]
+        forgotten = {d for d, _ in tenant.forgotten}
+        return [d for d in domains if d in tenant.current or d in forgotten]
+
+    def inspect_case(self, case_id: str, role: Role, now: datetime,
+                     grace: timedelta) -> InspectCase:
+        tenant = self.tenants[role]
+        partner = self.tenants[other(role)]
+        if tenant.deleted:
+            needles = [Needle(text=text, domain=d, origin="deleted")
+                       for d, text in tenant.deleted_values]
+        else:
+            needles = [Needle(text=text, domain=d, origin=origin)
+                       for d, text, origin in tenant.stated_values()]
+            needles += [Needle(text=text, domain=d, origin="deleted")
+                        for d, text in tenant.forgotten]
+        stale = [text for items in tenant.superseded.values() for text, when in items
+                 if when + grace <= now]
+        erased_at = tenant.deletion_requested_at if tenant.deleted else tenant.forgotten_at
+        expected = tenant.baseline if partner.deleted and not tenant.deleted else {}
+        # Only values still current are expected to survive the partner's deletion.
+        current = {text for texts in tenant.current.values() for text in texts}
+        expected = {store: [v for v in values if v in current]
+                    for store, values in expected.items()}
+        return InspectCase(
+            case_id=case_id, role=role, tenant_alias=tenant.alias, deleted=tenant.deleted,
+            # A deleted tenant is looked for under the identities it had when deleted; a
+            # re-registered identity is a new tenant as far as the target knows.
+            identities=list(tenant.deleted_identities if tenant.deleted else tenant.identities),
+            needles=needles,
+            partner_values=self._partner_forbidden(role),
+            expected_present={s: v for s, v in expected.items() if v},
+            clean_before=sorted(tenant.clean_after_deletion), stale_after_grace=stale,
+            erased_for=None if erased_at is None else max(timedelta(0), now - erased_at),
+        )

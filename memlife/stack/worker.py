@@ -1,0 +1,114 @@
+"""A memlife worker: every workflow and activity (registry.py) built into a Temporal worker;
+and the standalone worker process (`python worker.py`, `memlife worker`).
+
+    TEMPORAL_ADDRESS=host:7233 [MEMLIFE_DB_URL=postgresql+psycopg://...] memlife worker
+
+Connection settings come from TEMPORAL_ADDRESS or a Temporal envconfig profile
+(TEMPORAL_PROFILE, TLS, API key). Ctrl-C or SIGTERM drains in-flight activities and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from memlife import DEFAULT_TASK_QUEUE
+from memlife.errors import MemlifeError
+from memlife.stack import DEFAULT_ADDRESS
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+def build_worker(client: Client, task_queue: str, executor: ThreadPoolExecutor,
+                 **tuning: Any) -> Worker:
+    from temporalio.worker import Worker
+
+    from memlife.stack.registry import ACTIVITIES, WORKFLOWS
+
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        activity_executor=executor,
+        **tuning,
+    )
+
+
+def graceful_shutdown() -> timedelta:
+    """How long a stopping worker lets in-flight activities finish (MEMLIFE_GRACEFUL_SHUTDOWN,
+    default 30s). Keep it shorter than the platform's grace period (Kubernetes:
+    terminationGracePeriodSeconds), or the worker is killed mid-drain."""
+    from memlife.rules.durations import parse_duration
+
+    return parse_duration(os.environ.get("MEMLIFE_GRACEFUL_SHUTDOWN", "30s"))
+
+
+async def serve(task_queue: str, max_concurrent_activities: int,
+                max_cached_workflows: int) -> None:
+    from memlife.log import get_logger
+    from memlife.stack.connection import configured_connection, connect
+
+    log = get_logger("memlife.worker")
+    connection = configured_connection() or {"target_host": DEFAULT_ADDRESS}
+    client = await connect(connection)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    with ThreadPoolExecutor(max_workers=max_concurrent_activities) as executor:
+        worker = build_worker(client, task_queue, executor,
+                              max_concurrent_activities=max_concurrent_activities,
+                              max_cached_workflows=max_cached_workflows,
+                              graceful_shutdown_timeout=graceful_shutdown())
+        async with worker:
+            log.warning("worker running", address=connection["target_host"],
+                        task_queue=task_queue)
+            await stop.wait()
+            log.warning("worker stopping: draining in-flight activities")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The worker's options (`python worker.py`, `memlife worker`)."""
+    parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE,
+                        help="the task queue to poll (default: %(default)s)")
+    # Batches of a cohort and single calls alike; each target's own max_concurrency still
+    # bounds its requests.
+    parser.add_argument("--max-concurrent-activities", type=int, default=64, metavar="N",
+                        help="activities in flight at once (default: %(default)s)")
+    # A run of N pairs has about N/10 cohort workflows (or N pair workflows) plus its
+    # suite; one evicted is replayed from history on its next task: CPU, not correctness.
+    parser.add_argument("--max-cached-workflows", type=int, default=1000, metavar="N",
+                        help="workflows kept in memory between tasks (default: %(default)s)")
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """Serve until SIGINT/SIGTERM; exit 2 when Temporal cannot be reached."""
+    from memlife.log import configure, forward_sdk_core_logs
+
+    # A worker says what it does, and what the SDK warns about; MEMLIFE_LOG_LEVEL overrides.
+    configure(level="INFO", sdk_level="WARNING")
+    forward_sdk_core_logs()
+    try:
+        asyncio.run(serve(args.task_queue, args.max_concurrent_activities,
+                          args.max_cached_workflows))
+    except MemlifeError as error:
+        print(f"memlife worker: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="worker.py", description="A standalone memlife worker for a Temporal cluster "
+        "(TEMPORAL_ADDRESS or an envconfig profile; MEMLIFE_DB_URL for the recorder).")
+    add_arguments(parser)
+    return run_worker(parser.parse_args(argv))
