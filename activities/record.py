@@ -17,7 +17,7 @@ from sqlmodel import select
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from memlife import recorder
+from memlife import contracts, recorder
 from memlife.contracts import RunInput, RunSummary, StepOutcome, StepRecord
 from memlife.log import get_logger
 from memlife.recorder.values import foreign_values, forget_run_values
@@ -29,7 +29,7 @@ from memlife.rules.scenario import Pair, Scenario
 
 log = get_logger("memlife.activities.record")
 
-@activity.defn(name="memlife.record_run_started")
+@activity.defn(name=contracts.RECORD_RUN_STARTED)
 def record_run_started(run: RunInput) -> None:
     meta = run.meta.model_dump(mode="json")
     meta["latency_budget_ms"] = run.scenario.latency_budget.total_seconds() * 1000
@@ -45,7 +45,7 @@ def record_run_started(run: RunInput) -> None:
     _write_chunked(recorder.RunValueRow, _value_rows(run.run_id, run.scenario.pairs), 2000)
 
 
-@activity.defn(name="memlife.materialize_pairs")
+@activity.defn(name=contracts.MATERIALIZE_PAIRS)
 def materialize_pairs(run_id: str, scenario: Scenario, seed: str) -> int:
     """Materialize the run's pairs from its seed into the recorder (pairs and values);
     idempotent, so a retry writes the same rows. Returns the number of pairs."""
@@ -68,7 +68,7 @@ def _write_chunked(model: type[Any], rows: Iterable[dict[str, Any]],
         recorder.merge_values({model: chunk})
 
 
-@activity.defn(name="memlife.load_pairs")
+@activity.defn(name=contracts.LOAD_PAIRS)
 def load_pairs(run_id: str, first: int, count: int) -> list[Pair]:
     with recorder.session() as db:
         rows = db.exec(select(recorder.RunPairRow).where(
@@ -94,7 +94,7 @@ def _value_rows(run_id: str, pairs: list[Pair]) -> Iterator[dict[str, Any]]:
                            "domain": domain, "text": text}
 
 
-@activity.defn(name="memlife.record_tenants")
+@activity.defn(name=contracts.RECORD_TENANTS)
 def record_tenants(run_id: str, pair_index: int, tenants: list[TenantIdentity]) -> None:
     record_tenant_sets(run_id, [pair_index], [tenants])
 
@@ -116,7 +116,7 @@ def _metrics(observation: Observation) -> dict[str, float]:
     return metrics
 
 
-@activity.defn(name="memlife.record_step")
+@activity.defn(name=contracts.RECORD_STEP)
 def record_step(step: StepRecord) -> StepOutcome:
     """Judge the step's probe cases and store reads, then write everything."""
     rows, outcome = _step_rows(step)
@@ -125,7 +125,7 @@ def record_step(step: StepRecord) -> StepOutcome:
     return outcome
 
 
-@activity.defn(name="memlife.record_steps")
+@activity.defn(name=contracts.RECORD_STEPS)
 def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
     """A cohort's step, every pair's share judged and written in one transaction."""
     rows: dict[type[Any], list[dict[str, Any]]] = {}
@@ -141,7 +141,7 @@ def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
     return outcomes
 
 
-@activity.defn(name="memlife.record_tenant_sets")
+@activity.defn(name=contracts.RECORD_TENANT_SETS)
 def record_tenant_sets(run_id: str, pair_indexes: list[int],
                        tenant_sets: list[list[TenantIdentity]]) -> None:
     """record_tenants for many pairs at once."""
@@ -202,7 +202,7 @@ def _step_rows(step: StepRecord) -> tuple[dict[type[Any], list[dict[str, Any]]],
     return rows, outcome
 
 
-@activity.defn(name="memlife.finish_run")
+@activity.defn(name=contracts.FINISH_RUN)
 def finish_run(run_id: str, failed_pairs: list[int],
                cancelled_pairs: list[int] | None = None) -> RunSummary:
     """Close the run and compute its summary from what was recorded. A run with a failed
@@ -243,7 +243,7 @@ def finish_run(run_id: str, failed_pairs: list[int],
     )
 
 
-@activity.defn(name="memlife.prepare_scheduled_run")
+@activity.defn(name=contracts.PREPARE_SCHEDULED_RUN)
 def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
     """A scheduled run gets its own id, canary seed and fresh tenants each time it starts."""
     from memlife.rules.pairs import materialize
@@ -256,7 +256,7 @@ def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
     return run.model_copy(update={"run_id": run_id, "scenario": scenario, "meta": meta})
 
 
-@activity.defn(name="memlife.record_receipt")
+@activity.defn(name=contracts.RECORD_RECEIPT)
 def record_receipt(receipt: ErasureReceipt) -> None:
     """Keep the receipt in the recorder (idempotent: one row per check)."""
     recorder.merge_all([recorder.ErasureReceiptRow(

@@ -7,7 +7,7 @@ import json
 from temporalio import activity
 from temporalio.common import WorkflowIDConflictPolicy
 
-from memlife import recorder
+from memlife import contracts, recorder
 from memlife.contracts import review_workflow_id
 from memlife.log import get_logger
 from memlife.rules.adjudication import Adjudication, ReviewItem
@@ -15,13 +15,11 @@ from memlife.rules.adjudication import Adjudication, ReviewItem
 log = get_logger("memlife.activities.review")
 
 
-@activity.defn(name="memlife.queue_for_review")
+@activity.defn(name=contracts.QUEUE_FOR_REVIEW)
 async def queue_for_review(queue: str, items: list[ReviewItem]) -> int:
     """Signal-with-start the queue's AdjudicationWorkflow with the items."""
-    from memlife.workflows.adjudication import AdjudicationWorkflow
-
     await activity.client().start_workflow(
-        AdjudicationWorkflow.run, None, id=review_workflow_id(queue),
+        "AdjudicationWorkflow", None, id=review_workflow_id(queue),
         task_queue=activity.info().task_queue, start_signal="enqueue",
         start_signal_args=[items], id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"review queue {queue}: replies waiting for a reviewer")
@@ -29,7 +27,7 @@ async def queue_for_review(queue: str, items: list[ReviewItem]) -> int:
     return len(items)
 
 
-@activity.defn(name="memlife.record_adjudications")
+@activity.defn(name=contracts.RECORD_ADJUDICATIONS)
 def record_adjudications(batch: list[Adjudication]) -> None:
     rows: list = [
         recorder.AdjudicationRow(

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from memlife import contracts
 from memlife.contracts import (
     BatchOutcome,
     ConverseRequest,
@@ -116,7 +117,7 @@ async def send_retrying(target: Target, operation: Operation, variables: dict[st
     return (await call_with_retries(target, operation, variables, scenario_now))[0]
 
 
-@activity.defn(name="memlife.register_tenant")
+@activity.defn(name=contracts.REGISTER_TENANT)
 async def register_tenant(request: RegisterRequest) -> RegisterResult:
     try:
         return await _register(request, send_once)
@@ -150,7 +151,7 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-@activity.defn(name="memlife.converse")
+@activity.defn(name=contracts.CONVERSE)
 async def converse(request: ConverseRequest) -> list[Reply]:
     """Send a tenant's messages in order; return one Reply per message."""
     info = activity.info()
@@ -251,7 +252,7 @@ async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
     return operation, response, wall_time
 
 
-@activity.defn(name="memlife.delete_tenant")
+@activity.defn(name=contracts.DELETE_TENANT)
 async def delete_tenant(request: DeleteRequest) -> DeletionState:
     return await _as_activity(_delete(request, send_once))
 
@@ -263,7 +264,7 @@ async def _delete(request: DeleteRequest, send: Send) -> DeletionState:
     return _deletion_state(operation, response, wall_time, silent_is_done)
 
 
-@activity.defn(name="memlife.deletion_status")
+@activity.defn(name=contracts.DELETION_STATUS)
 async def deletion_status(request: DeleteRequest) -> DeletionState:
     return await _as_activity(_deletion_status(request, send_once))
 
@@ -274,7 +275,7 @@ async def _deletion_status(request: DeleteRequest, send: Send) -> DeletionState:
     return _deletion_state(operation, response, wall_time, False)
 
 
-@activity.defn(name="memlife.forget_fact")
+@activity.defn(name=contracts.FORGET_FACT)
 async def forget_fact(request: ForgetRequest) -> DeletionState:
     """Erase one fact through the target's `forget` operation (a 2xx means done)."""
     return await _as_activity(_forget(request, send_once))
@@ -387,7 +388,7 @@ async def _files_read(probe: FilesProbe, key: str,
     return await asyncio.to_thread(scan)
 
 
-@activity.defn(name="memlife.inspect_stores")
+@activity.defn(name=contracts.INSPECT_STORES)
 async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
     """Read every probed store by tenant scope (each identity) and by needle (each value),
     with bounded concurrency. A read that fails is returned as an error, never as empty."""
@@ -459,7 +460,7 @@ async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
     return await _inspect(request)
 
 
-@activity.defn(name="memlife.target_batch")
+@activity.defn(name=contracts.TARGET_BATCH)
 async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
     """Many target calls of one kind at once: each request retried in place, each item's
     error returned as data. Finished items (and a conversation's answered messages) are

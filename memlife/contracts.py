@@ -18,6 +18,28 @@ from memlife.rules.scenario import Scenario
 from memlife.rules.target import Store, Target
 from memlife.rules.verdicts import CaseVerdict, InspectCase, InspectSummary, ProbeCase
 
+# The activities a worker registers, by name: workflows call them by these names (they
+# import no activity code), and the names are what Temporal history records.
+REGISTER_TENANT = "memlife.register_tenant"
+CONVERSE = "memlife.converse"
+DELETE_TENANT = "memlife.delete_tenant"
+DELETION_STATUS = "memlife.deletion_status"
+FORGET_FACT = "memlife.forget_fact"
+INSPECT_STORES = "memlife.inspect_stores"
+TARGET_BATCH = "memlife.target_batch"
+RECORD_RUN_STARTED = "memlife.record_run_started"
+MATERIALIZE_PAIRS = "memlife.materialize_pairs"
+LOAD_PAIRS = "memlife.load_pairs"
+RECORD_TENANTS = "memlife.record_tenants"
+RECORD_TENANT_SETS = "memlife.record_tenant_sets"
+RECORD_STEP = "memlife.record_step"
+RECORD_STEPS = "memlife.record_steps"
+FINISH_RUN = "memlife.finish_run"
+PREPARE_SCHEDULED_RUN = "memlife.prepare_scheduled_run"
+RECORD_RECEIPT = "memlife.record_receipt"
+QUEUE_FOR_REVIEW = "memlife.queue_for_review"
+RECORD_ADJUDICATIONS = "memlife.record_adjudications"
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)

@@ -15,9 +15,9 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.activities.review import record_adjudications
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
+    from memlife import contracts
     from memlife.rules.adjudication import (
         Adjudication,
         BlindItem,
@@ -98,7 +98,7 @@ class AdjudicationWorkflow:
             if self._to_record:
                 batch, self._to_record = self._to_record, []
                 await workflow.execute_activity(
-                    record_adjudications, batch, start_to_close_timeout=RECORD_TIMEOUT,
+                    contracts.RECORD_ADJUDICATIONS, batch, start_to_close_timeout=RECORD_TIMEOUT,
                     retry_policy=RECORD_RETRY, summary=f"record {len(batch)} decision(s)")
             if workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)

@@ -15,10 +15,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.activities.record import record_receipt
-    from memlife.activities.target import converse, delete_tenant, deletion_status, inspect_stores
     from memlife.workflows import attributes
-    from memlife.workflows.lifecycle import _failure_text, _iso
+    from memlife.workflows.calls import failure_text, iso
     from memlife.workflows.options import (
         HEARTBEAT_TIMEOUT,
         INSPECT_RETRY,
@@ -31,10 +29,11 @@ with workflow.unsafe.imports_passed_through():
         target_timeout,
     )
 
+    from memlife import contracts
     from memlife.contracts import ConverseRequest, DeleteRequest, InspectRequest
     from memlife.rules import erasure
     from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
-    from memlife.rules.evidence import DeletionState, StoreRead
+    from memlife.rules.evidence import DeletionState, Reply, StoreRead
 
 
 @workflow.defn(name="DeletionCheckWorkflow")
@@ -54,7 +53,7 @@ class DeletionCheckWorkflow:
             "phase": "starting" if receipt is None else receipt.verdict,
             "rounds": receipt.rounds if receipt else 0,
             "stores": {s.store: s.status for s in receipt.stores} if receipt else {},
-            "wake_at": _iso(self._wake_at) if self._wake_at else None,
+            "wake_at": iso(self._wake_at) if self._wake_at else None,
         }
 
     @workflow.query
@@ -103,7 +102,7 @@ class DeletionCheckWorkflow:
         if workflow.patched("record-erasure-receipt"):
             # Released checks ended without this; their histories replay past it.
             await workflow.execute_activity(
-                record_receipt, receipt, start_to_close_timeout=RECORD_TIMEOUT,
+                contracts.RECORD_RECEIPT, receipt, start_to_close_timeout=RECORD_TIMEOUT,
                 retry_policy=RECORD_RETRY, summary="record the erasure receipt")
         if check.search_attributes:
             workflow.upsert_search_attributes([attributes.PHASE.value_set("done"),
@@ -124,14 +123,15 @@ class DeletionCheckWorkflow:
         now = self._now()
         try:
             state = await workflow.execute_activity(
-                delete_tenant,
+                contracts.DELETE_TENANT,
                 DeleteRequest(target=target, phone=check.phone or "", user_id=check.user_id,
-                              scenario_now=_iso(now)),
+                              scenario_now=iso(now)),
+                result_type=DeletionState,
                 start_to_close_timeout=target_timeout(target.timeout),
                 retry_policy=TARGET_RETRY, summary=f"request deletion of {check.user_id}")
         except ActivityError as failure:
             return receipt.model_copy(update={
-                "requested_at": now, "request_status": f"error: {_failure_text(failure)}"})
+                "requested_at": now, "request_status": f"error: {failure_text(failure)}"})
         self._deletion = state
         return receipt.model_copy(update={
             "requested_at": now, "deletion_id": state.deletion_id,
@@ -158,15 +158,16 @@ class DeletionCheckWorkflow:
             return []
         try:
             return await workflow.execute_activity(
-                inspect_stores,
+                contracts.INSPECT_STORES,
                 InspectRequest(target=target, identities=[check.user_id], needles=check.values,
-                               watch=check.values, scenario_now=_iso(now)),
+                               watch=check.values, scenario_now=iso(now)),
+                result_type=list[StoreRead],
                 start_to_close_timeout=inspect_timeout(target, len(check.values) + 1),
                 heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=INSPECT_RETRY,
                 summary=f"read {len(probed)} store(s) for {check.user_id}")
         except ActivityError as failure:  # fail closed: unread is not absent
             return [StoreRead(store=s.name, mode="scope", key=check.user_id, status="error",
-                              error=_failure_text(failure)) for s in probed]
+                              error=failure_text(failure)) for s in probed]
 
     async def _ask(self, check: DeletionCheckInput, now: Any) -> list[Any] | None:
         if not (check.questions and check.phone):
@@ -175,16 +176,15 @@ class DeletionCheckWorkflow:
         start_to_close, heartbeat = converse_timeouts(target, len(check.questions))
         try:
             return await workflow.execute_activity(
-                converse,
+                contracts.CONVERSE,
                 ConverseRequest(target=target, phone=check.phone, user_id=check.user_id,
-                                messages=check.questions, scenario_now=_iso(now)),
+                                messages=check.questions, scenario_now=iso(now)),
+                result_type=list[Reply],
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,
                 summary=f"ask {len(check.questions)} question(s) as {check.user_id}")
         except ActivityError as failure:
-            from memlife.rules.evidence import Reply
-
-            return [Reply(index=i, status="target-error", error=_failure_text(failure),
+            return [Reply(index=i, status="target-error", error=failure_text(failure),
                           wall_time=workflow.now()) for i in range(len(check.questions))]
 
     async def _status(self, check: DeletionCheckInput,
@@ -196,14 +196,15 @@ class DeletionCheckWorkflow:
             return erasure.deletion_outcome(self._deletion, None)
         try:
             self._deletion = await workflow.execute_activity(
-                deletion_status,
+                contracts.DELETION_STATUS,
                 DeleteRequest(target=target, phone=check.phone or "", user_id=check.user_id,
                               deletion_id=self._deletion.deletion_id if self._deletion
-                              else None, scenario_now=_iso(now)),
+                              else None, scenario_now=iso(now)),
+                result_type=DeletionState,
                 start_to_close_timeout=target_timeout(target.timeout),
                 retry_policy=TARGET_RETRY, summary=f"deletion status of {check.user_id}")
         except ActivityError as failure:
-            return erasure.deletion_outcome(None, _failure_text(failure))
+            return erasure.deletion_outcome(None, failure_text(failure))
         return erasure.deletion_outcome(self._deletion, None)
 
     async def _sleep(self, duration: timedelta) -> None:

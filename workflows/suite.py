@@ -9,17 +9,12 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.activities.record import (
-        finish_run,
-        materialize_pairs,
-        prepare_scheduled_run,
-        record_run_started,
-    )
     from memlife.workflows import attributes
     from memlife.workflows.cohort import CohortLifecycleWorkflow
-    from memlife.workflows.lifecycle import PairLifecycleWorkflow
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
+    from memlife.workflows.pair import PairLifecycleWorkflow
 
+    from memlife import contracts
     from memlife.contracts import (
         CohortInput,
         PairInput,
@@ -131,8 +126,9 @@ class SuiteWorkflow:
                 # (schedules.py), and its pairs' ids nest under the suite's.
                 run_id = workflow_id.split("/", 2)[-1]
             run = await workflow.execute_activity(
-                prepare_scheduled_run, args=[run, run_id], start_to_close_timeout=RECORD_TIMEOUT,
-                retry_policy=RECORD_RETRY, summary="prepare scheduled run",
+                contracts.PREPARE_SCHEDULED_RUN, args=[run, run_id], result_type=RunInput,
+                start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
+                summary="prepare scheduled run",
             )
         self._run = run
         scenario = run.scenario
@@ -141,13 +137,14 @@ class SuiteWorkflow:
                      attributes.SCENARIO.value_set(scenario.name),
                      attributes.TARGET.value_set(run.target.name))
         await workflow.execute_activity(
-            record_run_started, run, start_to_close_timeout=RECORD_TIMEOUT,
+            contracts.RECORD_RUN_STARTED, run, start_to_close_timeout=RECORD_TIMEOUT,
             retry_policy=RECORD_RETRY, summary="record run",
         )
         if run.cohort_size:
             self._pairs_total = await workflow.execute_activity(
-                materialize_pairs, args=[run.run_id, scenario, run.seed or run.run_id],
-                start_to_close_timeout=RECORD_TIMEOUT * 5, retry_policy=RECORD_RETRY,
+                contracts.MATERIALIZE_PAIRS, args=[run.run_id, scenario, run.seed or run.run_id],
+                result_type=int, start_to_close_timeout=RECORD_TIMEOUT * 5,
+                retry_policy=RECORD_RETRY,
                 summary="materialize pairs")
         self._set_phase("lifecycles")
         origin = workflow.now()
@@ -184,7 +181,8 @@ class SuiteWorkflow:
         if cancelled:
             finish_args.append(cancelled)
         summary = await workflow.execute_activity(
-            finish_run, args=finish_args, start_to_close_timeout=RECORD_TIMEOUT,
+            contracts.FINISH_RUN, args=finish_args, result_type=RunSummary,
+            start_to_close_timeout=RECORD_TIMEOUT,
             retry_policy=RECORD_RETRY, summary="summarize run",
         )
         self._phase = "done"

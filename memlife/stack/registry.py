@@ -27,7 +27,7 @@ from memlife.activities.target import (
 from memlife.workflows.adjudication import AdjudicationWorkflow
 from memlife.workflows.cohort import CohortLifecycleWorkflow
 from memlife.workflows.deletion_check import DeletionCheckWorkflow
-from memlife.workflows.lifecycle import PairLifecycleWorkflow
+from memlife.workflows.pair import PairLifecycleWorkflow
 from memlife.workflows.suite import SuiteWorkflow
 
 WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, CohortLifecycleWorkflow,

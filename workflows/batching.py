@@ -1,0 +1,185 @@
+"""A cohort's calls, batched: whenever every pair of the cohort is blocked, the calls they
+made leave as one activity per kind (all the cohort's conversations of a step in one
+activity, all its store inspections in another) and one local activity records every
+pair's step in one transaction; pairs that wait together share one timer. This is the
+cohort workflow's Calls (calls.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from memlife.workflows.calls import BatchItemError, failure_text
+    from memlife.workflows.options import (
+        HEARTBEAT_TIMEOUT,
+        RECORD_RETRY,
+        RECORD_TIMEOUT,
+        RESUMABLE_RETRY,
+        batch_timeout,
+    )
+    from pydantic import TypeAdapter
+
+    from memlife import contracts
+    from memlife.contracts import (
+        BatchOutcome,
+        CohortInput,
+        RegisterResult,
+        StepOutcome,
+        TargetBatch,
+    )
+    from memlife.rules.evidence import DeletionState, Reply, StoreRead
+
+# Which batch kind each single-call activity joins, and how its result is read back.
+_TARGET_KINDS: dict[str, tuple[str, TypeAdapter[Any]]] = {
+    contracts.REGISTER_TENANT: ("register", TypeAdapter(RegisterResult)),
+    contracts.CONVERSE: ("converse", TypeAdapter(list[Reply])),
+    contracts.DELETE_TENANT: ("delete", TypeAdapter(DeletionState)),
+    contracts.DELETION_STATUS: ("deletion-status", TypeAdapter(DeletionState)),
+    contracts.FORGET_FACT: ("forget", TypeAdapter(DeletionState)),
+    contracts.INSPECT_STORES: ("inspect", TypeAdapter(list[StoreRead])),
+}
+_BATCHED = {*_TARGET_KINDS, contracts.RECORD_STEP, contracts.RECORD_TENANTS}
+
+
+@dataclass
+class _Call:
+    activity: str
+    payload: Any
+    future: asyncio.Future[Any] = field(default_factory=asyncio.Future)
+
+
+class SharedTimers:
+    """Pairs that start the same wait in the same workflow task share one timer, so they
+    wake in the same task and their next calls still leave as one batch (separate timers
+    may fire in separate tasks, and the cohort would drift apart for good)."""
+
+    def __init__(self) -> None:
+        self._timers: dict[tuple[datetime, timedelta], asyncio.Task[timedelta | None]] = {}
+        self._skips = 0
+        self.cancelled = False
+
+    def skip(self) -> None:
+        self._skips += 1
+
+    async def sleep(self, real: timedelta, summary: str) -> timedelta | None:
+        """Sleep `real`; None when it ran its course, else what was left of it (skipped)."""
+        key = (workflow.now(), real)
+        timer = self._timers.get(key)
+        if timer is None:
+            timer = self._timers[key] = asyncio.create_task(self._timer(real, summary))
+            timer.add_done_callback(lambda _: self._timers.pop(key, None))
+        return await asyncio.shield(timer)
+
+    async def _timer(self, real: timedelta, summary: str) -> timedelta | None:
+        wake_at, skips = workflow.now() + real, self._skips
+        try:
+            await workflow.wait_condition(lambda: self._skips != skips or self.cancelled,
+                                          timeout=real, timeout_summary=summary)
+        except TimeoutError:
+            return None
+        return max(timedelta(0), wake_at - workflow.now())
+
+
+class Batcher:
+    """Collects the calls of the cohort's pairs and sends them as batches.
+
+    `serve` wakes when calls are waiting and nothing else in the workflow can run (a
+    workflow condition is checked only then): every pair has gone as far as it can, so the
+    batch is as large as this moment allows. Deterministic: calls are grouped in the order
+    they were made.
+    """
+
+    def __init__(self, cohort: CohortInput, timers: SharedTimers) -> None:
+        self._cohort = cohort
+        self.timers = timers
+        self._queue: list[_Call] = []
+        self._flushes: set[asyncio.Task[None]] = set()
+        self.batches = 0
+
+    async def call(self, activity: str, payload: Any) -> Any:
+        if activity not in _BATCHED:
+            raise RuntimeError(f"no batch for activity {activity!r}")  # a bug: retry the task
+        call = _Call(activity, payload)
+        self._queue.append(call)
+        return await call.future
+
+    # The lifecycle's Calls (calls.py), with the cohort's shared timers for its waits.
+    async def activity(self, name: str, arg: Any, result_type: Any, **options: Any) -> Any:
+        return await self.call(name, arg)
+
+    async def local_activity(self, name: str, args: list[Any], result_type: Any,
+                             **options: Any) -> Any:
+        return await self.call(name, args)
+
+    async def sleep(self, real: timedelta, summary: str) -> timedelta | None:
+        return await self.timers.sleep(real, summary)
+
+    async def serve(self) -> None:
+        while True:
+            await workflow.wait_condition(lambda: bool(self._queue))
+            calls, self._queue = self._queue, []
+            groups: dict[str, list[_Call]] = {}
+            for call in calls:
+                groups.setdefault(call.activity, []).append(call)
+            for activity, group in groups.items():
+                task = asyncio.create_task(self._flush(activity, group))
+                self._flushes.add(task)
+                task.add_done_callback(self._flushes.discard)
+
+    async def _flush(self, activity: str, calls: list[_Call]) -> None:
+        self.batches += 1
+        try:
+            if activity in _TARGET_KINDS:
+                results = await self._target_batch(activity, calls)
+            elif activity == contracts.RECORD_STEP:
+                results = await workflow.execute_local_activity(
+                    contracts.RECORD_STEPS, [call.payload[0] for call in calls],
+                    result_type=list[StepOutcome],
+                    start_to_close_timeout=RECORD_TIMEOUT * 2, retry_policy=RECORD_RETRY,
+                    summary=f"record {len(calls)} pair step(s)")
+            else:
+                await workflow.execute_local_activity(
+                    contracts.RECORD_TENANT_SETS,
+                    args=[self._cohort.run_id, [call.payload[1] for call in calls],
+                          [call.payload[2] for call in calls]],
+                    start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
+                    summary=f"record tenants of {len(calls)} pair(s)")
+                results = [None] * len(calls)
+        # The whole batch failed, or a result does not parse: every item failed (fail closed,
+        # and no pair is left waiting).
+        except (ActivityError, ValueError) as error:
+            failure = BatchItemError(failure_text(error) if isinstance(error, ActivityError)
+                                     else f"{type(error).__name__}: {error}")
+            for call in calls:
+                call.future.set_exception(failure)
+            return
+        for call, result in zip(calls, results, strict=True):
+            if isinstance(result, BaseException):
+                call.future.set_exception(result)
+            else:
+                call.future.set_result(result)
+
+    async def _target_batch(self, activity: str, calls: list[_Call]) -> list[Any]:
+        kind, result_type = _TARGET_KINDS[activity]
+        target = self._cohort.target
+        items = [call.payload.model_dump(mode="json", exclude={"target"}) for call in calls]
+        outcomes: list[BatchOutcome] = await workflow.execute_activity(
+            contracts.TARGET_BATCH, TargetBatch(kind=kind, target=target, items=items),
+            result_type=list[BatchOutcome],
+            start_to_close_timeout=batch_timeout(target, kind,
+                                                 [call.payload for call in calls]),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=RESUMABLE_RETRY,
+            summary=f"{kind} × {len(calls)}")
+        return [_read_outcome(outcome, result_type) for outcome in outcomes]
+
+
+def _read_outcome(outcome: BatchOutcome, result_type: TypeAdapter[Any]) -> Any:
+    if not outcome.ok:
+        return BatchItemError(outcome.error or "the batch item failed")
+    return result_type.validate_python(outcome.value)

@@ -1,0 +1,124 @@
+"""PairLifecycleWorkflow: one pair of tenants through the scenario's timeline, each call an
+activity of its own and each wait a timer (calls.py: DirectCalls). Small runs get one per
+pair: easy to read pair by pair in the Web UI. The lifecycle itself is lifecycle.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from memlife.workflows import attributes
+    from memlife.workflows.calls import DirectCalls
+    from memlife.workflows.lifecycle import LifecycleRunner, Observer
+
+    from memlife.contracts import PairInput, PairResult
+
+
+class _ShownInTheWebUI(Observer):
+    """A pair's own workflow shows its phase and verdict as search attributes (when the
+    cluster has them) and its tallies as current details; its first failure turns the
+    run's verdict to fail at once (signal to the suite)."""
+
+    def __init__(self, search_attributes: bool) -> None:
+        self.search_attributes = search_attributes
+        self.verdict_attribute = attributes.RUNNING
+
+    def step_started(self, runner: LifecycleRunner) -> None:
+        if self.search_attributes:
+            stage, kind = runner.stage, runner.step_kind
+            workflow.upsert_search_attributes([attributes.PHASE.value_set(
+                f"{stage} ({kind})" if stage != kind else kind)])
+
+    async def tallied(self, runner: LifecycleRunner) -> None:
+        show_details(runner)
+        if not self.search_attributes:
+            return
+        current = (attributes.FAIL if runner.failures else
+                   attributes.INCONCLUSIVE if runner.inconclusive else attributes.RUNNING)
+        if current == self.verdict_attribute:
+            return
+        self.verdict_attribute = current
+        workflow.upsert_search_attributes([attributes.VERDICT.value_set(current)])
+        parent = workflow.info().parent
+        if current == attributes.FAIL and parent is not None:
+            try:  # the run's verdict turns "fail" now, not when this pair ends days later
+                await workflow.get_external_workflow_handle(parent.workflow_id).signal(
+                    "pair_failing", runner.input.pair_index)
+            except Exception as error:
+                workflow.logger.warning("could not tell the suite about a failure: %s", error)
+
+
+def show_details(runner: LifecycleRunner) -> None:
+    """The pair's verdict so far on its Web UI page (no history: a query answers it)."""
+    workflow.set_current_details(
+        f"**{runner.verdict().upper()}**: {runner.cases_passed}/{runner.cases} cases passed · "
+        f"{runner.failures} failure(s) · {runner.inconclusive} inconclusive · stage "
+        f"{runner.stage or '-'}")
+
+
+@workflow.defn(name="PairLifecycleWorkflow")
+class PairLifecycleWorkflow:
+    def __init__(self) -> None:
+        self._runner: LifecycleRunner | None = None
+        self._calls = DirectCalls(lambda: self._cancel_reason is not None)
+        self._observer = _ShownInTheWebUI(False)
+        self._cancel_reason: str | None = None  # until the runner exists
+
+    @workflow.query
+    def progress(self) -> dict[str, Any]:
+        if self._runner is None:
+            return {"step": -1, "steps": 0, "kind": "starting", "stage": "", "cases": 0,
+                    "cases_passed": 0, "failures": 0, "inconclusive": 0, "wake_at": None,
+                    "cancelled": self._cancel_reason}
+        return self._runner.progress()
+
+    @workflow.query
+    def verdicts(self) -> dict[str, Any]:
+        """Tallies so far and every failed or inconclusive check (the first 200)."""
+        if self._runner is None:
+            return {"verdict": "running", "cases": 0, "cases_passed": 0, "failures": 0,
+                    "inconclusive": 0, "problems": []}
+        return self._runner.verdicts()
+
+    @workflow.signal
+    def skip_wait(self) -> None:
+        """Operator fast-forward: end the current wait now. Outside a wait it does nothing."""
+        if self._runner is None or self._runner.wake_at is None:
+            workflow.logger.info("skip_wait ignored: the lifecycle is not waiting")
+            return
+        self._calls.skip_requested = True
+
+    @workflow.signal
+    def cancel(self, reason: str) -> None:
+        """Stop at the next step boundary (a wait ends at once); the run never passes."""
+        self._cancel_reason = reason or "cancelled by an operator"
+        if self._runner is not None:
+            self._runner.cancel_reason = self._cancel_reason
+
+    @workflow.run
+    async def run(self, pair_input: PairInput) -> PairResult:
+        self._observer = _ShownInTheWebUI(pair_input.search_attributes)
+        runner = self._runner = LifecycleRunner(pair_input, self._calls, self._observer)
+        runner.cancel_reason = self._cancel_reason
+        scenario = pair_input.scenario
+        if pair_input.search_attributes:
+            workflow.upsert_search_attributes([
+                attributes.RUN.value_set(pair_input.run_id),
+                attributes.SCENARIO.value_set(scenario.name),
+                attributes.TARGET.value_set(pair_input.target.name),
+                attributes.PAIR.value_set(pair_input.pair_index),
+                attributes.TENANT.value_set([t.alias for t in pair_input.tenants]),
+                attributes.VERDICT.value_set(attributes.RUNNING),
+            ])
+        result = await runner.run()
+        show_details(runner)
+        if pair_input.search_attributes:
+            final = (attributes.CANCELLED if runner.cancel_reason else
+                     attributes.FAIL if runner.failures else
+                     attributes.INCONCLUSIVE if runner.inconclusive or
+                     runner.cases_passed < runner.cases else attributes.PASS)
+            workflow.upsert_search_attributes([attributes.PHASE.value_set(runner.step_kind),
+                                               attributes.VERDICT.value_set(final)])
+        return result
