@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from memlife.cli.common import (
@@ -18,40 +17,8 @@ from memlife.cli.common import (
     scenario_target_problems,
     unknown_faults,
 )
+from memlife.cli.runner import Configuration, RunPlan, execute
 from memlife.errors import InputError, Problem, collect
-
-
-@dataclass
-class Configuration:
-    """One system under test in a run: a target file, or the bundled reference target in
-    one retrieval mode. Several make an experiment (docs/experiments.md): same tenants and
-    values for each."""
-
-    label: str
-    target: Any = None  # a Target; None: the bundled reference target
-    retrieval: str = "combined"
-    file: str = "reference"
-    faults: list[str] | None = None  # None: the command line's --fault
-
-
-@dataclass
-class RunPlan:
-    """Everything `memlife run` was asked, checked."""
-
-    scenario: Any  # as written (generated pairs not drawn yet)
-    scenario_file: str
-    configurations: list[Configuration]
-    clock: Any
-    repeat: int
-    faults: list[str] = field(default_factory=list)
-    seed: str | None = None
-    out: str | None = None
-    enforce: bool = False
-    review_queue: str | None = None
-    cohort: str = "auto"
-    max_active_pairs: int = 0
-    task_queue: str | None = None
-    worker: bool = True
 
 
 def add_parsers(commands: Any) -> None:
@@ -134,8 +101,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                 configuration.file, "headers", f"environment variable(s) {', '.join(missing)} "
                 "(named by its headers or probes) not set; export them before running")])
         check_target_reachable(configuration.file, target.base_url)
-    from memlife.cli.runner import execute
-
     return asyncio.run(execute(plan))
 
 

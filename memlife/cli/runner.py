@@ -1,6 +1,7 @@
-"""Driving a RunPlan (cli/run.py): connect to Temporal (a configured cluster, the running
-`memlife dev` stack, or an embedded server), start one SuiteWorkflow per configuration and
-repetition, wait with live progress, then summarize from the recorder."""
+"""Driving a RunPlan (what cli/run.py read from the command line): connect to Temporal (a
+configured cluster, the running `memlife dev` stack, or an embedded server), start one
+SuiteWorkflow per configuration and repetition, wait with live progress, then summarize
+from the recorder."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import shlex
 import subprocess
 import sys
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,39 @@ from urllib.parse import quote
 
 from memlife import __version__
 from memlife.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STATE_DIR, err
-from memlife.cli.run import Configuration, RunPlan
+
+
+@dataclass
+class Configuration:
+    """One system under test in a run: a target file, or the bundled reference target in
+    one retrieval mode. Several make an experiment (docs/experiments.md): same tenants and
+    values for each."""
+
+    label: str
+    target: Any = None  # a Target; None: the bundled reference target
+    retrieval: str = "combined"
+    file: str = "reference"
+    faults: list[str] | None = None  # None: the command line's --fault
+
+
+@dataclass
+class RunPlan:
+    """Everything `memlife run` was asked, checked."""
+
+    scenario: Any  # as written (generated pairs not drawn yet)
+    scenario_file: str
+    configurations: list[Configuration]
+    clock: Any
+    repeat: int
+    faults: list[str] = field(default_factory=list)
+    seed: str | None = None
+    out: str | None = None
+    enforce: bool = False
+    review_queue: str | None = None
+    cohort: str = "auto"
+    max_active_pairs: int = 0
+    task_queue: str | None = None
+    worker: bool = True
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memlife.activities.batch import target_batch
 from memlife.activities.record import (
     finish_run,
     load_pairs,
@@ -15,14 +16,13 @@ from memlife.activities.record import (
     record_tenants,
 )
 from memlife.activities.review import queue_for_review, record_adjudications
+from memlife.activities.stores import inspect_stores
 from memlife.activities.target import (
     converse,
     delete_tenant,
     deletion_status,
     forget_fact,
-    inspect_stores,
     register_tenant,
-    target_batch,
 )
 from memlife.workflows.adjudication import AdjudicationWorkflow
 from memlife.workflows.cohort import CohortLifecycleWorkflow

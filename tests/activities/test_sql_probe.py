@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memlife.activities.target import inspect_stores
+from memlife.activities.stores import inspect_stores
 from sqlalchemy import create_engine, text
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment

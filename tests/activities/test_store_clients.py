@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memlife.activities.target import inspect_stores
+from memlife.activities.stores import inspect_stores
 from temporalio.testing import ActivityEnvironment
 
 from memlife.contracts import InspectRequest

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
-from memlife.activities.target import converse, inspect_stores, register_tenant
+from memlife.activities.stores import inspect_stores
+from memlife.activities.target import converse, register_tenant
 from temporalio.testing import ActivityEnvironment
 
 from memlife.contracts import ConverseRequest, InspectRequest, RegisterRequest

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 
 from memlife.bundled.reference import language
 from memlife.bundled.reference.app import create_app
-from memlife.bundled.reference.store import STORE_TABLES, STORES, ReferenceRuntime
+from memlife.bundled.reference.schema import STORE_TABLES, STORES
+from memlife.bundled.reference.store import ReferenceRuntime
 from memlife.rules.scoring import normalize
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)

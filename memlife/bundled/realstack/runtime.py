@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from memlife.bundled.reference import language
-from memlife.bundled.reference.store import ABSTAIN_EN, ABSTAIN_ES
+from memlife.bundled.reference.retrieval import ABSTAIN_EN, ABSTAIN_ES
 
 TOP_K = 3
 GRAPH_NAME = "memlife"

@@ -25,14 +25,9 @@ from fastapi import FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from memlife.bundled.reference.store import (
-    FAULTS,
-    PRICE_PER_MILLION,
-    STORES,
-    ReferenceRuntime,
-    UnknownStore,
-    UnknownTenant,
-)
+from memlife.bundled.reference.faults import FAULTS
+from memlife.bundled.reference.schema import PRICE_PER_MILLION, STORES
+from memlife.bundled.reference.store import ReferenceRuntime, UnknownStore, UnknownTenant
 
 NOW_HEADER = "X-Memlife-Now"
 

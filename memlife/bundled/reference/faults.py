@@ -4,6 +4,26 @@ against these without loading the runtime."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from enum import StrEnum
+
+
+class Fault(StrEnum):
+    """A fault of the reference target; its value is the name `--fault` takes."""
+
+    CROSS_TENANT_LEAK = "cross-tenant-leak"
+    DELETION_SKIPS_SUMMARIES = "deletion-skips-summaries"
+    PREMATURE_DELETION_STATUS = "premature-deletion-status"
+    NIGHTLY_RESURRECTION = "nightly-resurrection"
+    STALE_AFTER_UPDATE = "stale-after-update"
+    CACHE_STALE = "cache-stale"
+    TOPK_FALLBACK_LEAK = "topk-fallback-leak"
+    GRAPH_UNSCOPED_DELETE = "graph-unscoped-delete"
+    DELETE_OVERREACH = "delete-overreach"
+    PARTIAL_DELETE = "partial-delete"
+    FORGET_SKIPS_GRAPH = "forget-skips-graph"
+
+# What each fault does, as `memlife target serve --help` lists them.
 FAULTS: dict[str, str] = {
     "cross-tenant-leak": "answers also carry other tenants' values for the same key "
     "(retrieval without the tenant filter)",
@@ -28,3 +48,11 @@ FAULTS: dict[str, str] = {
 # vector memory alone, the graph alone, or the production precedence graph → memory →
 # thread.
 RETRIEVAL_MODES = ("combined", "thread", "vector", "graph")
+
+
+def parse_faults(names: Iterable[str]) -> frozenset[Fault]:
+    """The faults named (ValueError naming the unknown ones)."""
+    unknown = sorted(set(names) - set(FAULTS))
+    if unknown:
+        raise ValueError(f"unknown fault(s): {', '.join(unknown)}; known: {', '.join(FAULTS)}")
+    return frozenset(Fault(name) for name in names)

@@ -1,0 +1,175 @@
+"""Reading a target's stores (`memlife.inspect_stores`): every store the target file
+probes, by the tenant's scope and by needle search for its values, eight reads at a time.
+A store that could not be read comes back as an error: unread is never absent."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from memlife.activities.calls import (
+    application_error,
+    call_with_retries,
+    heartbeating,
+    text_of,
+)
+from temporalio import activity
+
+from memlife import contracts
+from memlife.contracts import (
+    InspectRequest,
+)
+from memlife.rules.evidence import StoreRead, StoreRecordView
+from memlife.rules.scoring import normalize
+from memlife.rules.target import (
+    ChromaProbe,
+    FalkorDBProbe,
+    FilesProbe,
+    QdrantProbe,
+    SqlProbe,
+    Store,
+    StoreProbe,
+)
+from memlife.targets import files, http, sql, stores
+from memlife.targets.http import MissingSecret, TargetError
+
+READ_CONCURRENCY = 8
+EXCERPT_CHARS = 160
+
+
+async def _read_store(request: InspectRequest, store: Store, mode: str, key: str,
+                      limit: asyncio.Semaphore,
+                      watch_normalized: list[str]) -> StoreRead:
+    assert store.probe is not None
+    probe = store.probe
+    async with limit:
+        try:
+            if isinstance(probe, SqlProbe):
+                raw, total, latency_ms = await _sql_read(probe, mode, key, request.max_records)
+            elif isinstance(probe, FilesProbe):
+                raw, total, latency_ms = await _files_read(probe, key, request.max_records)
+            elif isinstance(probe, QdrantProbe):
+                raw, total, latency_ms = await asyncio.to_thread(
+                    stores.qdrant_read, probe, mode, key, request.max_records)
+            elif isinstance(probe, FalkorDBProbe):
+                raw, total, latency_ms = await asyncio.to_thread(
+                    stores.falkordb_read, probe, mode, key, request.max_records)
+            elif isinstance(probe, ChromaProbe):
+                raw, total, latency_ms = await asyncio.to_thread(
+                    stores.chroma_read, probe, mode, key, request.max_records)
+            else:
+                raw, latency_ms = await _http_read(request, store, probe, mode, key)
+                total = len(raw)
+        except MissingSecret as error:  # the worker is misconfigured: no read can succeed
+            raise application_error(error) from None
+        except (TargetError, KeyError) as error:
+            reason = (f"no records at {getattr(probe, 'records', '?')!r}"
+                      if isinstance(error, KeyError) else f"{type(error).__name__}: {error}")
+            return StoreRead(store=store.name, mode=mode, key=key, status="error",
+                             error=reason)
+    views = []
+    for record in raw[: request.max_records]:
+        def field(pointer: str | None, _record: Any = record) -> Any:
+            if pointer is None:
+                return None
+            try:
+                return http.extract(_record, pointer)
+            except KeyError:
+                return None
+
+        content = text_of(field(probe.content) if field(probe.content) is not None else record)
+        normalized = normalize(content)
+        deleted = field(probe.deleted)
+        tenant = field(probe.tenant_field)
+        record_id = field(probe.id)
+        matched = [i for i, text in enumerate(watch_normalized) if text and text in normalized]
+        own = tenant is None or str(tenant) in request.identities
+        if not matched and own and not request.keep_unmatched:
+            continue
+        views.append(StoreRecordView(
+            id=None if record_id is None else str(record_id),
+            tenant_id=None if tenant is None else str(tenant),
+            deleted=None if probe.deleted is None else bool(deleted),
+            matches=matched,
+            # Evidence only where a watched value is: the rest would only weigh on history.
+            excerpt=content[:EXCERPT_CHARS] if matched else "",
+        ))
+    return StoreRead(store=store.name, mode=mode, key=key, total=total, records=views,
+                     latency_ms=latency_ms)
+
+
+async def _http_read(request: InspectRequest, store: Store, probe: StoreProbe, mode: str,
+                     key: str) -> tuple[list[Any], float]:
+    operation, variables = {
+        "scope": (probe.scope, {"user_id": key}),
+        "needle": (probe.needle, {"needle": key}),
+        "needles": (probe.needles, {"needles": key.split("\n")}),
+    }[mode]
+    assert operation is not None
+    response, _ = await call_with_retries(request.target, operation, variables,
+                                          request.scenario_now)
+    raw = http.extract(response.data, probe.records)
+    if not isinstance(raw, list):
+        raise http.TargetBadResponse(
+            f"{probe.records!r} is not a list of records in the {store.name} response")
+    return raw, response.latency_ms
+
+
+async def _sql_read(probe: SqlProbe, mode: str, key: str,
+                    max_records: int) -> tuple[list[Any], int, float]:
+    """One parameterized SELECT in a read-only transaction, off the event loop."""
+    query, parameters = ((probe.scope, {"user_id": key}) if mode == "scope"
+                         else (probe.needle, {"needle": key}))
+    return await asyncio.to_thread(sql.read_rows, probe.url_env, query, parameters,
+                                   max_records)
+
+
+async def _files_read(probe: FilesProbe, key: str,
+                      max_records: int) -> tuple[list[Any], int, float]:
+    """Every file under the store's data directory, byte by byte, off the event loop."""
+    def scan() -> tuple[list[Any], int, float]:
+        root = files.data_directory(probe.path, probe.path_env)
+        return files.scan(root, probe.include, key.split("\n"), list(probe.encodings),
+                          max_records)
+
+    return await asyncio.to_thread(scan)
+
+
+@activity.defn(name=contracts.INSPECT_STORES)
+async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
+    """Read every probed store by tenant scope (each identity) and by needle (each value),
+    with bounded concurrency. A read that fails is returned as an error, never as empty."""
+    async with heartbeating(lambda: None):
+        return await inspect(request)
+
+
+async def inspect(request: InspectRequest) -> list[StoreRead]:
+    limit = asyncio.Semaphore(READ_CONCURRENCY)
+    watch_normalized = [normalize(text) for text in request.watch]
+    reads = []
+    for store in request.target.stores:
+        if store.probe is None:
+            continue
+        erased = request.needles if request.erased is None else request.erased
+        if isinstance(store.probe, FilesProbe):
+            # Bytes on disk have no tenant: one scan for the values that must be gone.
+            if erased:
+                reads.append(_read_store(request, store, "needles", "\n".join(erased),
+                                         limit, watch_normalized))
+            continue
+        if isinstance(store.probe, SqlProbe) and store.probe.scope is None:
+            # No tenant column: only the values that must be gone are looked for.
+            reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
+                      for needle in erased]
+            continue
+        reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
+                  for identity in request.identities]
+        # One read for all the values where the probe can (SQL, Cypher: one per value).
+        if request.needles and (isinstance(store.probe, QdrantProbe | ChromaProbe) or (
+                isinstance(store.probe, StoreProbe) and store.probe.needles is not None)):
+            reads.append(_read_store(request, store, "needles", "\n".join(request.needles),
+                                     limit, watch_normalized))
+        else:
+            reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
+                      for needle in request.needles]
+    return list(await asyncio.gather(*reads))

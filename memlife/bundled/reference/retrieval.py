@@ -1,0 +1,151 @@
+"""How the reference target answers: the cache first, then the graph, then memory, then
+the thread (the seed's precedence), or one layer alone (--retrieval). Faults reach here
+too: other tenants' values in answers, a top-k filled from other tenants."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from memlife.bundled.reference import language
+from memlife.bundled.reference.faults import Fault
+from memlife.bundled.reference.schema import CACHE_TTL, iso, norm
+
+ABSTAIN_ES = "No tengo esa información."
+ABSTAIN_EN = "I don't have that information."
+TOP_K = 3
+
+
+@dataclass(frozen=True)
+class Evidence:
+    layer: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    reply: str
+    context: list[str]
+    layer: str | None
+    # Milliseconds per stage (reported as Server-Timing): queue (waiting for the runtime),
+    # retrieval (cache and layer lookups), assembly (composing the reply, caching it).
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Retrieval:
+    """Part of ReferenceRuntime (store.py): the answer path."""
+
+    _db: sqlite3.Connection
+    faults: frozenset[Fault]
+    retrieval: str
+
+    def _answer(self, tenant: str, question: str, now: datetime) -> Answer:
+        started = time.perf_counter()
+        normalized_question = norm(question)
+        cached = self._db.execute(
+            "SELECT answer, context FROM cache WHERE tenant_id=? AND question=?",
+            (tenant, normalized_question),
+        ).fetchone()
+        if cached is not None:
+            return Answer(cached["answer"], json.loads(cached["context"]), "cache", {
+                "retrieval": round((time.perf_counter() - started) * 1000, 3),
+                "assembly": 0.0})
+        answer, retrieved = self._compose(tenant, question)
+        self._db.execute(
+            "INSERT INTO cache(tenant_id, question, answer, context, norm, cached_at, "
+            "expires_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(tenant_id, question) DO UPDATE SET "
+            "answer=excluded.answer, context=excluded.context, norm=excluded.norm, "
+            "cached_at=excluded.cached_at, expires_at=excluded.expires_at",
+            (tenant, normalized_question, answer.reply, json.dumps(answer.context),
+             norm(answer.reply), iso(now), iso(now + CACHE_TTL)),
+        )
+        finished = time.perf_counter()
+        return replace(answer, timings={
+            "retrieval": round((retrieved - started) * 1000, 3),
+            "assembly": round((finished - retrieved) * 1000, 3)})
+
+    def _compose(self, tenant: str, question: str) -> tuple[Answer, float]:
+        """The answer, and when retrieval ended (perf_counter) for the stage timings."""
+        lang = language.detect_language(question)
+        wanted = language.content_tokens(question)
+        mode = self.retrieval
+        context = self._retrieve(tenant, wanted) if mode in ("combined", "vector") else []
+        evidence = self._from_graph(tenant, wanted) if mode in ("combined", "graph") else None
+        if evidence is None and context:
+            evidence = Evidence("memory", context[0])
+        if evidence is None and mode in ("combined", "thread"):
+            evidence = self._from_thread(tenant, wanted)
+        retrieved = time.perf_counter()
+        if evidence is None:
+            reply = ABSTAIN_ES if lang == "es" else ABSTAIN_EN
+        else:
+            prefix = "Según lo que me contaste" if lang == "es" else "From what you told me"
+            reply = f"{prefix}: {evidence.text}"
+        if Fault.CROSS_TENANT_LEAK in self.faults:
+            foreign = self._foreign_values(tenant, wanted)
+            if foreign:
+                joiner = "También tengo anotado" if lang == "es" else "I also have noted"
+                reply += f" {joiner}: {'; '.join(foreign)}."
+        return Answer(reply, context, evidence.layer if evidence else None), retrieved
+
+    def _ranked(self, rows: list[sqlite3.Row], wanted: frozenset[str],
+                tokens_of: str) -> list[sqlite3.Row]:
+        scored = []
+        for row in rows:
+            raw = row[tokens_of]
+            tokens = frozenset(json.loads(raw)) if tokens_of == "vector" else frozenset(
+                str(raw).split())
+            score = language.overlap(wanted, tokens)
+            if score > 0:
+                scored.append(((score, row["seq"]), row))
+        scored.sort(key=lambda item: item[0], reverse=True)
+        return [row for _, row in scored]
+
+    def _retrieve(self, tenant: str, wanted: frozenset[str]) -> list[str]:
+        """Top-k memories for the question: the retrieval context. Scoped to the tenant;
+        the topk-fallback-leak fault fills an under-filled top-k from other tenants."""
+        own = self._ranked(self._db.execute(
+            "SELECT * FROM memories WHERE tenant_id=?", (tenant,)).fetchall(), wanted, "vector")
+        chosen = own[:TOP_K]
+        if len(chosen) < TOP_K and Fault.TOPK_FALLBACK_LEAK in self.faults:
+            foreign = self._ranked(self._db.execute(
+                "SELECT * FROM memories WHERE tenant_id != ? ORDER BY seq DESC LIMIT 500",
+                (tenant,)).fetchall(), wanted, "vector")
+            chosen += foreign[: TOP_K - len(chosen)]
+        return [row["text"] for row in chosen]
+
+    def _from_graph(self, tenant: str, wanted: frozenset[str]) -> Evidence | None:
+        rows = self._db.execute(
+            "SELECT * FROM graph_nodes WHERE tenant_id=? AND label='Fact'", (tenant,)
+        ).fetchall()
+        ranked = self._ranked(rows, wanted, "predicate")
+        return Evidence("graph", ranked[0]["evidence"]) if ranked else None
+
+    def _from_thread(self, tenant: str, wanted: frozenset[str]) -> Evidence | None:
+        rows = self._db.execute(
+            "SELECT * FROM thread_messages WHERE tenant_id=? AND role='user' AND deleted=0 "
+            "ORDER BY id DESC", (tenant,),
+        ).fetchall()
+        for row in rows:
+            if language.is_question(row["content"]):
+                continue
+            if wanted & language.content_tokens(row["content"]):
+                return Evidence("thread", row["content"])
+        return None
+
+    def _foreign_values(self, tenant: str, wanted: frozenset[str]) -> list[str]:
+        """The cross-tenant-leak fault: the graph lookup without its tenant predicate."""
+        rows = self._db.execute(
+            "SELECT * FROM graph_nodes WHERE tenant_id != ? AND label='Fact' "
+            "ORDER BY seq DESC LIMIT 200",
+            (tenant,),
+        ).fetchall()
+        ranked = self._ranked(rows, wanted, "predicate")
+        if not ranked:
+            return []
+        best = language.overlap(wanted, frozenset(ranked[0]["predicate"].split()))
+        return [r["value"] for r in ranked
+                if language.overlap(wanted, frozenset(r["predicate"].split())) == best][:3]
