@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def output_console(width: int = 160) -> Console:
     """stdout; with no terminal to fit (logs, CI) a fixed width keeps tables whole."""
+    from rich.console import Console
+
     console = Console()
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = Console(width=width)
@@ -24,6 +27,8 @@ async def wait_showing(handle: Any, describe: Callable[[], Awaitable[str]],
     """The workflow's result (`result_of(handle)`, default its plain result); meanwhile a
     status line on stderr, refreshed every 2 s from `describe()` (a query can race the
     workflow's start or a worker: `waiting` then)."""
+    from rich.console import Console
+
     result = asyncio.ensure_future(result_of(handle) if result_of else handle.result())
     loop = asyncio.get_running_loop()
     started = loop.time()

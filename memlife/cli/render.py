@@ -4,24 +4,28 @@ comparison; and the artifact, written once and read-only."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlife.cli.display import output_console
 
+if TYPE_CHECKING:
+    from memlife.recorder.artifact import Artifact, ExperimentDocument, Tally
 
-def print_comparison(document: dict[str, Any]) -> None:
+FAILURES_SHOWN = 25
+
+
+def print_comparison(document: ExperimentDocument) -> None:
     from rich.table import Table
 
     from memlife.reports.experiment import comparison_rows
 
     console = output_console()
     labels, rows = comparison_rows(document)
-    meta = document["experiment"]
-    table = Table(title=f"experiment {meta['id']}: {len(labels)} configuration(s) × "
-                  f"{meta['repetitions']} repetition(s) (95% CI over pairs)",
+    meta = document.experiment
+    table = Table(title=f"experiment {meta.id}: {len(labels)} configuration(s) × "
+                  f"{meta.repetitions} repetition(s) (95% CI over pairs)",
                   title_justify="left")
     table.add_column("")
     for label in labels:
@@ -29,81 +33,80 @@ def print_comparison(document: dict[str, Any]) -> None:
     for row in rows:
         table.add_row(*[f"[red]{value}[/red]" if value == "FAIL" else value for value in row])
     console.print(table)
-    for artifact in document["runs"]:
-        summary = artifact["summary"]
-        console.print(f"  {artifact['meta'].get('configuration')} #"
-                      f"{artifact['meta'].get('repetition')}: run {artifact['meta']['run_id']}"
-                      f" · {summary['cases_passed']}/{summary['cases']} cases")
+    for run in document.runs:
+        console.print(f"  {run.meta.configuration} #{run.meta.repetition}: run "
+                      f"{run.meta.run_id} · {run.summary.cases_passed}/{run.summary.cases} "
+                      "cases")
 
 
-def print_summary(artifact: dict[str, Any], link: str | None) -> None:
+def _verdict(tally: Tally) -> str:
+    if tally.failed:
+        return "[red]fail[/red]"
+    if tally.inconclusive:
+        return "[yellow]inconclusive[/yellow]"
+    return "[green]pass[/green]"
+
+
+def print_summary(artifact: Artifact, link: str | None) -> None:
     from rich.table import Table
 
+    from memlife.reports.scorecard import latency_line
+
     console = output_console(width=140)
-    summary, latency = artifact["summary"], artifact["latency_ms"]
+    summary, latency = artifact.summary, artifact.latency_ms
     table = Table(title="memlife: checks by invariant", title_justify="left")
     table.add_column("invariant")
     table.add_column("checked", justify="right")
     table.add_column("failed", justify="right")
     table.add_column("inconclusive", justify="right")
     table.add_column("verdict")
-    for name, tally in summary["by_invariant"].items():
-        if not tally["checked"]:
-            continue
-        if tally["failed"]:
-            verdict = "[red]fail[/red]"
-        elif tally["inconclusive"]:
-            verdict = "[yellow]inconclusive[/yellow]"
-        else:
-            verdict = "[green]pass[/green]"
-        table.add_row(name, str(tally["checked"]), str(tally["failed"]),
-                      str(tally["inconclusive"]), verdict)
+    for name, tally in summary.by_invariant.items():
+        if tally.checked:
+            table.add_row(name, str(tally.checked), str(tally.failed),
+                          str(tally.inconclusive), _verdict(tally))
     console.print(table)
     _print_matrix(console, artifact)
-    if artifact.get("deletions"):
-        times = [d["time_to_forget_s"] for d in artifact["deletions"]
-                 if d["time_to_forget_s"] is not None]
-        confirmed = sum(1 for d in artifact["deletions"] if d["outcome"] == "pass")
-        text = f"deletions: {confirmed}/{len(artifact['deletions'])} confirmed within the SLA"
+    if artifact.deletions:
+        times = sorted(d.time_to_forget_s for d in artifact.deletions
+                       if d.time_to_forget_s is not None)
+        confirmed = sum(1 for d in artifact.deletions if d.outcome == "pass")
+        text = f"deletions: {confirmed}/{len(artifact.deletions)} confirmed within the SLA"
         if times:
-            text += f" · time-to-forget median {sorted(times)[len(times) // 2] / 60:.0f} min"
+            text += f" · time-to-forget median {times[len(times) // 2] / 60:.0f} min"
         console.print(text)
-    if latency["count"]:
-        console.print(
-            f"latency (ms): mean {latency['mean']:.1f} · median {latency['median']:.1f} · "
-            f"p95 {latency['p95']:.1f} · max {latency['max']:.1f} · "
-            f"{latency['share_within_target'] * 100:.0f}% within {latency['target_ms']:g} ms"
-        )
-    failures = artifact["failures"]
+    if latency.count:
+        console.print(f"latency (ms): {latency_line(latency)}")
+    failures = artifact.failures
     if failures:
         failure_table = Table(title=f"failures ({len(failures)})", title_justify="left")
         for column in ("invariant", "reason", "stage", "tenant", "store", "value"):
             failure_table.add_column(column, overflow="fold")
-        for failure in failures[:25]:
+        for failure in failures[:FAILURES_SHOWN]:
             failure_table.add_row(
-                failure["invariant"], failure["reason"], failure["stage"],
-                f"{failure['tenant']} (pair {failure['pair']})", failure["store"],
-                failure["evidence"].get("value") or "",
-            )
+                failure.invariant, failure.reason, failure.stage,
+                f"{failure.tenant} (pair {failure.pair})", failure.store,
+                failure.evidence.value or "")
         console.print(failure_table)
-        if len(failures) > 25:
-            console.print(f"… and {len(failures) - 25} more in the artifact")
-    if artifact["inconclusive"]:
-        console.print(f"[yellow]{len(artifact['inconclusive'])} inconclusive check(s)[/yellow] "
+        if len(failures) > FAILURES_SHOWN:
+            console.print(f"… and {len(failures) - FAILURES_SHOWN} more in the artifact")
+    if artifact.inconclusive:
+        console.print(f"[yellow]{len(artifact.inconclusive)} inconclusive check(s)[/yellow] "
                       "(target errors; inconclusive never counts as a pass)")
-    verdict = "[green]PASS[/green]" if summary["passed"] else "[red]FAIL[/red]"
-    console.print(f"{verdict}: {summary['cases_passed']}/{summary['cases']} cases passed · "
-                  f"{len(failures)} failure(s) · run {artifact['meta']['run_id']}")
+    verdict = "[green]PASS[/green]" if summary.passed else "[red]FAIL[/red]"
+    console.print(f"{verdict}: {summary.cases_passed}/{summary.cases} cases passed · "
+                  f"{len(failures)} failure(s) · run {artifact.meta.run_id}")
     if link:
         console.print(f"Web UI: {link}", soft_wrap=True)
 
 
-def _print_matrix(console: Any, artifact: dict[str, Any]) -> None:
+def _print_matrix(console: Any, artifact: Artifact) -> None:
     """Invariant × store rows, one column per stage: passed/checked, red where failed."""
     from rich.table import Table
 
-    matrix, stages = artifact.get("matrix", {}), artifact.get("stages", [])
-    used = [stage for stage in stages
+    from memlife.reports.scorecard import invariant_order
+
+    matrix = artifact.matrix
+    used = [stage for stage in artifact.stages
             if any(stage in cells for stores in matrix.values() for cells in stores.values())]
     if len(used) < 2:
         return  # one stage: the invariant table already says it all
@@ -112,10 +115,8 @@ def _print_matrix(console: Any, artifact: dict[str, Any]) -> None:
     table.add_column("store")
     for stage in used:
         table.add_column(stage, justify="center")
-    from memlife.rules.verdicts import INVARIANTS
-
-    order = {name: index for index, name in enumerate(INVARIANTS)}
-    for invariant, stores in sorted(matrix.items(), key=lambda item: order.get(item[0], 99)):
+    for invariant in invariant_order(matrix):
+        stores = matrix[invariant]
         for store, cells in sorted(stores.items(), key=lambda item: (item[0] != "response",
                                                                      item[0])):
             row = []
@@ -124,22 +125,20 @@ def _print_matrix(console: Any, artifact: dict[str, Any]) -> None:
                 if cell is None:
                     row.append("")
                     continue
-                passed = cell["checked"] - cell["failed"] - cell["inconclusive"]
-                text = f"{passed}/{cell['checked']}"
-                if cell["failed"]:
+                text = f"{cell.passed}/{cell.checked}"
+                if cell.failed:
                     text = f"[red]{text}[/red]"
-                elif cell["inconclusive"]:
+                elif cell.inconclusive:
                     text = f"[yellow]{text}[/yellow]"
                 row.append(text)
             table.add_row(invariant, store, *row)
     console.print(table)
 
 
-def write_immutable_json(path: Path, document: dict[str, Any]) -> None:
+def write_immutable_json(path: Path, document: Artifact | ExperimentDocument) -> None:
     """Write atomically and read-only: the artifact is a record, not a working file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
+    temporary.write_text(document.model_dump_json(indent=2) + "\n", encoding="utf-8")
     temporary.chmod(0o444)
     os.replace(temporary, path)

@@ -8,10 +8,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlife.cli.common import EXIT_OK, add_command
 from memlife.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from memlife.recorder.artifact import Artifact, ExperimentDocument
 
 FORMATS = ("json", "md", "html", "junit")
 
@@ -35,7 +38,7 @@ def add_parsers(commands: Any) -> None:
     report.set_defaults(handler=cmd_report)
 
 
-def load_artifact(reference: str) -> dict[str, Any]:
+def load_artifact(reference: str) -> Artifact | ExperimentDocument:
     """A run id (or `latest`) from the recorder, or an artifact file written by `run`."""
     from sqlmodel import select
 
@@ -44,19 +47,7 @@ def load_artifact(reference: str) -> dict[str, Any]:
 
     path = Path(reference)
     if path.suffix == ".json" or path.exists():
-        if not path.exists():
-            raise InputError([Problem(reference, "", "no such file")])
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise InputError([Problem(reference, "", f"not a JSON artifact ({error})")]
-                             ) from None
-        if isinstance(document, dict) and "experiment" in document and "runs" in document:
-            return document
-        if not isinstance(document, dict) or "summary" not in document or "meta" not in (
-                document):
-            raise InputError([Problem(reference, "", "not a memlife artifact (no meta/summary)")])
-        return document
+        return read_artifact_file(path)
     run_id = reference
     if reference == "latest":
         with recorder.session() as db:
@@ -77,7 +68,30 @@ def load_artifact(reference: str) -> dict[str, Any]:
     return build_artifact(loaded)
 
 
-def load_experiment(experiment: str) -> dict[str, Any] | None:
+def read_artifact_file(path: Path) -> Artifact | ExperimentDocument:
+    """An artifact file, validated against its model: every problem names its field."""
+    from pydantic import ValidationError
+
+    from memlife.recorder.artifact import Artifact, ExperimentDocument
+    from memlife.rules.documents import pydantic_problems
+
+    if not path.exists():
+        raise InputError([Problem(str(path), "", "no such file")])
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError([Problem(str(path), "", f"not a JSON artifact ({error})")]) from None
+    if not isinstance(document, dict) or not ({"summary", "meta"} <= set(document)
+                                              or {"experiment", "runs"} <= set(document)):
+        raise InputError([Problem(str(path), "", "not a memlife artifact (no meta/summary)")])
+    model = ExperimentDocument if "runs" in document else Artifact
+    try:
+        return model.model_validate(document)
+    except ValidationError as error:
+        raise InputError(pydantic_problems(error, str(path))) from None
+
+
+def load_experiment(experiment: str) -> ExperimentDocument | None:
     """Every run of an experiment, from the recorder, as one comparison document."""
     from sqlmodel import col, select
 
@@ -97,16 +111,17 @@ def load_experiment(experiment: str) -> dict[str, Any] | None:
         loaded = recorder.load_run(run_id)
         assert loaded is not None
         artifacts.append(build_artifact(loaded))
-    artifacts.sort(key=lambda a: (a["meta"].get("repetition") or 0, a["meta"]["started_at"]))
+    artifacts.sort(key=lambda a: (a.meta.repetition or 0, a.meta.started_at or ""))
     return experiment_document(experiment, artifacts)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from memlife.recorder.artifact import ExperimentDocument
     from memlife.reports import render
     from memlife.reports.experiment import render_experiment
 
     artifact = load_artifact(args.run)
-    if "runs" in artifact and "experiment" in artifact:
+    if isinstance(artifact, ExperimentDocument):
         text = render_experiment(artifact, args.format, redacted=not args.no_redact)
     else:
         text = render(artifact, args.format, redacted=not args.no_redact)

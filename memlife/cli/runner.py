@@ -162,7 +162,7 @@ async def execute(plan: RunPlan) -> int:
     if plan.out:
         render.write_immutable_json(Path(plan.out), document)
         print(f"artifact: {plan.out}")
-    if plan.enforce and not all(a["summary"]["passed"] for a in artifacts):
+    if plan.enforce and not all(a.summary.passed for a in artifacts):
         return EXIT_FAILED
     return EXIT_OK
 

@@ -1,33 +1,28 @@
 """The recorder: the trail every run leaves in a database (tables.py), written idempotently
 (database.py), read back whole or streamed (queries.py), and folded into the artifact
-(builder.py, artifact.py). What other parts of memlife use is importable from here."""
+(builder.py, artifact.py). What other parts of memlife use is importable from here; it is
+loaded on first use, so reading an artifact does not load the database layer."""
 
-from memlife.recorder.database import (
-    DEFAULT_DB_PATH,
-    database_url,
-    dumps,
-    engine_for,
-    merge_all,
-    merge_values,
-    session,
-)
-from memlife.recorder.queries import load_run, run_builder, run_digest, run_value_tuples
-from memlife.recorder.tables import (
-    AdjudicationRow,
-    ErasureReceiptRow,
-    ObservationMetricRow,
-    ObservationRow,
-    RunPairRow,
-    RunRow,
-    RunValueRow,
-    StepRow,
-    TenantRow,
-    VerdictRow,
-)
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_DB_PATH", "AdjudicationRow", "ErasureReceiptRow", "ObservationMetricRow",
-    "ObservationRow", "RunPairRow", "RunRow", "RunValueRow", "StepRow", "TenantRow",
-    "VerdictRow", "database_url", "dumps", "engine_for", "load_run", "merge_all",
-    "merge_values", "run_builder", "run_digest", "run_value_tuples", "session",
-]
+from importlib import import_module
+from typing import Any
+
+_PUBLIC = {
+    "DEFAULT_DB_PATH": "database", "database_url": "database", "dumps": "database",
+    "engine_for": "database", "merge_all": "database", "merge_values": "database",
+    "session": "database",
+    "load_run": "queries", "run_builder": "queries", "run_digest": "queries",
+    "run_value_tuples": "queries",
+    "AdjudicationRow": "tables", "ErasureReceiptRow": "tables",
+    "ObservationMetricRow": "tables", "ObservationRow": "tables", "RunPairRow": "tables",
+    "RunRow": "tables", "RunValueRow": "tables", "StepRow": "tables", "TenantRow": "tables",
+    "VerdictRow": "tables",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'memlife.recorder' has no attribute {name!r}")
+    return getattr(import_module(f"memlife.recorder.{_PUBLIC[name]}"), name)

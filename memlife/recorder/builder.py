@@ -1,9 +1,6 @@
-"""The result artifact (seed §7): an immutable JSON scorecard built from a run's rows. Pure.
-
-Top-level keys: meta, summary, matrix (invariant × store × stage), latency_ms, deletions,
-failures, inconclusive, observations. Missing recall and foreign-fact leakage are separate
-failures, and every leak and every residue is its own entry.
-"""
+"""Building the result artifact (artifact.py) from a run's rows: whole (every case and
+observation, what `memlife run --out` writes), or as a digest folded one row at a time
+(what a run prints, for a run of any size)."""
 
 from __future__ import annotations
 
@@ -11,10 +8,9 @@ import json
 from array import array
 from typing import Any
 
+from memlife.recorder.artifact import ARTIFACT_VERSION, Artifact
 from memlife.rules.scoring import InvariantTally, LatencySummary, Tallies, summarize_latency
 from memlife.rules.verdicts import INVARIANTS
-
-ARTIFACT_VERSION = 1
 
 
 def _tally() -> dict[str, int]:
@@ -156,7 +152,10 @@ class ArtifactBuilder:
                 for name, t in self.tallies.by_invariant.items()},
         }
 
-    def digest(self, pairs: int) -> dict[str, Any]:
+    def digest(self, pairs: int) -> Artifact:
+        return Artifact.model_validate(self._digest(pairs))
+
+    def _digest(self, pairs: int) -> dict[str, Any]:
         """What a person reads at the end of a run: everything but the per-case,
         per-observation and per-pair entries."""
         run = self.run
@@ -182,8 +181,12 @@ class ArtifactBuilder:
         }
 
 
-def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
-    """The whole artifact, from every row of a run (`records.load_run`)."""
+def build_artifact(rows: dict[str, list[Any]]) -> Artifact:
+    """The whole artifact, from every row of a run (`recorder.load_run`)."""
+    return Artifact.model_validate(_whole(rows))
+
+
+def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
     run = rows["run"][0]
     aliases = {(t.pair_index, t.role): t.alias for t in rows["tenants"]}
     builder = ArtifactBuilder(run, {(s.pair_index, s.step_index): s.label
@@ -210,7 +213,7 @@ def build_artifact(rows: dict[str, list[Any]]) -> dict[str, Any]:
     per_pair = builder.per_pair
     step_outcomes = builder.step_outcomes
     return {
-        **builder.digest(len({t.pair_index for t in rows["tenants"]})),
+        **builder._digest(len({t.pair_index for t in rows["tenants"]})),
         "tenants": [{"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
                      "user_id": t.user_id}
                     for t in sorted(rows["tenants"], key=lambda t: (t.pair_index, t.role))],

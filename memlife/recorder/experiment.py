@@ -12,6 +12,7 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
+from memlife.recorder.artifact import Artifact, ExperimentDocument
 from memlife.rules.scoring import percentile_upper_rank
 from memlife.rules.statistics import bootstrap_rate
 
@@ -21,36 +22,35 @@ FAMILIES = {"recall": "recall", "stale (U1)": "U1", "abstain": "abstain",
             "leakage-free (I3)": "I3", "deletion (I4)": "I4", "scoped deletion (D2)": "D2"}
 
 
-def experiment_document(experiment: str, artifacts: list[dict[str, Any]]) -> dict[str, Any]:
+def experiment_document(experiment: str, artifacts: list[Artifact]) -> ExperimentDocument:
     configurations: list[str] = []
     for artifact in artifacts:
-        label = artifact["meta"].get("configuration") or artifact["meta"]["target_name"]
+        label = configuration_label(artifact)
         if label not in configurations:
             configurations.append(label)
-    return {
+    return ExperimentDocument.model_validate({
         "experiment_version": EXPERIMENT_VERSION,
         "experiment": {"id": experiment, "configurations": configurations,
-                       "repetitions": max((a["meta"].get("repetition") or 1)
-                                          for a in artifacts),
-                       "scenario": artifacts[0]["meta"]["scenario_name"],
-                       "clock": artifacts[0]["meta"]["clock"]},
+                       "repetitions": max((a.meta.repetition or 1) for a in artifacts),
+                       "scenario": artifacts[0].meta.scenario_name,
+                       "clock": artifacts[0].meta.clock},
         "comparison": compare(artifacts, configurations),
         "runs": artifacts,
-    }
+    })
 
 
-def configuration_label(artifact: dict[str, Any]) -> str:
-    return artifact["meta"].get("configuration") or artifact["meta"]["target_name"]
+def configuration_label(artifact: Artifact) -> str:
+    return artifact.meta.configuration or artifact.meta.target_name
 
 
-def _units(artifacts: list[dict[str, Any]], invariant: str) -> list[tuple[int, int]]:
+def _units(artifacts: list[Artifact], invariant: str) -> list[tuple[int, int]]:
     units = []
     for artifact in artifacts:
-        for pair in artifact.get("pairs", []):
-            tally = pair.get("by_invariant", {}).get(invariant)
+        for pair in artifact.pairs:
+            tally = pair.by_invariant.get(invariant)
             if tally:
-                decided = tally["checked"] - tally["inconclusive"]
-                units.append((decided - tally["failed"], decided))
+                decided = tally.checked - tally.inconclusive
+                units.append((decided - tally.failed, decided))
     return units
 
 
@@ -62,7 +62,7 @@ def _spread(values: list[float]) -> dict[str, float | int | None]:
             "p95": round(percentile_upper_rank(values, 0.95), 3), "max": round(max(values), 3)}
 
 
-def compare(artifacts: list[dict[str, Any]], configurations: list[str]) -> dict[str, Any]:
+def compare(artifacts: list[Artifact], configurations: list[str]) -> dict[str, Any]:
     """Per configuration: rates with intervals, per invariant tallies, leaks and residues,
     end-to-end and per-stage latency, cost."""
     result: dict[str, Any] = {}
@@ -70,31 +70,32 @@ def compare(artifacts: list[dict[str, Any]], configurations: list[str]) -> dict[
         runs = [a for a in artifacts if configuration_label(a) == label]
         invariants: dict[str, dict[str, int]] = {}
         for artifact in runs:
-            for name, tally in artifact["summary"]["by_invariant"].items():
+            for name, tally in artifact.summary.by_invariant.items():
                 into = invariants.setdefault(name, {"checked": 0, "failed": 0,
                                                     "inconclusive": 0})
-                for key in into:
-                    into[key] += tally[key]
-        probes = [o for a in runs for o in a["observations"]
-                  if o["kind"] == "probe" and o["status"] == "ok" and o["latency_ms"] is not None]
+                into["checked"] += tally.checked
+                into["failed"] += tally.failed
+                into["inconclusive"] += tally.inconclusive
+        probes = [o for a in runs for o in a.observations
+                  if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None]
         stages: dict[str, list[float]] = {}
         for observation in probes:
-            for stage, value in (observation.get("stages") or {}).items():
+            for stage, value in observation.stages.items():
                 stages.setdefault(stage, []).append(value)
-        costs = [o["cost"] for o in probes if o.get("cost") is not None]
-        failures = [f for a in runs for f in a["failures"]]
+        costs = [o.cost for o in probes if o.cost is not None]
+        failures = [f for a in runs for f in a.failures]
         result[label] = {
-            "runs": [a["meta"]["run_id"] for a in runs],
-            "passed": all(a["summary"]["passed"] for a in runs),
-            "pairs": sum(len(a.get("pairs", [])) for a in runs),
+            "runs": [a.meta.run_id for a in runs],
+            "passed": all(a.summary.passed for a in runs),
+            "pairs": sum(len(a.pairs) for a in runs),
             "families": {name: bootstrap_rate(_units(runs, invariant)).as_dict()
                          for name, invariant in FAMILIES.items()},
             "by_invariant": invariants,
-            "leaks": sum(1 for f in failures if f["reason"] in ("leaked", "overreach")),
-            "missing": sum(1 for f in failures if f["reason"] == "missing"),
-            "residues": sum(1 for f in failures if f["reason"] in ("residue", "resurrected")),
-            "inconclusive": sum(len(a["inconclusive"]) for a in runs),
-            "latency_ms": _spread([o["latency_ms"] for o in probes]),
+            "leaks": sum(1 for f in failures if f.reason in ("leaked", "overreach")),
+            "missing": sum(1 for f in failures if f.reason == "missing"),
+            "residues": sum(1 for f in failures if f.reason in ("residue", "resurrected")),
+            "inconclusive": sum(len(a.inconclusive) for a in runs),
+            "latency_ms": _spread([o.latency_ms for o in probes if o.latency_ms is not None]),
             "stages_ms": {stage: _spread(values) for stage, values in sorted(stages.items())},
             "cost_per_probe": round(sum(costs) / len(costs), 9) if costs else None,
         }

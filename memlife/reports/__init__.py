@@ -6,24 +6,23 @@ tenant ids are redacted by default: each becomes a stable label naming its pair 
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from memlife.recorder.artifact import Artifact
 from memlife.reports.html import html_page
-from memlife.reports.scorecard import redact, scorecard
+from memlife.reports.scorecard import Scorecard, redact, scorecard
 from memlife.reports.text import junit, markdown
 
 FORMATS = ("json", "md", "html", "junit")
 
 
-def render(artifact: dict[str, Any], fmt: str, *, redacted: bool = True) -> str:
+def render(artifact: Artifact, fmt: str, *, redacted: bool = True) -> str:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     card = scorecard(redact(artifact) if redacted else artifact)
     if fmt == "json":
-        shown = {k: v for k, v in card.items() if k != "cases"}
-        shown["latency_ms"] = {k: v for k, v in card["latency_ms"].items() if k != "samples"}
+        shown = card.model_dump(mode="json", exclude={"cases", "samples"})
         return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
     return {"md": markdown, "html": html_page, "junit": junit}[fmt](card)
 
 
-__all__ = ["FORMATS", "redact", "render", "scorecard"]
+__all__ = ["FORMATS", "Scorecard", "redact", "render", "scorecard"]

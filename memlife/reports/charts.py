@@ -6,7 +6,9 @@ from __future__ import annotations
 import html
 import math
 from datetime import datetime
-from typing import Any
+
+from memlife.recorder.artifact import TimelineStep
+from memlife.reports.scorecard import Scorecard
 
 COLORS = {"pass": "#2e9d5b", "fail": "#d64545", "inconclusive": "#e0a526", "none": "#aab4c3"}
 
@@ -33,25 +35,25 @@ def _tick_label(seconds: float) -> str:
 MAX_TIMELINE_PAIRS = 200
 
 
-def _step_state(step: dict[str, Any]) -> str:
-    outcomes = step.get("outcomes") or {}
+def _step_state(step: TimelineStep) -> str:
+    outcomes = step.outcomes
     return ("fail" if outcomes.get("fail") else "inconclusive" if outcomes.get("inconclusive")
             else "pass" if outcomes.get("pass") else "none")
 
 
-def timeline_svg(card: dict[str, Any]) -> str:
-    steps = [s for s in card["timeline"] if s.get("scenario_started")]
+def timeline_svg(card: Scorecard) -> str:
+    steps = [s for s in card.timeline if s.scenario_started and s.scenario_finished]
     if not steps:
         return "<p class=muted>This artifact carries no timeline.</p>"
-    origin = min(_parse(s["scenario_started"]) for s in steps)  # type: ignore[type-var]
-    end = max(_parse(s["scenario_finished"]) for s in steps)  # type: ignore[type-var]
+    origin = min(_parse(s.scenario_started) for s in steps)  # type: ignore[type-var]
+    end = max(_parse(s.scenario_finished) for s in steps)  # type: ignore[type-var]
     assert origin is not None and end is not None
     span = max((end - origin).total_seconds(), 1.0)
-    pairs = sorted({s["pair"] for s in steps})
+    pairs = sorted({s.pair for s in steps})
     shown = pairs[:MAX_TIMELINE_PAIRS]
     aliases: dict[int, list[str]] = {}
-    for tenant in card.get("tenants", []):
-        aliases.setdefault(tenant["pair"], []).append(tenant["alias"])
+    for tenant in card.tenants:
+        aliases.setdefault(tenant.pair, []).append(tenant.alias)
     left, width, row, top = 150, 1000, 20, 28
     plot = width - left - 10
     height = top + row * len(shown) + 10
@@ -73,23 +75,22 @@ def timeline_svg(card: dict[str, Any]) -> str:
         # Waits first, then by severity: a failing step is never hidden under a passing
         # one at the same scenario time.
         severity = {"wait": 0, "none": 1, "pass": 2, "inconclusive": 3, "fail": 4}
-        for step in sorted((s for s in steps if s["pair"] == pair),
-                           key=lambda s: severity["wait" if s["kind"] == "wait"
+        for step in sorted((s for s in steps if s.pair == pair),
+                           key=lambda s: severity["wait" if s.kind == "wait"
                                                   else _step_state(s)]):
-            start = (_parse(step["scenario_started"]) - origin).total_seconds()  # type: ignore[operator]
-            finish = (_parse(step["scenario_finished"]) - origin).total_seconds()  # type: ignore[operator]
-            outcomes = step.get("outcomes") or {}
+            start = (_parse(step.scenario_started) - origin).total_seconds()  # type: ignore[operator]
+            finish = (_parse(step.scenario_finished) - origin).total_seconds()  # type: ignore[operator]
             state = _step_state(step)
             x = left + plot * start / span
             w = max(plot * (finish - start) / span, 5.0)
-            if step["kind"] == "wait":
+            if step.kind == "wait":
                 parts.append(f'<rect x="{x:.1f}" y="{y + 8}" width="{w:.1f}" height="4" '
-                             f'class="wait"><title>{html.escape(step["stage"])} (wait)</title>'
+                             f'class="wait"><title>{html.escape(step.stage)} (wait)</title>'
                              '</rect>')
                 continue
-            counts = ", ".join(f"{n} {k}" for k, n in outcomes.items() if n) or "no checks"
-            title = (f"pair {pair} · step {step['step']} {step['kind']} · "
-                     f"{step['stage']} · {_tick_label(round(start))} · {counts}")
+            counts = ", ".join(f"{n} {k}" for k, n in step.outcomes.items() if n) or "no checks"
+            title = (f"pair {pair} · step {step.step} {step.kind} · "
+                     f"{step.stage} · {_tick_label(round(start))} · {counts}")
             parts.append(f'<rect x="{x:.1f}" y="{y + 2}" width="{w:.1f}" height="16" rx="3" '
                          f'fill="{COLORS[state]}" class="step {state}">'
                          f'<title>{html.escape(title)}</title></rect>')
@@ -99,14 +100,14 @@ def timeline_svg(card: dict[str, Any]) -> str:
     return "".join(parts) + note
 
 
-def histogram_svg(card: dict[str, Any], bins: int = 30) -> str:
+def histogram_svg(card: Scorecard, bins: int = 30) -> str:
     """Probe latencies on a logarithmic axis that always reaches the budget: fast targets
     answer in a few ms against a budget of hundreds, and both must be readable. The budget
     is a red line; bars past it are red too."""
-    samples = [value for value in card["latency_ms"].get("samples") or [] if value > 0]
+    samples = [value for value in card.samples if value > 0]
     if not samples:
         return "<p class=muted>No probe latencies.</p>"
-    budget = card["latency_ms"].get("target_ms") or None
+    budget = card.latency_ms.target_ms or None
     low = 10 ** math.floor(math.log10(min(samples)))
     high = 10 ** math.ceil(math.log10(max(max(samples), budget or 0) * 1.05))
     span = math.log10(high) - math.log10(low)

@@ -5,59 +5,70 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from dataclasses import dataclass
 
+from memlife.recorder.artifact import ExperimentDocument, FindingEntry, Rate
 from memlife.recorder.experiment import FAMILIES, configuration_label
 from memlife.reports.html import STYLE
 from memlife.reports.scorecard import pct, redact, scorecard
 from memlife.reports.text import junit_document
 
 
-def redact_document(document: dict[str, Any]) -> dict[str, Any]:
-    return {**document, "runs": [redact(artifact) for artifact in document["runs"]]}
+@dataclass(frozen=True)
+class RunFinding:
+    """A leak or a residue, and which repetition of its configuration found it."""
+
+    finding: FindingEntry
+    repetition: int | None
 
 
-def _rate_text(rate: dict[str, Any]) -> str:
-    if rate["rate"] is None:
+def redact_document(document: ExperimentDocument) -> ExperimentDocument:
+    return document.model_copy(update={"runs": [redact(run) for run in document.runs]})
+
+
+def _rate_text(rate: Rate) -> str:
+    if rate.rate is None:
         return "—"
-    return (f"{pct(rate['rate'])} [{pct(rate['ci95_low'])}, {pct(rate['ci95_high'])}]")
+    return f"{pct(rate.rate)} [{pct(rate.ci95_low)}, {pct(rate.ci95_high)}]"
 
 
-def comparison_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def comparison_rows(document: ExperimentDocument) -> tuple[list[str], list[list[str]]]:
     """(configurations, rows): the side-by-side table every format shows."""
-    comparison = document["comparison"]
-    labels = document["experiment"]["configurations"]
+    comparison = document.comparison
+    labels = document.experiment.configurations
     rows: list[list[str]] = []
     for family in FAMILIES:
-        if any(comparison[c]["families"][family]["rate"] is not None for c in labels):
-            rows.append([family] + [_rate_text(comparison[c]["families"][family])
+        if any(comparison[c].families[family].rate is not None for c in labels):
+            rows.append([family] + [_rate_text(comparison[c].families[family])
                                     for c in labels])
-    for key, name in (("missing", "missing recall (count)"), ("leaks", "leaks (count)"),
-                      ("residues", "residues (count)"), ("inconclusive", "inconclusive")):
-        rows.append([name] + [str(comparison[c][key]) for c in labels])
+    for name, count in (("missing recall (count)", lambda c: c.missing),
+                        ("leaks (count)", lambda c: c.leaks),
+                        ("residues (count)", lambda c: c.residues),
+                        ("inconclusive", lambda c: c.inconclusive)):
+        rows.append([name] + [str(count(comparison[c])) for c in labels])
     rows.append(["latency p50 / p95 (ms)"] + [
-        f"{comparison[c]['latency_ms']['median'] or 0:.1f} / "
-        f"{comparison[c]['latency_ms']['p95'] or 0:.1f}" for c in labels])
-    stages = sorted({stage for c in labels for stage in comparison[c]["stages_ms"]})
+        f"{comparison[c].latency_ms.median or 0:.1f} / {comparison[c].latency_ms.p95 or 0:.1f}"
+        for c in labels])
+    stages = sorted({stage for c in labels for stage in comparison[c].stages_ms})
     for stage in stages:
         rows.append([f"  {stage} p50 / p95 (ms)"] + [
-            (f"{comparison[c]['stages_ms'][stage]['median']:.2f} / "
-             f"{comparison[c]['stages_ms'][stage]['p95']:.2f}")
-            if stage in comparison[c]["stages_ms"] else "—" for c in labels])
-    if any(comparison[c]["cost_per_probe"] is not None for c in labels):
+            (f"{comparison[c].stages_ms[stage].median or 0:.2f} / "
+             f"{comparison[c].stages_ms[stage].p95 or 0:.2f}")
+            if stage in comparison[c].stages_ms else "—" for c in labels])
+    if any(comparison[c].cost_per_probe is not None for c in labels):
         rows.append(["cost per probe"] + [
-            f"{comparison[c]['cost_per_probe']:.2e}" if comparison[c]["cost_per_probe"]
-            is not None else "—" for c in labels])
-    rows.append(["verdict"] + ["pass" if comparison[c]["passed"] else "FAIL" for c in labels])
+            f"{cost:.2e}" if (cost := comparison[c].cost_per_probe) is not None else "—"
+            for c in labels])
+    rows.append(["verdict"] + ["pass" if comparison[c].passed else "FAIL" for c in labels])
     return labels, rows
 
 
-def comparison_markdown(document: dict[str, Any]) -> str:
-    meta = document["experiment"]
+def comparison_markdown(document: ExperimentDocument) -> str:
+    meta = document.experiment
     labels, rows = comparison_rows(document)
-    lines = [f"## memlife experiment `{meta['id']}` · {meta['scenario']}", "",
-             f"{len(labels)} configuration(s) × {meta['repetitions']} repetition(s), same "
-             f"tenants and values per repetition · clock {meta['clock']} · rates with 95% "
+    lines = [f"## memlife experiment `{meta.id}` · {meta.scenario}", "",
+             f"{len(labels)} configuration(s) × {meta.repetitions} repetition(s), same "
+             f"tenants and values per repetition · clock {meta.clock} · rates with 95% "
              "bootstrap intervals over pairs", "",
              "| | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -65,63 +76,61 @@ def comparison_markdown(document: dict[str, Any]) -> str:
         if findings:
             lines += ["", f"<details><summary><b>{label}: {len(findings)} leak(s) and "
                       "residue(s)</b></summary>", ""]
-            lines += [f"- #{f['repetition']} {f['invariant']} {f['reason']} · stage "
-                      f"{f['stage']} · {f['tenant']} (pair {f['pair']}) · {f['store']}"
-                      + (f" · `{f['value']}`" if f["value"] else "") for f in findings]
+            lines += [f"- #{found.repetition} {f.invariant} {f.reason} · stage {f.stage} · "
+                      f"{f.tenant} (pair {f.pair}) · {f.store}"
+                      + (f" · `{f.evidence.value}`" if f.evidence.value else "")
+                      for found in findings for f in (found.finding,)]
             lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 
-def findings_by_configuration(document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def findings_by_configuration(document: ExperimentDocument) -> dict[str, list[RunFinding]]:
     """Every leak and every residue, each on its own, by configuration."""
-    found: dict[str, list[dict[str, Any]]] = {
-        label: [] for label in document["experiment"]["configurations"]}
-    for artifact in document["runs"]:
-        for failure in artifact["failures"]:
-            if failure["reason"] in ("leaked", "overreach", "residue", "resurrected"):
-                found.setdefault(configuration_label(artifact), []).append({
-                    **failure, "value": failure["evidence"].get("value"),
-                    "repetition": artifact["meta"].get("repetition")})
+    found: dict[str, list[RunFinding]] = {
+        label: [] for label in document.experiment.configurations}
+    for artifact in document.runs:
+        for failure in artifact.failures:
+            if failure.reason in ("leaked", "overreach", "residue", "resurrected"):
+                found.setdefault(configuration_label(artifact), []).append(
+                    RunFinding(failure, artifact.meta.repetition))
     return found
 
 
-def comparison_html(document: dict[str, Any]) -> str:
-
-
-    meta = document["experiment"]
+def comparison_html(document: ExperimentDocument) -> str:
+    meta = document.experiment
     labels, rows = comparison_rows(document)
     head = "".join(f"<th>{html.escape(label)}</th>" for label in labels)
 
-    def cell(row: list[str], value: str) -> str:
+    def cell(value: str) -> str:
         state = ("fail" if value == "FAIL" else "pass" if value == "pass" else "")
         return f'<td class="{state}">{html.escape(value)}</td>'
 
     body = "".join("<tr><th>" + html.escape(row[0]) + "</th>"
-                   + "".join(cell(row, value) for value in row[1:]) + "</tr>" for row in rows)
+                   + "".join(cell(value) for value in row[1:]) + "</tr>" for row in rows)
     runs = "".join(
-        f"<li><code>{html.escape(a['meta']['run_id'])}</code> · "
-        f"{html.escape(str(a['meta'].get('configuration')))} #{a['meta'].get('repetition')} · "
-        f"{a['summary']['cases_passed']}/{a['summary']['cases']} cases</li>"
-        for a in document["runs"])
+        f"<li><code>{html.escape(a.meta.run_id)}</code> · "
+        f"{html.escape(str(a.meta.configuration))} #{a.meta.repetition} · "
+        f"{a.summary.cases_passed}/{a.summary.cases} cases</li>"
+        for a in document.runs)
     leaks = "".join(
         f"<details><summary>{html.escape(label)}: {len(found)} leak(s) and residue(s)"
         "</summary><table class=list><thead><tr><th>#</th><th>check</th><th>stage</th>"
         "<th>tenant</th><th>store</th><th>value</th></tr></thead><tbody>"
-        + "".join(f"<tr><td>{f['repetition']}</td><td>{f['invariant']} {f['reason']}</td>"
-                  f"<td>{html.escape(str(f['stage']))}</td><td>pair {f['pair']} · "
-                  f"{html.escape(str(f['tenant']))}</td><td>{html.escape(str(f['store']))}"
-                  f"</td><td><code>{html.escape(str(f['value'] or ''))}</code></td></tr>"
-                  for f in found)
+        + "".join(f"<tr><td>{item.repetition}</td><td>{f.invariant} {f.reason}</td>"
+                  f"<td>{html.escape(f.stage)}</td><td>pair {f.pair} · "
+                  f"{html.escape(f.tenant)}</td><td>{html.escape(f.store)}"
+                  f"</td><td><code>{html.escape(f.evidence.value or '')}</code></td></tr>"
+                  for item in found for f in (item.finding,))
         + "</tbody></table></details>"
         for label, found in findings_by_configuration(document).items() if found)
     if leaks:
         leaks = "<h2>Every leak and residue</h2>" + leaks
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>memlife experiment {html.escape(meta['id'])}
+<html lang="en"><head><meta charset="utf-8"><title>memlife experiment {html.escape(meta.id)}
 </title><style>{STYLE}</style></head><body>
-<h1>memlife experiment · {html.escape(meta['scenario'])}</h1>
-<p class=meta>experiment <code>{html.escape(meta['id'])}</code> · {len(labels)} configuration(s)
-× {meta['repetitions']} repetition(s) · clock {html.escape(meta['clock'])}</p>
+<h1>memlife experiment · {html.escape(meta.scenario)}</h1>
+<p class=meta>experiment <code>{html.escape(meta.id)}</code> · {len(labels)} configuration(s)
+× {meta.repetitions} repetition(s) · clock {html.escape(meta.clock)}</p>
 <p class=muted>Same tenants, values and questions for every configuration of a repetition.
 Rates pooled over checks, 95% bootstrap intervals over pairs; missing recall and leakage
 are counted apart.</p>
@@ -131,24 +140,20 @@ are counted apart.</p>
 """
 
 
-
-
-def render_experiment(document: dict[str, Any], fmt: str, *, redacted: bool = True) -> str:
+def render_experiment(document: ExperimentDocument, fmt: str, *, redacted: bool = True) -> str:
     """The experiment in a report format: the comparison (json, md, html), or every run's
     checks with one JUnit suite per configuration × invariant."""
-
-
     if redacted:
         document = redact_document(document)
     if fmt == "json":
-        shown = {k: v for k, v in document.items() if k != "runs"}
-        shown["runs"] = [a["meta"]["run_id"] for a in document["runs"]]
+        shown = document.model_dump(mode="json", exclude={"runs"})
+        shown["runs"] = [run.meta.run_id for run in document.runs]
         return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
     if fmt == "md":
         return comparison_markdown(document)
     if fmt == "html":
         return comparison_html(document)
     return junit_document(
-        f"memlife experiment {document['experiment']['id']}",
-        [(f"{a['meta'].get('configuration')}#{a['meta'].get('repetition')}", scorecard(a))
-         for a in document["runs"]])
+        f"memlife experiment {document.experiment.id}",
+        [(f"{run.meta.configuration}#{run.meta.repetition}", scorecard(run))
+         for run in document.runs])

@@ -5,13 +5,15 @@ every finding."""
 from __future__ import annotations
 
 import html
-from typing import Any
 
+from memlife.recorder.artifact import FindingEntry
 from memlife.reports.charts import COLORS, MAX_TIMELINE_PAIRS, histogram_svg, timeline_svg
 from memlife.reports.scorecard import (
+    Scorecard,
     cell_state,
     changes,
     interval,
+    latency_line,
     matrix_rows,
     pct,
     ratio,
@@ -20,7 +22,7 @@ from memlife.reports.scorecard import (
 )
 
 
-def _matrix_html(card: dict[str, Any]) -> str:
+def _matrix_html(card: Scorecard) -> str:
     stages = used_stages(card)
     if not stages:
         return "<p class=muted>No checks.</p>"
@@ -35,15 +37,15 @@ def _matrix_html(card: dict[str, Any]) -> str:
             f'</thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def _findings_html(title: str, entries: list[dict[str, Any]], open_: bool = True) -> str:
+def _findings_html(title: str, entries: list[FindingEntry], open_: bool = True) -> str:
     if not entries:
         return ""
     rows = "".join(
-        f"<tr><td>{html.escape(f['invariant'])}</td><td>{html.escape(f['reason'])}</td>"
-        f"<td>{html.escape(str(f['stage']))}</td><td>pair {f['pair']} · "
-        f"{html.escape(str(f['tenant']))}</td><td>{html.escape(str(f['store']))}</td>"
-        f"<td><code>{html.escape(str(f['evidence'].get('value') or ''))}</code></td>"
-        f"<td>{html.escape(str(f['evidence'].get('detail') or ''))}</td></tr>"
+        f"<tr><td>{html.escape(f.invariant)}</td><td>{html.escape(f.reason)}</td>"
+        f"<td>{html.escape(f.stage)}</td><td>pair {f.pair} · "
+        f"{html.escape(f.tenant)}</td><td>{html.escape(f.store)}</td>"
+        f"<td><code>{html.escape(f.evidence.value or '')}</code></td>"
+        f"<td>{html.escape(f.evidence.detail)}</td></tr>"
         for f in entries)
     return (f"<details{' open' if open_ else ''}><summary>{html.escape(title)} "
             f"({len(entries)})</summary><table class=list><thead><tr><th>check</th>"
@@ -51,20 +53,20 @@ def _findings_html(title: str, entries: list[dict[str, Any]], open_: bool = True
             f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
 
-def _adjudication_html(card: dict[str, Any]) -> str:
-    if not card["adjudications"]:
+def _adjudication_html(card: Scorecard) -> str:
+    if not card.adjudications:
         return ""
     rates = "".join(
-        f"<tr><th>{html.escape(name)} ({rate['invariant']})</th>"
-        f"<td>{interval(card['rates'][name])}</td><td>{interval(rate)}</td></tr>"
-        for name, rate in card["adjudicated_rates"].items())
+        f"<tr><th>{html.escape(name)} ({rate.invariant})</th>"
+        f"<td>{interval(card.rates[name])}</td><td>{interval(rate)}</td></tr>"
+        for name, rate in card.adjudicated_rates.items())
     rows = "".join(
-        f"<tr><td>{html.escape(e['case'])} (pair {e['pair']})</td>"
-        f"<td>{html.escape(e['stage'])}</td><td>{html.escape(e['reviewer'])}</td>"
-        f"<td>{'abstains' if e['abstains'] else html.escape(', '.join(e['stated']) or '—')}"
+        f"<tr><td>{html.escape(e.case)} (pair {e.pair})</td>"
+        f"<td>{html.escape(e.stage)}</td><td>{html.escape(e.reviewer)}</td>"
+        f"<td>{'abstains' if e.abstains else html.escape(', '.join(e.stated) or '—')}"
         f"</td><td>{html.escape(changes(e))}</td></tr>"
-        for e in card["adjudications"])
-    return (f"<h2>Adjudicated</h2><p class=muted>{len(card['adjudications'])} reply(ies) "
+        for e in card.adjudications)
+    return (f"<h2>Adjudicated</h2><p class=muted>{len(card.adjudications)} reply(ies) "
             "reviewed blind (question, reply and candidate values only).</p><table><thead>"
             "<tr><th>rate</th><th>exact match</th><th>adjudicated</th></tr></thead><tbody>"
             f"{rates}</tbody></table><details><summary>Who decided what</summary><table "
@@ -72,14 +74,14 @@ def _adjudication_html(card: dict[str, Any]) -> str:
             f"</th><th>checks</th></tr></thead><tbody>{rows}</tbody></table></details>")
 
 
-def _tenants_html(card: dict[str, Any]) -> str:
-    tenants = card.get("tenants", [])
+def _tenants_html(card: Scorecard) -> str:
+    tenants = card.tenants
     if not tenants:
         return "<p class=muted>No tenants recorded.</p>"
     rows = "".join(
-        f"<tr><td>{t['pair']}</td><td>{t['role']}</td><td>{html.escape(str(t['alias']))}</td>"
-        f"<td><code>{html.escape(str(t.get('phone') or ''))}</code></td>"
-        f"<td><code>{html.escape(str(t.get('user_id') or ''))}</code></td></tr>"
+        f"<tr><td>{t.pair}</td><td>{t.role}</td><td>{html.escape(t.alias)}</td>"
+        f"<td><code>{html.escape(t.phone)}</code></td>"
+        f"<td><code>{html.escape(t.user_id or '')}</code></td></tr>"
         for t in tenants[:MAX_TIMELINE_PAIRS * 2])
     return ("<details><summary>Synthetic tenants of this run "
             f"({len(tenants)})</summary><table class=list><thead><tr><th>pair</th>"
@@ -111,48 +113,44 @@ details{margin:8px 0}summary{cursor:pointer;font-weight:600}code{font-size:12px}
 """
 
 
-def html_page(card: dict[str, Any]) -> str:
-    meta, summary = card["meta"], card["summary"]
+def html_page(card: Scorecard) -> str:
+    meta, summary = card.meta, card.summary
     verdict = verdict_word(card)
     rate_cards = "".join(
-        f'<div class=card>{html.escape(name)} <span class=muted>({rate["invariant"]})</span>'
-        f'<b>{pct(rate["rate"])}</b><span class=muted>95% CI '
-        f'{pct(rate["ci95_low"])}–{pct(rate["ci95_high"])} · {rate["successes"]}/'
-        f'{rate["trials"]} · {rate["pairs"]} pair(s)</span></div>'
-        for name, rate in card["rates"].items() if rate["rate"] is not None)
+        f'<div class=card>{html.escape(name)} <span class=muted>({rate.invariant})</span>'
+        f'<b>{pct(rate.rate)}</b><span class=muted>95% CI '
+        f'{pct(rate.ci95_low)}–{pct(rate.ci95_high)} · {rate.successes}/'
+        f'{rate.trials} · {rate.pairs} pair(s)</span></div>'
+        for name, rate in card.rates.items() if rate.rate is not None)
     invariant_rows = "".join(
-        f'<tr><th>{html.escape(name)}</th><td>{t["checked"]}</td><td>{t["failed"]}</td>'
-        f'<td>{t["inconclusive"]}</td><td class="{"fail" if t["failed"] else "inconclusive" if t["inconclusive"] else "pass"}">'  # noqa: E501
-        f'{"fail" if t["failed"] else "inconclusive" if t["inconclusive"] else "pass"}</td></tr>'
-        for name, t in summary["by_invariant"].items() if t["checked"])
-    latency = card["latency_ms"]
-    latency_text = (f"mean {latency['mean']:.1f} · median {latency['median']:.1f} · p95 "
-                    f"{latency['p95']:.1f} · max {latency['max']:.1f} ms · "
-                    f"{latency['share_within_target'] * 100:.0f}% within "
-                    f"{latency['target_ms']:g} ms" if latency.get("count") else "")
+        f'<tr><th>{html.escape(name)}</th><td>{t.checked}</td><td>{t.failed}</td>'
+        f'<td>{t.inconclusive}</td><td class="{cell_state(t)}">{cell_state(t)}</td></tr>'
+        for name, t in summary.by_invariant.items() if t.checked)
+    latency = card.latency_ms
+    latency_text = latency_line(latency) if latency.count else ""
     legend = "".join(f'<span><i style="background:{COLORS[k]}"></i>{label}</span>'
                      for k, label in (("pass", "all checks passed"), ("fail", "a check failed"),
                                       ("inconclusive", "inconclusive"),
                                       ("none", "no checks")))
-    any_findings = any(card[k] for k in ("leaks", "residues", "other_failures", "inconclusive"))
+    any_findings = any((card.leaks, card.residues, card.other_failures, card.inconclusive))
     redacted = ("<p class=muted>Phone numbers and tenant ids are redacted.</p>"
-                if meta.get("redacted") else "")
+                if meta.redacted else "")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
-<title>memlife · {html.escape(str(meta.get('scenario_name')))} · {verdict}</title>
+<title>memlife · {html.escape(meta.scenario_name)} · {verdict}</title>
 <style>{STYLE}</style></head><body>
-<h1>memlife · {html.escape(str(meta.get('scenario_name')))} against
-{html.escape(str(meta.get('target_name')))}
+<h1>memlife · {html.escape(meta.scenario_name)} against
+{html.escape(meta.target_name)}
 <span class="badge {verdict.lower()}">{verdict}</span></h1>
-<p class=meta>run <code>{html.escape(str(meta.get('run_id')))}</code> ·
-{meta.get('pairs')} pair(s) · clock {html.escape(str(meta.get('clock')))} ·
-started {html.escape(str(meta.get('started_at')))} · status
-{html.escape(str(meta.get('status')))} · memlife
-{html.escape(str(meta.get('memlife_version')))}</p>
-<p>{summary['cases_passed']}/{summary['cases']} cases passed · <b>{len(card['leaks'])}</b> leak(s) ·
-<b>{len(card['residues'])}</b> residue(s) · {len(card['other_failures'])} other failure(s) ·
-{len(card['inconclusive'])} inconclusive</p>{redacted}
+<p class=meta>run <code>{html.escape(meta.run_id)}</code> ·
+{meta.pairs} pair(s) · clock {html.escape(meta.clock)} ·
+started {html.escape(str(meta.started_at))} · status
+{html.escape(meta.status)} · memlife
+{html.escape(meta.memlife_version)}</p>
+<p>{summary.cases_passed}/{summary.cases} cases passed · <b>{len(card.leaks)}</b> leak(s) ·
+<b>{len(card.residues)}</b> residue(s) · {len(card.other_failures)} other failure(s) ·
+{len(card.inconclusive)} inconclusive</p>{redacted}
 <h2>Rates</h2><div class=cards>{rate_cards or '<p class=muted>No rates.</p>'}</div>
 {_adjudication_html(card)}
 <h2>Timeline</h2><p class="legend">{legend}</p>
@@ -163,10 +161,10 @@ started {html.escape(str(meta.get('started_at')))} · status
 <h2>Invariant × store × stage</h2><p class=muted>passed/checked</p>{_matrix_html(card)}
 <h2>Latency</h2><p>{latency_text}</p>{histogram_svg(card)}
 <h2>Findings</h2>
-{_findings_html('Leaks', card['leaks'])}
-{_findings_html('Residues', card['residues'])}
-{_findings_html('Other failures', card['other_failures'])}
-{_findings_html('Inconclusive', card['inconclusive'], open_=False)}
+{_findings_html('Leaks', card.leaks)}
+{_findings_html('Residues', card.residues)}
+{_findings_html('Other failures', card.other_failures)}
+{_findings_html('Inconclusive', card.inconclusive, open_=False)}
 {'' if any_findings else '<p>No failures.</p>'}
 <h2>Tenants</h2>{_tenants_html(card)}
 </body></html>

@@ -4,30 +4,74 @@ residues, the rest), and redaction of phone numbers and tenant ids. Pure."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlife.recorder.artifact import (
+    AdjudicationEntry,
+    Artifact,
+    CaseEntry,
+    Deletion,
+    FindingEntry,
+    Latency,
+    Meta,
+    PairTallies,
+    Rate,
+    Summary,
+    Tally,
+    TenantEntry,
+    TimelineStep,
+)
 from memlife.rules.statistics import bootstrap_rate
 from memlife.rules.verdicts import INVARIANTS
 
 RATES = {"recall": "recall", "update": "U1", "deletion": "I4", "response isolation": "I3"}
 LEAK_REASONS = ("leaked", "overreach")
 RESIDUE_REASONS = ("residue", "resurrected")
+REPORT_VERSION = 1
+
+
+class Scorecard(BaseModel):
+    """What every format shows: verdict, rates with 95% intervals over pairs, the matrix,
+    every leak and every residue on its own, latency and the timeline. `memlife report
+    --format json` is this, without the cases and the latency samples."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    report_version: int = REPORT_VERSION
+    meta: Meta
+    summary: Summary
+    rates: dict[str, Rate]
+    adjudicated_rates: dict[str, Rate] = Field(default_factory=dict)
+    adjudications: list[AdjudicationEntry] = Field(default_factory=list)
+    stages: list[str]
+    matrix: dict[str, dict[str, dict[str, Tally]]]
+    latency_ms: Latency
+    samples: list[float] = Field(default_factory=list)  # ok probes' latencies, ms
+    deletions: list[Deletion]
+    leaks: list[FindingEntry]
+    residues: list[FindingEntry]
+    other_failures: list[FindingEntry]
+    inconclusive: list[FindingEntry]
+    timeline: list[TimelineStep]
+    tenants: list[TenantEntry]
+    cases: list[CaseEntry]
 
 
 # -- redaction -----------------------------------------------------------------------------
 
 
-def redact(artifact: dict[str, Any]) -> dict[str, Any]:
+def redact(artifact: Artifact) -> Artifact:
     """A copy with every run tenant's phone number and tenant id replaced by a label."""
     replacements: dict[str, str] = {}
-    for tenant in artifact.get("tenants", []):
-        label = f"p{tenant['pair']}{tenant['role']}"
-        if tenant.get("phone"):
-            replacements[str(tenant["phone"])] = f"phone[{label}]"
-        if tenant.get("user_id"):
-            replacements[str(tenant["user_id"])] = f"tenant[{label}]"
+    for tenant in artifact.tenants:
+        label = f"p{tenant.pair}{tenant.role}"
+        if tenant.phone:
+            replacements[tenant.phone] = f"phone[{label}]"
+        if tenant.user_id:
+            replacements[tenant.user_id] = f"tenant[{label}]"
     ordered = sorted(replacements.items(), key=lambda item: -len(item[0]))
 
     def scrub(value: Any) -> Any:
@@ -42,80 +86,64 @@ def redact(artifact: dict[str, Any]) -> dict[str, Any]:
             return {key: scrub(item) for key, item in value.items()}
         return value
 
-    redacted = scrub(copy.deepcopy(artifact))
-    redacted.setdefault("meta", {})["redacted"] = True
+    redacted = Artifact.model_validate(scrub(artifact.model_dump(mode="json")))
+    redacted.meta.redacted = True
     return redacted
 
 
 # -- the scorecard -------------------------------------------------------------------------
 
 
-def _rate_inputs(pairs: list[dict[str, Any]], invariant: str) -> list[tuple[int, int]]:
+def _rate_inputs(pairs: list[PairTallies], invariant: str,
+                 shift: dict[int, int] | None = None) -> list[tuple[int, int]]:
+    """(passed, decided) per pair; `shift` moves passes per pair (adjudication)."""
     inputs = []
     for pair in pairs:
-        tally = pair.get("by_invariant", {}).get(invariant)
+        tally = pair.by_invariant.get(invariant)
         if tally:
-            decided = tally["checked"] - tally["inconclusive"]
-            inputs.append((decided - tally["failed"], decided))
+            decided = tally.checked - tally.inconclusive
+            inputs.append((decided - tally.failed + (shift or {}).get(pair.pair, 0), decided))
     return inputs
 
 
-def _adjudicated_inputs(pairs: list[dict[str, Any]], adjudications: list[dict[str, Any]],
-                        invariant: str) -> list[tuple[int, int]]:
-    """The exact-match units, with each reviewed check's outcome replaced by the
-    reviewer's: a pass the reviewer overturned counts as a failure, and the reverse."""
+def _adjudication_shift(adjudications: list[AdjudicationEntry],
+                        invariant: str) -> dict[int, int]:
+    """Per pair, how many of its reviewed checks the reviewer turned: a pass overturned
+    counts as a failure, and the reverse."""
     shift: dict[int, int] = {}
     for entry in adjudications:
-        exact, decided = entry["exact"].get(invariant), entry["adjudicated"].get(invariant)
+        exact, decided = entry.exact.get(invariant), entry.adjudicated.get(invariant)
         if exact is None or decided is None or exact == decided:
             continue
-        shift[entry["pair"]] = shift.get(entry["pair"], 0) + (1 if decided == "pass" else -1)
-    inputs = []
-    for pair in pairs:
-        tally = pair.get("by_invariant", {}).get(invariant)
-        if tally:
-            decided_total = tally["checked"] - tally["inconclusive"]
-            passed = decided_total - tally["failed"] + shift.get(pair["pair"], 0)
-            inputs.append((passed, decided_total))
-    return inputs
+        shift[entry.pair] = shift.get(entry.pair, 0) + (1 if decided == "pass" else -1)
+    return shift
 
 
-def scorecard(artifact: dict[str, Any]) -> dict[str, Any]:
-    """What every format shows: verdict, rates with 95% intervals over pairs, the matrix,
-    every leak and every residue on its own, latency and the timeline."""
-    failures = artifact.get("failures", [])
-    rates = {name: {"invariant": invariant,
-                    **bootstrap_rate(_rate_inputs(artifact.get("pairs", []),
-                                                  invariant)).as_dict()}
-             for name, invariant in RATES.items()}
-    latencies = [o["latency_ms"] for o in artifact.get("observations", [])
-                 if o["kind"] == "probe" and o["status"] == "ok" and o["latency_ms"] is not None]
-    adjudications = artifact.get("adjudications", [])
-    adjudicated_rates = {
-        name: {"invariant": invariant, **bootstrap_rate(_adjudicated_inputs(
-            artifact.get("pairs", []), adjudications, invariant)).as_dict()}
-        for name, invariant in RATES.items()} if adjudications else {}
-    return {
-        "report_version": 1,
-        "meta": artifact["meta"],
-        "summary": artifact["summary"],
-        "rates": rates,
-        "adjudicated_rates": adjudicated_rates,
-        "adjudications": adjudications,
-        "stages": artifact.get("stages", []),
-        "matrix": artifact.get("matrix", {}),
-        "latency_ms": {**artifact.get("latency_ms", {}), "samples": latencies},
-        "deletions": artifact.get("deletions", []),
-        "leaks": [f for f in failures if f["reason"] in LEAK_REASONS],
-        "residues": [f for f in failures if f["reason"] in RESIDUE_REASONS],
-        "other_failures": [f for f in failures
-                           if f["reason"] not in LEAK_REASONS + RESIDUE_REASONS],
-        "inconclusive": artifact.get("inconclusive", []),
-        "timeline": artifact.get("timeline", []),
-        "tenants": [{k: t.get(k) for k in ("pair", "role", "alias", "phone", "user_id")}
-                    for t in artifact.get("tenants", [])],
-        "cases": artifact.get("cases", []),
-    }
+def _rate(inputs: list[tuple[int, int]], invariant: str) -> Rate:
+    return Rate(invariant=invariant, **bootstrap_rate(inputs).as_dict())  # type: ignore[arg-type]
+
+
+def scorecard(artifact: Artifact) -> Scorecard:
+    failures = artifact.failures
+    adjudications = artifact.adjudications
+    return Scorecard(
+        meta=artifact.meta, summary=artifact.summary,
+        rates={name: _rate(_rate_inputs(artifact.pairs, invariant), invariant)
+               for name, invariant in RATES.items()},
+        adjudicated_rates={
+            name: _rate(_rate_inputs(artifact.pairs, invariant,
+                                     _adjudication_shift(adjudications, invariant)), invariant)
+            for name, invariant in RATES.items()} if adjudications else {},
+        adjudications=adjudications, stages=artifact.stages, matrix=artifact.matrix,
+        latency_ms=artifact.latency_ms,
+        samples=[o.latency_ms for o in artifact.observations
+                 if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None],
+        deletions=artifact.deletions,
+        leaks=[f for f in failures if f.reason in LEAK_REASONS],
+        residues=[f for f in failures if f.reason in RESIDUE_REASONS],
+        other_failures=[f for f in failures if f.reason not in LEAK_REASONS + RESIDUE_REASONS],
+        inconclusive=artifact.inconclusive, timeline=artifact.timeline,
+        tenants=artifact.tenants, cases=artifact.cases)
 
 
 # -- shared bits ---------------------------------------------------------------------------
@@ -125,52 +153,59 @@ def pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.1f}%"
 
 
-def interval(rate: dict[str, Any]) -> str:
-    if rate["rate"] is None:
+def interval(rate: Rate) -> str:
+    if rate.rate is None:
         return "not checked"
-    text = f"{pct(rate['rate'])} [{pct(rate['ci95_low'])}, {pct(rate['ci95_high'])}]"
-    return f"{text} ({rate['successes']}/{rate['trials']} over {rate['pairs']} pair(s))"
+    text = f"{pct(rate.rate)} [{pct(rate.ci95_low)}, {pct(rate.ci95_high)}]"
+    return f"{text} ({rate.successes}/{rate.trials} over {rate.pairs} pair(s))"
 
 
-def verdict_word(card: dict[str, Any]) -> str:
-    return "PASS" if card["summary"]["passed"] else "FAIL"
+def latency_line(latency: Latency) -> str:
+    """mean · median · p95 · max, and the share within the budget (ms)."""
+    return (f"mean {latency.mean or 0:.1f} · median {latency.median or 0:.1f} · p95 "
+            f"{latency.p95 or 0:.1f} · max {latency.max or 0:.1f} · "
+            f"{(latency.share_within_target or 0) * 100:.0f}% within {latency.target_ms:g} ms")
 
 
-def invariant_order(matrix: dict[str, Any]) -> list[str]:
+def verdict_word(card: Scorecard) -> str:
+    return "PASS" if card.summary.passed else "FAIL"
+
+
+def invariant_order(names: Any) -> list[str]:
     order = {name: index for index, name in enumerate(INVARIANTS)}
-    return sorted(matrix, key=lambda name: order.get(name, 99))
+    return sorted(names, key=lambda name: order.get(name, 99))
 
 
-def cell_state(cell: dict[str, int]) -> str:
-    return "fail" if cell["failed"] else "inconclusive" if cell["inconclusive"] else "pass"
+def cell_state(cell: Tally) -> str:
+    return "fail" if cell.failed else "inconclusive" if cell.inconclusive else "pass"
 
 
-def matrix_rows(card: dict[str, Any], stages: list[str]) -> Iterator[
-        tuple[str, str, list[dict[str, int] | None]]]:
+def matrix_rows(card: Scorecard, stages: list[str]) -> Iterator[
+        tuple[str, str, list[Tally | None]]]:
     """(invariant, store, the cell of each stage or None), invariants in their order."""
-    for invariant in invariant_order(card["matrix"]):
-        for store, cells in sorted(card["matrix"][invariant].items()):
+    for invariant in invariant_order(card.matrix):
+        for store, cells in sorted(card.matrix[invariant].items()):
             yield invariant, store, [cells.get(stage) for stage in stages]
 
 
-def ratio(cell: dict[str, int]) -> str:
+def ratio(cell: Tally) -> str:
     """passed/checked"""
-    return f"{cell['checked'] - cell['failed'] - cell['inconclusive']}/{cell['checked']}"
+    return f"{cell.passed}/{cell.checked}"
 
 
-def used_stages(card: dict[str, Any]) -> list[str]:
-    matrix = card["matrix"]
-    return [stage for stage in card["stages"]
-            if any(stage in cells for stores in matrix.values() for cells in stores.values())]
+def used_stages(card: Scorecard) -> list[str]:
+    return [stage for stage in card.stages
+            if any(stage in cells for stores in card.matrix.values()
+                   for cells in stores.values())]
 
 
-def finding_line(f: dict[str, Any]) -> str:
-    value = f["evidence"].get("value")
-    return (f"{f['invariant']} {f['reason']} · stage {f['stage']} · {f['tenant']} (pair "
-            f"{f['pair']}) · {f['store']}" + (f" · value `{value}`" if value else "")
-            + (f" — {f['evidence']['detail']}" if f["evidence"].get("detail") else ""))
+def finding_line(f: FindingEntry) -> str:
+    value = f.evidence.value
+    return (f"{f.invariant} {f.reason} · stage {f.stage} · {f.tenant} (pair {f.pair}) · "
+            f"{f.store}" + (f" · value `{value}`" if value else "")
+            + (f" — {f.evidence.detail}" if f.evidence.detail else ""))
 
 
-def changes(entry: dict[str, Any]) -> str:
-    return ", ".join(f"{check}: {entry['exact'].get(check)} → {outcome}"
-                     for check, outcome in entry["adjudicated"].items())
+def changes(entry: AdjudicationEntry) -> str:
+    return ", ".join(f"{check}: {entry.exact.get(check)} → {outcome}"
+                     for check, outcome in entry.adjudicated.items())

@@ -3,85 +3,84 @@ check, for CI)."""
 
 from __future__ import annotations
 
-from typing import Any
 from xml.etree import ElementTree
 
+from memlife.recorder.artifact import CaseEntry, CheckEntry, FindingEntry
 from memlife.reports.scorecard import (
+    Scorecard,
     changes,
     finding_line,
     interval,
+    invariant_order,
+    latency_line,
     matrix_rows,
     ratio,
     used_stages,
     verdict_word,
 )
-from memlife.rules.verdicts import INVARIANTS
 
 # -- Markdown ------------------------------------------------------------------------------
 
 
-def markdown(card: dict[str, Any]) -> str:
-    meta, summary = card["meta"], card["summary"]
+def markdown(card: Scorecard) -> str:
+    meta, summary = card.meta, card.summary
     lines = [
-        f"## memlife · {meta.get('scenario_name')} against {meta.get('target_name')}: "
+        f"## memlife · {meta.scenario_name} against {meta.target_name}: "
         f"**{verdict_word(card)}**", "",
-        f"{summary['cases_passed']}/{summary['cases']} cases passed · "
-        f"{len(card['leaks'])} leak(s) · {len(card['residues'])} residue(s) · "
-        f"{len(card['other_failures'])} other failure(s) · "
-        f"{len(card['inconclusive'])} inconclusive · run `{meta.get('run_id')}` · "
-        f"clock {meta.get('clock')} · {meta.get('pairs')} pair(s)", "",
+        f"{summary.cases_passed}/{summary.cases} cases passed · "
+        f"{len(card.leaks)} leak(s) · {len(card.residues)} residue(s) · "
+        f"{len(card.other_failures)} other failure(s) · "
+        f"{len(card.inconclusive)} inconclusive · run `{meta.run_id}` · "
+        f"clock {meta.clock} · {meta.pairs} pair(s)", "",
         "| invariant | checked | failed | inconclusive |", "|---|---:|---:|---:|",
     ]
-    for name, tally in summary["by_invariant"].items():
-        if tally["checked"]:
-            mark = " ❌" if tally["failed"] else " ⚠️" if tally["inconclusive"] else ""
-            lines.append(f"| {name}{mark} | {tally['checked']} | {tally['failed']} | "
-                         f"{tally['inconclusive']} |")
+    for name, tally in summary.by_invariant.items():
+        if tally.checked:
+            mark = " ❌" if tally.failed else " ⚠️" if tally.inconclusive else ""
+            lines.append(f"| {name}{mark} | {tally.checked} | {tally.failed} | "
+                         f"{tally.inconclusive} |")
     lines += ["", "**Rates** (95% bootstrap interval over pairs)", "",
               "| rate | estimate |", "|---|---|"]
-    for name, rate in card["rates"].items():
-        lines.append(f"| {name} ({rate['invariant']}) | {interval(rate)} |")
-    if card["adjudicated_rates"]:
-        lines += ["", f"**Adjudicated** ({len(card['adjudications'])} reply(ies) reviewed "
+    for name, rate in card.rates.items():
+        lines.append(f"| {name} ({rate.invariant}) | {interval(rate)} |")
+    if card.adjudicated_rates:
+        lines += ["", f"**Adjudicated** ({len(card.adjudications)} reply(ies) reviewed "
                   "blind; exact match above)", "", "| rate | adjudicated |", "|---|---|"]
-        for name, rate in card["adjudicated_rates"].items():
-            lines.append(f"| {name} ({rate['invariant']}) | {interval(rate)} |")
+        for name, rate in card.adjudicated_rates.items():
+            lines.append(f"| {name} ({rate.invariant}) | {interval(rate)} |")
         lines += ["", "| case | stage | reviewer | stated | exact → adjudicated |",
                   "|---|---|---|---|---|"]
-        for entry in card["adjudications"]:
+        for entry in card.adjudications:
             changed = changes(entry)
-            stated = ("abstains" if entry["abstains"] else
-                      ", ".join(f"`{v}`" for v in entry["stated"]) or "nothing")
-            lines.append(f"| {entry['case']} (pair {entry['pair']}) | {entry['stage']} | "
-                         f"{entry['reviewer']} | {stated} | {changed} |")
+            stated = ("abstains" if entry.abstains else
+                      ", ".join(f"`{v}`" for v in entry.stated) or "nothing")
+            lines.append(f"| {entry.case} (pair {entry.pair}) | {entry.stage} | "
+                         f"{entry.reviewer} | {stated} | {changed} |")
     stages = used_stages(card)
     if stages:
         lines += ["", "**Invariant × store × stage** (passed/checked)", "",
                   "| invariant | store | " + " | ".join(stages) + " |",
                   "|---|---|" + "---|" * len(stages)]
         for invariant, store, cells in matrix_rows(card, stages):
-            row = ["" if cell is None else f"**{ratio(cell)}** ❌" if cell["failed"]
+            row = ["" if cell is None else f"**{ratio(cell)}** ❌" if cell.failed
                    else ratio(cell) for cell in cells]
             lines.append(f"| {invariant} | {store} | " + " | ".join(row) + " |")
-    latency = card["latency_ms"]
-    if latency.get("count"):
-        lines += ["", f"**Latency** (ms): mean {latency['mean']:.1f} · median "
-                  f"{latency['median']:.1f} · p95 {latency['p95']:.1f} · max "
-                  f"{latency['max']:.1f} · {latency['share_within_target'] * 100:.0f}% within "
-                  f"{latency['target_ms']:g} ms"]
-    for title, entries in (("Leaks", card["leaks"]), ("Residues", card["residues"]),
-                           ("Other failures", card["other_failures"])):
+    latency = card.latency_ms
+    if latency.count:
+        lines += ["", f"**Latency** (ms): {latency_line(latency)}"]
+    for title, entries in (("Leaks", card.leaks), ("Residues", card.residues),
+                           ("Other failures", card.other_failures)):
         if entries:
             lines += ["", f"<details open><summary><b>{title} ({len(entries)})</b></summary>",
                       ""]
             lines += [f"- {finding_line(f)}" for f in entries]
             lines += ["", "</details>"]
-    if card["inconclusive"]:
-        lines += ["", f"<details><summary><b>Inconclusive ({len(card['inconclusive'])})</b>"
+    if card.inconclusive:
+        lines += ["", f"<details><summary><b>Inconclusive ({len(card.inconclusive)})</b>"
                   "</summary>", ""]
-        lines += [f"- {finding_line(f)}" for f in card["inconclusive"]]
+        lines += [f"- {finding_line(f)}" for f in card.inconclusive]
         lines += ["", "</details>"]
-    if meta.get("redacted"):
+    if meta.redacted:
         lines += ["", "_Phone numbers and tenant ids are redacted (`--no-redact` keeps them)._"]
     return "\n".join(lines) + "\n"
 
@@ -89,12 +88,12 @@ def markdown(card: dict[str, Any]) -> str:
 # -- JUnit ---------------------------------------------------------------------------------
 
 
-def junit(card: dict[str, Any]) -> str:
+def junit(card: Scorecard) -> str:
     """One test suite per invariant, one test case per check: CI systems list each."""
-    return junit_document(f"memlife {card['meta'].get('run_id')}", [("", card)])
+    return junit_document(f"memlife {card.meta.run_id}", [("", card)])
 
 
-def junit_document(name: str, cards: list[tuple[str, dict[str, Any]]]) -> str:
+def junit_document(name: str, cards: list[tuple[str, Scorecard]]) -> str:
     """Several runs in one JUnit file; each run's suites named with its label first."""
     root = ElementTree.Element("testsuites", name=name)
     for label, card in cards:
@@ -104,34 +103,32 @@ def junit_document(name: str, cards: list[tuple[str, dict[str, Any]]]) -> str:
         root, encoding="unicode") + "\n"
 
 
-def _junit_suites(root: ElementTree.Element, card: dict[str, Any], prefix: str) -> None:
-    findings: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for entry in (*card["leaks"], *card["residues"], *card["other_failures"],
-                  *card["inconclusive"]):
-        findings.setdefault((entry["case"], entry["invariant"], entry["store"]), []).append(entry)
-    suites: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for case in card["cases"]:
-        for check in case["checks"]:
-            suites.setdefault(check["invariant"], []).append((case, check))
-    order = {name: index for index, name in enumerate(INVARIANTS)}
-    for invariant in sorted(suites, key=lambda name: order.get(name, 99)):
+def _junit_suites(root: ElementTree.Element, card: Scorecard, prefix: str) -> None:
+    findings: dict[tuple[str, str, str], list[FindingEntry]] = {}
+    for entry in (*card.leaks, *card.residues, *card.other_failures, *card.inconclusive):
+        findings.setdefault((entry.case, entry.invariant, entry.store), []).append(entry)
+    suites: dict[str, list[tuple[CaseEntry, CheckEntry]]] = {}
+    for case in card.cases:
+        for check in case.checks:
+            suites.setdefault(check.invariant, []).append((case, check))
+    for invariant in invariant_order(suites):
         items = suites[invariant]
-        failed = sum(1 for _, check in items if check["outcome"] == "fail")
-        errors = sum(1 for _, check in items if check["outcome"] == "inconclusive")
+        failed = sum(1 for _, check in items if check.outcome == "fail")
+        errors = sum(1 for _, check in items if check.outcome == "inconclusive")
         suite = ElementTree.SubElement(root, "testsuite", name=f"{prefix}{invariant}",
                                        tests=str(len(items)), failures=str(failed),
                                        errors=str(errors), skipped="0")
         for case, check in items:
-            store = check.get("store", "response")
+            store = check.store
             testcase = ElementTree.SubElement(
-                suite, "testcase", classname=f"memlife.{invariant}.{case['stage']}",
-                name=f"{case['case']} [{store}] pair {case['pair']} {case['tenant']}")
-            if check["outcome"] == "pass":
+                suite, "testcase", classname=f"memlife.{invariant}.{case.stage}",
+                name=f"{case.case} [{store}] pair {case.pair} {case.tenant}")
+            if check.outcome == "pass":
                 continue
-            related = findings.get((case["case"], invariant, store), [])
-            text = "\n".join(finding_line(f) for f in related) or check["outcome"]
-            tag = "failure" if check["outcome"] == "fail" else "error"
+            related = findings.get((case.case, invariant, store), [])
+            text = "\n".join(finding_line(f) for f in related) or check.outcome
+            tag = "failure" if check.outcome == "fail" else "error"
             element = ElementTree.SubElement(
-                testcase, tag, message=(related[0]["reason"] if related else check["outcome"]),
+                testcase, tag, message=(related[0].reason if related else check.outcome),
                 type=invariant)
             element.text = text

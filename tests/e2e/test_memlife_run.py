@@ -10,6 +10,7 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from memlife.stack import embedded
@@ -42,6 +43,9 @@ def test_seed_run_passes_with_a_complete_artifact(tmp_path: Path) -> None:
         "then open http://127.0.0.1:" in last, result.stdout
     assert "Traceback" not in result.stderr
     artifact = json.loads((tmp_path / "r.json").read_text())
+    # What was written is what docs/artifact.schema.json publishes.
+    published = json.loads((REPO / "docs" / "artifact.schema.json").read_text())
+    jsonschema.Draft202012Validator(published).validate(artifact)
     assert set(artifact) >= {"meta", "summary", "latency_ms", "failures", "observations"}
     meta = artifact["meta"]
     for key in ("memlife_version", "git_revision", "target_name", "target_base_url",

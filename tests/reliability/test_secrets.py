@@ -60,7 +60,7 @@ async def test_secret_is_used_but_never_recorded(
         assert secret.encode() not in path.read_bytes()
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None
-    assert secret not in json.dumps(build_artifact(loaded))
+    assert secret not in json.dumps(build_artifact(loaded).model_dump(mode="json"))
     captured = capfd.readouterr()
     assert secret not in captured.out + captured.err
 

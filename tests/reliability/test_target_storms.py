@@ -70,7 +70,7 @@ async def lifecycle(env: WorkflowEnvironment, task_queue: str, scenario: Scenari
     await run_suite(env.client, task_queue, run)
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None
-    return build_artifact(loaded)
+    return build_artifact(loaded).model_dump(mode="json")
 
 
 async def test_a_short_5xx_burst_is_absorbed_by_retries(

@@ -13,6 +13,7 @@ import pytest
 
 from memlife.bundled.reference.faults import FAULTS, RETRIEVAL_MODES
 from memlife.errors import InputError
+from memlife.recorder.artifact import Artifact
 from memlife.recorder.builder import cost_summary, stage_latency
 from memlife.recorder.experiment import experiment_document
 from memlife.reports import experiment
@@ -65,11 +66,11 @@ def test_a_matrix_file_is_validated_with_every_problem_named(tmp_path: Path) -> 
         "thread", "vector", "graph", "combined"]
 
 
-def _as_run(artifact: dict[str, Any], label: str, repetition: int) -> dict[str, Any]:
+def _as_run(artifact: dict[str, Any], label: str, repetition: int) -> Artifact:
     run = copy.deepcopy(artifact)
     run["meta"] = {**run["meta"], "configuration": label, "repetition": repetition,
                    "run_id": f"{label}-{repetition}"}
-    return run
+    return Artifact.model_validate(run)
 
 
 def test_the_comparison_keeps_configurations_apart_and_pools_repetitions() -> None:
@@ -78,15 +79,15 @@ def test_the_comparison_keeps_configurations_apart_and_pools_repetitions() -> No
     leaky = json.loads((FIXTURES / "artifact-seed-leak.json").read_text())
     runs = [_as_run(clean, "stale", 1), _as_run(clean, "stale", 2), _as_run(leaky, "leaky", 1)]
     document = experiment_document("exp-1", runs)
-    assert document["experiment"]["configurations"] == ["stale", "leaky"]
-    assert document["experiment"]["repetitions"] == 2
-    stale, leak = document["comparison"]["stale"], document["comparison"]["leaky"]
+    assert document.experiment.configurations == ["stale", "leaky"]
+    assert document.experiment.repetitions == 2
+    stale, leak = document.comparison["stale"], document.comparison["leaky"]
     # Pairs of both repetitions are resampling units: 2 runs × 2 pairs.
-    assert stale["families"]["stale (U1)"]["pairs"] == 4
+    assert stale.families["stale (U1)"].pairs == 4
     u1 = clean["summary"]["by_invariant"]["U1"]
-    assert stale["families"]["stale (U1)"]["trials"] == 2 * (u1["checked"] - u1["inconclusive"])
-    assert stale["leaks"] == 0 and leak["leaks"] == 6
-    assert leak["families"]["leakage-free (I3)"]["rate"] == 0.0
+    assert stale.families["stale (U1)"].trials == 2 * (u1["checked"] - u1["inconclusive"])
+    assert stale.leaks == 0 and leak.leaks == 6
+    assert leak.families["leakage-free (I3)"].rate == 0.0
     labels, rows = experiment.comparison_rows(document)
     verdicts = next(row for row in rows if row[0] == "verdict")
     assert verdicts == ["verdict", "FAIL", "FAIL"]

@@ -6,39 +6,40 @@ import gzip
 import json
 import re
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree
 
 import pytest
 
 from memlife import reports
+from memlife.recorder.artifact import Artifact
 from memlife.reports.charts import histogram_svg
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 @pytest.fixture(scope="module")
-def leak_artifact() -> dict[str, Any]:
+def leak_artifact() -> Artifact:
     """seed-six-case against the reference target with cross-tenant-leak: 6 leaks."""
-    return json.loads((FIXTURES / "artifact-seed-leak.json").read_text())
+    return Artifact.model_validate_json((FIXTURES / "artifact-seed-leak.json").read_text())
 
 
 @pytest.fixture(scope="module")
-def nightly_artifact() -> dict[str, Any]:
-    """Two nightly pairs with nightly-resurrection and stale-after-update."""
+def nightly_artifact() -> Artifact:
+    """Two nightly pairs with nightly-resurrection and stale-after-update (an artifact
+    written before cost, stage latency and adjudications were added: it still reads)."""
     path = FIXTURES / "artifact-nightly-2pairs-resurrection-stale.json.gz"
-    return json.loads(gzip.decompress(path.read_bytes()))
+    return Artifact.model_validate_json(gzip.decompress(path.read_bytes()))
 
 
-def sensitive(artifact: dict[str, Any]) -> list[str]:
-    return [str(t[k]) for t in artifact["tenants"] for k in ("phone", "user_id") if t[k]]
+def sensitive(artifact: Artifact) -> list[str]:
+    return [value for t in artifact.tenants for value in (t.phone, t.user_id) if value]
 
 
 @pytest.mark.parametrize("fmt", reports.FORMATS)
 def test_every_format_redacts_phones_and_tenant_ids_by_default(
-        fmt: str, leak_artifact: dict[str, Any]) -> None:
+        fmt: str, leak_artifact: Artifact) -> None:
     secrets = sensitive(leak_artifact)
-    assert secrets and any(s in json.dumps(leak_artifact) for s in secrets)
+    assert secrets and any(s in leak_artifact.model_dump_json() for s in secrets)
     text = reports.render(leak_artifact, fmt)
     assert not [s for s in secrets if s in text]
     kept = reports.render(leak_artifact, fmt, redacted=False)
@@ -47,39 +48,40 @@ def test_every_format_redacts_phones_and_tenant_ids_by_default(
 
 
 def test_redaction_labels_are_stable_and_name_pair_and_role(
-        leak_artifact: dict[str, Any]) -> None:
+        leak_artifact: Artifact) -> None:
     redacted = reports.redact(leak_artifact)
-    register = next(o for o in redacted["observations"] if o["kind"] == "register")
-    assert re.fullmatch(r"phone\[p0[ab]\]", register["request"])
-    assert re.fullmatch(r"tenant\[p0[ab]\]", register["reply"])
-    assert leak_artifact["observations"][0]["request"].startswith("+")  # input untouched
+    register = next(o for o in redacted.observations if o.kind == "register")
+    assert re.fullmatch(r"phone\[p0[ab]\]", register.request)
+    assert re.fullmatch(r"tenant\[p0[ab]\]", register.reply or "")
+    assert redacted.meta.redacted and not leak_artifact.meta.redacted
+    assert leak_artifact.observations[0].request.startswith("+")  # input untouched
 
 
-def test_markdown_lists_every_leak_on_its_own_line(leak_artifact: dict[str, Any]) -> None:
+def test_markdown_lists_every_leak_on_its_own_line(leak_artifact: Artifact) -> None:
     text = reports.render(leak_artifact, "md")
-    leaks = [f for f in leak_artifact["failures"] if f["reason"] == "leaked"]
+    leaks = [f for f in leak_artifact.failures if f.reason == "leaked"]
     assert len(leaks) == 6
     lines = [line for line in text.splitlines() if line.startswith("- I3 leaked")]
     assert len(lines) == 6
     for leak in leaks:
-        assert any(f"`{leak['evidence']['value']}`" in line for line in lines)
+        assert any(f"`{leak.evidence.value}`" in line for line in lines)
     assert "**FAIL**" in text
 
 
 def test_junit_has_a_test_case_per_check_and_the_summary_counts(
-        nightly_artifact: dict[str, Any]) -> None:
+        nightly_artifact: Artifact) -> None:
     root = ElementTree.fromstring(reports.render(nightly_artifact, "junit"))
-    by_invariant = nightly_artifact["summary"]["by_invariant"]
+    by_invariant = nightly_artifact.summary.by_invariant
     suites = {suite.get("name"): suite for suite in root.iter("testsuite")}
     for name, tally in by_invariant.items():
-        if not tally["checked"]:
+        if not tally.checked:
             assert name not in suites
             continue
         suite = suites[name]
         cases = suite.findall("testcase")
-        assert len(cases) == tally["checked"] == int(suite.get("tests"))
+        assert len(cases) == tally.checked == int(suite.get("tests") or 0)
         failures = [c for c in cases if c.find("failure") is not None]
-        assert len(failures) == tally["failed"] == int(suite.get("failures"))
+        assert len(failures) == tally.failed == int(suite.get("failures") or 0)
     resurrected = [c.find("failure") for c in suites["I4"].findall("testcase")
                    if c.find("failure") is not None]
     assert all(f.get("message") == "resurrected" for f in resurrected)
@@ -87,37 +89,38 @@ def test_junit_has_a_test_case_per_check_and_the_summary_counts(
 
 
 def test_scorecard_rates_come_with_intervals_over_pairs(
-        nightly_artifact: dict[str, Any]) -> None:
+        nightly_artifact: Artifact) -> None:
     card = reports.scorecard(nightly_artifact)
-    update = card["rates"]["update"]
-    tally = nightly_artifact["summary"]["by_invariant"]["U1"]
-    assert update["trials"] == tally["checked"] - tally["inconclusive"]
-    assert update["successes"] == update["trials"] - tally["failed"]
-    assert update["pairs"] == 2
-    assert update["ci95_low"] <= update["rate"] <= update["ci95_high"]
-    assert len(card["residues"]) == sum(
-        1 for f in nightly_artifact["failures"] if f["reason"] in ("residue", "resurrected"))
+    update = card.rates["update"]
+    tally = nightly_artifact.summary.by_invariant["U1"]
+    assert update.trials == tally.checked - tally.inconclusive
+    assert update.successes == update.trials - tally.failed
+    assert update.pairs == 2
+    assert update.ci95_low is not None and update.rate is not None
+    assert update.ci95_high is not None and update.ci95_low <= update.rate <= update.ci95_high
+    assert len(card.residues) == sum(
+        1 for f in nightly_artifact.failures if f.reason in ("residue", "resurrected"))
     document = json.loads(reports.render(nightly_artifact, "json"))
     assert document["rates"]["deletion"]["invariant"] == "I4"
     assert "observations" not in document and "cases" not in document
 
 
 def test_the_html_timeline_draws_every_step_and_marks_the_failing_ones(
-        nightly_artifact: dict[str, Any]) -> None:
+        nightly_artifact: Artifact) -> None:
     page = reports.render(nightly_artifact, "html")
     assert page.startswith("<!doctype html>") and "<script" not in page
     assert "http://" not in page.split("</style>")[0]  # self-contained: nothing to fetch
-    checked_steps = [s for s in nightly_artifact["timeline"] if s["kind"] != "wait"]
+    checked_steps = [s for s in nightly_artifact.timeline if s.kind != "wait"]
     assert page.count('class="step ') == len(checked_steps)
-    failing = [s for s in checked_steps if s["outcomes"].get("fail")]
+    failing = [s for s in checked_steps if s.outcomes.get("fail")]
     assert failing and page.count('class="step fail"') == len(failing)
     assert '<table class="matrix">' in page
 
 
 def test_the_latency_histogram_counts_every_probe_against_the_budget(
-        nightly_artifact: dict[str, Any]) -> None:
+        nightly_artifact: Artifact) -> None:
     card = reports.scorecard(nightly_artifact)
-    samples = card["latency_ms"]["samples"]
+    samples = card.samples
     svg = histogram_svg(card)
     counted = [int(n) for n in re.findall(r": (\d+) probe\(s\)</title>", svg)]
     assert sum(counted) == len(samples) > 0  # every probe in exactly one bar
@@ -125,11 +128,11 @@ def test_the_latency_histogram_counts_every_probe_against_the_budget(
     # drawn and labelled, and no bar is past it (no probe was slow).
     assert max(samples) < 100 and "budget 700 ms" in svg and 'class="budget"' in svg
     assert "1000 ms</text>" in svg and 'class="bar over"' not in svg
-    slow = {**card, "latency_ms": {**card["latency_ms"], "samples": [*samples, 950.0]}}
+    slow = card.model_copy(update={"samples": [*samples, 950.0]})
     assert svg.count('class="bar over"') == 0
     assert histogram_svg(slow).count('class="bar over"') == 1
 
 
-def test_an_unknown_format_is_refused(leak_artifact: dict[str, Any]) -> None:
+def test_an_unknown_format_is_refused(leak_artifact: Artifact) -> None:
     with pytest.raises(ValueError, match="unknown format"):
         reports.render(leak_artifact, "pdf")

@@ -41,4 +41,4 @@ def run_artifact(run_id: str) -> dict[str, Any]:
     """The whole artifact of a recorded run, as `memlife run --out` writes it."""
     loaded = recorder.load_run(run_id)
     assert loaded is not None
-    return build_artifact(loaded)
+    return build_artifact(loaded).model_dump(mode="json")

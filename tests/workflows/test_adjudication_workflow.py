@@ -85,17 +85,17 @@ async def test_reviewers_decide_blind_and_reports_show_both_rates(
             break
         await skip_env.sleep(1)
     artifact = build_artifact(loaded)
-    decided = artifact["adjudications"]
-    assert {d["reviewer"] for d in decided} == {"alice", "bob"}
-    alice = [d for d in decided if d["reviewer"] == "alice"]
-    assert all(d["exact"]["I3"] == "fail" and d["adjudicated"]["I3"] == "pass" for d in alice)
+    decided = artifact.adjudications
+    assert {d.reviewer for d in decided} == {"alice", "bob"}
+    alice = [d for d in decided if d.reviewer == "alice"]
+    assert all(d.exact["I3"] == "fail" and d.adjudicated["I3"] == "pass" for d in alice)
     card = scorecard(artifact)
-    assert card["rates"]["response isolation"]["rate"] == 0.0
-    assert card["adjudicated_rates"]["response isolation"]["successes"] == 4
+    assert card.rates["response isolation"].rate == 0.0
+    assert card.adjudicated_rates["response isolation"].successes == 4
     # Recall passed by exact match everywhere; the reviewers' reading moves it case by case.
-    assert card["rates"]["recall"]["successes"] == 6
-    overturned = sum(1 for d in decided if d["adjudicated"]["recall"] == "fail")
-    assert card["adjudicated_rates"]["recall"]["successes"] == 6 - overturned
+    assert card.rates["recall"].successes == 6
+    overturned = sum(1 for d in decided if d.adjudicated["recall"] == "fail")
+    assert card.adjudicated_rates["recall"].successes == 6 - overturned
 
 
 def stand_in_judge(key: str) -> FastAPI:

@@ -87,7 +87,7 @@ async def run_nightly(env: WorkflowEnvironment, task_queue: str, scenario: Scena
     await run_suite(env.client, task_queue, run)
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None
-    return build_artifact(loaded)
+    return build_artifact(loaded).model_dump(mode="json")
 
 
 def cells(artifact: dict) -> set[tuple[str, ...]]:

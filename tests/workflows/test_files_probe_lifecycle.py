@@ -40,7 +40,7 @@ async def test_deleted_bytes_on_disk_are_judged_by_the_grace(
         await run_suite(skip_env.client, skip_worker, run)
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None
-    artifact = build_artifact(loaded)
+    artifact = build_artifact(loaded).model_dump(mode="json")
 
     assert artifact["inconclusive"] == []
     physical = artifact["summary"]["by_invariant"]["I4-physical"]

@@ -56,7 +56,7 @@ async def test_sql_read_stores_carry_the_lifecycle(
         await run_suite(skip_env.client, skip_worker, run)
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None
-    artifact = build_artifact(loaded)
+    artifact = build_artifact(loaded).model_dump(mode="json")
 
     assert artifact["inconclusive"] == []
     read_by_sql = [o for o in loaded["observations"] if o.kind == "inspect"

@@ -31,7 +31,7 @@ async def test_seed_protocol_passes_six_of_six(skip_env: WorkflowEnvironment, sk
     assert len(loaded["verdicts"]) == 6
     phones = {t.phone for t in loaded["tenants"]}
     assert len(phones) == 2 and all(p[5:10] == "55501" for p in phones)
-    artifact = build_artifact(loaded)
+    artifact = build_artifact(loaded).model_dump(mode="json")
     assert artifact["summary"]["passed"]
     assert artifact["summary"]["by_invariant"]["I3"] == {"checked": 6, "failed": 0,
                                                           "inconclusive": 0}
@@ -47,7 +47,7 @@ async def test_cross_tenant_leak_lists_every_leak_as_I3(skip_env: WorkflowEnviro
     assert not summary.passed
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None
-    failures = build_artifact(loaded)["failures"]
+    failures = build_artifact(loaded).model_dump(mode="json")["failures"]
     pair = seed_scenario.pairs[0]
     expected = {
         (tenant.alias, domain, pair.tenant("b" if role == "a" else "a").facts[domain].value)
@@ -72,7 +72,7 @@ async def test_unreachable_target_is_inconclusive_never_pass(skip_env: WorkflowE
     assert not summary.passed and summary.cases_passed == 0
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None
-    artifact = build_artifact(loaded)
+    artifact = build_artifact(loaded).model_dump(mode="json")
     assert artifact["summary"]["cases_inconclusive"] == 6
     assert artifact["failures"] == []  # nothing is claimed either way
     assert {i["reason"] for i in artifact["inconclusive"]} == {"target-error"}
