@@ -47,7 +47,7 @@ class _Model(BaseModel):
 # -- runs, pairs and cohorts ------------------------------------------------------------
 
 class RunMeta(_Model):
-    """What seed §7 asks a valid run to pin."""
+    """What pins a run (docs/artifact.md): versions, files, target, clock."""
 
     memlife_version: str
     git_revision: str | None
@@ -63,7 +63,7 @@ class RunMeta(_Model):
     temporal_address: str
     web_ui: str | None = None
     canary_seed: str | None = None
-    # An experiment compares configurations over repetitions (seed §9): its id, which
+    # An experiment compares configurations over repetitions (docs/experiments.md): its id, which
     # configuration and which repetition this run is.
     experiment: str | None = None
     configuration: str | None = None

@@ -35,7 +35,7 @@ def add_parsers(commands: Any) -> None:
     serve = add_command(
         target_commands, "serve", "serve a bundled target over HTTP",
         "Serve a bundled target on loopback until Ctrl-C.\n\nreference: a SQLite model of "
-        "the seed runtime (thread checkpoints, vector memory, graph, jobs, summaries, cache, "
+        "the reference runtime (thread checkpoints, vector memory, graph, jobs, summaries, cache, "
         "an asynchronous deletion worker and a nightly job), following the scenario clock "
         "memlife sends (X-Memlife-Now). Its target file is scenarios/targets/reference.yaml."
         "\nrealstack: the same surface on Mem0, LangGraph and FalkorDB (its extra installs "
@@ -60,7 +60,7 @@ def add_parsers(commands: Any) -> None:
                        help="reference: simulated thinking time per turn, e.g. 300ms")
     serve.add_argument("--retrieval", choices=RETRIEVAL_MODES, default="combined",
                        help="reference: which layers answer: the thread, vector memory or "
-                       "the graph alone, or all three in the seed's precedence")
+                       "the graph alone, or all three in the answer precedence")
     serve.set_defaults(handler=cmd_target_serve)
     check = add_command(
         target_commands, "check", "exercise every operation and probe of a target file once",
@@ -113,7 +113,7 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
 
 
 def _serve_realstack(args: argparse.Namespace) -> int:
-    """The seed's runtime from real libraries; prints the variables its target file reads
+    """The reference runtime from real libraries; prints the variables its target file reads
     the stores with, and writes them beside the data as realstack.env."""
     import socket
 

@@ -1,5 +1,5 @@
 """Experiment documents: several configurations of one system — e.g. the reference target
-answering from the thread, vector memory or the graph alone, or all three with the seed's
+answering from the thread, vector memory or the graph alone, or all three in the answer
 precedence — run with the same tenants, values and questions, over repetitions with fresh
 ones (docs/experiments.md). Pure: builds the comparison from the runs' artifacts.
 

@@ -1,4 +1,4 @@
-"""Judging: a reply against its probe case (the seed's rule, with every leak on its own),
+"""Judging: a reply against its probe case (the decision rule, every leak on its own),
 store reads against an inspection case (by each store's retention policy), a deletion's
 status against its SLA. Verdicts are data; a read or a request that failed is
 inconclusive, never a pass. Pure."""
@@ -37,7 +37,7 @@ LEAK_CHECKS = {"partner": ("I3", "leaked"), "foreign": ("I3", "leaked"),
 def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: float,
                 foreign: list[ForbiddenValue] | ValueIndex[ForbiddenValue] | None = None,
                 ) -> CaseVerdict:
-    """Score one reply by the seed's rule, separating missing recall from each leak.
+    """Score one reply by the decision rule, separating missing recall from each leak.
 
     `foreign` are values of tenants outside this pair: a leak from anywhere in the run is a
     leak. At scale they come as a ValueIndex: only the ones that occur are looked at.

@@ -1,4 +1,4 @@
-"""The seed's decision rule and latency statistics. Pure: no I/O, no Temporal.
+"""The decision rule (docs/design.md) and latency statistics. Pure: no I/O, no Temporal.
 
 A case passes iff every required string is present in the normalized reply, no forbidden
 string is present, and at least one member of the any-of set is present (when one is given).
@@ -146,7 +146,7 @@ def score_reply(reply: str, expectation: Expectation) -> CaseScore:
 def percentile_upper_rank(values: Sequence[float], fraction: float) -> float:
     """Percentile by upper rank: the smallest value with at least `fraction` of values <= it.
 
-    With six observations p95 is the maximum, as the seed notes.
+    With six observations p95 is the maximum.
     """
     if not values:
         raise ValueError("percentile of no values")
@@ -179,7 +179,7 @@ class LatencySummary:
 
     @property
     def within_target(self) -> bool:
-        """The seed's rule: every probe within the target (max latency <= target)."""
+        """The latency rule: every probe within the target (max latency <= target)."""
         return self.count == 0 or (self.max is not None and self.max <= self.target_ms)
 
     def as_dict(self) -> dict[str, float | int | None]:

@@ -15,9 +15,9 @@ Outcome = Literal["pass", "fail", "inconclusive"]
 Reason = Literal["missing", "leaked", "stale", "residue", "resurrected", "overreach", "slow",
                  "target-error"]
 
-# The checks a case can contribute to: I1-I4, U1, D2, L as in DESIGN.md; `recall` (own
+# The checks a case can contribute to: I1-I4, U1, D2, L as in docs/design.md; `recall` (own
 # fact present) and `abstain` (an abstention when nothing was stated) are the positive
-# halves of the seed's rule, kept apart from leakage.
+# halves of the decision rule (docs/design.md), kept apart from leakage.
 INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "I4-physical", "U1", "D2", "L")
 # I4's physical level: erased values' bytes still in a store's files (files probes).
 PHYSICAL = "I4-physical"

@@ -1,4 +1,4 @@
-"""The realstack runtime: the seed's conversation runtime assembled from the real libraries
+"""The realstack runtime: the reference runtime (docs/design.md) assembled from the libraries
 a team would use, with no LLM. Each store is the library's own, written and erased the way
 its documentation says:
 
@@ -15,7 +15,7 @@ its documentation says:
 - jobs: one SQL row per conversation turn (input, output); deletion deletes the rows,
   forgetting redacts the rows that mention the fact.
 
-Answers follow the seed's precedence: graph, then memory (Mem0's semantic search, top 3,
+Answers follow the answer precedence: graph, then memory (Mem0's semantic search, top 3,
 kept when they share a content word with the question), then the thread. Mem0 insists on
 an LLM configuration even with infer=False; it is given one it never calls.
 """

@@ -1,5 +1,5 @@
 """How the reference target answers: the cache first, then the graph, then memory, then
-the thread (the seed's precedence), or one layer alone (--retrieval). Faults reach here
+the thread (the answer precedence), or one layer alone (--retrieval). Faults reach here
 too: other tenants' values in answers, a top-k filled from other tenants."""
 
 from __future__ import annotations

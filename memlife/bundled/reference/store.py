@@ -1,4 +1,5 @@
-"""The reference target's runtime: the seed's stores, persisted in SQLite, with time.
+"""The reference target's runtime: the reference runtime's stores (docs/design.md),
+persisted in SQLite, with time.
 
 Stores (retention policy in parentheses, as `scenarios/targets/reference.yaml` declares):
 - thread: thread checkpoints, every user message and reply (tombstone: deletion marks rows
@@ -11,7 +12,7 @@ Stores (retention policy in parentheses, as `scenarios/targets/reference.yaml` d
   refreshed by the nightly job (purge)
 - cache: answers cached per tenant and question for 6 hours (purge)
 
-Answers use the seed's precedence: graph, then memory, then thread. Time is the caller's
+Answers use the answer precedence: graph, then memory, then thread. Time is the caller's
 `X-Memlife-Now` (or the wall clock): background work — session summaries, the nightly
 job at 02:00 UTC, the asynchronous deletion worker, cache expiry — runs lazily, in time
 order, whenever a request brings the clock past its due time. Deterministic: no LLM, no
