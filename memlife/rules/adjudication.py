@@ -21,7 +21,6 @@ from memlife.rules.judging import LEAK_CHECKS
 from memlife.rules.verdicts import CaseVerdict, ProbeCase
 
 Outcome = Literal["pass", "fail"]
-DEFAULT_QUEUE = "default"
 
 
 class _Model(BaseModel):

@@ -44,7 +44,6 @@ PET_NAMES = (
     "Canelo Luna Toby Nala Rocky Kira Simba Lola Bimba Trufa Chispa Pancho Coco Nube Greta "
     "Tango Brisa Bolt Mora Pipo Duna Rufo Mimi Thor Sombra Pelusa Oreo Chocolate Bruma Lúa"
 ).split()
-PET_KINDS = ("perro", "gata", "gato", "perra", "loro", "conejo", "tortuga", "hurón")
 SAINTS = (
     "San Telmo|Santa Olalla|San Fermín|Santa Engracia|San Millán|Santa Casilda|San Roque|"
     "Santa Brígida|San Isidoro|Santa Quiteria|San Prudencio|Santa Eulalia|San Lesmes|"

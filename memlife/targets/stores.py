@@ -297,14 +297,3 @@ def chroma_read(probe: Any, mode: str, key: str,
     except Exception as error:  # transport, missing collection, a corrupt directory
         raise _read_error(error) from None
     return records, total, (time.perf_counter() - started) * 1000
-
-
-def close_all() -> None:
-    with _qdrant_lock:
-        while _qdrant_clients:
-            _, client = _qdrant_clients.popitem()
-            client.close()
-    with _falkordb_lock:
-        _falkordb_clients.clear()
-    with _chroma_lock:
-        _chroma_clients.clear()
