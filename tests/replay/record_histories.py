@@ -26,7 +26,7 @@ from memlife.contracts import cohort_workflow_id, pair_workflow_id
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario
 from memlife.stack import embedded
-from memlife.stack.connection import bundled_binary
+from memlife.stack.connection import bundled_binary, suite_result, verdict_result
 from memlife.stack.worker import build_worker
 from tests.workflows.helpers import run_input, run_suite
 
@@ -83,10 +83,12 @@ def _save(name: str, history: object) -> None:
     print(f"wrote {path.relative_to(REPO)}")
 
 
-async def record_operator_runs() -> None:
-    """v2 on the dev server (the time-skipping server has no custom search attributes):
+async def record_operator_runs(runs: tuple[tuple[str, str, str, bool], ...] = (
+        ("v2-seed-fastforward", "6h", "skip_wait", False),
+        ("v2-scheduled-cancel", "2d", "cancel", True))) -> None:
+    """On the dev server (the time-skipping server has no custom search attributes):
     search attributes kept current, an operator fast-forward, and a scheduled-style run
-    (empty run id) cancelled by an operator."""
+    (empty run id, a schedule's workflow id) cancelled by an operator."""
     import os
 
     from memlife.workflows.suite import SuiteWorkflow
@@ -105,9 +107,7 @@ async def record_operator_runs() -> None:
                 ThreadPoolExecutor(max_workers=8) as executor:
             task_queue = f"record-{uuid.uuid4().hex[:6]}"
             async with build_worker(client, task_queue, executor):
-                for name, wait, signal, scheduled in (
-                        ("v2-seed-fastforward", "6h", "skip_wait", False),
-                        ("v2-scheduled-cancel", "2d", "cancel", True)):
+                for name, wait, signal, scheduled in runs:
                     scenario_file = scratch / f"{name}.yaml"
                     scenario_file.write_text(
                         seed_text.replace("duration: 150ms", f"duration: {wait}"))
@@ -140,7 +140,7 @@ async def record_operator_runs() -> None:
                         await handle.signal("cancel", "recorded cancellation")
                     else:
                         await handle.signal("skip_wait")
-                    await handle.result()
+                    run_id = (await suite_result(handle)).run_id
                     _save(f"{name}-suite", await handle.fetch_history())
                     _save(f"{name}-pair", await client.get_workflow_handle(
                         pair_workflow_id(scenario.name, run_id, 0)).fetch_history())
@@ -148,15 +148,15 @@ async def record_operator_runs() -> None:
         server.stop()
 
 
-async def record_deletion_check() -> None:
-    """v2 DeletionCheckWorkflow: a deletion that misses the graph, polled to its deadline."""
+async def record_deletion_check(name: str = "v2-deletion-check-graph-residue") -> None:
+    """DeletionCheckWorkflow: a deletion that misses the graph, polled to its deadline."""
     import os
     from datetime import timedelta
 
     import httpx
     from memlife.workflows.deletion_check import DeletionCheckWorkflow
 
-    from memlife.rules.erasure import DeletionCheckInput
+    from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
 
     scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
     os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
@@ -182,8 +182,8 @@ async def record_deletion_check() -> None:
                 handle = await env.client.start_workflow(
                     DeletionCheckWorkflow.run, check, id="memlife/deletion-check/recorded",
                     task_queue=task_queue)
-                await handle.result()
-                _save("v2-deletion-check-graph-residue", await handle.fetch_history())
+                await verdict_result(handle, ErasureReceipt)
+                _save(name, await handle.fetch_history())
     finally:
         await env.shutdown()
 
@@ -253,6 +253,14 @@ async def main() -> None:
         # Three cohorts of one pair, at most two at a time (the cohort window).
         await record("v4-cohort-window", nightly, [], generated_pairs=3, cohort_size=1,
                      max_active_pairs=2)
+    # v5: a run or check that does not pass ends FAILED with its verdict; a scheduled run's
+    # id is the last part of its workflow id; verdicts shown as current details.
+    if "v5-seed-leak-suite" not in have:
+        await record("v5-seed-leak", seed, ["cross-tenant-leak"])
+    if "v5-scheduled-cancel-suite" not in have:
+        await record_operator_runs((("v5-scheduled-cancel", "2d", "cancel", True),))
+    if "v5-deletion-check-graph-residue" not in have:
+        await record_deletion_check("v5-deletion-check-graph-residue")
 
 
 if __name__ == "__main__":
