@@ -14,6 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.bundled.reference.target_file import reference_target
+from memlife.log import forward_sdk_core_logs
 from memlife.rules.scenario import Scenario
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
@@ -22,7 +23,39 @@ from memlife.stack.connection import bundled_binary
 from memlife.stack.worker import build_worker
 
 REPO = Path(__file__).resolve().parent.parent
+TESTS = REPO / "tests"
 SEED_SCENARIO = REPO / "scenarios" / "seed-six-case.yaml"
+# Whole lifecycles, servers and subprocesses: `./scripts/test --quick` leaves these out.
+SLOW_FOLDERS = ("e2e", "reliability", "workflows", "bench")
+# The longest modules, longest first. scripts/test runs the suite on parallel workers, which
+# take tests in collection order: started first, these run beside the many short ones
+# instead of holding up the end of the run. (Only the order depends on this list.)
+LONGEST_FIRST = (
+    "reliability/test_worker_crash.py",
+    "e2e/test_memlife_run.py",
+    "reliability/test_many_workers.py",
+    "reliability/test_server_restart.py",
+    "workflows/test_realstack_target.py",
+    "e2e/test_experiment.py",
+)
+
+# The SDK core's log lines go through logging (as in memlife's commands), not straight to
+# the terminal in the middle of pytest's output.
+forward_sdk_core_logs()
+
+
+def _start_rank(item: pytest.Item) -> tuple[int, int]:
+    module = Path(str(item.fspath)).relative_to(TESTS).as_posix()
+    if module in LONGEST_FIRST:
+        return 0, LONGEST_FIRST.index(module)
+    return (1 if module.split("/")[0] in SLOW_FOLDERS else 2), 0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).relative_to(TESTS).parts[0] in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=_start_rank)  # stable: within a rank, the usual order
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ small modules, and import contracts that catch a change breaking a layer
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,11 +20,19 @@ MAX_MODULE_LINES = 500
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel built from this checkout (offline: the test set's setuptools)."""
+    """The wheel built from this checkout (offline: the test set's setuptools), from a copy
+    of its sources: setuptools builds in the source tree's build/, which two builds at once
+    (parallel test workers) would share."""
+    sources = tmp_path_factory.mktemp("sources")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, sources / name)
+    for room in ("memlife", "workflows", "activities"):
+        shutil.copytree(REPO / room, sources / room,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-q", "-w", str(out), str(REPO)],
+         "--disable-pip-version-check", "-q", "-w", str(out), str(sources)],
         capture_output=True, text=True, timeout=300, check=False)
     assert built.returncode == 0, built.stderr
     [path] = out.glob("memlife-*.whl")

@@ -51,7 +51,8 @@ def add_parsers(commands: Any) -> None:
                      "`memlife target serve reference --help` lists them)")
     run.add_argument("--clock", default="real", metavar="MODE",
                      help="scenario time: real (durable real timers), skip (days in "
-                     "seconds, on the time-skipping server) or compress=N (every wait / N)")
+                     "seconds, on memlife's own time-skipping server: not with a configured "
+                     "cluster) or compress=N (every wait / N)")
     run.add_argument("--out", metavar="FILE", help="write the JSON result artifact here")
     run.add_argument("--enforce", action="store_true",
                      help="exit 1 unless every check passed within the latency budget")
@@ -168,6 +169,17 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
         clock = parse_clock(args.clock)
     except ValueError as error:
         problems.append(Problem("command line", "--clock", str(error)))
+    if clock is not None and clock.mode == "skip":
+        from memlife.stack.connection import configured_connection
+
+        # A configured cluster keeps real time: a skipped run there would wait out every
+        # scenario day for real.
+        if configured_connection() is not None:
+            problems.append(Problem("command line", "--clock", "skip needs memlife's own "
+                                    "time-skipping server, and a Temporal cluster is "
+                                    "configured (TEMPORAL_ADDRESS, TEMPORAL_PROFILE or an "
+                                    "envconfig file); use --clock compress=N there, or unset "
+                                    "them"))
     if problems:
         raise InputError(problems)
     assert scenario is not None

@@ -21,6 +21,9 @@ from memlife.errors import InputError
 from memlife.rules.target import parse_target
 from memlife.stack.processes import free_port, wait_listening
 
+# On one parallel worker: the FalkorDB and Chroma servers (module fixtures) start once.
+pytestmark = pytest.mark.xdist_group("store-servers")
+
 NOW = "2026-12-01T00:00:00Z"
 MEMORIES = [("u_ana", "Trabaja en Panadería Quispe"), ("u_ana", "Vive en calle Olmo 12"),
             ("u_bruno", "Trabaja en Ferretería Olmos"), ("u_carla", "Su gata es Trufa")]

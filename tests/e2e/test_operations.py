@@ -26,6 +26,9 @@ from memlife.bundled.reference.target_file import TARGET_FILE
 from memlife.stack import embedded
 from tests import browser
 
+# On one parallel worker: one `memlife dev` stack (the module fixture) serves every test here.
+pytestmark = pytest.mark.xdist_group("dev-stack")
+
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
 REFERENCE_FILE = TARGET_FILE

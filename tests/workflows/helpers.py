@@ -15,7 +15,6 @@ from memlife.rules.scenario import Scenario
 from memlife.rules.target import Target
 from memlife.stack.connection import suite_result
 
-
 # The suite runs beside itself on shared cores: a probe may wait a second for a CPU. These
 # runs check isolation, updates and deletion; the latency check (L) has its own tests
 # (tests/rules/test_judge.py), so here its budget is one that load cannot break.
