@@ -137,17 +137,21 @@ def judge_with_model(endpoint: str, model: str, api_key: str | None,
                    note=f"model {model}")
 
 
-async def decide(handle: Any, decision: Any, attempts: int = 3) -> bool:
+async def decide(handle: Any, decision: Any, patience: float = 30.0) -> bool:
     """Send one decision (a workflow update). True once it is recorded; a refused decision
     raises WorkflowUpdateFailedError. When the server answers that it knows no such update
-    (it lost it: seen on the time-skipping test server under load), the queue's own state
-    decides: recorded if the queue says the ticket is decided; still pending, the decision
-    is sent again (an update that never arrived recorded nothing); neither, it was refused."""
+    (it lost it: seen on the time-skipping test server under load, several in a row), the
+    queue's own state decides: recorded if the queue says the ticket is decided; still
+    pending, the decision is sent again, for up to `patience` seconds (an update that never
+    arrived recorded nothing); neither, it was refused."""
     import asyncio
+    import time
 
     from temporalio.service import RPCError, RPCStatusCode
 
-    for attempt in range(attempts):
+    deadline = time.monotonic() + patience
+    pause = 0.2
+    while True:
         try:
             await handle.execute_update("decide", decision)
             return True
@@ -159,8 +163,10 @@ async def decide(handle: Any, decision: Any, attempts: int = 3) -> bool:
         pending = {item["ticket"] for item in await handle.query("pending", 1_000_000)}
         if decision.ticket not in pending:
             return False  # never pending: nothing to decide
-        await asyncio.sleep(0.2 * (attempt + 1))
-    return False
+        if time.monotonic() + pause > deadline:
+            return False
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 2.0)
 
 
 async def review(client: Any, queue: str, reviewer: str, *,

@@ -19,17 +19,19 @@ from tests.workflows.helpers import run_input, run_suite
 
 def _store_sizes(base_url: str, user_ids: list[str]) -> dict[str, int]:
     sizes = {}
-    for store in ("thread", "memory", "graph", "jobs", "summaries", "cache"):
-        sizes[store] = sum(len(httpx.get(f"{base_url}/admin/stores/{store}/records",
-                                         params={"tenant_id": user}).json()["records"])
-                           for user in user_ids)
+    with httpx.Client(base_url=base_url) as http:  # one client: each builds a TLS context
+        for store in ("thread", "memory", "graph", "jobs", "summaries", "cache"):
+            sizes[store] = sum(len(http.get(f"/admin/stores/{store}/records",
+                                            params={"tenant_id": user}).json()["records"])
+                               for user in user_ids)
     return sizes
 
 
 def _users(base_url: str, phones: list[str]) -> list[str]:
     """Each phone's current user (registering an active phone returns its user)."""
-    return [httpx.post(f"{base_url}/v1/users", json={"phone": phone}).json()["user_id"]
-            for phone in phones]
+    with httpx.Client(base_url=base_url) as http:
+        return [http.post("/v1/users", json={"phone": phone}).json()["user_id"]
+                for phone in phones]
 
 
 async def test_replay_sends_the_recorded_requests_to_the_same_effect(

@@ -67,7 +67,7 @@ async def test_reviewers_decide_blind_and_reports_show_both_rates(
     out = StringIO()
     counts = await review.review(skip_env.client, queue, "alice", judge=own_value_only,
                                  limit=4, out=out)
-    assert counts == {"decided": 4, "skipped": 0}
+    assert counts == {"decided": 4, "skipped": 0}, out.getvalue()
     shown = out.getvalue()
     assert not re.search(r"\b(ana|bruno|pair)\b", shown) and run_id not in shown
     answers = iter(["s", "1 2", "q"])  # skip one, decide one, quit

@@ -103,7 +103,7 @@ def _erased(scenario: Scenario) -> set[tuple[str, str]]:
 async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
         realstack: Realstack, skip_env: WorkflowEnvironment, skip_worker: str) -> None:
     target = load_target(TARGET_FILE).model_copy(update={"base_url": realstack.base_url})
-    scenario = small_nightly("realstack")
+    scenario = small_nightly("realstack", pairs=1)
     run = run_input(scenario, target)
     await run_suite(skip_env.client, skip_worker, run)
     artifact = run_artifact(run.run_id)
