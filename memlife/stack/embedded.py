@@ -107,6 +107,9 @@ class DevServerProcess:
         stop_process(self.process, grace=20)
 
 
+DEV_SERVER_LOG = "temporal-dev-server.log"
+
+
 def start_dev_server(state_dir: Path, *, port: int | None = None,
                      ui_port: int | None = DEFAULT_UI_PORT,
                      db_filename: Path | None = None) -> DevServerProcess:
@@ -116,7 +119,7 @@ def start_dev_server(state_dir: Path, *, port: int | None = None,
     port = port or free_port()
     chosen_ui = free_port(ui_port) if ui_port else None
     db_filename = db_filename or state_dir / "temporal.db"
-    log_path = state_dir / "temporal-dev-server.log"
+    log_path = state_dir / DEV_SERVER_LOG
     command = [
         bundled_binary("temporal"), "server", "start-dev",
         "--ip", LOOPBACK, "--port", str(port),
@@ -188,12 +191,39 @@ async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
         finally:
             await env.shutdown()
         return
-    server = start_dev_server(state_dir, ui_port=ui_port)
+    server, client = await _dev_server_on_free_ports(state_dir, ui_port)
     try:
-        client = await wait_for_client(server)
         yield EmbeddedTemporal(client, server.address, server.web_ui)
     finally:
         server.stop()
+
+
+async def _dev_server_on_free_ports(state_dir: Path, ui_port: int | None,
+                                    attempts: int = 3) -> tuple[DevServerProcess, Client]:
+    """A dev server on ports chosen here, and its client. A port found free can be taken
+    before the server binds it (two runs starting at once both find the Web UI's usual
+    port free): the server then exits at start, and is started again on other ports."""
+    log_path = state_dir / DEV_SERVER_LOG
+    for attempt in range(1, attempts + 1):
+        logged_before = log_path.stat().st_size if log_path.exists() else 0
+        server = start_dev_server(state_dir, ui_port=ui_port)
+        try:
+            return server, await wait_for_client(server)
+        except UnreachableError:
+            server.stop()
+            if attempt == attempts or not _lost_a_port(log_path, logged_before):
+                raise
+            ui_port = ui_port and free_port()
+    raise ValueError(f"attempts must be at least 1, not {attempts}")
+
+
+def _lost_a_port(log_path: Path, since: int) -> bool:
+    """Whether the server's log, past `since` bytes (this start's lines), says that a port
+    was taken."""
+    with contextlib.suppress(OSError), open(log_path, "rb") as log:
+        log.seek(since)
+        return b"address already in use" in log.read()
+    return False
 
 
 @contextlib.asynccontextmanager

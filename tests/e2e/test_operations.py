@@ -164,7 +164,9 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
         triggered = dev_stack.memlife("schedule", "trigger", "nightly-seed")
         assert triggered.returncode == 0, triggered.stdout + triggered.stderr
         time.sleep(1.1)  # scheduled workflow ids carry the second they started
-    query = 'MemlifeScenario="seed-six-case" AND WorkflowType="SuiteWorkflow"'
+    # The schedule's runs only: other tests run the seed on this stack too.
+    query = ('MemlifeScenario="seed-six-case" AND WorkflowType="SuiteWorkflow" AND '
+             'TemporalScheduledById="nightly-seed"')
     runs = _wait_for(lambda: [w for w in dev_stack.workflows(query)
                               if w.get("status") == "WORKFLOW_EXECUTION_STATUS_COMPLETED"]
                      if len(dev_stack.workflows(query + ' AND ExecutionStatus="Completed"'))
