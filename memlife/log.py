@@ -56,6 +56,17 @@ def add_activity_context(_logger: Any, _method: str, event: dict[str, Any]) -> d
     return event
 
 
+class _CurrentStderr:
+    """sys.stderr as it is at each write, not as it was when logging was configured: a
+    caller may swap it (pytest's capture does, then closes what it swapped in)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _level(name: str) -> int:
     return logging.getLevelNamesMapping().get(name.upper(), logging.WARNING)
 
@@ -79,7 +90,7 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     # Standard-library records (the SDK's) through the same renderer, on stderr.
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_CurrentStderr())
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processor=renderer,
         foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared[1:]]))
@@ -98,7 +109,7 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level_name, logging.WARNING)
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),
         cache_logger_on_first_use=True,
     )
     _configured = True

