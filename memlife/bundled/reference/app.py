@@ -1,4 +1,5 @@
-"""HTTP surface of the reference target (FastAPI).
+"""HTTP surface of the reference target (Starlette: light to import and to serve, since
+every `memlife run` without --target starts one).
 
 Conversation surface (what a product exposes):
   POST   /v1/users                  {phone}            -> {user_id, created}
@@ -16,24 +17,26 @@ Admin read surface (what memlife's store probes read; read-only):
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any, TypeVar
 
-from fastapi import FastAPI, Header, HTTPException, Query, Request
-from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from memlife.bundled.reference.faults import FAULTS
 from memlife.bundled.reference.schema import PRICE_PER_MILLION, STORES
 from memlife.bundled.reference.store import ReferenceRuntime, UnknownStore, UnknownTenant
 
 NOW_HEADER = "X-Memlife-Now"
-
-
-# Module level: with postponed annotations FastAPI resolves this name from the globals.
-NowHeader = Annotated[str | None, Header(alias=NOW_HEADER)]
+M = TypeVar("M", bound="BaseModel")
 
 
 class RegisterRequest(BaseModel):
@@ -49,8 +52,9 @@ class PreviewRequest(BaseModel):
     message: str = Field(min_length=1, max_length=4000)
 
 
-def _clock(header_value: str | None) -> datetime:
+def _clock(request: Request) -> datetime:
     """The scenario clock when memlife sends one (skipped or compressed time), else real time."""
+    header_value = request.headers.get(NOW_HEADER)
     if header_value:
         try:
             parsed = datetime.fromisoformat(header_value.replace("Z", "+00:00"))
@@ -58,6 +62,31 @@ def _clock(header_value: str | None) -> datetime:
             raise HTTPException(400, f"{NOW_HEADER} is not ISO-8601: {header_value!r}") from None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return datetime.now(UTC)
+
+
+class InvalidBody(Exception):
+    """A request body that is not what the endpoint takes: 422 with pydantic's list."""
+
+    def __init__(self, errors: list[Any]) -> None:
+        super().__init__("invalid body")
+        self.errors = errors
+
+
+async def _body(request: Request, model: type[M]) -> M:
+    """The request's JSON body as `model`."""
+    try:
+        return model.model_validate_json(await request.body())
+    except ValidationError as error:
+        raise InvalidBody(error.errors(include_url=False, include_context=False,
+                                       include_input=False)) from None
+
+
+async def _error_response(request: Request, error: Exception) -> Response:
+    """Errors as `{"detail": …}`, the shape HTTP APIs of this kind answer with."""
+    if isinstance(error, InvalidBody):
+        return JSONResponse({"detail": error.errors}, status_code=422)
+    assert isinstance(error, HTTPException)
+    return JSONResponse({"detail": error.detail}, status_code=error.status_code)
 
 
 class ServerTotalTiming:
@@ -84,106 +113,141 @@ class ServerTotalTiming:
         await self.app(scope, receive, timed_send)
 
 
+class RequireKey:
+    """Pure ASGI middleware: every path but /health needs `Authorization: Bearer <key>`."""
+
+    def __init__(self, app: Any, api_key: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] != "/health":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = JSONResponse({"detail": "missing or wrong API key"}, status_code=401)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
-               api_key: str | None = None) -> FastAPI:
+               api_key: str | None = None) -> Any:
     """`service_time` (seconds) simulates a model's thinking time on every conversation
     turn, outside the runtime's lock (as an LLM call would be). With `api_key`, every
-    endpoint but /health requires `Authorization: Bearer <api_key>`."""
-    app = FastAPI(title="memlife reference target", version="1")
-    app.add_middleware(ServerTotalTiming)
+    endpoint but /health requires `Authorization: Bearer <api_key>`.
 
-    if api_key is not None:
-        expected = f"Bearer {api_key}".encode()
+    The endpoints are coroutines: the runtime serializes its work on one lock anyway (a
+    few milliseconds of SQLite each), and running it on the event loop spares every
+    request the hop to a worker thread."""
 
-        @app.middleware("http")
-        async def require_key(request: Request, call_next: Any) -> Any:
-            given = request.headers.get("authorization", "").encode()
-            if request.url.path != "/health" and not hmac.compare_digest(given, expected):
-                return JSONResponse({"detail": "missing or wrong API key"}, status_code=401)
-            return await call_next(request)
+    def answers(endpoint: Callable[[Request], Awaitable[Any]],
+                status: int = 200) -> Callable[[Request], Awaitable[Response]]:
+        """An endpoint that returns data, answered as JSON with `status`."""
+        async def respond(request: Request) -> Response:
+            result = await endpoint(request)
+            if isinstance(result, Response):
+                return result
+            return JSONResponse(result, status_code=status)
+        return respond
 
-    @app.get("/health")
-    def health() -> dict[str, object]:
+    async def health(request: Request) -> dict[str, object]:
         return {"status": "ok", "faults": sorted(runtime.faults),
                 "retrieval": runtime.retrieval}
 
-    @app.post("/v1/users")
-    def register(body: RegisterRequest, now: NowHeader = None) -> dict[str, object]:
+    async def register(request: Request) -> dict[str, object]:
         """Register a phone; a phone whose user was deleted registers as a new user."""
-        user_id, created = runtime.register(body.phone, _clock(now))
+        body = await _body(request, RegisterRequest)
+        user_id, created = runtime.register(body.phone, _clock(request))
         return {"user_id": user_id, "created": created}
 
-    @app.post("/v1/preview")
-    def preview(body: PreviewRequest, response: Response,
-                now: NowHeader = None) -> dict[str, object]:
+    async def preview(request: Request) -> Response:
         """One turn: a statement is remembered, a question answered. `context` is the
         retrieval context the answer was assembled from (top-k memories); `usage` what a
         hosted model would have been billed; Server-Timing the time of each stage."""
+        body = await _body(request, PreviewRequest)
+        now = _clock(request)
         thinking = time.perf_counter()
         if service_time:
-            time.sleep(service_time)
+            await asyncio.sleep(service_time)
         think_ms = (time.perf_counter() - thinking) * 1000
         try:
-            user_id, answer = runtime.converse(body.phone, body.message, _clock(now))
+            user_id, answer = runtime.converse(body.phone, body.message, now)
         except UnknownTenant:
             raise HTTPException(404, "phone is not registered") from None
         timings = {**answer.timings, "think": think_ms}
-        response.headers["Server-Timing"] = ", ".join(
-            f"{name};dur={value:.3f}" for name, value in timings.items())
         prompt = len(body.message.split()) + sum(len(c.split()) for c in answer.context)
         completion = len(answer.reply.split())
         cost = (prompt * PRICE_PER_MILLION["prompt"]
                 + completion * PRICE_PER_MILLION["completion"]) / 1_000_000
-        return {"user_id": user_id, "reply": answer.reply, "context": answer.context,
-                "layer": answer.layer, "retrieval": runtime.retrieval,
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                          "total_tokens": prompt + completion, "cost_usd": round(cost, 9)}}
+        return JSONResponse(
+            {"user_id": user_id, "reply": answer.reply, "context": answer.context,
+             "layer": answer.layer, "retrieval": runtime.retrieval,
+             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                       "total_tokens": prompt + completion, "cost_usd": round(cost, 9)}},
+            headers={"Server-Timing": ", ".join(
+                f"{name};dur={value:.3f}" for name, value in timings.items())})
 
-    @app.delete("/v1/users/{user_id}", status_code=202)
-    def delete_user(user_id: str, now: NowHeader = None) -> dict[str, str]:
+    async def delete_user(request: Request) -> dict[str, str]:
         """Request erasure; poll /v1/users/{user_id}/deletion until `completed`."""
         try:
-            return runtime.delete_tenant(user_id, _clock(now))
+            return runtime.delete_tenant(request.path_params["user_id"], _clock(request))
         except UnknownTenant:
             raise HTTPException(404, "unknown user") from None
 
-    @app.post("/v1/users/{user_id}/forget")
-    def forget(user_id: str, body: ForgetRequest, now: NowHeader = None) -> dict[str, str]:
+    async def forget(request: Request) -> dict[str, str]:
         """Forget one fact of an active user (every record that holds the value)."""
+        body = await _body(request, ForgetRequest)
         try:
-            return runtime.forget(user_id, body.value, _clock(now))
+            return runtime.forget(request.path_params["user_id"], body.value, _clock(request))
         except UnknownTenant:
             raise HTTPException(404, "unknown or deleted user") from None
 
-    @app.get("/v1/users/{user_id}/deletion")
-    def deletion(user_id: str, now: NowHeader = None) -> dict[str, str | None]:
+    async def deletion(request: Request) -> dict[str, str | None]:
         try:
-            return runtime.deletion_status(user_id, _clock(now))
+            return runtime.deletion_status(request.path_params["user_id"], _clock(request))
         except UnknownTenant:
             raise HTTPException(404, "no deletion requested for this user") from None
 
-    @app.get("/admin/stores")
-    def stores() -> dict[str, object]:
+    async def stores(request: Request) -> dict[str, object]:
         return {"stores": [{"name": name, "role": role} for name, role in STORES.items()],
                 "faults": {name: FAULTS[name] for name in sorted(runtime.faults)}}
 
-    @app.get("/admin/stores/{store}/records")
-    def records(store: str, tenant_id: Annotated[str, Query(min_length=1)],
-                now: NowHeader = None) -> dict[str, object]:
+    async def records(request: Request) -> dict[str, object]:
+        tenant_id = request.query_params.get("tenant_id")
+        if not tenant_id:
+            raise HTTPException(422, "tenant_id: a non-empty tenant id is required")
         try:
-            return {"records": runtime.store_records(store, _clock(now), tenant_id=tenant_id)}
+            return {"records": runtime.store_records(request.path_params["store"],
+                                                     _clock(request), tenant_id=tenant_id)}
         except UnknownStore:
-            raise HTTPException(404, f"unknown store {store!r}") from None
+            raise HTTPException(
+                404, f"unknown store {request.path_params['store']!r}") from None
 
-    @app.get("/admin/stores/{store}/search")
-    def search(store: str, q: Annotated[list[str], Query()],
-               now: NowHeader = None) -> dict[str, object]:
+    async def search(request: Request) -> dict[str, object]:
         """Records holding the needle; with several `q`, any of them (each record once)."""
-        if not q or not all(q):
+        needles = request.query_params.getlist("q")
+        if not needles or not all(needles):
             raise HTTPException(422, "q: one or more non-empty needles")
         try:
-            return {"records": runtime.search_records(store, _clock(now), q)}
+            return {"records": runtime.search_records(request.path_params["store"],
+                                                      _clock(request), needles)}
         except UnknownStore:
-            raise HTTPException(404, f"unknown store {store!r}") from None
+            raise HTTPException(
+                404, f"unknown store {request.path_params['store']!r}") from None
 
-    return app
+    routes = [
+        Route("/health", answers(health), methods=["GET"]),
+        Route("/v1/users", answers(register), methods=["POST"]),
+        Route("/v1/preview", answers(preview), methods=["POST"]),
+        Route("/v1/users/{user_id}", answers(delete_user, 202), methods=["DELETE"]),
+        Route("/v1/users/{user_id}/forget", answers(forget), methods=["POST"]),
+        Route("/v1/users/{user_id}/deletion", answers(deletion), methods=["GET"]),
+        Route("/admin/stores", answers(stores), methods=["GET"]),
+        Route("/admin/stores/{store}/records", answers(records), methods=["GET"]),
+        Route("/admin/stores/{store}/search", answers(search), methods=["GET"]),
+    ]
+    app: Any = Starlette(routes=routes, exception_handlers={HTTPException: _error_response,
+                                                             InvalidBody: _error_response})
+    if api_key is not None:
+        app = RequireKey(app, api_key)
+    return ServerTotalTiming(app)
