@@ -35,7 +35,7 @@ def add_parsers(commands: Any) -> None:
                         help="write it here (default: standard output)")
     report.add_argument("--no-redact", action="store_true",
                         help="keep phone numbers and tenant ids")
-    report.set_defaults(handler=cmd_report)
+    report.set_defaults(handler=cmd_report, temporal=False)
 
 
 def load_artifact(reference: str) -> Artifact | ExperimentDocument:

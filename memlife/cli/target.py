@@ -61,7 +61,7 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--retrieval", choices=RETRIEVAL_MODES, default="combined",
                        help="reference: which layers answer: the thread, vector memory or "
                        "the graph alone, or all three in the answer precedence")
-    serve.set_defaults(handler=cmd_target_serve)
+    serve.set_defaults(handler=cmd_target_serve, temporal=False)
     check = add_command(
         target_commands, "check", "exercise every operation and probe of a target file once",
         "Exercise every operation and probe of a target file once against its service, with "
@@ -69,7 +69,7 @@ def add_parsers(commands: Any) -> None:
         "status, each store's reads. Prints what each request did; exits 2 when an "
         "operation or probe does not work as the file describes it.")
     check.add_argument("file", metavar="FILE", help="the target file")
-    check.set_defaults(handler=cmd_target_check)
+    check.set_defaults(handler=cmd_target_check, temporal=False)
 
 
 def cmd_target_serve(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ def add_parsers(commands: Any) -> None:
         "problem; exits 2 when any file has a problem.")
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="scenario or target files (told apart by their fields)")
-    parser.set_defaults(handler=cmd_validate)
+    parser.set_defaults(handler=cmd_validate, temporal=False)
 
 
 def _is_target_document(data: Any) -> bool:
