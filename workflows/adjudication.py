@@ -17,7 +17,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
-    from memlife import contracts
+    import memlife.contracts as contracts
     from memlife.rules.adjudication import (
         Adjudication,
         BlindItem,

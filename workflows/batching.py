@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from pydantic import TypeAdapter
 
-    from memlife import contracts
+    import memlife.contracts as contracts
     from memlife.contracts import (
         BatchOutcome,
         CohortInput,

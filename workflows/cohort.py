@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from memlife.workflows.lifecycle import LifecycleRunner
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
-    from memlife import contracts
+    import memlife.contracts as contracts
     from memlife.contracts import CohortInput, PairInput, PairResult
     from memlife.rules.pairs import pair_tenants
     from memlife.rules.scenario import Pair

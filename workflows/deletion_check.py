@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows import attributes
+    import memlife.workflows.attributes as attributes
     from memlife.workflows.calls import failure_text, iso
     from memlife.workflows.options import (
         HEARTBEAT_TIMEOUT,
@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
         target_timeout,
     )
 
-    from memlife import contracts
+    import memlife.contracts as contracts
     from memlife.contracts import ConverseRequest, DeleteRequest, InspectRequest
     from memlife.rules import erasure
     from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt

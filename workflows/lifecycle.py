@@ -14,7 +14,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows import steps
+    import memlife.workflows.steps as steps
     from memlife.workflows.calls import CALL_ERRORS, Calls, failure_text, iso
     from memlife.workflows.options import (
         RECORD_RETRY,
@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from memlife.workflows.steps import Message, StepWork
 
-    from memlife import contracts
+    import memlife.contracts as contracts
     from memlife.contracts import PairInput, PairResult, StepOutcome, StepRecord
     from memlife.rules.adjudication import review_items
     from memlife.rules.evidence import DeletionState, Observation, Reply

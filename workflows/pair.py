@@ -9,7 +9,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows import attributes
+    import memlife.workflows.attributes as attributes
     from memlife.workflows.calls import DirectCalls
     from memlife.workflows.lifecycle import LifecycleRunner, Observer
 

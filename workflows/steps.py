@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
         target_timeout,
     )
 
-    from memlife import contracts
+    import memlife.contracts as contracts
     from memlife.contracts import (
         DeleteRequest,
         ForgetRequest,

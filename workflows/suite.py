@@ -9,12 +9,12 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows import attributes
+    import memlife.workflows.attributes as attributes
     from memlife.workflows.cohort import CohortLifecycleWorkflow
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
     from memlife.workflows.pair import PairLifecycleWorkflow
 
-    from memlife import contracts
+    import memlife.contracts as contracts
     from memlife.contracts import (
         CohortInput,
         PairInput,
