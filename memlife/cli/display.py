@@ -30,9 +30,14 @@ async def wait_showing(handle: Any, describe: Callable[[], Awaitable[str]],
     from rich.console import Console
 
     result = asyncio.ensure_future(result_of(handle) if result_of else handle.result())
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        # Nobody would see the line (a pipe, a CI log): no queries to the run's workflows,
+        # which a worker answers with CPU it could give the run.
+        return await result
     loop = asyncio.get_running_loop()
     started = loop.time()
-    with Console(stderr=True).status(waiting) as status:
+    with console.status(waiting) as status:
         while not result.done():
             await asyncio.wait([result], timeout=2.0)
             if result.done():
