@@ -66,7 +66,7 @@ async def test_server_restarts_lose_nothing(tmp_path: Path, skip_env: WorkflowEn
                 assert server.address.endswith(f":{port}")
                 client = await embedded.wait_for_client(server)
                 pending.pop(0)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.2)  # each query costs the worker under test a sandbox run
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         summary = await client.get_workflow_handle(handle.id, result_type=RunSummary).result(
             rpc_timeout=timedelta(minutes=5))
