@@ -387,6 +387,10 @@ def _results_path(out: str) -> Path:
 
 async def main(args: argparse.Namespace) -> int:
     results_path = _results_path(args.out)
+    if not results_path.parent.is_dir():  # found now, not after a quarter of an hour
+        print(f"bench: --out: directory {results_path.parent} does not exist",
+              file=sys.stderr)
+        return 2
     previous: dict[str, Any] | None = None
     if results_path.exists():
         try:
