@@ -60,6 +60,9 @@ def load_yaml_file(path: str | Path) -> Any:
         raise InputError([Problem(name, "", f"cannot read: {exc.strerror}")]) from None
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise InputError([Problem(name, "", "invalid YAML: nested too deeply (no memlife "
+                                  "file needs more than a few levels)")]) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
         reason = f"invalid YAML: character #x{exc.character:04x} is not allowed ({exc.reason})" \
             if isinstance(exc.character, int) else f"invalid YAML: {exc.reason}"

@@ -134,6 +134,7 @@ def test_timeline_must_probe_something() -> None:
         ("name: a\nname: b\n", "duplicate key 'name'"),
         ("", "expected a mapping at the top level, got empty"),
         ("- a\n- b\n", "expected a mapping at the top level, got list"),
+        ("a: " + "[" * 1_500 + "]" * 1_500, "s.yaml: invalid YAML: nested too deeply"),
     ],
 )
 def test_yaml_level_problems(tmp_path: Path, text: str, expected: str) -> None:
