@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -31,6 +32,7 @@ from pydantic import (
 from memlife.errors import Problem
 from memlife.rules.documents import load_yaml_file, parse_document
 from memlife.rules.durations import Duration, GraceDuration
+from memlife.rules.headers import HeaderName, safe_header_values
 from memlife.rules.scenario import Slug
 
 PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -71,6 +73,7 @@ class EnvRef(_Strict):
 
 
 HeaderValue = str | EnvRef
+Headers = Annotated[dict[HeaderName, HeaderValue], AfterValidator(safe_header_values)]
 
 
 def _check_pointer(pointer: str) -> str:
@@ -91,7 +94,7 @@ class Operation(_Strict):
     path: str = Field(pattern=r"^/")
     query: dict[str, str] = Field(default_factory=dict)
     body: Any = Field(default=None, alias="json")
-    headers: dict[str, HeaderValue] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict)
     extract: dict[str, str] = Field(default_factory=dict)
     success: list[int] = Field(default_factory=lambda: [200, 201, 202, 204], min_length=1)
 
@@ -347,7 +350,7 @@ class Target(_Strict):
     max_attempts: int = Field(default=4, ge=1, le=20)
     # In-flight requests per worker process: memlife must not overload what it measures.
     max_concurrency: int = Field(default=8, ge=1, le=256)
-    headers: dict[str, HeaderValue] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict)
     operations: Operations
     stores: list[Store] = Field(default_factory=list)
 

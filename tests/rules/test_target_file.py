@@ -84,6 +84,25 @@ def test_base_url_and_unknown_fields() -> None:
     assert "t.yaml: retries: unknown field" in lines
 
 
+@pytest.mark.parametrize(("where", "headers", "expected"), [
+    ("target", {"X-Team": "a\r\nX-Injected: 1"}, "t.yaml: headers: X-Team: a header value "
+     "cannot hold a carriage return, line feed or NUL character"),
+    ("say", {"X-Team": "a\nb"}, "t.yaml: operations.say.headers: X-Team: a header value"),
+    ("target", {"Authorization": {"env": "KEY", "prefix": "Bearer \r\n"}},
+     "t.yaml: headers: Authorization: a header value"),
+    ("target", {"X Team:": "a"}, "t.yaml: headers.\"X Team:\": header name 'X Team:' is "
+     "not an HTTP token"),
+])
+def test_headers_that_would_split_a_request_are_refused(
+        where: str, headers: dict[str, Any], expected: str) -> None:
+    data = reference_data()
+    (data if where == "target" else data["operations"][where])["headers"] = headers
+    with pytest.raises(InputError) as caught:
+        parse_target(data, "t.yaml")
+    assert str(caught.value).splitlines() == [str(caught.value)]  # one line
+    assert str(caught.value).startswith(expected), str(caught.value)
+
+
 def test_rendering_is_substitution_only() -> None:
     variables = {"phone": "+1 555/01", "message": "{user_id}", "count": 3}
     assert render("/v1/users/{phone}", variables, url=True) == "/v1/users/%2B1%20555%2F01"

@@ -1,0 +1,33 @@
+"""HTTP header names and values as a target file writes them: nothing that could split a
+request (a header injection) gets as far as a request."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _header_name(value: str) -> str:
+    """A header name: an HTTP token (RFC 9110), nothing a request could be split at."""
+    if not _TOKEN.fullmatch(value):
+        raise ValueError(f"header name {value!r} is not an HTTP token (letters, digits and "
+                         "!#$%&'*+-.^_`|~ only)")
+    return value
+
+
+HeaderName = Annotated[str, AfterValidator(_header_name)]
+
+
+def safe_header_values(headers: dict[str, Any]) -> dict[str, Any]:
+    """Every value as written (text, or an environment reference's prefix): a CR or LF
+    would start a header of its own."""
+    for name, value in headers.items():
+        written = value if isinstance(value, str) else getattr(value, "prefix", "")
+        if any(character in written for character in "\r\n\x00"):
+            raise ValueError(f"{name}: a header value cannot hold a carriage return, line "
+                             "feed or NUL character (it would start another header)")
+    return headers
