@@ -63,6 +63,12 @@ def assert_same_rows(actual: dict[str, object], expected: dict[str, object]) -> 
                                                 expected[name] - actual[name])  # type: ignore[operator]
 
 
+# How often the tests ask a pair for its progress: each query is answered by the worker
+# under test, through the sandbox. Five a second find every step these tests aim at;
+# twenty cost the sigkill test's worker a fifth of its CPU.
+PROGRESS_POLL = 0.2
+
+
 async def progress_of(client: Client, workflow_id: str) -> dict[str, object] | None:
     try:
         return await client.get_workflow_handle(workflow_id).query(

@@ -18,6 +18,7 @@ from memlife.contracts import RunSummary, pair_workflow_id, suite_workflow_id
 from memlife.rules.clock import Clock
 from memlife.stack import embedded
 from tests.reliability.helpers import (
+    PROGRESS_POLL,
     assert_same_rows,
     progress_of,
     row_keys,
@@ -66,7 +67,7 @@ async def test_server_restarts_lose_nothing(tmp_path: Path, skip_env: WorkflowEn
                 assert server.address.endswith(f":{port}")
                 client = await embedded.wait_for_client(server)
                 pending.pop(0)
-            await asyncio.sleep(0.2)  # each query costs the worker under test a sandbox run
+            await asyncio.sleep(PROGRESS_POLL)
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         summary = await client.get_workflow_handle(handle.id, result_type=RunSummary).result(
             rpc_timeout=timedelta(minutes=5))

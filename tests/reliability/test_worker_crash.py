@@ -24,6 +24,7 @@ from memlife.rules.clock import Clock
 from memlife.stack import embedded
 from memlife.stack.connection import suite_result
 from tests.reliability.helpers import (
+    PROGRESS_POLL,
     assert_same_rows,
     progress_of,
     row_keys,
@@ -75,9 +76,7 @@ async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
                 kills.append((step, progress["kind"]))
                 plan = [at for at in plan if at > step]
                 worker = start_worker(server.address, crash_db, tmp_path / "worker.log")
-            # Five queries a second (each answered by the worker, through the sandbox)
-            # find every planned step; twenty cost the worker a fifth of this test's CPU.
-            await asyncio.wait([result], timeout=0.2)
+            await asyncio.wait([result], timeout=PROGRESS_POLL)
         summary = await result
     finally:
         if worker is not None:

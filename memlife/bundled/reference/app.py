@@ -37,7 +37,7 @@ from memlife.bundled.reference.schema import PRICE_PER_MILLION, STORES
 from memlife.bundled.reference.store import ReferenceRuntime, UnknownStore, UnknownTenant
 
 NOW_HEADER = "X-Memlife-Now"
-M = TypeVar("M", bound="BaseModel")
+M = TypeVar("M", bound=BaseModel)
 
 
 class RegisterRequest(BaseModel):
@@ -172,8 +172,7 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
             await asyncio.sleep(service_time)
         think_ms = (time.perf_counter() - thinking) * 1000
         try:
-            user_id, answer = await to_thread(runtime.converse, body.phone, body.message,
-                                                   now)
+            user_id, answer = await to_thread(runtime.converse, body.phone, body.message, now)
         except UnknownTenant:
             raise HTTPException(404, "phone is not registered") from None
         timings = {**answer.timings, "think": think_ms}
