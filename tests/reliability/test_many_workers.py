@@ -40,6 +40,10 @@ async def test_three_workers_on_postgresql_share_a_run_without_losing_a_row(
         run = run_input(scenario, reference_target(target.base_url), clock)
         logs = [tmp_path / f"worker-{n}.log" for n in range(WORKERS)]
         workers = [start_worker(server.address, postgres_url, log) for log in logs]
+        # Every worker polling before the run starts: a workflow stays with the worker that
+        # takes it first, so one worker up early would take the whole run alone.
+        for log in logs:
+            await _running(log)
         summary = await asyncio.wait_for(run_suite(client, "memlife", run), timeout=240)
     finally:
         for worker in workers:
@@ -54,3 +58,11 @@ async def test_three_workers_on_postgresql_share_a_run_without_losing_a_row(
                        if '"step recorded"' in line and json.loads(line).get("run") == run.run_id)
                    for log in logs]
     assert sum(1 for count in recorded_by if count) >= 2, recorded_by
+
+
+async def _running(log: Path, timeout: float = 60) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while '"worker running"' not in (log.read_text() if log.exists() else ""):
+        assert loop.time() < deadline, f"no worker running after {timeout:g}s: {log}"
+        await asyncio.sleep(0.1)
