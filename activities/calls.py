@@ -50,14 +50,14 @@ def application_error(error: TargetError) -> ApplicationError:
 
 
 async def call_with_retries(target: Target, operation: Operation, variables: dict[str, Any],
-                            scenario_now: str) -> tuple[http.Response, int]:
+                            scenario_now: str, run: str) -> tuple[http.Response, int]:
     """One request, retried in place with exponential backoff while the error is
     retryable, up to the target's max_attempts. Returns (response, attempts)."""
     delay = 0.2
     for attempt in range(1, target.max_attempts + 1):
         try:
             return await http.call(target, operation, variables,
-                                   scenario_now=scenario_now), attempt
+                                   scenario_now=scenario_now, run=run), attempt
         except TargetError as error:
             if not error.retryable or attempt == target.max_attempts:
                 raise
@@ -68,18 +68,19 @@ async def call_with_retries(target: Target, operation: Operation, variables: dic
 
 
 # How one request is sent: once (Temporal retries the activity) or retried in place (a
-# batch, whose other items must not be sent again).
-Send = Callable[[Target, Operation, dict[str, Any], str], Awaitable[http.Response]]
+# batch, whose other items must not be sent again). The last two arguments are the scenario
+# clock's moment and the run (http.call's X-Memlife-Now and X-Memlife-Run).
+Send = Callable[[Target, Operation, dict[str, Any], str, str], Awaitable[http.Response]]
 
 
 async def send_once(target: Target, operation: Operation, variables: dict[str, Any],
-                    scenario_now: str) -> http.Response:
-    return await http.call(target, operation, variables, scenario_now=scenario_now)
+                    scenario_now: str, run: str) -> http.Response:
+    return await http.call(target, operation, variables, scenario_now=scenario_now, run=run)
 
 
 async def send_retrying(target: Target, operation: Operation, variables: dict[str, Any],
-                        scenario_now: str) -> http.Response:
-    return (await call_with_retries(target, operation, variables, scenario_now))[0]
+                        scenario_now: str, run: str) -> http.Response:
+    return (await call_with_retries(target, operation, variables, scenario_now, run))[0]
 
 
 def text_of(value: Any) -> str:

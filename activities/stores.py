@@ -107,7 +107,7 @@ async def _http_read(request: InspectRequest, store: Store, probe: StoreProbe, m
     }[mode]
     assert operation is not None
     response, _ = await call_with_retries(request.target, operation, variables,
-                                          request.scenario_now)
+                                          request.scenario_now, request.run_id)
     raw = http.extract(response.data, probe.records)
     if not isinstance(raw, list):
         raise http.TargetBadResponse(

@@ -62,7 +62,7 @@ async def register(request: RegisterRequest, send: Send) -> RegisterResult:
     for operation in steps:  # in order: e.g. create the user, then its session
         response = await send(request.target, operation,
                               {"phone": request.phone, "tenant_alias": request.tenant_alias,
-                               "user_id": user_id}, request.scenario_now)
+                               "user_id": user_id}, request.scenario_now, request.run_id)
         user_id = str(response.fields.get("user_id", user_id))
         latency_ms += response.latency_ms
         status = response.status
@@ -98,7 +98,7 @@ async def send_all(request: ConverseRequest, done: list[Reply],
         wall_time = datetime.now(UTC)
         try:
             response, attempts = await call_with_retries(request.target, operation, variables,
-                                                         request.scenario_now)
+                                                         request.scenario_now, request.run_id)
             context = response.fields.get("context")
             reply = Reply(index=index, reply=text_of(response.fields["reply"]),
                           context=None if context is None else text_of(context),
@@ -158,7 +158,7 @@ async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
     wall_time = datetime.now(UTC)
     response = await send(request.target, operation,
                           {"phone": request.phone, "user_id": request.user_id, **variables},
-                          request.scenario_now)
+                          request.scenario_now, request.run_id)
     return operation, response, wall_time
 
 

@@ -119,6 +119,7 @@ class RegisterRequest(_Model):
     phone: str
     tenant_alias: str
     scenario_now: str
+    run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
 class RegisterResult(_Model):
     user_id: str
@@ -134,6 +135,7 @@ class ConverseRequest(_Model):
     user_id: str
     messages: list[str]
     scenario_now: str
+    run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
     # Which messages are questions (probes): they go to the target's `ask` when it has one.
     questions: list[int] = Field(default_factory=list)
 
@@ -143,6 +145,7 @@ class DeleteRequest(_Model):
     user_id: str
     deletion_id: str | None = None
     scenario_now: str
+    run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
 class ForgetRequest(_Model):
     target: Target
@@ -151,6 +154,7 @@ class ForgetRequest(_Model):
     domain: str
     value: str
     scenario_now: str
+    run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
 class InspectRequest(_Model):
     target: Target
@@ -159,6 +163,7 @@ class InspectRequest(_Model):
     # Texts whose presence in each record is reported (by index): own values, partner's.
     watch: list[str]
     scenario_now: str
+    run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
     max_records: int = 200
     # False for a live tenant: a record of its own that holds no watched value decides
     # nothing, and is counted in `total` but not returned (results are workflow history).

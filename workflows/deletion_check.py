@@ -125,7 +125,8 @@ class DeletionCheckWorkflow:
             state = await workflow.execute_activity(
                 contracts.DELETE_TENANT,
                 DeleteRequest(target=target, phone=check.phone or "", user_id=check.user_id,
-                              scenario_now=iso(now)),
+                              scenario_now=iso(now),
+                              run_id=workflow.info().workflow_id),
                 result_type=DeletionState,
                 start_to_close_timeout=target_timeout(target.timeout),
                 retry_policy=TARGET_RETRY, summary=f"request deletion of {check.user_id}")
@@ -160,7 +161,8 @@ class DeletionCheckWorkflow:
             return await workflow.execute_activity(
                 contracts.INSPECT_STORES,
                 InspectRequest(target=target, identities=[check.user_id], needles=check.values,
-                               watch=check.values, scenario_now=iso(now)),
+                               watch=check.values, scenario_now=iso(now),
+                               run_id=workflow.info().workflow_id),
                 result_type=list[StoreRead],
                 start_to_close_timeout=inspect_timeout(target, len(check.values) + 1),
                 heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=INSPECT_RETRY,
@@ -178,7 +180,8 @@ class DeletionCheckWorkflow:
             return await workflow.execute_activity(
                 contracts.CONVERSE,
                 ConverseRequest(target=target, phone=check.phone, user_id=check.user_id,
-                                messages=check.questions, scenario_now=iso(now)),
+                                messages=check.questions, scenario_now=iso(now),
+                                run_id=workflow.info().workflow_id),
                 result_type=list[Reply],
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,
@@ -199,7 +202,8 @@ class DeletionCheckWorkflow:
                 contracts.DELETION_STATUS,
                 DeleteRequest(target=target, phone=check.phone or "", user_id=check.user_id,
                               deletion_id=self._deletion.deletion_id if self._deletion
-                              else None, scenario_now=iso(now)),
+                              else None, scenario_now=iso(now),
+                              run_id=workflow.info().workflow_id),
                 result_type=DeletionState,
                 start_to_close_timeout=target_timeout(target.timeout),
                 retry_policy=TARGET_RETRY, summary=f"deletion status of {check.user_id}")

@@ -216,6 +216,7 @@ class LifecycleRunner:
                 contracts.ConverseRequest(
                     target=target, phone=tenant.phone, user_id=tenant.user_id,
                     messages=[m.text for m in messages], scenario_now=iso(scenario_time),
+                    run_id=self.input.run_id,
                     questions=[i for i, m in enumerate(messages) if m.kind == "probe"]),
                 list[Reply],
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,

@@ -37,7 +37,8 @@ def add_parsers(commands: Any) -> None:
         "Serve a bundled target on loopback until Ctrl-C.\n\nreference: a SQLite model of "
         "the reference runtime (thread checkpoints, vector memory, graph, jobs, summaries, cache, "
         "an asynchronous deletion worker and a nightly job), following the scenario clock "
-        "memlife sends (X-Memlife-Now). Its target file is scenarios/targets/reference.yaml."
+        "memlife sends (X-Memlife-Now), one clock per run (X-Memlife-Run): many runs can share "
+        "one long-lived server. Its target file is scenarios/targets/reference.yaml."
         "\nrealstack: the same surface on Mem0, LangGraph and FalkorDB (its extra installs "
         "on first use); its target file is scenarios/targets/realstack.yaml.\n\nFaults of "
         f"the reference target (--fault, repeatable):\n{faults}")

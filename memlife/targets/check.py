@@ -42,6 +42,9 @@ class CheckResult:
 class TargetCheck:
     target: Target
     results: list[CheckResult] = field(default_factory=list)
+    # A check is a run of its own to the target (X-Memlife-Run): a simulated target keeps
+    # its work off every other run's clock.
+    run: str = field(default_factory=lambda: f"target-check-{secrets.token_hex(6)}")
 
     @property
     def misconfigured(self) -> list[CheckResult]:
@@ -58,7 +61,7 @@ async def _attempt(check: TargetCheck, name: str, operation: Operation,
     request = _describe(operation, variables)
     try:
         response = await http.call(check.target, operation, variables,
-                                   scenario_now=datetime.now(UTC).isoformat())
+                                   scenario_now=datetime.now(UTC).isoformat(), run=check.run)
     except http.TargetError as error:
         check.results.append(CheckResult(name, request, False, f"{error.kind}: {error}"))
         return None

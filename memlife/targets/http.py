@@ -20,6 +20,9 @@ import httpx
 from memlife.rules.target import PLACEHOLDER, EnvRef, HeaderValue, Operation, Target
 
 NOW_HEADER = "X-Memlife-Now"
+# Which run a request belongs to, so that a simulated target keeps each run's background
+# work on that run's clock (docs/simulated-targets.md).
+RUN_HEADER = "X-Memlife-Run"
 _BODY_EXCERPT = 300
 
 
@@ -227,12 +230,15 @@ async def call(
     variables: dict[str, Any],
     *,
     scenario_now: str | None = None,
+    run: str = "",
 ) -> Response:
     """One request as the operation describes it; raises a TargetError subclass on failure."""
     headers = {name: resolve_header(v) for name, v in {**target.headers,
                                                        **operation.headers}.items()}
     if scenario_now:
         headers[NOW_HEADER] = scenario_now
+    if run:
+        headers[RUN_HEADER] = run
     path = render(operation.path, variables, url=True)
     params = {name: _query_value(value, variables) for name, value in operation.query.items()}
     body = render_body(operation.body, variables) if operation.body is not None else None

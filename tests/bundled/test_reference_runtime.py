@@ -299,10 +299,10 @@ def test_indexed_needle_search_finds_exactly_what_a_full_scan_finds(
 class _FullNightly(ReferenceRuntime):
     """The nightly as it was: every tenant rebuilt, whether anything changed or not."""
 
-    def _nightly(self, when: datetime) -> None:
-        self._db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id) "
-                         "SELECT user_id FROM users")
-        super()._nightly(when)
+    def _nightly(self, when: datetime, run: str) -> None:
+        self._db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id, run) "
+                         "SELECT user_id, ? FROM users", (run,))
+        super()._nightly(when, run)
 
 
 @pytest.mark.parametrize("faults", [(), ("nightly-resurrection",), ("delete-overreach",)])

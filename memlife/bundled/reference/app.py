@@ -37,6 +37,8 @@ from memlife.bundled.reference.schema import PRICE_PER_MILLION, STORES
 from memlife.bundled.reference.store import ReferenceRuntime, UnknownStore, UnknownTenant
 
 NOW_HEADER = "X-Memlife-Now"
+RUN_HEADER = "X-Memlife-Run"
+_RUN_MAX = 200
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -63,6 +65,16 @@ def _clock(request: Request) -> datetime:
             raise HTTPException(400, f"{NOW_HEADER} is not ISO-8601: {header_value!r}") from None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     return datetime.now(UTC)
+
+
+def _run(request: Request) -> str:
+    """The run a request belongs to: its background work is due on that run's clock
+    (docs/simulated-targets.md). Requests that name no run share one clock."""
+    run = request.headers.get(RUN_HEADER, "")
+    if len(run) > _RUN_MAX or not run.isprintable():
+        raise HTTPException(400, f"{RUN_HEADER} must be printable and at most {_RUN_MAX} "
+                                 "characters")
+    return run
 
 
 class InvalidBody(Exception):
@@ -158,7 +170,8 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
     async def register(request: Request) -> dict[str, object]:
         """Register a phone; a phone whose user was deleted registers as a new user."""
         body = await _body(request, RegisterRequest)
-        user_id, created = await to_thread(runtime.register, body.phone, _clock(request))
+        user_id, created = await to_thread(runtime.register, body.phone, _clock(request),
+                                             _run(request))
         return {"user_id": user_id, "created": created}
 
     async def preview(request: Request) -> Response:
@@ -172,7 +185,8 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
             await asyncio.sleep(service_time)
         think_ms = (time.perf_counter() - thinking) * 1000
         try:
-            user_id, answer = await to_thread(runtime.converse, body.phone, body.message, now)
+            user_id, answer = await to_thread(runtime.converse, body.phone, body.message, now,
+                                                   _run(request))
         except UnknownTenant:
             raise HTTPException(404, "phone is not registered") from None
         timings = {**answer.timings, "think": think_ms}
@@ -192,7 +206,7 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         """Request erasure; poll /v1/users/{user_id}/deletion until `completed`."""
         try:
             return await to_thread(runtime.delete_tenant, request.path_params["user_id"],
-                                   _clock(request))
+                                   _clock(request), _run(request))
         except UnknownTenant:
             raise HTTPException(404, "unknown user") from None
 
@@ -201,14 +215,14 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         body = await _body(request, ForgetRequest)
         try:
             return await to_thread(runtime.forget, request.path_params["user_id"], body.value,
-                                   _clock(request))
+                                   _clock(request), _run(request))
         except UnknownTenant:
             raise HTTPException(404, "unknown or deleted user") from None
 
     async def deletion(request: Request) -> dict[str, str | None]:
         try:
             return await to_thread(runtime.deletion_status, request.path_params["user_id"],
-                                   _clock(request))
+                                   _clock(request), _run(request))
         except UnknownTenant:
             raise HTTPException(404, "no deletion requested for this user") from None
 
@@ -223,7 +237,7 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         try:
             return {"records": await to_thread(runtime.store_records,
                                                request.path_params["store"], _clock(request),
-                                               tenant_id=tenant_id)}
+                                               tenant_id=tenant_id, run=_run(request))}
         except UnknownStore:
             raise HTTPException(
                 404, f"unknown store {request.path_params['store']!r}") from None
@@ -236,7 +250,7 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         try:
             return {"records": await to_thread(runtime.search_records,
                                                request.path_params["store"], _clock(request),
-                                               needles)}
+                                               needles, _run(request))}
         except UnknownStore:
             raise HTTPException(
                 404, f"unknown store {request.path_params['store']!r}") from None

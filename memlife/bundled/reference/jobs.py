@@ -1,7 +1,12 @@
 """The reference target's background work, run lazily in time order whenever a request
 brings the scenario clock past its due time: the asynchronous deletion worker's purges,
 session summaries after an hour idle, and the nightly job at 02:00 UTC that rebuilds
-memory from checkpoints."""
+memory from checkpoints.
+
+Every run has a clock of its own (a row of `clock`), and every piece of background work
+belongs to the run whose request caused it (a `run` column): a request advances its own
+run's clock and runs that run's work only. One run skipping three days ahead never makes
+another run's deletion or summary happen early, nor late."""
 
 from __future__ import annotations
 
@@ -10,7 +15,14 @@ from datetime import datetime, timedelta
 
 from memlife.bundled.reference import language
 from memlife.bundled.reference.faults import Fault
-from memlife.bundled.reference.schema import NIGHTLY_HOUR, SESSION_IDLE, iso, norm, parse
+from memlife.bundled.reference.schema import (
+    NIGHTLY_HOUR,
+    SESSION_IDLE,
+    iso,
+    norm,
+    parse,
+    run_clock_name,
+)
 
 
 class BackgroundJobs:
@@ -18,6 +30,7 @@ class BackgroundJobs:
 
     _db: sqlite3.Connection
     faults: frozenset[Fault]
+    _run: str  # the run whose request holds the lock (store.py: ReferenceRuntime._at)
 
     def _is_active(self, tenant: str) -> bool:
         row = self._db.execute("SELECT status FROM users WHERE user_id=?", (tenant,)).fetchone()
@@ -26,25 +39,27 @@ class BackgroundJobs:
     def _store_fact(self, tenant: str, message: str, stamp: str, *, graph: bool) -> bool:
         raise NotImplementedError  # the write path (store.py)
 
-    def _advance(self, now: datetime) -> datetime:
-        """Run every background job due by `now`, in time order. The clock never goes back."""
-        row = self._db.execute("SELECT value FROM clock WHERE name='now'").fetchone()
+    def _advance(self, now: datetime, run: str) -> datetime:
+        """Run every background job of `run` due by `now`, in time order. A run's clock
+        never goes back; each run's is its own (the requests without a run share one)."""
+        clock = run_clock_name(run)
+        row = self._db.execute("SELECT value FROM clock WHERE name=?", (clock,)).fetchone()
         last = parse(row["value"]) if row else None
         if last is not None and now <= last:
             return last
         start = last or now
         events: list[tuple[datetime, int, str, str]] = []
         for deletion in self._db.execute(
-            "SELECT id, purge_due FROM deletions WHERE completed_at IS NULL AND purge_due <= ?",
-            (iso(now),),
+            "SELECT id, purge_due FROM deletions WHERE run=? AND completed_at IS NULL "
+            "AND purge_due <= ?", (run, iso(now)),
         ).fetchall():
             due = parse(deletion["purge_due"])
             if due <= now:
                 events.append((due, 0, "purge", deletion["id"]))
         for item in self._db.execute(
             "SELECT tenant_id, last_message_at FROM activity "
-            "WHERE summarized_at IS NULL AND last_message_at <= ?",
-            (iso(now - SESSION_IDLE),),
+            "WHERE run=? AND summarized_at IS NULL AND last_message_at <= ?",
+            (run, iso(now - SESSION_IDLE)),
         ).fetchall():
             due = parse(item["last_message_at"]) + SESSION_IDLE
             if due <= now:
@@ -63,11 +78,11 @@ class BackgroundJobs:
                 self._db.execute("UPDATE activity SET summarized_at=? WHERE tenant_id=?",
                                  (iso(when), subject))
             else:
-                self._nightly(when)
-        self._db.execute("DELETE FROM cache WHERE expires_at <= ?", (iso(now),))
+                self._nightly(when, run)
+        self._db.execute("DELETE FROM cache WHERE run=? AND expires_at <= ?", (run, iso(now)))
         self._db.execute(
-            "INSERT INTO clock(name, value) VALUES ('now', ?) "
-            "ON CONFLICT(name) DO UPDATE SET value=excluded.value", (iso(now),))
+            "INSERT INTO clock(name, value) VALUES (?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET value=excluded.value", (clock, iso(now)))
         return now
 
     def _summarize(self, tenant: str, when: datetime, source: str) -> None:
@@ -85,8 +100,9 @@ class BackgroundJobs:
             (tenant, content, norm(content), iso(when), source),
         )
 
-    def _nightly(self, when: datetime) -> None:
-        """Rebuild memory from checkpoints (replaying statements in order), then summarize.
+    def _nightly(self, when: datetime, run: str) -> None:
+        """Rebuild memory from checkpoints (replaying statements in order), then summarize:
+        for the tenants whose last change came from `run`, on that run's night.
 
         Clean: only live checkpoints of active tenants. The nightly-resurrection fault reads
         every checkpoint, tombstoned ones included, and so re-creates deleted memories.
@@ -94,9 +110,10 @@ class BackgroundJobs:
         include_deleted = Fault.NIGHTLY_RESURRECTION in self.faults
         query = ("SELECT tenant_id, content FROM thread_messages WHERE role='user' "
                  + ("" if include_deleted else "AND deleted=0 ")
-                 + "AND tenant_id IN (SELECT tenant_id FROM nightly_dirty) ORDER BY id")
+                 + "AND tenant_id IN (SELECT tenant_id FROM nightly_dirty WHERE run=?) "
+                 "ORDER BY id")
         by_tenant: dict[str, list[str]] = {}
-        for row in self._db.execute(query).fetchall():
+        for row in self._db.execute(query, (run,)).fetchall():
             by_tenant.setdefault(row["tenant_id"], []).append(row["content"])
         stamp = iso(when)
         for tenant, messages in by_tenant.items():
@@ -107,13 +124,16 @@ class BackgroundJobs:
                     self._store_fact(tenant, message, stamp, graph=False)
         for row in self._db.execute(
                 "SELECT user_id FROM users WHERE status='active' "
-                "AND user_id IN (SELECT tenant_id FROM nightly_dirty)").fetchall():
+                "AND user_id IN (SELECT tenant_id FROM nightly_dirty WHERE run=?)",
+                (run,)).fetchall():
             self._summarize(row["user_id"], when, "nightly")
-        self._db.execute("DELETE FROM nightly_dirty")
+        self._db.execute("DELETE FROM nightly_dirty WHERE run=?", (run,))
 
     def _dirty(self, tenant: str) -> None:
-        self._db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id) VALUES (?)",
-                         (tenant,))
+        """The tenant changed: the nightly rebuild of the run that changed it redoes it."""
+        self._db.execute(
+            "INSERT INTO nightly_dirty(tenant_id, run) VALUES (?,?) "
+            "ON CONFLICT(tenant_id) DO UPDATE SET run=excluded.run", (tenant, self._run))
 
     def _purge(self, deletion_id: str, when: datetime) -> None:
         row = self._db.execute("SELECT tenant_id FROM deletions WHERE id=?",
@@ -126,8 +146,9 @@ class BackgroundJobs:
         if Fault.DELETE_OVERREACH in self.faults and keys:  # other tenants lose memories too
             marks = ",".join("?" * len(keys))
             self._db.execute(
-                "INSERT OR IGNORE INTO nightly_dirty(tenant_id) SELECT DISTINCT tenant_id "
-                f"FROM memories WHERE key IN ({marks})", keys)  # noqa: S608
+                "INSERT INTO nightly_dirty(tenant_id, run) SELECT DISTINCT tenant_id, ? "
+                f"FROM memories WHERE key IN ({marks}) "  # noqa: S608
+                "ON CONFLICT(tenant_id) DO UPDATE SET run=excluded.run", [self._run, *keys])
         if Fault.PARTIAL_DELETE in self.faults:
             self._db.execute(
                 "DELETE FROM memories WHERE id IN (SELECT id FROM memories WHERE tenant_id=? "

@@ -41,6 +41,7 @@ class Retrieval:
     _db: sqlite3.Connection
     faults: frozenset[Fault]
     retrieval: str
+    _run: str  # the run whose request holds the lock (store.py: ReferenceRuntime._at)
 
     def _answer(self, tenant: str, question: str, now: datetime) -> Answer:
         started = time.perf_counter()
@@ -56,11 +57,11 @@ class Retrieval:
         answer, retrieved = self._compose(tenant, question)
         self._db.execute(
             "INSERT INTO cache(tenant_id, question, answer, context, norm, cached_at, "
-            "expires_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT(tenant_id, question) DO UPDATE SET "
-            "answer=excluded.answer, context=excluded.context, norm=excluded.norm, "
-            "cached_at=excluded.cached_at, expires_at=excluded.expires_at",
+            "expires_at, run) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(tenant_id, question) DO "
+            "UPDATE SET answer=excluded.answer, context=excluded.context, norm=excluded.norm, "
+            "cached_at=excluded.cached_at, expires_at=excluded.expires_at, run=excluded.run",
             (tenant, normalized_question, answer.reply, json.dumps(answer.context),
-             norm(answer.reply), iso(now), iso(now + CACHE_TTL)),
+             norm(answer.reply), iso(now), iso(now + CACHE_TTL), self._run),
         )
         finished = time.perf_counter()
         return replace(answer, timings={

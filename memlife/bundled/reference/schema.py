@@ -69,30 +69,35 @@ CREATE TABLE IF NOT EXISTS summaries (
 CREATE TABLE IF NOT EXISTS cache (
     tenant_id TEXT NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL,
     context TEXT NOT NULL, norm TEXT NOT NULL, cached_at TEXT NOT NULL,
-    expires_at TEXT NOT NULL, PRIMARY KEY (tenant_id, question)
+    expires_at TEXT NOT NULL, run TEXT NOT NULL DEFAULT '', PRIMARY KEY (tenant_id, question)
 );
 CREATE TABLE IF NOT EXISTS deletions (
     id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, status TEXT NOT NULL,
     requested_at TEXT NOT NULL, purge_due TEXT NOT NULL, completed_at TEXT,
-    reported_completed_at TEXT
+    reported_completed_at TEXT, run TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS activity (
-    tenant_id TEXT PRIMARY KEY, last_message_at TEXT NOT NULL, summarized_at TEXT
+    tenant_id TEXT PRIMARY KEY, last_message_at TEXT NOT NULL, summarized_at TEXT,
+    run TEXT NOT NULL DEFAULT ''
 );
 -- A session is summarized once it has been idle long enough: only unsummarized ones are
--- looked at on each request.
-CREATE INDEX IF NOT EXISTS activity_unsummarized ON activity(last_message_at)
+-- looked at on each request, of the request's run.
+CREATE INDEX IF NOT EXISTS activity_unsummarized_run ON activity(run, last_message_at)
     WHERE summarized_at IS NULL;
 -- Tenants whose checkpoints or memories changed since the last nightly rebuild: the only
 -- ones a rebuild can change (it is idempotent), so the only ones it redoes.
-CREATE TABLE IF NOT EXISTS nightly_dirty (tenant_id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS nightly_dirty (
+    tenant_id TEXT PRIMARY KEY, run TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS nightly_dirty_run ON nightly_dirty(run);
 -- Lookups made on every request or every deletion: without them each is a scan of a table
 -- that grows with the number of tenants (quadratic over a run of thousands of pairs).
-CREATE INDEX IF NOT EXISTS deletions_pending ON deletions(purge_due)
+CREATE INDEX IF NOT EXISTS deletions_pending_run ON deletions(run, purge_due)
     WHERE completed_at IS NULL;
 CREATE INDEX IF NOT EXISTS deletions_tenant ON deletions(tenant_id, requested_at);
-CREATE INDEX IF NOT EXISTS cache_expiry ON cache(expires_at);
+CREATE INDEX IF NOT EXISTS cache_expiry_run ON cache(run, expires_at);
 CREATE INDEX IF NOT EXISTS graph_edges_tenant ON graph_edges(tenant_id);
+-- One clock per run: 'now' for requests that name no run, 'now:<run>' for each run.
 CREATE TABLE IF NOT EXISTS clock (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
@@ -141,6 +146,18 @@ def match_query(needle: str) -> tuple[str, str] | None:
     return None
 
 
+# Tables whose rows are background work, owned by the run that caused it; databases from
+# before runs had clocks of their own gain the column (their work belongs to no run: '').
+RUN_OWNED_TABLES = ("deletions", "activity", "nightly_dirty", "cache")
+# Their indexes from then, which the run-scoped ones replace.
+_SUPERSEDED_INDEXES = ("deletions_pending", "activity_unsummarized", "cache_expiry")
+
+
+def run_clock_name(run: str) -> str:
+    """The `clock` row of a run (docs/simulated-targets.md)."""
+    return f"now:{run}" if run else "now"
+
+
 def iso(moment: datetime) -> str:
     """Always to the microsecond, so that stored times compare correctly as text."""
     return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
@@ -169,7 +186,13 @@ def open_database(db_path: str | Path) -> sqlite3.Connection:
         "SELECT 1 FROM sqlite_master WHERE name=?", (f"jobs_{index}",)).fetchone()}
     tracked = db.execute("SELECT 1 FROM sqlite_master WHERE name='nightly_dirty'"
                          ).fetchone() is not None
+    for table in RUN_OWNED_TABLES:
+        columns = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
+        if columns and "run" not in columns:  # an existing table from before
+            db.execute(f"ALTER TABLE {table} ADD COLUMN run TEXT NOT NULL DEFAULT ''")
     db.executescript(SCHEMA + SEARCH_INDEX)
+    for index in _SUPERSEDED_INDEXES:
+        db.execute(f"DROP INDEX IF EXISTS {index}")
     if not tracked:  # a database from before the tracking: every tenant may need it
         db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id) "
                    "SELECT DISTINCT tenant_id FROM thread_messages")

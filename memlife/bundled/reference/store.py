@@ -15,8 +15,11 @@ Stores (retention policy in parentheses, as `scenarios/targets/reference.yaml` d
 Answers use the answer precedence: graph, then memory, then thread. Time is the caller's
 `X-Memlife-Now` (or the wall clock): background work — session summaries, the nightly
 job at 02:00 UTC, the asynchronous deletion worker, cache expiry — runs lazily, in time
-order, whenever a request brings the clock past its due time. Deterministic: no LLM, no
-randomness beyond opaque ids.
+order, whenever a request brings the clock past its due time. Each run (`X-Memlife-Run`)
+has a clock of its own, and the background work a request causes is due on its run's
+clock: runs that share one long-lived target, one after another or at once, each skip and
+compress time without moving anyone else's (docs/simulated-targets.md). Deterministic: no
+LLM, no randomness beyond opaque ids.
 
 Its parts: schema.py (tables and indexes), jobs.py (background work), retrieval.py (the
 answer path), faults.py (what it can be told to get wrong).
@@ -71,6 +74,7 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
         self.retrieval = retrieval
         self._lock = threading.Lock()
         self._db = open_database(db_path)
+        self._run = ""
 
     def close(self) -> None:
         with self._lock:
@@ -90,10 +94,13 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
         self._db.execute("COMMIT")
 
     @contextmanager
-    def _at(self, now: datetime) -> Iterator[datetime]:
-        """Lock, open a transaction, and bring background work up to `now` first."""
+    def _at(self, now: datetime, run: str) -> Iterator[datetime]:
+        """Lock, open a transaction, and bring `run`'s background work up to `now` first.
+        While the lock is held, `self._run` is the run whose request holds it: the work the
+        request causes is due on that run's clock."""
         with self._lock, self._transaction():
-            yield self._advance(now)
+            self._run = run
+            yield self._advance(now, run)
 
     def _next_seq(self) -> int:
         self._db.execute(
@@ -112,9 +119,9 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
 
     # -- public surface ------------------------------------------------------------------
 
-    def register(self, phone: str, now: datetime) -> tuple[str, bool]:
+    def register(self, phone: str, now: datetime, run: str = "") -> tuple[str, bool]:
         """Return (user_id, created). A phone maps to one active user."""
-        with self._at(now) as clock:
+        with self._at(now, run) as clock:
             row = self._db.execute(
                 "SELECT user_id FROM users WHERE phone=? AND status='active'", (phone,)
             ).fetchone()
@@ -127,10 +134,11 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
             )
             return user_id, True
 
-    def converse(self, phone: str, message: str, now: datetime) -> tuple[str, Answer]:
+    def converse(self, phone: str, message: str, now: datetime,
+                 run: str = "") -> tuple[str, Answer]:
         """One conversation turn through the preview path: (user_id, answer). Nothing is sent."""
         arrived = time.perf_counter()
-        with self._at(now) as clock:
+        with self._at(now, run) as clock:
             queued_ms = (time.perf_counter() - arrived) * 1000
             tenant = self._tenant_for_phone(phone)
             stamp = iso(clock)
@@ -147,17 +155,17 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
                  message, answer.reply, norm(f"{message}\n{answer.reply}"), stamp),
             )
             self._db.execute(
-                "INSERT INTO activity(tenant_id, last_message_at) VALUES (?,?) "
+                "INSERT INTO activity(tenant_id, last_message_at, run) VALUES (?,?,?) "
                 "ON CONFLICT(tenant_id) DO UPDATE SET last_message_at=excluded.last_message_at, "
-                "summarized_at=NULL",
-                (tenant, stamp))
+                "summarized_at=NULL, run=excluded.run",
+                (tenant, stamp, run))
             return tenant, replace(answer, timings={"queue": round(queued_ms, 3),
                                                     **answer.timings})
 
-    def delete_tenant(self, user_id: str, now: datetime) -> dict[str, str]:
+    def delete_tenant(self, user_id: str, now: datetime, run: str = "") -> dict[str, str]:
         """Request erasure. The user is detached from its phone at once (so the phone can
         register afresh); the purge runs asynchronously, DELETION_DELAY later."""
-        with self._at(now) as clock:
+        with self._at(now, run) as clock:
             row = self._db.execute(
                 "SELECT status FROM users WHERE user_id=?", (user_id,)
             ).fetchone()
@@ -178,17 +186,18 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
             deletion_id = f"del_{uuid.uuid4().hex[:16]}"
             self._db.execute(
                 "INSERT INTO deletions(id, tenant_id, status, requested_at, purge_due, "
-                "reported_completed_at) VALUES (?,?,?,?,?,?)",
+                "reported_completed_at, run) VALUES (?,?,?,?,?,?,?)",
                 (deletion_id, user_id, "completed" if premature else "pending", stamp,
-                 iso(due), stamp if premature else None),
+                 iso(due), stamp if premature else None, run),
             )
             return {"deletion_id": deletion_id,
                     "status": "completed" if premature else "pending"}
 
-    def forget(self, user_id: str, value: str, now: datetime) -> dict[str, str]:
+    def forget(self, user_id: str, value: str, now: datetime,
+               run: str = "") -> dict[str, str]:
         """Erase one fact: memories and graph facts holding it go; checkpoints and job rows
         that mention it are redacted; the tenant's cache is dropped and its summary redone."""
-        with self._at(now) as clock:
+        with self._at(now, run) as clock:
             if not self._is_active(user_id):
                 raise UnknownTenant(user_id)
             needle = norm(value)
@@ -210,8 +219,9 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
             self._summarize(user_id, clock, "session")
             return {"status": "completed"}
 
-    def deletion_status(self, user_id: str, now: datetime) -> dict[str, str | None]:
-        with self._at(now):
+    def deletion_status(self, user_id: str, now: datetime,
+                        run: str = "") -> dict[str, str | None]:
+        with self._at(now, run):
             row = self._db.execute(
                 "SELECT * FROM deletions WHERE tenant_id=? ORDER BY requested_at DESC LIMIT 1",
                 (user_id,),
@@ -225,16 +235,16 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
     # -- admin reads (for probes) --------------------------------------------------------
 
     def store_records(self, store: str, now: datetime, tenant_id: str | None = None,
-                      needle: str | None = None) -> list[dict[str, object]]:
+                      needle: str | None = None, run: str = "") -> list[dict[str, object]]:
         """Records of one store, by tenant scope or by normalized needle (all tenants)."""
-        with self._at(now):
+        with self._at(now, run):
             return self._select_records(store, tenant_id, needle)
 
-    def search_records(self, store: str, now: datetime,
-                       needles: list[str]) -> list[dict[str, object]]:
+    def search_records(self, store: str, now: datetime, needles: list[str],
+                       run: str = "") -> list[dict[str, object]]:
         """Records holding any of the needles (each record once), in one transaction."""
         found: dict[str, dict[str, object]] = {}
-        with self._at(now):
+        with self._at(now, run):
             for needle in dict.fromkeys(needles):
                 for record in self._select_records(store, None, needle):
                     found.setdefault(str(record["id"]), record)
