@@ -12,7 +12,14 @@ from memlife.activities.calls import (
     send_retrying,
 )
 from memlife.activities.stores import inspect
-from memlife.activities.target import delete, forget, read_deletion_status, register, send_all
+from memlife.activities.target import (
+    IdentityTaken,
+    delete,
+    forget,
+    read_deletion_status,
+    register,
+    send_all,
+)
 from temporalio import activity
 
 from memlife import contracts
@@ -94,7 +101,7 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
                 outcome = BatchOutcome(value=_jsonable(value))
             except MissingSecret as error:  # the same for every item: the batch fails
                 raise application_error(error) from None
-            except TargetError as error:
+            except (TargetError, IdentityTaken) as error:
                 outcome = BatchOutcome(ok=False, error=f"{type(error).__name__}: {error}")
             done[index] = outcome
             if resumable:

@@ -48,10 +48,12 @@ def record_run_started(run: RunInput) -> None:
 @activity.defn(name=contracts.MATERIALIZE_PAIRS)
 def materialize_pairs(run_id: str, scenario: Scenario, seed: str) -> int:
     """Materialize the run's pairs from its seed into the recorder (pairs and values);
-    idempotent, so a retry writes the same rows. Returns the number of pairs."""
-    from memlife.rules.pairs import materialize
+    idempotent, so a retry writes the same rows. Returns the number of pairs. Against a
+    shared target, values no other run used there (recorder/claims.py)."""
+    from memlife.recorder.claims import materialize_unclaimed
+    from memlife.recorder.values import run_shared_target
 
-    pairs = materialize(scenario, seed).pairs
+    pairs = materialize_unclaimed(scenario, seed, run_id, run_shared_target(run_id)).pairs
     pair_rows = ({"id": f"{run_id}/{index}", "run_id": run_id, "pair_index": index,
                   "pair_json": pair.model_dump_json()} for index, pair in enumerate(pairs))
     _write_chunked(recorder.RunPairRow, pair_rows)
@@ -245,14 +247,15 @@ def finish_run(run_id: str, failed_pairs: list[int],
 
 @activity.defn(name=contracts.PREPARE_SCHEDULED_RUN)
 def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
-    """A scheduled run gets its own id, canary seed and fresh tenants each time it starts."""
-    from memlife.rules.pairs import materialize
+    """A scheduled run gets its own id, canary seed and fresh tenants each time it starts:
+    values no other run used against its target (recorder/claims.py)."""
+    from memlife.recorder.claims import materialize_unclaimed
 
     meta = run.meta.model_copy(update={
         "canary_seed": run_id if run.scenario.generate is not None else None})
     if run.cohort_size:  # the suite materializes the pairs into the recorder itself
         return run.model_copy(update={"run_id": run_id, "seed": run_id, "meta": meta})
-    scenario = materialize(run.scenario, run_id)
+    scenario = materialize_unclaimed(run.scenario, run_id, run_id, meta.shared_target())
     return run.model_copy(update={"run_id": run_id, "scenario": scenario, "meta": meta})
 
 

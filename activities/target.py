@@ -12,6 +12,7 @@ still fails is returned as a target error: verdicts are data, never activity fai
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,22 +53,69 @@ async def register_tenant(request: RegisterRequest) -> RegisterResult:
         log.warning("register failed", target=request.target.name, error=str(error),
                     attempt=activity.info().attempt)
         raise application_error(error) from None
+    except IdentityTaken as error:
+        raise ApplicationError(str(error), type="IdentityTaken", non_retryable=True) from None
+
+
+# Fresh identities tried when a phone is taken (claimed by another run against the same
+# target, or answered "already exists") before registration fails.
+IDENTITY_ATTEMPTS = 5
+
+
+class IdentityTaken(Exception):
+    """Every phone tried for a tenant was already someone's on the target."""
 
 
 async def register(request: RegisterRequest, send: Send) -> RegisterResult:
-    steps = request.target.operations.register_steps()
+    """Register the tenant under a phone that is its own: never one another run used
+    against the same target (recorder/claims.py), never one the target says already
+    exists (a `created` of false). A taken phone is replaced by a fresh fictional one, and
+    the result says which phone the tenant has."""
+    from memlife.recorder.claims import claim
+    from memlife.recorder.values import run_shared_target
+    from memlife.rules.phones import synthetic_phone
+
+    shared = (await asyncio.to_thread(run_shared_target, request.run_id)
+              if request.run_id else None)
+    phone = request.phone
+    refused: list[str] = []
+    for attempt in range(1, IDENTITY_ATTEMPTS + 1):
+        taken = shared is not None and bool(await asyncio.to_thread(
+            claim, shared, request.run_id, "phone", [(phone, request.tenant_alias, "")]))
+        if not taken:
+            result = await _register_as(request, phone, send)
+            if result is not None:
+                return result
+        refused.append(phone)
+        log.info("registration retried with a fresh phone", tenant=request.tenant_alias,
+                 reason="claimed by another run" if taken else "already exists")
+        phone = synthetic_phone(f"{request.run_id}/{request.tenant_alias}/{attempt}", 0)
+    raise IdentityTaken(f"{request.tenant_alias}: phones {', '.join(refused)} are all taken "
+                        f"on {request.target.name}")
+
+
+async def _register_as(request: RegisterRequest, phone: str,
+                       send: Send) -> RegisterResult | None:
+    """The registration requests in order; None when the target answers that the identity
+    already exists (`created` extracted as false)."""
     wall_time = datetime.now(UTC)
-    user_id = request.phone  # the target identifies tenants by phone until it says otherwise
+    user_id = phone  # the target identifies tenants by phone until it says otherwise
     latency_ms, status = 0.0, 0
-    for operation in steps:  # in order: e.g. create the user, then its session
+    for operation in request.target.operations.register_steps():  # e.g. user, then session
         response = await send(request.target, operation,
-                              {"phone": request.phone, "tenant_alias": request.tenant_alias,
+                              {"phone": phone, "tenant_alias": request.tenant_alias,
                                "user_id": user_id}, request.scenario_now, request.run_id)
+        if _is_false(response.fields.get("created")):
+            return None
         user_id = str(response.fields.get("user_id", user_id))
         latency_ms += response.latency_ms
         status = response.status
     return RegisterResult(user_id=user_id, latency_ms=latency_ms, status=status,
-                          wall_time=wall_time)
+                          wall_time=wall_time, phone=None if phone == request.phone else phone)
+
+
+def _is_false(value: Any) -> bool:
+    return value is False or (isinstance(value, str) and value.strip().lower() == "false")
 
 
 @activity.defn(name=contracts.CONVERSE)

@@ -69,6 +69,20 @@ class RunMeta(_Model):
     configuration: str | None = None
     repetition: int | None = None
 
+    def shared_target(self) -> str | None:
+        return shared_target(self.target_identity, self.target_base_url)
+
+# What `memlife run` without --target says of the reference target it starts, with a
+# database of the run's own (cli/runner.py).
+FRESH_TARGET_KIND = "bundled reference target"
+
+
+def shared_target(identity: dict[str, str], base_url: str) -> str | None:
+    """The target's address when other runs may use it too (a target file names a service
+    that outlives the run); None for a bundled target started for this run alone. Runs
+    against a shared target claim their phones and values (recorder/claims.py)."""
+    return None if identity.get("kind") == FRESH_TARGET_KIND else base_url
+
 class RunInput(_Model):
     # Empty for a scheduled run: the workflow assigns a fresh id, seed and tenants at start.
     run_id: str
@@ -126,6 +140,9 @@ class RegisterResult(_Model):
     latency_ms: float
     status: int
     wall_time: datetime
+    # The phone the tenant registered with, when the one asked for was taken (claimed by
+    # another run against the target, or answered "already exists"); None: as asked.
+    phone: str | None = None
 
 class ConverseRequest(_Model):
     """Messages of one tenant in one step, sent in order within one activity."""

@@ -125,9 +125,11 @@ async def _register_one(run: Lifecycle, role: Role) -> Observation:
         return Observation(seq=seq, role=role, kind="register", request=tenant.phone,
                            status="target-error", error=failure_text(error),
                            scenario_time=scenario_time, wall_time=workflow.now())
-    run.tenants[role] = tenant.model_copy(update={"user_id": result.user_id})
+    # The phone the target took, when the one asked for was taken (activities/target.py).
+    phone = result.phone or tenant.phone
+    run.tenants[role] = tenant.model_copy(update={"user_id": result.user_id, "phone": phone})
     run.state.record_registration(role, result.user_id)
-    return Observation(seq=seq, role=role, kind="register", request=tenant.phone,
+    return Observation(seq=seq, role=role, kind="register", request=phone,
                        reply=result.user_id, http_status=result.status or None,
                        latency_ms=result.latency_ms, scenario_time=scenario_time,
                        wall_time=result.wall_time)

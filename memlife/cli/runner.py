@@ -171,7 +171,8 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
                  configuration: Configuration, repetition: int) -> StartedRun:
     """One run of one configuration: its tenants, its target, its workflow."""
     from memlife.bundled.reference.target_file import reference_target
-    from memlife.contracts import RunInput, RunMeta, suite_workflow_id
+    from memlife.contracts import FRESH_TARGET_KIND, RunInput, RunMeta, suite_workflow_id
+    from memlife.recorder.claims import materialize_unclaimed
     from memlife.rules.durations import format_duration
     from memlife.rules.pairs import materialize
     from memlife.rules.sizing import cohort_size
@@ -184,9 +185,12 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
     # repetition fresh ones.
     base_seed = plan.seed or session.experiment or ""
     seed = (f"{base_seed}-r{repetition}" if plan.repeat > 1 else base_seed) or run_id
-    scenario = materialize(plan.scenario, seed)
-    cohort = cohort_size(len(scenario.pairs)) if plan.cohort == "auto" else int(plan.cohort)
     target, identity = configuration.target, {}
+    if target is None:
+        scenario = materialize(plan.scenario, seed)
+    else:  # a service other runs use too: values none of them used (recorder/claims.py)
+        scenario = materialize_unclaimed(plan.scenario, seed, run_id, target.base_url)
+    cohort = cohort_size(len(scenario.pairs)) if plan.cohort == "auto" else int(plan.cohort)
     if target is None:
         # A fresh database per run: needle searches see this run's data only.
         faults = plan.faults if configuration.faults is None else configuration.faults
@@ -194,7 +198,7 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
             STATE_DIR, faults, db_path=STATE_DIR / "reference" / f"{run_id}.db",
             retrieval=configuration.retrieval))
         target = reference_target(process.base_url)
-        identity = {"kind": "bundled reference target", "faults": ",".join(faults) or "none",
+        identity = {"kind": FRESH_TARGET_KIND, "faults": ",".join(faults) or "none",
                     "retrieval": configuration.retrieval}
     clock = plan.clock
     settle = next((step.duration for step in scenario.timeline if step.step == "wait"), None)

@@ -17,7 +17,7 @@ _PUBLIC = {
     "AdjudicationRow": "tables", "ErasureReceiptRow": "tables",
     "ObservationMetricRow": "tables", "ObservationRow": "tables", "RunPairRow": "tables",
     "RunRow": "tables", "RunValueRow": "tables", "StepRow": "tables", "TenantRow": "tables",
-    "VerdictRow": "tables",
+    "TargetClaimRow": "tables", "VerdictRow": "tables",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -167,3 +167,18 @@ class RunValueRow(SQLModel, table=True):
     alias: str
     domain: str
     text: str
+
+
+class TargetClaimRow(SQLModel, table=True):
+    """A phone or fact value that one run used against one long-lived target: no other run
+    against that target uses it again (recorder/claims.py). `owner` names the tenant, so a
+    value seen in another run's answer is attributed to the run and tenant it belongs to."""
+
+    __tablename__ = "target_claims"
+    id: str = Field(primary_key=True)  # sha256 of (target, kind, normalized text)
+    target: str = Field(index=True)
+    kind: str  # "phone" | "value"
+    text: str
+    run_id: str = Field(index=True)
+    owner: str  # "<alias> (pair <n>)"; a phone: the alias
+    domain: str = ""

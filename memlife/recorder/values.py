@@ -1,14 +1,21 @@
 """Every value of a run, indexed once per worker process: a reply holding a value of a
 tenant outside the probed pair is a leak too, and at ten thousand pairs the values are
-looked up by index, not scanned (rules/scoring.py: ValueIndex)."""
+looked up by index, not scanned (rules/scoring.py: ValueIndex). Against a long-lived
+target, the values other runs claimed there (recorder/claims.py) are foreign too, each
+attributed to its run and tenant."""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
+import time
 
-from memlife.recorder.database import database_url
+from memlife.contracts import shared_target
+from memlife.recorder.claims import claim_count, claims_of_others
+from memlife.recorder.database import database_url, session
 from memlife.recorder.queries import run_value_tuples
+from memlife.recorder.tables import RunRow
 from memlife.rules.scoring import ValueIndex
 from memlife.rules.verdicts import ForbiddenValue
 
@@ -45,19 +52,75 @@ def _run_value_index(run_id: str) -> ValueIndex[_ValueOwner]:
     return index
 
 
+# (text, run, owner, domain) per value other runs claimed against a shared target.
+_OtherRun = tuple[str, str, str, str]
+# A run's shared target (None: a fresh target of its own), and the other runs' values there
+# with the claim count they were built at and when that count was last checked.
+_shared_targets: dict[tuple[str, str], str | None] = {}
+_other_runs: dict[tuple[str, str, str], tuple[int, float, ValueIndex[_OtherRun]]] = {}
+_RECHECK_SECONDS = 5.0  # a run started since may have claimed values: look again this often
+
+
+def run_shared_target(run_id: str) -> str | None:
+    """The run's target when other runs may share it (contracts.shared_target), as recorded
+    when the run started; None for a fresh target or an unknown run."""
+    key = (database_url(), run_id)
+    if key not in _shared_targets:
+        with session() as db:
+            run = db.get(RunRow, run_id)
+            if run is None:
+                return None
+            _shared_targets[key] = shared_target(
+                json.loads(run.meta_json).get("target_identity") or {}, run.target_base_url)
+    return _shared_targets[key]
+
+
+def _other_runs_index(run_id: str) -> ValueIndex[_OtherRun] | None:
+    """Values other runs claimed against this run's target, rebuilt when their number
+    changes (checked at most every few seconds)."""
+    target = run_shared_target(run_id)
+    if target is None:
+        return None
+    key = (database_url(), target, run_id)
+    with _values_lock:
+        cached = _other_runs.get(key)
+    now = time.monotonic()
+    if cached is not None and now - cached[1] < _RECHECK_SECONDS:
+        return cached[2]
+    count = claim_count(target)
+    if cached is not None and cached[0] == count:
+        index = cached[2]
+    else:
+        index = ValueIndex((text, (text, run, sys.intern(owner), sys.intern(domain)))
+                           for text, run, owner, domain in claims_of_others(target, run_id))
+    with _values_lock:
+        if len(_other_runs) > 16:
+            _other_runs.clear()
+        _other_runs[key] = (count, now, index)
+    return index
+
+
 class ForeignValues(ValueIndex[ForbiddenValue]):
-    """The run's values of every other pair, as judge_probe looks them up."""
+    """The run's values of every other pair (and, against a long-lived target, every
+    other run's), as judge_probe looks them up."""
 
     def __init__(self, run_id: str, pair_index: int) -> None:  # noqa: D107
         self._all = _run_value_index(run_id)
         self._pair_index = pair_index
-        self.size = self._all.size
+        self._other_runs = _other_runs_index(run_id)
+        self.size = self._all.size + (self._other_runs.size if self._other_runs else 0)
 
     def found_in(self, haystack_normalized: str) -> list[ForbiddenValue]:
-        return [ForbiddenValue(text=text, origin="foreign", domain=domain,
-                               owner=f"{alias} (pair {pair})")
-                for pair, domain, alias, text in self._all.found_in(haystack_normalized)
-                if pair != self._pair_index]
+        found = [ForbiddenValue(text=text, origin="foreign", domain=domain,
+                                owner=f"{alias} (pair {pair})")
+                 for pair, domain, alias, text in self._all.found_in(haystack_normalized)
+                 if pair != self._pair_index]
+        if self._other_runs is not None:
+            found.extend(ForbiddenValue(text=text, origin="foreign", domain=domain,
+                                        owner=f"{owner} of run {run}")
+                         for text, run, owner, domain in self._other_runs.found_in(
+                             haystack_normalized))
+        return found
 
 
 def foreign_values(run_id: str, pair_index: int) -> ForeignValues:
@@ -65,6 +128,9 @@ def foreign_values(run_id: str, pair_index: int) -> ForeignValues:
 
 
 def forget_run_values(run_id: str) -> None:
-    """Drop a finished run's index from this process."""
+    """Drop a finished run's indexes from this process."""
+    url = database_url()
     with _values_lock:
-        _foreign_cache.pop((database_url(), run_id), None)
+        _foreign_cache.pop((url, run_id), None)
+        target = _shared_targets.pop((url, run_id), None)
+        _other_runs.pop((url, target or "", run_id), None)

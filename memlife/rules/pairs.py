@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from pydantic import BaseModel, ConfigDict
 
 from memlife.rules.canaries import CanaryPool
@@ -24,15 +26,17 @@ class TenantIdentity(BaseModel):
     user_id: str | None = None
 
 
-def materialize(scenario: Scenario, seed: str) -> Scenario:
+def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Scenario:
     """The scenario with concrete pairs: generated pairs get canary values (and as many
-    update values as the timeline needs) drawn from `seed`; listed pairs are kept."""
+    update values as the timeline needs) drawn from `seed`, none equal to, inside or holding
+    a text of `avoid` (values other runs used against the same target); listed pairs are
+    kept."""
     if scenario.generate is None:
         return scenario
     questions = [q for domain in scenario.domains.values()
                  for templates in domain.templates.values()
                  for q in (*templates.question, *templates.question_dev)]
-    pool = CanaryPool(seed, avoid=questions)
+    pool = CanaryPool(seed, avoid=[*questions, *avoid])
     updates = scenario.update_counts()
     generation = scenario.generate
     pairs = []
@@ -58,3 +62,13 @@ def pair_tenants(run_id: str, pair_index: int, pair: Pair,
                            phone=synthetic_phone(run_id, 2 * pair_index + offset),
                            language=scenario.language_of(pair.tenant(role)))
             for offset, role in enumerate(("a", "b"))]
+
+
+def pair_values(pairs: list[Pair]) -> Iterator[tuple[int, str, str, str]]:
+    """(pair, alias, domain, text) of every fact value the pairs state, updates included."""
+    for index, pair in enumerate(pairs):
+        for role in ("a", "b"):
+            tenant = pair.tenant(role)
+            for domain, fact in tenant.facts.items():
+                for text in fact.all_texts():
+                    yield index, tenant.alias, domain, text
