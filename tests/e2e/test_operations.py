@@ -8,131 +8,33 @@ import asyncio
 import base64
 import gzip
 import json
-import os
-import signal
 import struct
 import subprocess
-import sys
 import time
 import uuid
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
-from memlife.bundled.reference.target_file import TARGET_FILE
 from memlife.stack import embedded
 from tests import browser
+from tests.e2e.devstack import (
+    MEMLIFE,
+    TEMPORAL,
+    DevStack,
+    clean_env,
+    target_file_for,
+    wait_for,
+)
 
-# On one parallel worker: one `memlife dev` stack (the module fixture) serves every test here.
+# On one parallel worker: the session's `memlife dev` stack (devstack.py) serves them all.
 pytestmark = pytest.mark.xdist_group("dev-stack")
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
-REFERENCE_FILE = TARGET_FILE
-MEMLIFE = [sys.executable, "-m", "memlife"]
-TEMPORAL = embedded.bundled_binary("temporal")
-
-
-@dataclass
-class DevStack:
-    home: Path
-    address: str
-    web_ui: str
-    target_file: Path
-    env: dict[str, str]
-
-    def memlife(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*MEMLIFE, *args], cwd=self.home, env=self.env,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-
-    def temporal(self, *args: str) -> str:
-        result = subprocess.run([TEMPORAL, *args, "--address", self.address, "-o", "json"],
-                                capture_output=True, text=True, timeout=60, check=False)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-    def workflows(self, query: str) -> list[dict[str, object]]:
-        out = self.temporal("workflow", "list", "--query", query)
-        return json.loads(out) if out.strip() else []
-
-
-def target_file_for(base_url: str, path: Path) -> Path:
-    text = REFERENCE_FILE.read_text().replace("http://127.0.0.1:8080", base_url)
-    path.write_text(text)
-    return path
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")}
-    return {**base, "PYTHONPATH": str(REPO), "COLUMNS": "200", **extra}
-
-
-@pytest.fixture(scope="module")
-def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    home = tmp_path_factory.mktemp("dev")
-    port, ui_port, target_port = (embedded.free_port() for _ in range(3))
-    log = home / "dev.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [*MEMLIFE, "dev", "--port", str(port), "--ui-port", str(ui_port),
-             "--target-port", str(target_port)],
-            cwd=home, env=clean_env(), stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL)
-    stack_file = home / ".memlife" / "dev.json"
-    deadline = time.monotonic() + 120
-    while not stack_file.exists():
-        assert process.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.2)
-    time.sleep(0.5)  # the file is written just before the worker starts polling
-    info = json.loads(stack_file.read_text())
-    assert info["temporal_address"] == f"127.0.0.1:{port}"
-    assert info["reference_target"] == f"http://127.0.0.1:{target_port}"
-    target_file = target_file_for(info["reference_target"], home / "reference.yaml")
-    try:
-        yield DevStack(home, info["temporal_address"], info["web_ui"], target_file,
-                       clean_env(TEMPORAL_ADDRESS=info["temporal_address"]))
-    finally:
-        process.send_signal(signal.SIGINT)  # Ctrl-C
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
-    # A clean shutdown: exit 0, every child gone, the stack file removed.
-    assert process.returncode == 0, log.read_text()
-    assert "memlife dev: stopped" in log.read_text()
-    for name, pid in info["pids"].items():
-        assert not _alive(pid), f"{name} (pid {pid}) still running after Ctrl-C"
-    assert not stack_file.exists()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie of an exited child is not running.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def _wait_for(check: object, timeout: float = 90, interval: float = 0.5) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()  # type: ignore[operator]
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(interval)
 
 
 def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
@@ -167,7 +69,7 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
     # The schedule's runs only: other tests run the seed on this stack too.
     query = ('MemlifeScenario="seed-six-case" AND WorkflowType="SuiteWorkflow" AND '
              'TemporalScheduledById="nightly-seed"')
-    runs = _wait_for(lambda: [w for w in dev_stack.workflows(query)
+    runs = wait_for(lambda: [w for w in dev_stack.workflows(query)
                               if w.get("status") == "WORKFLOW_EXECUTION_STATUS_COMPLETED"]
                      if len(dev_stack.workflows(query + ' AND ExecutionStatus="Completed"'))
                      >= 2 else None)
@@ -255,7 +157,7 @@ def test_a_review_session_while_a_run_waits_reaches_the_report(
         try:
             assert process.stdout is not None
             run_id = process.stdout.readline().split(" · run ", 1)[1].split(" ", 1)[0]
-            _wait_for(lambda: _waiting(dev_stack, run_id))
+            wait_for(lambda: _waiting(dev_stack, run_id))
             # The six leaky answers of the first probes wait for a person, blind.
             session = subprocess.run(
                 [*MEMLIFE, "review", "--queue", queue, "--reviewer", "carol", "--limit", "2"],
@@ -325,7 +227,7 @@ def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack, cohort: 
     scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 6h"))
     process, run_id = _start_long_run(dev_stack, scenario, cohort)
     try:
-        _wait_for(lambda: _waiting(dev_stack, run_id))
+        wait_for(lambda: _waiting(dev_stack, run_id))
         table = dev_stack.memlife("status")
         assert table.returncode == 0 and "SuiteWorkflow" in table.stdout
         assert "next wake-up" in table.stdout
@@ -353,7 +255,7 @@ def test_an_operator_cancels_a_lifecycle_cleanly(dev_stack: DevStack, cohort: st
     scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 2d"))
     process, run_id = _start_long_run(dev_stack, scenario, cohort)
     try:
-        _wait_for(lambda: _waiting(dev_stack, run_id))
+        wait_for(lambda: _waiting(dev_stack, run_id))
         cancelled = dev_stack.memlife("cancel", run_id, "--reason", "test over")
         assert cancelled.returncode == 0, cancelled.stderr
         out, err = process.communicate(timeout=120)
