@@ -81,6 +81,9 @@ def read_artifact_file(path: Path) -> Artifact | ExperimentDocument:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise InputError([Problem(str(path), "", f"not a JSON artifact ({error})")]) from None
+    except RecursionError:  # json nests recursively: no artifact is nested this deep
+        raise InputError([Problem(str(path), "", "not a JSON artifact (nested too deeply)")]
+                         ) from None
     if not isinstance(document, dict) or not ({"summary", "meta"} <= set(document)
                                               or {"experiment", "runs"} <= set(document)):
         raise InputError([Problem(str(path), "", "not a memlife artifact (no meta/summary)")])

@@ -1,7 +1,12 @@
-"""Input documents (scenario, target and matrix files): strict YAML loading, then
-validation against a pydantic model and the rules only the whole document can check.
-Every problem becomes one `file: field.path: reason` line; duplicate keys are errors and
-carry their line."""
+"""Input documents (scenario, target and matrix files, and so what a schedule is made
+from): one safe YAML loader, then validation against a pydantic model and the rules only
+the whole document can check. Every problem becomes one `file: field.path: reason` line.
+
+The loader refuses, each with its line: a file over MAX_FILE_BYTES (read no further, so a
+device or a pipe cannot hang it), nesting deeper than MAX_DEPTH, a document whose aliases
+expand past MAX_NODES nodes (a "billion laughs"), explicit YAML tags (`!!python/object`,
+`!!binary`, `!!set`: nothing a memlife file needs, and the first constructs objects) and
+duplicate keys (PyYAML silently keeps the last)."""
 
 from __future__ import annotations
 
@@ -19,8 +24,48 @@ from memlife.errors import InputError, Problem
 Model = TypeVar("Model", bound=BaseModel)
 
 
+MAX_FILE_BYTES = 8 * 1024 * 1024  # a 10,000-pair scenario with listed pairs is ~2 MB
+MAX_DEPTH = 64  # memlife's deepest file needs about ten levels
+MAX_NODES = 1_000_000  # nodes after aliases are expanded
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys (PyYAML silently keeps the last)."""
+    """SafeLoader that also refuses what a memlife file never needs (see the module)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}  # node id -> its size with aliases expanded
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            return super().compose_node(parent, index)
+        tag = getattr(event, "tag", None)
+        if tag not in (None, "!"):
+            raise yaml.composer.ComposerError(
+                None, None, f"the YAML tag {tag!r} is not allowed (memlife files are plain "
+                "mappings, lists and scalars)", event.start_mark)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels (no memlife file needs "
+                "more than a few)", event.start_mark)
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        else:
+            children = []
+        size = 1 + sum(self._sizes.get(id(child), 1) for child in children)
+        if size > MAX_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"its aliases expand to more than {MAX_NODES:,} values",
+                event.start_mark)
+        self._sizes[id(node)] = size
+        return node
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -45,19 +90,32 @@ _StrictLoader.add_constructor(
 )
 
 
+def read_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """At most `limit` bytes of the file, or an InputError: read no further than the cap,
+    so that a huge file, a device or a pipe costs nothing."""
+    name = str(path)
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(limit + 1)
+    except FileNotFoundError:
+        raise InputError([Problem(name, "", "file not found")]) from None
+    except IsADirectoryError:
+        raise InputError([Problem(name, "", "is a directory, expected a file")]) from None
+    except OSError as exc:
+        raise InputError([Problem(name, "", f"cannot read: {exc.strerror}")]) from None
+    if len(data) > limit:
+        raise InputError([Problem(name, "", f"larger than {limit // (1024 * 1024)} MiB, the "
+                                  "most a memlife file may be")])
+    return data
+
+
 def load_yaml_file(path: str | Path) -> Any:
     """Read and parse one YAML document, turning every failure into an InputError."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError([Problem(name, "", "file not found")]) from None
-    except IsADirectoryError:
-        raise InputError([Problem(name, "", "is a directory, expected a YAML file")]) from None
+        text = read_capped(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError([Problem(name, "", f"not UTF-8 text ({exc.reason})")]) from None
-    except OSError as exc:
-        raise InputError([Problem(name, "", f"cannot read: {exc.strerror}")]) from None
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:  # PyYAML composes nested collections recursively

@@ -1,5 +1,6 @@
-"""HTTP header names and values as a target file writes them: nothing that could split a
-request (a header injection) gets as far as a request."""
+"""HTTP header names and values, and URLs, as a target file writes them: nothing that could
+split a request (a header injection) or smuggle a second line into a request line gets as
+far as a request."""
 
 from __future__ import annotations
 
@@ -31,3 +32,16 @@ def safe_header_values(headers: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"{name}: a header value cannot hold a carriage return, line "
                              "feed or NUL character (it would start another header)")
     return headers
+
+
+def _no_control_characters(value: str) -> str:
+    """A URL or path as written: no control character (CR, LF, NUL, tab, ...), which could
+    end the request line early or hide where the request really goes."""
+    bad = sorted({f"U+{ord(c):04X}" for c in value if ord(c) < 0x20 or ord(c) == 0x7F})
+    if bad:
+        raise ValueError(f"a URL cannot hold control characters ({', '.join(bad)}); "
+                         "percent-encode them if the service needs them")
+    return value
+
+
+UrlText = Annotated[str, AfterValidator(_no_control_characters)]

@@ -45,10 +45,9 @@ class MatrixFile(BaseModel):
         return self
 
 
-def load_matrix(path: str | Path, faults: Collection[str],
-                retrieval_modes: Collection[str]) -> MatrixFile:
-    """Raises InputError with one `file: field: reason` per problem; `faults` and
-    `retrieval_modes` are what the bundled reference target knows."""
+def parse_matrix(data: object, file: str, faults: Collection[str],
+                 retrieval_modes: Collection[str]) -> MatrixFile:
+    """A matrix document already read; target files are looked up beside `file`."""
     def semantic(matrix: MatrixFile, file: str) -> list[Problem]:
         problems = []
         for index, entry in enumerate(matrix.configurations):
@@ -66,4 +65,11 @@ def load_matrix(path: str | Path, faults: Collection[str],
                                         f"{entry.target!r} (relative to the matrix file)"))
         return problems
 
-    return parse_document(MatrixFile, load_yaml_file(path), str(path), semantic)
+    return parse_document(MatrixFile, data, file, semantic)
+
+
+def load_matrix(path: str | Path, faults: Collection[str],
+                retrieval_modes: Collection[str]) -> MatrixFile:
+    """Raises InputError with one `file: field: reason` per problem; `faults` and
+    `retrieval_modes` are what the bundled reference target knows."""
+    return parse_matrix(load_yaml_file(path), str(path), faults, retrieval_modes)

@@ -1,9 +1,11 @@
-"""Validation is fed generated scenario and target files and never fails with anything but
-one InputError of `file: path: reason` lines (the CLI turns that into exit 2)."""
+"""Validation is fed generated scenario, target and matrix files, and the loader generated
+YAML text, and never fails with anything but one InputError of `file: path: reason` lines
+(the CLI turns that into exit 2)."""
 
 from __future__ import annotations
 
 import copy
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memlife.bundled.reference.faults import FAULTS, RETRIEVAL_MODES
 from memlife.errors import InputError
+from memlife.rules.documents import load_yaml_file
+from memlife.rules.matrix import parse_matrix
 from memlife.rules.scenario_file import parse_scenario
 from memlife.rules.target import parse_target
 
@@ -21,6 +26,11 @@ REPO = Path(__file__).resolve().parents[2]
 SEED = yaml.safe_load((REPO / "scenarios" / "seed-six-case.yaml").read_text())
 NIGHTLY = yaml.safe_load((REPO / "scenarios" / "lifecycle-nightly.yaml").read_text())
 TARGET = yaml.safe_load((REPO / "scenarios" / "targets" / "reference.yaml").read_text())
+MATRIX_FILE = REPO / "scenarios" / "experiments" / "retrieval-ablation.yaml"
+MATRIX = yaml.safe_load(MATRIX_FILE.read_text())
+# Target files named in a matrix are looked up beside it: parsed as if it were that file.
+parse_matrix_file = functools.partial(parse_matrix, faults=FAULTS,
+                                      retrieval_modes=RETRIEVAL_MODES)
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),
@@ -103,11 +113,42 @@ def test_mutated_target_files(document: Any) -> None:
     check(parse_target, document)
 
 
+@fuzz
+@given(mutated(MATRIX))
+def test_mutated_matrix_files(document: Any) -> None:
+    check(parse_matrix_file, document)
+
+
 @settings(max_examples=200, deadline=None)
 @given(values)
 def test_arbitrary_documents(document: Any) -> None:
     check(parse_scenario, document)
     check(parse_target, document)
+    check(parse_matrix_file, document)
+
+
+# YAML text as a careless or hostile hand writes it: indicators, tags, anchors, aliases,
+# flow collections, control characters, among plain words.
+yaml_pieces = st.sampled_from([
+    "a", "name", ":", ": ", "- ", "\n", "  ", "[", "]", "{", "}", ",", "&x ", "*x", "!!set ",
+    "!!python/object:os.system ", "!tag ", "!!binary ", "'", '"', "#", "|", ">", "---",
+    "...", "? ", "\t", "\r", "\x00", "\x85", "\ufeff", "%YAML 1.1\n", "<<: *x", "~", "1e9",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(yaml_pieces, max_size=40).map("".join))
+def test_the_loader_reports_every_broken_text_as_one_line(tmp_path_factory: Any,
+                                                          text: str) -> None:
+    path = tmp_path_factory.mktemp("yaml") / "f.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        document = load_yaml_file(path)
+    except InputError as error:
+        for problem in error.problems:
+            assert str(problem).startswith(f"{path}: ") and "\n" not in str(problem)
+        return
+    check(parse_scenario, document)
 
 
 raw_files = st.binary(max_size=200) | st.text(max_size=200).map(str.encode)

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from memlife.errors import InputError
+from memlife.rules.documents import MAX_FILE_BYTES
 from memlife.rules.scenario_file import load_scenario, parse_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,7 +135,16 @@ def test_timeline_must_probe_something() -> None:
         ("name: a\nname: b\n", "duplicate key 'name'"),
         ("", "expected a mapping at the top level, got empty"),
         ("- a\n- b\n", "expected a mapping at the top level, got list"),
-        ("a: " + "[" * 1_500 + "]" * 1_500, "s.yaml: invalid YAML: nested too deeply"),
+        ("a: " + "[" * 50_000 + "]" * 50_000,
+         "s.yaml: line 1, column 67: invalid YAML: nested deeper than 64 levels"),
+        ("name: !!python/object/apply:os.system ['true']\n",
+         "s.yaml: line 1, column 7: invalid YAML: the YAML tag "
+         "'tag:yaml.org,2002:python/object/apply:os.system' is not allowed"),
+        ("name: !!binary aGVsbG8=\n", "the YAML tag 'tag:yaml.org,2002:binary' is not allowed"),
+        # A "billion laughs": nine levels of ten aliases each.
+        ("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 10)),
+         "invalid YAML: its aliases expand to more than 1,000,000 values"),
     ],
 )
 def test_yaml_level_problems(tmp_path: Path, text: str, expected: str) -> None:
@@ -143,6 +153,14 @@ def test_yaml_level_problems(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(InputError) as caught:
         load_scenario(path)
     assert expected.replace("s.yaml", str(path)) in str(caught.value)
+
+
+def test_a_file_over_the_cap_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_bytes(b"#" * (MAX_FILE_BYTES + 1))
+    with pytest.raises(InputError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == f"{path}: larger than 8 MiB, the most a memlife file may be"
 
 
 def test_missing_file(tmp_path: Path) -> None:

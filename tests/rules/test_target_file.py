@@ -103,6 +103,23 @@ def test_headers_that_would_split_a_request_are_refused(
     assert str(caught.value).startswith(expected), str(caught.value)
 
 
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda d: d.update(base_url="http://127.0.0.1:8080/\r\nHost: evil"),
+     "t.yaml: base_url: a URL cannot hold control characters (U+000A, U+000D)"),
+    (lambda d: d["operations"]["say"].update(path="/v1/preview\x00"),
+     "t.yaml: operations.say.path: a URL cannot hold control characters (U+0000)"),
+    (lambda d: d["operations"]["say"].update(query={"q": "a\tb"}),
+     "t.yaml: operations.say.query.q: a URL cannot hold control characters (U+0009)"),
+], ids=["base_url", "path", "query"])
+def test_urls_with_control_characters_are_refused(change: Any, expected: str) -> None:
+    data = reference_data()
+    change(data)
+    with pytest.raises(InputError) as caught:
+        parse_target(data, "t.yaml")
+    assert str(caught.value).splitlines() == [str(caught.value)]  # one line
+    assert str(caught.value).startswith(expected), str(caught.value)
+
+
 def test_rendering_is_substitution_only() -> None:
     variables = {"phone": "+1 555/01", "message": "{user_id}", "count": 3}
     assert render("/v1/users/{phone}", variables, url=True) == "/v1/users/%2B1%20555%2F01"
