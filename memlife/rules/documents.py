@@ -72,12 +72,14 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        mark = key_node.start_mark
         try:
             duplicate = key in seen
-        except TypeError:  # unhashable key: let the base constructor report it
-            duplicate = False
+        except TypeError:  # a list or mapping as a key (`? [a]: b`): no memlife field is one
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a key must be plain text, not a {type(key).__name__} (line "
+                f"{mark.line + 1})", mark) from None
         if duplicate:
-            mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (line {mark.line + 1})", mark
             )

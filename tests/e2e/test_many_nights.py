@@ -72,17 +72,14 @@ def _both_finished(stack: DevStack) -> list[dict[str, object]] | None:
 def test_consecutive_and_overlapping_nights_on_one_stack_stay_green(dev_stack: DevStack) -> None:
     scenario = _two_pair_nightly(dev_stack)
     target = str(dev_stack.target_file)
-    # Two nights one after the other: the second starts where the first left the target's
-    # clock three and a half days ahead.
-    run_ids = []
-    for night in (1, 2):
-        result = dev_stack.memlife("run", scenario, "--target", target, "--clock", CLOCK,
-                                   "--enforce", timeout=240)
-        assert result.returncode == 0, f"night {night}: " + result.stdout[-3000:] \
-            + result.stderr[-3000:]
-        assert "PASS: 290/290" in result.stdout
-        run_ids.append(result.stdout.split(" · run ", 1)[1].split(" ", 1)[0])
-    # A schedule triggered again while its previous run sleeps through its three days.
+    # A night by hand; the next one, scheduled, starts where it left the target's clock
+    # three and a half days ahead.
+    result = dev_stack.memlife("run", scenario, "--target", target, "--clock", CLOCK,
+                               "--enforce", timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "PASS: 290/290" in result.stdout
+    run_ids = [result.stdout.split(" · run ", 1)[1].split(" ", 1)[0]]
+    # The schedule triggered again while its first run sleeps through its three days.
     created = dev_stack.memlife("schedule", "create", SCHEDULE, "--scenario", scenario,
                                 "--target", target, "--cron", "0 2 * * *", "--clock", CLOCK)
     assert created.returncode == 0, created.stderr

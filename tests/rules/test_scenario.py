@@ -141,6 +141,8 @@ def test_timeline_must_probe_something() -> None:
          "s.yaml: line 1, column 7: invalid YAML: the YAML tag "
          "'tag:yaml.org,2002:python/object/apply:os.system' is not allowed"),
         ("name: !!binary aGVsbG8=\n", "the YAML tag 'tag:yaml.org,2002:binary' is not allowed"),
+        ("? ? \n", "s.yaml: line 1, column 3: invalid YAML: a key must be plain text, not a "
+         "dict (line 1)"),
         # A "billion laughs": nine levels of ten aliases each.
         ("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
             f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 10)),
