@@ -5,6 +5,7 @@ share to drive it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,3 +123,27 @@ def wait_for(check: object, timeout: float = 90, interval: float = 0.5) -> objec
             return value
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(interval)
+
+
+def pair_states(stack: DevStack, run_id: str,
+                workflow_id: str | None = None) -> list[dict[str, Any]] | None:
+    """The run's pairs as `memlife status RUN` shows them (step, stage, next wake-up),
+    asked here with its own functions (a command per poll would cost more CPU than the
+    wait); None while the run is not started or not answering yet."""
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from memlife.cli.status import find_workflow
+    from memlife.stack.progress import pair_progress
+
+    async def ask() -> list[dict[str, Any]]:
+        client = await Client.connect(stack.address, data_converter=pydantic_data_converter)
+        found = workflow_id or (await find_workflow(client, run_id))[0]
+        progress = await client.get_workflow_handle(found).query("progress")
+        return await pair_progress(client, found.split("/")[1], run_id, progress["pairs"],
+                                   progress.get("cohort_size", 0))
+
+    try:
+        return asyncio.run(ask())
+    except Exception:  # not started or not answering yet: the next poll asks again
+        return None

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.e2e.devstack import REPO, DevStack, wait_for
+from tests.e2e.devstack import REPO, DevStack, pair_states, wait_for
 
 pytestmark = pytest.mark.xdist_group("dev-stack")
 
@@ -46,13 +46,10 @@ def _scheduled_runs(stack: DevStack) -> list[dict[str, object]]:
     return stack.workflows(f'WorkflowType="SuiteWorkflow" AND TemporalScheduledById="{SCHEDULE}"')
 
 
-def _inside_three_day_wait(stack: DevStack, run_id: str) -> bool:
-    status = stack.memlife("status", run_id, "--json")
-    if status.returncode != 0:  # not recorded yet
-        return False
-    pairs = json.loads(status.stdout)["pairs"]
+def _inside_three_day_wait(stack: DevStack, workflow_id: str) -> bool:
+    pairs = pair_states(stack, workflow_id.rsplit("/", 1)[1], workflow_id)
     return bool(pairs) and all(pair.get("step") == _three_day_step() and pair.get("wake_at")
-                               for pair in pairs)
+                               for pair in pairs or [])
 
 
 def _deletion_times(stack: DevStack, run_id: str) -> list[float]:
@@ -87,8 +84,8 @@ def test_consecutive_and_overlapping_nights_on_one_stack_stay_green(dev_stack: D
         assert dev_stack.memlife("schedule", "trigger", SCHEDULE).returncode == 0
         first = wait_for(lambda: _scheduled_runs(dev_stack))
         first_id = str(first[0]["execution"]["workflowId"])  # type: ignore[index]
-        wait_for(lambda: _inside_three_day_wait(dev_stack, first_id.rsplit("/", 1)[1]),
-                 timeout=120, interval=0.25)
+        wait_for(lambda: _inside_three_day_wait(dev_stack, first_id), timeout=120,
+                 interval=0.25)
         assert dev_stack.memlife("schedule", "trigger", SCHEDULE).returncode == 0
         done = wait_for(lambda: _both_finished(dev_stack), timeout=240)
     finally:

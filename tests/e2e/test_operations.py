@@ -4,7 +4,6 @@ search attributes, operator fast-forward and cancel, deletion checks, reports.""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import gzip
 import json
@@ -26,6 +25,7 @@ from tests.e2e.devstack import (
     TEMPORAL,
     DevStack,
     clean_env,
+    pair_states,
     target_file_for,
     wait_for,
 )
@@ -195,29 +195,12 @@ def _start_long_run(stack: DevStack, scenario: Path,
 def _waiting(stack: DevStack, run_id: str) -> bool:
     """Every pair of the run asleep on its long wait (a wake-up hours away, not the settle
     wait of a few milliseconds before it): what `memlife status` shows as their next
-    wake-up, asked here with its own functions (a command per poll would cost more CPU
-    than the wait)."""
-    from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
-
-    from memlife.cli.status import find_workflow
-    from memlife.stack.progress import pair_progress
-
-    async def ask() -> bool:
-        client = await Client.connect(stack.address, data_converter=pydantic_data_converter)
-        workflow_id, _ = await find_workflow(client, run_id)
-        progress = await client.get_workflow_handle(workflow_id).query("progress")
-        pairs = await pair_progress(client, workflow_id.split("/")[1], run_id,
-                                    progress["pairs"], progress.get("cohort_size", 0))
-        soon = datetime.now(UTC) + timedelta(hours=1)
-        return bool(pairs) and all(pair.get("wake_at") and
-                                   datetime.fromisoformat(pair["wake_at"]) > soon
-                                   for pair in pairs)
-
-    try:
-        return asyncio.run(ask())
-    except Exception:  # not started or not answering yet: the next poll asks again
-        return False
+    wake-up."""
+    pairs = pair_states(stack, run_id)
+    soon = datetime.now(UTC) + timedelta(hours=1)
+    return bool(pairs) and all(pair.get("wake_at") and
+                               datetime.fromisoformat(pair["wake_at"]) > soon
+                               for pair in pairs or [])
 
 
 # "1": the pair runs in a cohort workflow (its calls batched, its waits on shared timers).
