@@ -226,6 +226,40 @@ async def record_adjudication() -> None:
         await env.shutdown()
 
 
+async def record_phone_taken(name: str = "v6-seed-phone-taken") -> None:
+    """v6: every target request names its run (run_id in each request), and a tenant whose
+    phone the target already knows (created: false) registers under a fresh phone, which
+    the pair then uses for every request."""
+    import os
+
+    import httpx
+
+    from memlife.rules.phones import synthetic_phone
+
+    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
+    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=bundled_binary("temporal-test-server"),
+    )
+    try:
+        with embedded.reference_target(scratch) as process, \
+                ThreadPoolExecutor(max_workers=8) as executor:
+            scenario = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
+            run = run_input(scenario, reference_target(process.base_url))
+            with httpx.Client(base_url=process.base_url) as http:  # someone else's user
+                http.post("/v1/users", json={"phone": synthetic_phone(run.run_id, 0)})
+            task_queue = f"record-{uuid.uuid4().hex[:6]}"
+            async with build_worker(env.client, task_queue, executor):
+                await run_suite(env.client, task_queue, run)
+            _save(f"{name}-suite", await env.client.get_workflow_handle(
+                f"memlife/{scenario.name}/{run.run_id}").fetch_history())
+            _save(f"{name}-pair", await env.client.get_workflow_handle(
+                pair_workflow_id(scenario.name, run.run_id, 0)).fetch_history())
+    finally:
+        await env.shutdown()
+
+
 async def main() -> None:
     """Records what is missing; released histories are never written over."""
     HISTORIES.mkdir(parents=True, exist_ok=True)
@@ -261,6 +295,8 @@ async def main() -> None:
         await record_operator_runs((("v5-scheduled-cancel", "2d", "cancel", True),))
     if "v5-deletion-check-graph-residue" not in have:
         await record_deletion_check("v5-deletion-check-graph-residue")
+    if "v6-seed-phone-taken-suite" not in have:
+        await record_phone_taken()
 
 
 if __name__ == "__main__":
