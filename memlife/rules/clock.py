@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ClockMode = Literal["real", "skip", "compress"]
+# A day in under a millisecond: beyond this a timer's resolution, not the target, decides.
+MAX_COMPRESSION = 100_000_000
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -17,7 +19,7 @@ class Clock(_Model):
     """Scenario time: `real` and `skip` sleep as written; `compress` divides every wait."""
 
     mode: ClockMode = "real"
-    factor: float = Field(default=1.0, gt=0)
+    factor: float = Field(default=1.0, gt=0, le=MAX_COMPRESSION, allow_inf_nan=False)
 
     def real_wait(self, scenario_wait: timedelta) -> timedelta:
         return scenario_wait / self.factor if self.mode == "compress" else scenario_wait
@@ -31,7 +33,7 @@ class Clock(_Model):
         return f"compress={self.factor:g}" if self.mode == "compress" else self.mode
 
 def parse_clock(text: str) -> Clock:
-    """`real`, `skip` or `compress=N` (N > 0)."""
+    """`real`, `skip` or `compress=N` (0 < N <= MAX_COMPRESSION)."""
     if text in ("real", "skip"):
         return Clock(mode=text)
     if text.startswith("compress="):
@@ -39,6 +41,7 @@ def parse_clock(text: str) -> Clock:
             factor = float(text.removeprefix("compress="))
         except ValueError:
             factor = 0.0
-        if factor > 0:
+        if 0 < factor <= MAX_COMPRESSION:  # also refuses inf and nan
             return Clock(mode="compress", factor=factor)
-    raise ValueError(f"--clock {text!r}: expected real, skip or compress=N with N > 0")
+    raise ValueError(f"--clock {text!r}: expected real, skip or compress=N with "
+                     f"0 < N <= {MAX_COMPRESSION:,}")

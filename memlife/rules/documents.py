@@ -2,11 +2,11 @@
 from): one safe YAML loader, then validation against a pydantic model and the rules only
 the whole document can check. Every problem becomes one `file: field.path: reason` line.
 
-The loader refuses, each with its line: a file over MAX_FILE_BYTES (read no further, so a
-device or a pipe cannot hang it), nesting deeper than MAX_DEPTH, a document whose aliases
-expand past MAX_NODES nodes (a "billion laughs"), explicit YAML tags (`!!python/object`,
-`!!binary`, `!!set`: nothing a memlife file needs, and the first constructs objects) and
-duplicate keys (PyYAML silently keeps the last)."""
+The loader refuses, each with its line: anything but a regular file (a pipe would hang
+it), a file over MAX_FILE_BYTES (read no further), nesting deeper than MAX_DEPTH, a
+document whose aliases expand past MAX_NODES nodes (a "billion laughs"), explicit YAML
+tags (`!!python/object`, `!!binary`, `!!set`: nothing a memlife file needs, and the first
+constructs objects) and duplicate keys (PyYAML silently keeps the last)."""
 
 from __future__ import annotations
 
@@ -93,10 +93,14 @@ _StrictLoader.add_constructor(
 
 
 def read_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """At most `limit` bytes of the file, or an InputError: read no further than the cap,
-    so that a huge file, a device or a pipe costs nothing."""
+    """At most `limit` bytes of a regular file, or an InputError: read no further than the
+    cap, so that a huge file costs nothing, and never open a pipe or a device."""
     name = str(path)
     try:
+        # Opening a pipe would wait for a writer; a device never ends: regular files only.
+        if Path(path).exists() and not Path(path).is_dir() and not Path(path).is_file():
+            raise InputError([Problem(name, "", "not a regular file (a pipe, socket or "
+                                      "device); give memlife a file")])
         with open(path, "rb") as stream:
             data = stream.read(limit + 1)
     except FileNotFoundError:

@@ -17,6 +17,8 @@ _UNITS: dict[str, float] = {
     "w": 604800.0,
 }
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+# Longer than any lifecycle, SLA or grace could mean, and far inside what timedelta holds.
+MAX_DURATION = timedelta(days=3650)
 
 
 def parse_duration(text: str) -> timedelta:
@@ -40,6 +42,9 @@ def parse_duration(text: str) -> timedelta:
         )
     if seconds <= 0:
         raise ValueError(f"duration {text!r} must be greater than zero")
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"duration {text!r} is longer than {MAX_DURATION.days}d (ten years), "
+                         "the longest memlife accepts")
     return timedelta(seconds=seconds)
 
 

@@ -192,7 +192,9 @@ def test_clock_modes() -> None:
     assert compress.real_wait(timedelta(hours=6)) == timedelta(minutes=6)
     assert parse_clock("real").real_wait(timedelta(hours=6)) == timedelta(hours=6)
     assert parse_clock("skip").scenario_now(origin, later) == later
-    for bad in ("compress=0", "compress=x", "fast"):
+    assert parse_clock("compress=100000000").factor == 100_000_000
+    for bad in ("compress=0", "compress=x", "fast", "compress=inf", "compress=nan",
+                "compress=1e999", "compress=100000001"):
         try:
             parse_clock(bad)
         except ValueError as error:
