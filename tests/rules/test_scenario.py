@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,15 @@ def test_a_file_over_the_cap_is_not_read(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         load_scenario(path)
     assert str(caught.value) == f"{path}: larger than 8 MiB, the most a memlife file may be"
+
+
+def test_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    os.mkfifo(path)
+    with pytest.raises(InputError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (f"{path}: not a regular file (a pipe, socket or device); "
+                                 "give memlife a file")
 
 
 def test_missing_file(tmp_path: Path) -> None:
