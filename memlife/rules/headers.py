@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator
 
@@ -45,3 +46,18 @@ def _no_control_characters(value: str) -> str:
 
 
 UrlText = Annotated[str, AfterValidator(_no_control_characters)]
+
+
+def _base_url(value: str) -> str:
+    """An http(s) address whose host and port a client can use as written."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - parsing the port is the check (out of range, not a number)
+    except ValueError as error:
+        raise ValueError(f"{value!r} is not a usable URL ({error})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http(s) URL with a host")
+    return value
+
+
+BaseUrl = Annotated[str, AfterValidator(_no_control_characters), AfterValidator(_base_url)]

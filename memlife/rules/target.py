@@ -32,7 +32,7 @@ from pydantic import (
 from memlife.errors import Problem
 from memlife.rules.documents import load_yaml_file, parse_document
 from memlife.rules.durations import Duration, GraceDuration
-from memlife.rules.headers import HeaderName, UrlText, safe_header_values
+from memlife.rules.headers import BaseUrl, HeaderName, UrlText, safe_header_values
 from memlife.rules.scenario import Slug
 
 PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -344,7 +344,7 @@ class Store(_Strict):
 class Target(_Strict):
     name: Slug
     description: str = ""
-    base_url: UrlText = Field(pattern=r"^https?://[^\s/]+")
+    base_url: BaseUrl = Field(pattern=r"^https?://[^\s/]+")
     timeout: Duration = timedelta(seconds=10)
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     max_attempts: int = Field(default=4, ge=1, le=20)

@@ -110,8 +110,12 @@ def test_headers_that_would_split_a_request_are_refused(
      "t.yaml: operations.say.path: a URL cannot hold control characters (U+0000)"),
     (lambda d: d["operations"]["say"].update(query={"q": "a\tb"}),
      "t.yaml: operations.say.query.q: a URL cannot hold control characters (U+0009)"),
-], ids=["base_url", "path", "query"])
-def test_urls_with_control_characters_are_refused(change: Any, expected: str) -> None:
+    (lambda d: d.update(base_url="http://[::1"),
+     "t.yaml: base_url: 'http://[::1' is not a usable URL (Invalid IPv6 URL)"),
+    (lambda d: d.update(base_url="http://127.0.0.1:99999"),
+     "t.yaml: base_url: 'http://127.0.0.1:99999' is not a usable URL (Port out of range"),
+], ids=["base_url", "path", "query", "ipv6", "port"])
+def test_urls_that_cannot_be_sent_as_written_are_refused(change: Any, expected: str) -> None:
     data = reference_data()
     change(data)
     with pytest.raises(InputError) as caught:
