@@ -15,6 +15,7 @@ import contextlib
 import json
 import tempfile
 import uuid
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,10 +35,11 @@ REPO = Path(__file__).resolve().parents[2]
 HISTORIES = REPO / "tests" / "histories"
 
 
-async def record(name: str, scenario_path: Path, faults: list[str],
-                 generated_pairs: int | None = None, cohort_size: int = 0,
-                 max_active_pairs: int = 0) -> None:
-    """A run's suite history and its first pair's (or, in cohorts, first cohort's)."""
+@contextlib.asynccontextmanager
+async def _time_skipping(faults: list[str] | None = None) -> AsyncIterator[
+        tuple[WorkflowEnvironment, embedded.ReferenceTargetProcess, ThreadPoolExecutor]]:
+    """A scratch recorder, the time-skipping server, a reference target with `faults`, and
+    an executor for a worker's activities."""
     import os
 
     scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
@@ -47,34 +49,42 @@ async def record(name: str, scenario_path: Path, faults: list[str],
         test_server_existing_path=bundled_binary("temporal-test-server"),
     )
     try:
-        with embedded.reference_target(scratch, faults) as process, \
+        with embedded.reference_target(scratch, faults or []) as process, \
                 ThreadPoolExecutor(max_workers=8) as executor:
-            task_queue = f"record-{uuid.uuid4().hex[:6]}"
-            async with build_worker(env.client, task_queue, executor):
-                scenario = load_scenario(scenario_path)
-                if generated_pairs is not None:
-                    assert scenario.generate is not None
-                    scenario = scenario.model_copy(update={
-                        "generate": scenario.generate.model_copy(
-                            update={"count": generated_pairs})})
-                    if not cohort_size:  # cohorts: the suite materializes the pairs
-                        scenario = materialize(scenario, seed=name)
-                run = run_input(scenario, reference_target(process.base_url)).model_copy(
-                    update={"cohort_size": cohort_size, "seed": name if cohort_size else None,
-                            "max_active_pairs": max_active_pairs})
-                await run_suite(env.client, task_queue, run)
-            first = (("cohort", cohort_workflow_id(scenario.name, run.run_id, 0)) if cohort_size
-                     else ("pair", pair_workflow_id(scenario.name, run.run_id, 0)))
-            for kind, workflow_id in (
-                ("suite", f"memlife/{scenario.name}/{run.run_id}"),
-                first,
-            ):
-                history = await env.client.get_workflow_handle(workflow_id).fetch_history()
-                path = HISTORIES / f"{name}-{kind}.json"
-                path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
-                print(f"wrote {path.relative_to(REPO)}")
+            yield env, process, executor
     finally:
         await env.shutdown()
+
+
+async def record(name: str, scenario_path: Path, faults: list[str],
+                 generated_pairs: int | None = None, cohort_size: int = 0,
+                 max_active_pairs: int = 0) -> None:
+    """A run's suite history and its first pair's (or, in cohorts, first cohort's)."""
+    async with _time_skipping(faults) as (env, process, executor):
+        task_queue = f"record-{uuid.uuid4().hex[:6]}"
+        async with build_worker(env.client, task_queue, executor):
+            scenario = load_scenario(scenario_path)
+            if generated_pairs is not None:
+                assert scenario.generate is not None
+                scenario = scenario.model_copy(update={
+                    "generate": scenario.generate.model_copy(
+                        update={"count": generated_pairs})})
+                if not cohort_size:  # cohorts: the suite materializes the pairs
+                    scenario = materialize(scenario, seed=name)
+            run = run_input(scenario, reference_target(process.base_url)).model_copy(
+                update={"cohort_size": cohort_size, "seed": name if cohort_size else None,
+                        "max_active_pairs": max_active_pairs})
+            await run_suite(env.client, task_queue, run)
+        first = (("cohort", cohort_workflow_id(scenario.name, run.run_id, 0)) if cohort_size
+                 else ("pair", pair_workflow_id(scenario.name, run.run_id, 0)))
+        for kind, workflow_id in (
+            ("suite", f"memlife/{scenario.name}/{run.run_id}"),
+            first,
+        ):
+            history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+            path = HISTORIES / f"{name}-{kind}.json"
+            path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
+            print(f"wrote {path.relative_to(REPO)}")
 
 
 def _save(name: str, history: object) -> None:
@@ -150,7 +160,6 @@ async def record_operator_runs(runs: tuple[tuple[str, str, str, bool], ...] = (
 
 async def record_deletion_check(name: str = "v2-deletion-check-graph-residue") -> None:
     """DeletionCheckWorkflow: a deletion that misses the graph, polled to its deadline."""
-    import os
     from datetime import timedelta
 
     import httpx
@@ -158,106 +167,74 @@ async def record_deletion_check(name: str = "v2-deletion-check-graph-residue") -
 
     from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
 
-    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
-    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
-    env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
-        test_server_existing_path=bundled_binary("temporal-test-server"),
-    )
-    try:
-        with embedded.reference_target(scratch, ["graph-unscoped-delete"]) as process, \
-                ThreadPoolExecutor(max_workers=8) as executor:
-            phone = "+34600000123"
-            with httpx.Client(base_url=process.base_url) as http:
-                user_id = http.post("/v1/users", json={"phone": phone}).json()["user_id"]
-                http.post("/v1/preview", json={"phone": phone,
-                                               "message": "Trabajo en Astilleros Norte."})
-            task_queue = f"record-{uuid.uuid4().hex[:6]}"
-            async with build_worker(env.client, task_queue, executor):
-                check = DeletionCheckInput(
-                    check_id="recorded", target=reference_target(process.base_url),
-                    user_id=user_id, phone=phone, values=["Astilleros Norte"],
-                    questions=["¿Dónde trabajo?"], request=True,
-                    deadline=timedelta(hours=2), poll=timedelta(minutes=20))
-                handle = await env.client.start_workflow(
-                    DeletionCheckWorkflow.run, check, id="memlife/deletion-check/recorded",
-                    task_queue=task_queue)
-                await verdict_result(handle, ErasureReceipt)
-                _save(name, await handle.fetch_history())
-    finally:
-        await env.shutdown()
+    async with _time_skipping(["graph-unscoped-delete"]) as (env, process, executor):
+        phone = "+34600000123"
+        with httpx.Client(base_url=process.base_url) as http:
+            user_id = http.post("/v1/users", json={"phone": phone}).json()["user_id"]
+            http.post("/v1/preview", json={"phone": phone,
+                                           "message": "Trabajo en Astilleros Norte."})
+        task_queue = f"record-{uuid.uuid4().hex[:6]}"
+        async with build_worker(env.client, task_queue, executor):
+            check = DeletionCheckInput(
+                check_id="recorded", target=reference_target(process.base_url),
+                user_id=user_id, phone=phone, values=["Astilleros Norte"],
+                questions=["¿Dónde trabajo?"], request=True,
+                deadline=timedelta(hours=2), poll=timedelta(minutes=20))
+            handle = await env.client.start_workflow(
+                DeletionCheckWorkflow.run, check, id="memlife/deletion-check/recorded",
+                task_queue=task_queue)
+            await verdict_result(handle, ErasureReceipt)
+            _save(name, await handle.fetch_history())
 
 
 async def record_adjudication() -> None:
     """v2 AdjudicationWorkflow: six replies queued by a leaky run, two decided (one update
     refused by the validator), recorded by an activity. The queue never ends: the history
     is taken while it waits."""
-    import os
 
     from memlife.rules.adjudication import Decision
 
-    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
-    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
-    env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
-        test_server_existing_path=bundled_binary("temporal-test-server"),
-    )
-    try:
-        with embedded.reference_target(scratch, ["cross-tenant-leak"]) as process, \
-                ThreadPoolExecutor(max_workers=8) as executor:
-            task_queue = f"record-{uuid.uuid4().hex[:6]}"
-            async with build_worker(env.client, task_queue, executor):
-                scenario = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
-                run = run_input(scenario, reference_target(process.base_url)).model_copy(
-                    update={"review_queue": "recorded"})
-                await run_suite(env.client, task_queue, run)
-                handle = env.client.get_workflow_handle("memlife/review/recorded")
-                pending = await handle.query("pending", 10)
-                with contextlib.suppress(Exception):  # refused by the validator
-                    await handle.execute_update("decide", Decision(ticket="nope",
-                                                                   reviewer="x"))
-                await handle.execute_update("decide", Decision(
-                    ticket=pending[0]["ticket"], asserted=[0], reviewer="alice"))
-                await handle.execute_update("decide", Decision(
-                    ticket=pending[1]["ticket"], abstains=True, reviewer="bob"))
-                await env.sleep(2)
-                _save("v2-adjudication-queue", await handle.fetch_history())
-    finally:
-        await env.shutdown()
+    async with _time_skipping(["cross-tenant-leak"]) as (env, process, executor):
+        task_queue = f"record-{uuid.uuid4().hex[:6]}"
+        async with build_worker(env.client, task_queue, executor):
+            scenario = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
+            run = run_input(scenario, reference_target(process.base_url)).model_copy(
+                update={"review_queue": "recorded"})
+            await run_suite(env.client, task_queue, run)
+            handle = env.client.get_workflow_handle("memlife/review/recorded")
+            pending = await handle.query("pending", 10)
+            with contextlib.suppress(Exception):  # refused by the validator
+                await handle.execute_update("decide", Decision(ticket="nope",
+                                                               reviewer="x"))
+            await handle.execute_update("decide", Decision(
+                ticket=pending[0]["ticket"], asserted=[0], reviewer="alice"))
+            await handle.execute_update("decide", Decision(
+                ticket=pending[1]["ticket"], abstains=True, reviewer="bob"))
+            await env.sleep(2)
+            _save("v2-adjudication-queue", await handle.fetch_history())
 
 
 async def record_phone_taken(name: str = "v6-seed-phone-taken") -> None:
     """v6: every target request names its run (run_id in each request), and a tenant whose
     phone the target already knows (created: false) registers under a fresh phone, which
     the pair then uses for every request."""
-    import os
 
     import httpx
 
     from memlife.rules.phones import synthetic_phone
 
-    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
-    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
-    env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
-        test_server_existing_path=bundled_binary("temporal-test-server"),
-    )
-    try:
-        with embedded.reference_target(scratch) as process, \
-                ThreadPoolExecutor(max_workers=8) as executor:
-            scenario = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
-            run = run_input(scenario, reference_target(process.base_url))
-            with httpx.Client(base_url=process.base_url) as http:  # someone else's user
-                http.post("/v1/users", json={"phone": synthetic_phone(run.run_id, 0)})
-            task_queue = f"record-{uuid.uuid4().hex[:6]}"
-            async with build_worker(env.client, task_queue, executor):
-                await run_suite(env.client, task_queue, run)
-            _save(f"{name}-suite", await env.client.get_workflow_handle(
-                f"memlife/{scenario.name}/{run.run_id}").fetch_history())
-            _save(f"{name}-pair", await env.client.get_workflow_handle(
-                pair_workflow_id(scenario.name, run.run_id, 0)).fetch_history())
-    finally:
-        await env.shutdown()
+    async with _time_skipping() as (env, process, executor):
+        scenario = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
+        run = run_input(scenario, reference_target(process.base_url))
+        with httpx.Client(base_url=process.base_url) as http:  # someone else's user
+            http.post("/v1/users", json={"phone": synthetic_phone(run.run_id, 0)})
+        task_queue = f"record-{uuid.uuid4().hex[:6]}"
+        async with build_worker(env.client, task_queue, executor):
+            await run_suite(env.client, task_queue, run)
+        _save(f"{name}-suite", await env.client.get_workflow_handle(
+            f"memlife/{scenario.name}/{run.run_id}").fetch_history())
+        _save(f"{name}-pair", await env.client.get_workflow_handle(
+            pair_workflow_id(scenario.name, run.run_id, 0)).fetch_history())
 
 
 async def main() -> None:
