@@ -26,6 +26,7 @@ from memlife.rules.evidence import Observation
 from memlife.rules.judging import judge_step
 from memlife.rules.pairs import TenantIdentity
 from memlife.rules.scenario import Pair, Scenario
+from memlife.rules.tracing import span_id_of, trace_id_of
 
 log = get_logger("memlife.activities.record")
 
@@ -192,6 +193,10 @@ def _step_rows(step: StepRecord) -> tuple[dict[type[Any], list[dict[str, Any]]],
             "value": value}
             for o in step.observations
             for name, value in _metrics(o).items()],
+        recorder.ObservationTraceRow: [{
+            "id": f"{prefix}/{o.seq}", **common, "seq": o.seq,
+            "trace_id": trace_id_of(o.traceparent), "span_id": span_id_of(o.traceparent)}
+            for o in step.observations if trace_id_of(o.traceparent)],
         recorder.VerdictRow: [{
             "id": f"{prefix}/{v.case_id}", **common, "stage": step.stage,
             "case_id": v.case_id, "role": v.role, "tenant_alias": v.tenant_alias,

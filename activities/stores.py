@@ -42,6 +42,7 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
                       watch_normalized: list[str]) -> StoreRead:
     assert store.probe is not None
     probe = store.probe
+    trace: str | None = None  # an HTTP read's traceparent
     async with limit:
         try:
             if isinstance(probe, SqlProbe):
@@ -58,7 +59,7 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
                 raw, total, latency_ms = await asyncio.to_thread(
                     stores.chroma_read, probe, mode, key, request.max_records)
             else:
-                raw, latency_ms = await _http_read(request, store, probe, mode, key)
+                raw, latency_ms, trace = await _http_read(request, store, probe, mode, key)
                 total = len(raw)
         except MissingSecret as error:  # the worker is misconfigured: no read can succeed
             raise application_error(error) from None
@@ -66,7 +67,7 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
             reason = (f"no records at {getattr(probe, 'records', '?')!r}"
                       if isinstance(error, KeyError) else f"{type(error).__name__}: {error}")
             return StoreRead(store=store.name, mode=mode, key=key, status="error",
-                             error=reason)
+                             error=reason, traceparent=getattr(error, "traceparent", None))
     views = []
     for record in raw[: request.max_records]:
         def field(pointer: str | None, _record: Any = record) -> Any:
@@ -95,11 +96,11 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
             excerpt=content[:EXCERPT_CHARS] if matched else "",
         ))
     return StoreRead(store=store.name, mode=mode, key=key, total=total, records=views,
-                     latency_ms=latency_ms)
+                     latency_ms=latency_ms, traceparent=trace)
 
 
 async def _http_read(request: InspectRequest, store: Store, probe: StoreProbe, mode: str,
-                     key: str) -> tuple[list[Any], float]:
+                     key: str) -> tuple[list[Any], float, str | None]:
     operation, variables = {
         "scope": (probe.scope, {"user_id": key}),
         "needle": (probe.needle, {"needle": key}),
@@ -112,7 +113,7 @@ async def _http_read(request: InspectRequest, store: Store, probe: StoreProbe, m
     if not isinstance(raw, list):
         raise http.TargetBadResponse(
             f"{probe.records!r} is not a list of records in the {store.name} response")
-    return raw, response.latency_ms
+    return raw, response.latency_ms, response.traceparent
 
 
 async def _sql_read(probe: SqlProbe, mode: str, key: str,

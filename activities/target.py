@@ -100,7 +100,7 @@ async def _register_as(request: RegisterRequest, phone: str,
     already exists (`created` extracted as false)."""
     wall_time = datetime.now(UTC)
     user_id = phone  # the target identifies tenants by phone until it says otherwise
-    latency_ms, status = 0.0, 0
+    latency_ms, status, trace = 0.0, 0, None
     for operation in request.target.operations.register_steps():  # e.g. user, then session
         response = await send(request.target, operation,
                               {"phone": phone, "tenant_alias": request.tenant_alias,
@@ -109,9 +109,10 @@ async def _register_as(request: RegisterRequest, phone: str,
             return None
         user_id = str(response.fields.get("user_id", user_id))
         latency_ms += response.latency_ms
-        status = response.status
+        status, trace = response.status, response.traceparent
     return RegisterResult(user_id=user_id, latency_ms=latency_ms, status=status,
-                          wall_time=wall_time, phone=None if phone == request.phone else phone)
+                          wall_time=wall_time, phone=None if phone == request.phone else phone,
+                          traceparent=trace)
 
 
 def _is_false(value: Any) -> bool:
@@ -153,12 +154,14 @@ async def send_all(request: ConverseRequest, done: list[Reply],
                           stages=response.timings, cost=_number(response.fields.get("cost")),
                           tokens=_whole(response.fields.get("tokens")),
                           http_status=response.status, latency_ms=response.latency_ms,
-                          attempts=attempts, wall_time=wall_time)
+                          attempts=attempts, wall_time=wall_time,
+                          traceparent=response.traceparent)
         except MissingSecret as error:
             raise application_error(error) from None
         except TargetError as error:
             reply = Reply(index=index, status="target-error", http_status=error.status,
                           error=f"{type(error).__name__}: {error}", wall_time=wall_time,
+                          traceparent=error.traceparent,
                           attempts=request.target.max_attempts if error.retryable else 1)
         done.append(reply)
         if beat_each:
@@ -192,6 +195,7 @@ def _deletion_state(operation: DeleteOperation, response: http.Response,
             response.fields["deletion_id"]),
         done=done, failed=status_text in operation.failed_values,
         http_status=response.status, latency_ms=response.latency_ms, wall_time=wall_time,
+        traceparent=response.traceparent,
     )
 
 
@@ -245,6 +249,6 @@ async def forget(request: ForgetRequest, send: Send) -> DeletionState:
     status = response.fields.get("status")
     return DeletionState(status=None if status is None else str(status), done=True,
                          http_status=response.status, latency_ms=response.latency_ms,
-                         wall_time=wall_time)
+                         wall_time=wall_time, traceparent=response.traceparent)
 
 

@@ -133,7 +133,9 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int,
     assert scenario.generate is not None
     scenario = scenario.model_copy(update={"generate": scenario.generate.model_copy(
         update={"count": pairs})})
-    target_process = embedded.start_reference_target(work / f"target-{pairs}")
+    # No access log: a line per request is 100 MB of disk at 10,000 pairs.
+    target_process = embedded.start_reference_target(work / f"target-{pairs}",
+                                                     access_log=False)
     worker = _start_worker(address, db_url, work / f"worker-{pairs}.log")
     try:
         target = reference_target(target_process.base_url)
@@ -419,7 +421,7 @@ async def main(args: argparse.Namespace) -> int:
                  f"{baseline.requests_per_second:,.0f}/s")
             concurrency = reference_target("http://127.0.0.1").max_concurrency
             _say("plain asyncio + httpx: the same requests against a fresh target")
-            target = embedded.start_reference_target(work / "target-plain")
+            target = embedded.start_reference_target(work / "target-plain", access_log=False)
             try:
                 plain = await replay(target.base_url, baseline.run_id, baseline.db_url,
                                      concurrency=concurrency)

@@ -143,6 +143,7 @@ class RegisterResult(_Model):
     # The phone the tenant registered with, when the one asked for was taken (claimed by
     # another run against the target, or answered "already exists"); None: as asked.
     phone: str | None = None
+    traceparent: str | None = None  # of the last registration request (rules/tracing.py)
 
 class ConverseRequest(_Model):
     """Messages of one tenant in one step, sent in order within one activity."""

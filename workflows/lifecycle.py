@@ -230,7 +230,7 @@ class LifecycleRunner:
         return [observation(r.index, reply=r.reply, context=r.context, status=r.status,
                             http_status=r.http_status, error=r.error, latency_ms=r.latency_ms,
                             wall_time=r.wall_time, stages=r.stages, cost=r.cost,
-                            tokens=r.tokens)
+                            tokens=r.tokens, traceparent=r.traceparent)
                 for r in replies]
 
     async def _record(self, index: int, kind: str, label: str, started_scenario: datetime,

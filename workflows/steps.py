@@ -132,7 +132,7 @@ async def _register_one(run: Lifecycle, role: Role) -> Observation:
     return Observation(seq=seq, role=role, kind="register", request=phone,
                        reply=result.user_id, http_status=result.status or None,
                        latency_ms=result.latency_ms, scenario_time=scenario_time,
-                       wall_time=result.wall_time)
+                       wall_time=result.wall_time, traceparent=result.traceparent)
 
 async def write(run: Lifecycle, step: WriteStep) -> StepWork:
     scenario = run.input.scenario
@@ -279,7 +279,8 @@ def _erasure_result(run: Lifecycle, case_id: str, role: Role, seq: int, scenario
         status="ok" if state else "target-error", error=error,
         http_status=state.http_status if state else None,
         latency_ms=state.latency_ms if state else None, scenario_time=scenario_time,
-        wall_time=state.wall_time if state else workflow.now())
+        wall_time=state.wall_time if state else workflow.now(),
+        traceparent=state.traceparent if state else None)
     verdict = None if state else deletion_verdict(
         case_id, role, run.tenants[role].alias, None, error, timedelta(0), timedelta(0),
         store="deletion-request")
@@ -323,7 +324,7 @@ async def await_deletion(run: Lifecycle, index: int, step: AwaitDeletionStep) ->
                     seq=seq, role=role, kind="deletion-status", request=user_id,
                     reply=state.status, http_status=state.http_status,
                     latency_ms=state.latency_ms, scenario_time=scenario_time,
-                    wall_time=state.wall_time))
+                    wall_time=state.wall_time, traceparent=state.traceparent))
             except CALL_ERRORS as failure:
                 observations.append(Observation(
                     seq=seq, role=role, kind="deletion-status", request=user_id,
@@ -382,7 +383,8 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
             request=f"{read.store} {read.mode} {read.key}",
             reply=f"{read.total} record(s)" if read.status == "ok" else None,
             status="ok" if read.status == "ok" else "target-error", error=read.error,
-            latency_ms=read.latency_ms, scenario_time=now, wall_time=workflow.now())
+            latency_ms=read.latency_ms, scenario_time=now, wall_time=workflow.now(),
+            traceparent=read.traceparent)
         for case, reads in results for read in reads
     ]
     return StepWork(observations=observations,

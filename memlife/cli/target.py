@@ -62,6 +62,9 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--retrieval", choices=RETRIEVAL_MODES, default="combined",
                        help="reference: which layers answer: the thread, vector memory or "
                        "the graph alone, or all three in the answer precedence")
+    serve.add_argument("--no-access-log", dest="access_log", action="store_false",
+                       help="reference: do not print a line per request (method, path, "
+                       "status, time and the trace id it carried)")
     serve.set_defaults(handler=cmd_target_serve, temporal=False)
     check = add_command(
         target_commands, "check", "exercise every operation and probe of a target file once",
@@ -106,8 +109,8 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults},"
           f" retrieval: {args.retrieval})", flush=True)
     try:
-        uvicorn.run(create_app(runtime, service_time, api_key), host=args.host,
-                    port=args.port, log_level="warning")
+        uvicorn.run(create_app(runtime, service_time, api_key, access_log=args.access_log),
+                    host=args.host, port=args.port, log_level="warning")
     finally:
         runtime.close()
     return EXIT_OK

@@ -15,7 +15,8 @@ _PUBLIC = {
     "load_run": "queries", "run_builder": "queries", "run_digest": "queries",
     "run_value_tuples": "queries",
     "AdjudicationRow": "tables", "ErasureReceiptRow": "tables",
-    "ObservationMetricRow": "tables", "ObservationRow": "tables", "RunPairRow": "tables",
+    "ObservationMetricRow": "tables", "ObservationRow": "tables",
+    "ObservationTraceRow": "tables", "RunPairRow": "tables",
     "RunRow": "tables", "RunValueRow": "tables", "StepRow": "tables", "TenantRow": "tables",
     "TargetClaimRow": "tables", "VerdictRow": "tables",
 }

@@ -122,6 +122,9 @@ class FindingEntry(_Part):
     domain: str | None = None
     store: str
     evidence: Evidence
+    # The W3C trace id of the request whose answer is the evidence: search a tracing tool
+    # for it (docs/tracing.md). Absent for evidence no request carried (a file probe).
+    trace_id: str | None = None
 
 
 class TenantEntry(_Part):
@@ -204,6 +207,8 @@ class ObservationEntry(_Part):
     stages: dict[str, float] = Field(default_factory=dict)
     cost: float | None = None
     tokens: int | None = None
+    trace_id: str | None = None  # the traceparent the request carried (docs/tracing.md)
+    span_id: str | None = None
     scenario_time: str | None
     wall_time: str | None
 

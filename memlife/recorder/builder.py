@@ -102,6 +102,8 @@ class ArtifactBuilder:
                 "store": finding.get("store", "response"),
                 "evidence": {"value": finding.get("value"), "detail": finding.get("detail", "")},
             }
+            if finding.get("trace_id"):  # the request behind it, in the user's tracing tool
+                entry["trace_id"] = finding["trace_id"]
             (self.failures if finding["outcome"] == "fail" else self.inconclusive).append(entry)
         if verdict.store == "deletion-status":
             self.deletions.append({
@@ -205,6 +207,7 @@ def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
     for (pair, _, _), values in metrics.items():
         if "cost" in values:
             builder.add_cost(pair, values["cost"])
+    traces = {(t.pair_index, t.step_index, t.seq): t for t in rows.get("traces", [])}
     for o in observations:
         if o.status != "ok":
             builder.add_target_error()
@@ -255,12 +258,18 @@ def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
                 "error": o.error,
                 "latency_ms": o.latency_ms,
                 **_observation_metrics(metrics.get((o.pair_index, o.step_index, o.seq), {})),
+                **_observation_trace(traces.get((o.pair_index, o.step_index, o.seq))),
                 "scenario_time": _iso(o.scenario_time),
                 "wall_time": _iso(o.wall_time),
             }
             for o in observations
         ],
     }
+
+
+def _observation_trace(trace: Any) -> dict[str, Any]:
+    """The request's trace context, when it carried one (runs recorded before did not)."""
+    return {} if trace is None else {"trace_id": trace.trace_id, "span_id": trace.span_id}
 
 
 def _observation_metrics(metrics: dict[str, float]) -> dict[str, Any]:

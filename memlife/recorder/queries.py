@@ -16,6 +16,7 @@ from memlife.recorder.tables import (
     AdjudicationRow,
     ObservationMetricRow,
     ObservationRow,
+    ObservationTraceRow,
     RunRow,
     RunValueRow,
     StepRow,
@@ -33,7 +34,7 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
         by_run = {
             "tenants": TenantRow, "steps": StepRow, "observations": ObservationRow,
             "verdicts": VerdictRow, "values": RunValueRow, "metrics": ObservationMetricRow,
-            "adjudications": AdjudicationRow,
+            "adjudications": AdjudicationRow, "traces": ObservationTraceRow,
         }
         found: dict[str, list[Any]] = {"run": [run]}
         for name, model in by_run.items():

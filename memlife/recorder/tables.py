@@ -90,6 +90,20 @@ class ObservationMetricRow(SQLModel, table=True):
     value: float
 
 
+class ObservationTraceRow(SQLModel, table=True):
+    """The W3C trace context an observation's request carried (rules/tracing.py): what a
+    user searches their tracing tool for. A table of its own, as observation_metrics is."""
+
+    __tablename__ = "observation_traces"
+    id: str = Field(primary_key=True)  # the observation's id
+    run_id: str = Field(index=True)
+    pair_index: int
+    step_index: int
+    seq: int
+    trace_id: str
+    span_id: str
+
+
 class AdjudicationRow(SQLModel, table=True):
     """A reviewer's decision on a reply exact matching failed, and what it means for each
     check (exact outcome beside adjudicated outcome)."""

@@ -45,12 +45,15 @@ def _findings_html(title: str, entries: list[FindingEntry], open_: bool = True) 
         f"<td>{html.escape(f.stage)}</td><td>pair {f.pair} · "
         f"{html.escape(f.tenant)}</td><td>{html.escape(f.store)}</td>"
         f"<td><code>{html.escape(f.evidence.value or '')}</code></td>"
-        f"<td>{html.escape(f.evidence.detail)}</td></tr>"
+        f"<td>{html.escape(f.evidence.detail)}</td>"
+        f"<td><code class=trace>{html.escape(f.trace_id or '')}</code></td></tr>"
         for f in entries)
     return (f"<details{' open' if open_ else ''}><summary>{html.escape(title)} "
             f"({len(entries)})</summary><table class=list><thead><tr><th>check</th>"
             "<th>reason</th><th>stage</th><th>tenant</th><th>store</th><th>value</th>"
-            f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table></details>")
+            '<th>detail</th><th title="the W3C trace id of the request behind it: search '
+            'your tracing tool for it">trace</th></tr></thead><tbody>'
+            f"{rows}</tbody></table></details>")
 
 
 def _adjudication_html(card: Scorecard) -> str:
@@ -110,6 +113,7 @@ svg .budget-label{fill:#b03030;font-weight:600}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;
 height:12px;border-radius:3px;margin-right:4px;vertical-align:-1px}
 details{margin:8px 0}summary{cursor:pointer;font-weight:600}code{font-size:12px}
+code.trace{font-size:11px;color:#57606a;word-break:break-all}
 """
 
 

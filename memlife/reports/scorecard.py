@@ -203,7 +203,8 @@ def finding_line(f: FindingEntry) -> str:
     value = f.evidence.value
     return (f"{f.invariant} {f.reason} · stage {f.stage} · {f.tenant} (pair {f.pair}) · "
             f"{f.store}" + (f" · value `{value}`" if value else "")
-            + (f" — {f.evidence.detail}" if f.evidence.detail else ""))
+            + (f" — {f.evidence.detail}" if f.evidence.detail else "")
+            + (f" · trace `{f.trace_id}`" if f.trace_id else ""))
 
 
 def changes(entry: AdjudicationEntry) -> str:

@@ -37,6 +37,9 @@ class Observation(_Model):
     stages: dict[str, float] = Field(default_factory=dict)
     cost: float | None = None
     tokens: int | None = None
+    # The W3C traceparent the request was sent with (rules/tracing.py); None for what was
+    # never sent, and in runs recorded before requests carried one.
+    traceparent: str | None = None
 
 class Reply(_Model):
     index: int
@@ -51,6 +54,7 @@ class Reply(_Model):
     stages: dict[str, float] = Field(default_factory=dict)  # Server-Timing, ms
     cost: float | None = None  # what the target says the turn cost (its own unit)
     tokens: int | None = None
+    traceparent: str | None = None  # of the attempt that answered (or failed last)
 
 class DeletionState(_Model):
     """What the target said about a deletion: done, failed, or still in progress."""
@@ -62,6 +66,7 @@ class DeletionState(_Model):
     http_status: int
     latency_ms: float
     wall_time: datetime
+    traceparent: str | None = None
 
 class StoreRecordView(_Model):
     id: str | None = None
@@ -79,3 +84,4 @@ class StoreRead(_Model):
     total: int = 0
     records: list[StoreRecordView] = Field(default_factory=list)
     latency_ms: float | None = None
+    traceparent: str | None = None  # an HTTP read's; other probes send no request of it

@@ -12,6 +12,7 @@ from memlife.rules.evidence import DeletionState, Observation, StoreRead, StoreR
 from memlife.rules.scenario import Role
 from memlife.rules.scoring import Expectation, ValueIndex, contains, normalize, score_reply
 from memlife.rules.target import FilesProbe, SqlProbe, Store
+from memlife.rules.tracing import trace_id_of
 from memlife.rules.verdicts import (
     CONTEXT,
     PHYSICAL,
@@ -381,12 +382,12 @@ def deletion_verdict(case_id: str, role: Role, alias: str, state: DeletionState 
         outcome = "inconclusive"
         finding = Finding(invariant="I4", reason="target-error", outcome="inconclusive",
                           store=store, detail=error or "no status")
-    return CaseVerdict(
+    return traced(CaseVerdict(
         case_id=case_id, role=role, tenant_alias=alias, store=store, passed=outcome == "pass",
         outcome=outcome, checks=[Check(invariant="I4", outcome=outcome, store=store)],
         findings=[finding] if finding else [],
         latency_ms=None if not detail else elapsed.total_seconds() * 1000,
-    )
+    ), state.traceparent if state else None)
 
 
 def judge_step(cases: list[ProbeCase], observations: list[Observation],
@@ -397,11 +398,28 @@ def judge_step(cases: list[ProbeCase], observations: list[Observation],
     """One step's probe cases against their replies and its inspection cases against their
     store reads; `foreign` holds the run's values outside the pair."""
     by_case = {o.case_id: o for o in observations if o.case_id and o.kind == "probe"}
-    verdicts = [judge_probe(case, by_case[case.case_id], latency_budget_ms, foreign)
+    verdicts = [traced(judge_probe(case, by_case[case.case_id], latency_budget_ms, foreign),
+                       by_case[case.case_id].traceparent)
                 for case in cases if case.case_id in by_case]
     summaries = []
     for case in inspections:
-        store_verdicts, summary = judge_inspection(case, reads.get(case.case_id, []), stores)
-        verdicts += store_verdicts
+        case_reads = reads.get(case.case_id, [])
+        store_verdicts, summary = judge_inspection(case, case_reads, stores)
+        # A store's findings name the trace of its first read sent over HTTP.
+        store_trace = {}
+        for read in case_reads:
+            if read.traceparent:
+                store_trace.setdefault(read.store, read.traceparent)
+        verdicts += [traced(verdict, store_trace.get(verdict.store))
+                     for verdict in store_verdicts]
         summaries.append(summary)
     return verdicts, summaries
+
+
+def traced(verdict: CaseVerdict, traceparent: str | None) -> CaseVerdict:
+    """The verdict with its findings naming the trace of the request behind them."""
+    trace_id = trace_id_of(traceparent)
+    if trace_id is None or not verdict.findings:
+        return verdict
+    return verdict.model_copy(update={"findings": [
+        finding.model_copy(update={"trace_id": trace_id}) for finding in verdict.findings]})

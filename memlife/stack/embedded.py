@@ -41,8 +41,10 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
                            port: int | None = None, db_path: Path | None = None,
                            timeout: float = 30.0, service_time: str | None = None,
                            api_key_env: str | None = None,
-                           retrieval: str = "combined") -> ReferenceTargetProcess:
-    """Start `memlife target serve reference` as a child process and wait until healthy."""
+                           retrieval: str = "combined",
+                           access_log: bool = True) -> ReferenceTargetProcess:
+    """Start `memlife target serve reference` as a child process and wait until healthy.
+    Its output, a line per request with the access log, goes to `log_path`."""
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     db_path = db_path or state_dir / "reference-target.db"
@@ -58,6 +60,8 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
         command += ["--api-key-env", api_key_env]
     if retrieval != "combined":
         command += ["--retrieval", retrieval]
+    if not access_log:
+        command += ["--no-access-log"]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)

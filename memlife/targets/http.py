@@ -10,6 +10,7 @@ import asyncio
 import functools
 import json
 import os
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +19,10 @@ from urllib.parse import quote
 import httpx
 
 from memlife.rules.target import PLACEHOLDER, EnvRef, HeaderValue, Operation, Target
+from memlife.rules.tracing import traceparent
 
 NOW_HEADER = "X-Memlife-Now"
+TRACE_HEADER = "traceparent"
 # Which run a request belongs to, so that a simulated target keeps each run's background
 # work on that run's clock (docs/simulated-targets.md).
 RUN_HEADER = "X-Memlife-Run"
@@ -36,6 +39,7 @@ class TargetError(Exception):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status  # the HTTP status, when the target answered at all
+        self.traceparent: str | None = None  # of the request, when one was sent
 
 
 class TargetUnreachable(TargetError):
@@ -80,6 +84,7 @@ class Response:
     data: Any
     fields: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)  # Server-Timing, ms per stage
+    traceparent: str | None = None  # what the request carried (rules/tracing.py)
 
 
 def parse_server_timing(header: str | None) -> dict[str, float]:
@@ -232,13 +237,27 @@ async def call(
     scenario_now: str | None = None,
     run: str = "",
 ) -> Response:
-    """One request as the operation describes it; raises a TargetError subclass on failure."""
+    """One request as the operation describes it; raises a TargetError subclass on failure.
+    Each request carries a trace context of its own (a `traceparent` the target file sets
+    itself is kept)."""
     headers = {name: resolve_header(v) for name, v in {**target.headers,
                                                        **operation.headers}.items()}
     if scenario_now:
         headers[NOW_HEADER] = scenario_now
     if run:
         headers[RUN_HEADER] = run
+    if not any(name.lower() == TRACE_HEADER for name in headers):
+        headers[TRACE_HEADER] = traceparent(secrets.token_hex(16), secrets.token_hex(8))
+    sent_trace = next(value for name, value in headers.items() if name.lower() == TRACE_HEADER)
+    try:
+        return await _exchange(target, operation, variables, headers, sent_trace)
+    except TargetError as error:
+        error.traceparent = sent_trace
+        raise
+
+
+async def _exchange(target: Target, operation: Operation, variables: dict[str, Any],
+                    headers: dict[str, str], sent_trace: str) -> Response:
     path = render(operation.path, variables, url=True)
     params = {name: _query_value(value, variables) for name, value in operation.query.items()}
     body = render_body(operation.body, variables) if operation.body is not None else None
@@ -304,7 +323,8 @@ async def call(
                 f"{excerpt!r}"
             ) from None
     return Response(status=status, latency_ms=latency_ms, data=data, fields=fields,
-                    timings=parse_server_timing(response.headers.get("server-timing")))
+                    timings=parse_server_timing(response.headers.get("server-timing")),
+                    traceparent=sent_trace)
 
 
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:

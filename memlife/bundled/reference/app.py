@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import sys
 import time
 from asyncio import to_thread
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,7 @@ from starlette.routing import Route
 from memlife.bundled.reference.faults import FAULTS
 from memlife.bundled.reference.schema import PRICE_PER_MILLION, STORES
 from memlife.bundled.reference.store import ReferenceRuntime, UnknownStore, UnknownTenant
+from memlife.rules.tracing import trace_id_of
 
 NOW_HEADER = "X-Memlife-Now"
 RUN_HEADER = "X-Memlife-Run"
@@ -126,6 +128,37 @@ class ServerTotalTiming:
         await self.app(scope, receive, timed_send)
 
 
+class AccessLog:
+    """Pure ASGI middleware: one line per request on standard output, with the trace id its
+    `traceparent` carried, so that a finding's trace id leads to the request here
+    (docs/tracing.md): `POST /v1/preview 200 2.1ms trace=4bf92f3577b34da6a3ce929d0e0e4736`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        arrived = time.perf_counter()
+        status = 500  # what the client sees if the application fails before answering
+
+        async def logged_send(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, logged_send)
+        finally:
+            traceparent = dict(scope["headers"]).get(b"traceparent", b"").decode("latin-1")
+            elapsed = (time.perf_counter() - arrived) * 1000
+            sys.stdout.write(f"{scope['method']} {scope['path']} {status} {elapsed:.1f}ms "
+                             f"trace={trace_id_of(traceparent) or '-'}\n")
+            sys.stdout.flush()
+
+
 class RequireKey:
     """Pure ASGI middleware: every path but /health needs `Authorization: Bearer <key>`."""
 
@@ -144,10 +177,11 @@ class RequireKey:
 
 
 def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
-               api_key: str | None = None) -> Any:
+               api_key: str | None = None, access_log: bool = False) -> Any:
     """`service_time` (seconds) simulates a model's thinking time on every conversation
     turn, outside the runtime's lock (as an LLM call would be). With `api_key`, every
-    endpoint but /health requires `Authorization: Bearer <api_key>`.
+    endpoint but /health requires `Authorization: Bearer <api_key>`. With `access_log`, a
+    line per request on standard output (AccessLog).
 
     The runtime's work (a few milliseconds of SQLite under one lock) runs in a thread, off
     the event loop: a request that waits for the lock then waits inside the application,
@@ -270,4 +304,6 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
                                                              InvalidBody: _error_response})
     if api_key is not None:
         app = RequireKey(app, api_key)
+    if access_log:
+        app = AccessLog(app)
     return ServerTotalTiming(app)
