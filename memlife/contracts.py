@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,6 +69,10 @@ class RunMeta(_Model):
     experiment: str | None = None
     configuration: str | None = None
     repetition: int | None = None
+    # Where the run's workflows are, for links to them (reports, `memlife status`): its
+    # namespace, and the pairs per cohort workflow (0: a workflow per pair).
+    namespace: str = "default"
+    cohort_size: int = 0
 
     def shared_target(self) -> str | None:
         return shared_target(self.target_identity, self.target_base_url)
@@ -260,6 +265,26 @@ def pair_workflow_id(scenario: str, run_id: str, pair_index: int) -> str:
 
 def cohort_workflow_id(scenario: str, run_id: str, first_pair: int) -> str:
     return f"memlife/{scenario}/{run_id}/cohort-{first_pair}"
+
+
+def pair_home_workflow_id(scenario: str, run_id: str, pair_index: int,
+                          cohort_size: int) -> str:
+    """The workflow a pair's lifecycle runs in: its own, or its cohort's."""
+    if cohort_size:
+        first = pair_index - pair_index % cohort_size
+        return cohort_workflow_id(scenario, run_id, first)
+    return pair_workflow_id(scenario, run_id, pair_index)
+
+
+# The Web UI `memlife dev` serves by default (stack/__init__.py: DEFAULT_UI_PORT): where a
+# run's history is when nothing else says.
+DEV_WEB_UI = "http://127.0.0.1:8233"
+
+
+def web_ui_link(web_ui: str, namespace: str, workflow_id: str) -> str:
+    """A workflow's page in the Temporal Web UI."""
+    return (f"{web_ui.rstrip('/')}/namespaces/{quote(namespace, safe='')}/workflows/"
+            f"{quote(workflow_id, safe='')}")
 
 
 def review_workflow_id(queue: str) -> str:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlife.cli.common import EXIT_OK, add_command
+from memlife.cli.common import EXIT_OK, add_command, problems_exit
 from memlife.errors import InputError, Problem
 
 if TYPE_CHECKING:
@@ -35,6 +36,9 @@ def add_parsers(commands: Any) -> None:
                         help="write it here (default: standard output)")
     report.add_argument("--no-redact", action="store_true",
                         help="keep phone numbers and tenant ids")
+    report.add_argument("--web-ui", default=None, metavar="URL",
+                        help="the Temporal Web UI each finding links to (its pair's workflow); "
+                        "default: the run's own, else memlife dev's (http://127.0.0.1:8233)")
     report.set_defaults(handler=cmd_report, temporal=False)
 
 
@@ -123,11 +127,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from memlife.reports import render
     from memlife.reports.experiment import render_experiment
 
+    if args.web_ui and not re.match(r"^https?://[^\s/]+", args.web_ui):
+        return problems_exit([Problem("command line", "--web-ui", f"{args.web_ui!r} is not "
+                                      "an http(s) address, e.g. http://127.0.0.1:8233")])
     artifact = load_artifact(args.run)
     if isinstance(artifact, ExperimentDocument):
         text = render_experiment(artifact, args.format, redacted=not args.no_redact)
     else:
-        text = render(artifact, args.format, redacted=not args.no_redact)
+        text = render(artifact, args.format, redacted=not args.no_redact, web_ui=args.web_ui)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")

@@ -214,6 +214,7 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
         canary_seed=seed if plan.scenario.generate is not None else None,
         experiment=experiment, configuration=configuration.label if experiment else None,
         repetition=repetition if experiment else None,
+        namespace=session.client.namespace, cohort_size=cohort,
     )
     workflow_id = suite_workflow_id(scenario.name, run_id)
     link = (f"{session.web_ui}/namespaces/{session.client.namespace}/workflows/"

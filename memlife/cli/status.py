@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -75,11 +76,12 @@ async def find_workflow(client: Any, reference: str) -> tuple[str, str]:
 def cmd_status(args: argparse.Namespace) -> int:
     from rich.table import Table
 
+    from memlife.contracts import pair_home_workflow_id, web_ui_link
     from memlife.stack.connection import connect_to_stack
     from memlife.stack.progress import describe_pairs, humanize, pair_progress
 
     async def gather() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        client, _ = await connect_to_stack()
+        client, address = await connect_to_stack()
         now = datetime.now(UTC)
         if args.run:
             workflow_id, kind = await find_workflow(client, args.run)
@@ -91,8 +93,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             description = await handle.describe()
             run_id = progress.get("run_id") or args.run
             scenario = workflow_id.split("/")[1]
+            cohort_size = progress.get("cohort_size", 0)
             pairs = await pair_progress(client, scenario, run_id, progress["pairs"],
-                                        progress.get("cohort_size", 0))
+                                        cohort_size)
+            web_ui = web_ui_for(address)
+            for pair in pairs:  # a failing pair links to its workflow in the Web UI
+                if pair.get("failures"):
+                    pair["web_ui"] = web_ui_link(web_ui, client.namespace, pair_home_workflow_id(
+                        scenario, run_id, pair["pair"], cohort_size))
             return [{"workflow_id": workflow_id, "type": kind, "run_id": run_id,
                      "status": description.status.name if description.status else "?",
                      **progress, "verdict": verdicts["verdict"],
@@ -134,6 +142,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for column in ("pair", "step", "stage", "doing", "cases passed", "failures",
                        "next wake-up"):
             table.add_column(column)
+        table.add_column("Web UI (failing pairs)", overflow="fold")
         now = datetime.now(UTC)
         for pair in pairs:
             wake = pair.get("wake_at")
@@ -144,7 +153,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             table.add_row(str(pair["pair"]), f"{pair['step'] + 1}/{pair['steps']}",
                           pair.get("stage") or "", "waiting" if wake else pair.get("kind", ""),
                           f"{pair['cases_passed']}/{pair['cases']}", str(pair["failures"]),
-                          when)
+                          when, pair.get("web_ui", ""))
         console.print(table)
         return EXIT_OK
     table = Table(title="memlife: in flight", title_justify="left")
@@ -159,6 +168,22 @@ def cmd_status(args: argparse.Namespace) -> int:
                       str(row.get("verdict", "")), detail)
     console.print(table)
     return EXIT_OK
+
+
+def web_ui_for(address: str) -> str:
+    """The Web UI of the cluster at `address`: MEMLIFE_WEB_UI, else the local `memlife dev`
+    stack's when that is the cluster, else the dev server's usual one."""
+    from memlife.cli.common import STATE_DIR
+    from memlife.contracts import DEV_WEB_UI
+    from memlife.stack.devstack import read_stack
+
+    configured = os.environ.get("MEMLIFE_WEB_UI")
+    if configured:
+        return configured
+    info = read_stack(STATE_DIR)
+    if info is not None and info.temporal_address == address and info.web_ui:
+        return info.web_ui
+    return DEV_WEB_UI
 
 
 def cmd_signal(args: argparse.Namespace) -> int:

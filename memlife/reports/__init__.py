@@ -15,9 +15,14 @@ from memlife.reports.text import junit, markdown
 FORMATS = ("json", "md", "html", "junit")
 
 
-def render(artifact: Artifact, fmt: str, *, redacted: bool = True) -> str:
+def render(artifact: Artifact, fmt: str, *, redacted: bool = True,
+           web_ui: str | None = None) -> str:
+    """`web_ui`: the Temporal Web UI findings link to, instead of the run's own."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    if web_ui:
+        artifact = artifact.model_copy(update={
+            "meta": artifact.meta.model_copy(update={"web_ui": web_ui})})
     card = scorecard(redact(artifact) if redacted else artifact)
     if fmt == "json":
         shown = card.model_dump(mode="json", exclude={"cases", "samples"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from memlife.recorder.artifact import FindingEntry
+from memlife.recorder.artifact import FindingEntry, Meta
 from memlife.reports.charts import COLORS, MAX_TIMELINE_PAIRS, histogram_svg, timeline_svg
 from memlife.reports.scorecard import (
     Scorecard,
@@ -15,6 +15,7 @@ from memlife.reports.scorecard import (
     interval,
     latency_line,
     matrix_rows,
+    pair_link,
     pct,
     ratio,
     used_stages,
@@ -37,13 +38,24 @@ def _matrix_html(card: Scorecard) -> str:
             f'</thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def _findings_html(title: str, entries: list[FindingEntry], open_: bool = True) -> str:
+def _tenant_cell(meta: Meta, f: FindingEntry) -> str:
+    """The pair and tenant, linked to the pair's workflow in the Temporal Web UI."""
+    text = f"pair {f.pair} · {html.escape(f.tenant)}"
+    link = pair_link(meta, f.pair)
+    if link is None:
+        return text
+    return (f'<a href="{html.escape(link)}" title="the pair\'s workflow in the Temporal '
+            f'Web UI">{text}</a>')
+
+
+def _findings_html(title: str, entries: list[FindingEntry], meta: Meta,
+                   open_: bool = True) -> str:
     if not entries:
         return ""
     rows = "".join(
         f"<tr><td>{html.escape(f.invariant)}</td><td>{html.escape(f.reason)}</td>"
-        f"<td>{html.escape(f.stage)}</td><td>pair {f.pair} · "
-        f"{html.escape(f.tenant)}</td><td>{html.escape(f.store)}</td>"
+        f"<td>{html.escape(f.stage)}</td><td>{_tenant_cell(meta, f)}</td>"
+        f"<td>{html.escape(f.store)}</td>"
         f"<td><code>{html.escape(f.evidence.value or '')}</code></td>"
         f"<td>{html.escape(f.evidence.detail)}</td>"
         f"<td><code class=trace>{html.escape(f.trace_id or '')}</code></td></tr>"
@@ -165,10 +177,10 @@ started {html.escape(str(meta.started_at))} · status
 <h2>Invariant × store × stage</h2><p class=muted>passed/checked</p>{_matrix_html(card)}
 <h2>Latency</h2><p>{latency_text}</p>{histogram_svg(card)}
 <h2>Findings</h2>
-{_findings_html('Leaks', card.leaks)}
-{_findings_html('Residues', card.residues)}
-{_findings_html('Other failures', card.other_failures)}
-{_findings_html('Inconclusive', card.inconclusive, open_=False)}
+{_findings_html('Leaks', card.leaks, card.meta)}
+{_findings_html('Residues', card.residues, card.meta)}
+{_findings_html('Other failures', card.other_failures, card.meta)}
+{_findings_html('Inconclusive', card.inconclusive, card.meta, open_=False)}
 {'' if any_findings else '<p>No failures.</p>'}
 <h2>Tenants</h2>{_tenants_html(card)}
 </body></html>

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memlife.contracts import DEV_WEB_UI, pair_home_workflow_id, web_ui_link
 from memlife.recorder.artifact import (
     AdjudicationEntry,
     Artifact,
@@ -199,12 +200,25 @@ def used_stages(card: Scorecard) -> list[str]:
                    for cells in stores.values())]
 
 
-def finding_line(f: FindingEntry) -> str:
+def pair_link(meta: Meta, pair: int) -> str | None:
+    """The pair's workflow (its own, or its cohort's) in the Temporal Web UI: the run's UI,
+    else `memlife dev`'s. None for a run on the time-skipping server, whose history ended
+    with it, unless a UI is named (`memlife report --web-ui`)."""
+    web_ui = meta.web_ui or (None if meta.clock == "skip" else DEV_WEB_UI)
+    if web_ui is None:
+        return None
+    return web_ui_link(web_ui, meta.namespace, pair_home_workflow_id(
+        meta.scenario_name, meta.run_id, pair, meta.cohort_size))
+
+
+def finding_line(f: FindingEntry, link: str | None = None, *, markdown: bool = False) -> str:
     value = f.evidence.value
     return (f"{f.invariant} {f.reason} · stage {f.stage} · {f.tenant} (pair {f.pair}) · "
             f"{f.store}" + (f" · value `{value}`" if value else "")
             + (f" — {f.evidence.detail}" if f.evidence.detail else "")
-            + (f" · trace `{f.trace_id}`" if f.trace_id else ""))
+            + (f" · trace `{f.trace_id}`" if f.trace_id else "")
+            + ((f" · [workflow]({link})" if markdown else f" · workflow {link}") if link
+               else ""))
 
 
 def changes(entry: AdjudicationEntry) -> str:

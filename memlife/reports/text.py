@@ -14,6 +14,7 @@ from memlife.reports.scorecard import (
     invariant_order,
     latency_line,
     matrix_rows,
+    pair_link,
     ratio,
     used_stages,
     verdict_word,
@@ -73,12 +74,14 @@ def markdown(card: Scorecard) -> str:
         if entries:
             lines += ["", f"<details open><summary><b>{title} ({len(entries)})</b></summary>",
                       ""]
-            lines += [f"- {finding_line(f)}" for f in entries]
+            lines += [f"- {finding_line(f, pair_link(card.meta, f.pair), markdown=True)}"
+                      for f in entries]
             lines += ["", "</details>"]
     if card.inconclusive:
         lines += ["", f"<details><summary><b>Inconclusive ({len(card.inconclusive)})</b>"
                   "</summary>", ""]
-        lines += [f"- {finding_line(f)}" for f in card.inconclusive]
+        lines += [f"- {finding_line(f, pair_link(card.meta, f.pair), markdown=True)}"
+                  for f in card.inconclusive]
         lines += ["", "</details>"]
     if meta.redacted:
         lines += ["", "_Phone numbers and tenant ids are redacted (`--no-redact` keeps them)._"]

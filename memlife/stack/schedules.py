@@ -63,18 +63,19 @@ def check_schedule_options(name: str, cron: str, timezone: str | None) -> list[P
 def scheduled_run_input(scenario: Scenario, target: Target, clock: Clock, scenario_file: str,
                         command: str, address: str, search_attributes: bool) -> RunInput:
     """The action's input: run id, seed and tenants are left for each start to assign."""
+    pairs = scenario.generate.count if scenario.generate else len(scenario.pairs)
+    cohort = cohort_size(pairs)
     meta = RunMeta(
         memlife_version=__version__, git_revision=None, command=command,
         scenario_file=scenario_file, scenario_name=scenario.name,
         scenario_sha256=hashlib.sha256(Path(scenario_file).read_bytes()).hexdigest(),
         target_name=target.name, target_base_url=target.base_url,
         target_identity={"kind": "target file"}, clock=clock.describe(),
-        temporal_address=address,
+        temporal_address=address, cohort_size=cohort,
     )
-    pairs = scenario.generate.count if scenario.generate else len(scenario.pairs)
     return RunInput(run_id="", scenario=scenario, target=target, clock=clock, meta=meta,
                     search_attributes=search_attributes,
-                    cohort_size=cohort_size(pairs), max_active_pairs=DEFAULT_MAX_ACTIVE_PAIRS)
+                    cohort_size=cohort, max_active_pairs=DEFAULT_MAX_ACTIVE_PAIRS)
 
 
 async def create_schedule(client: Client, name: str, run: RunInput, *, cron: str,

@@ -158,6 +158,13 @@ def test_a_review_session_while_a_run_waits_reaches_the_report(
             assert process.stdout is not None
             run_id = process.stdout.readline().split(" · run ", 1)[1].split(" ", 1)[0]
             wait_for(lambda: _waiting(dev_stack, run_id))
+            # The failing pair links to its workflow in the stack's Web UI.
+            status = dev_stack.memlife("status", run_id, "--json")
+            assert status.returncode == 0, status.stderr
+            pair = json.loads(status.stdout)["pairs"][0]
+            assert pair["failures"] and pair["web_ui"] == (
+                f"{dev_stack.web_ui}/namespaces/default/workflows/"
+                f"memlife%2Fseed-six-case%2F{run_id}%2Fpair-0")
             # The six leaky answers of the first probes wait for a person, blind.
             session = subprocess.run(
                 [*MEMLIFE, "review", "--queue", queue, "--reviewer", "carol", "--limit", "2"],

@@ -13,6 +13,7 @@ import pytest
 from memlife import reports
 from memlife.recorder.artifact import Artifact
 from memlife.reports.charts import histogram_svg
+from memlife.reports.scorecard import pair_link
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -136,3 +137,26 @@ def test_the_latency_histogram_counts_every_probe_against_the_budget(
 def test_an_unknown_format_is_refused(leak_artifact: Artifact) -> None:
     with pytest.raises(ValueError, match="unknown format"):
         reports.render(leak_artifact, "pdf")
+
+
+def test_findings_link_to_their_pairs_workflow_in_the_web_ui(leak_artifact: Artifact) -> None:
+    # A skip-mode run: its history ended with the time-skipping server, so no link unless
+    # a Web UI is named.
+    assert leak_artifact.meta.clock == "skip" and leak_artifact.meta.web_ui is None
+    assert "/workflows/" not in reports.render(leak_artifact, "md")
+    ui = "http://ui.example:8080"
+    run = leak_artifact.meta.run_id
+    link = f"{ui}/namespaces/default/workflows/memlife%2Fseed-six-case%2F{run}%2Fpair-0"
+    markdown = reports.render(leak_artifact, "md", web_ui=ui + "/")
+    leaks = [line for line in markdown.splitlines() if line.startswith("- I3 leaked")]
+    assert len(leaks) == 6 and all(line.endswith(f" · [workflow]({link})") for line in leaks)
+    page = reports.render(leak_artifact, "html", web_ui=ui)
+    assert page.count(f'<a href="{link}"') == 6
+    # A run in cohorts: a pair's lifecycle is its cohort's workflow.
+    in_cohorts = leak_artifact.meta.model_copy(update={
+        "cohort_size": 4, "web_ui": ui, "namespace": "night", "clock": "real"})
+    assert pair_link(in_cohorts, 5) == (
+        f"{ui}/namespaces/night/workflows/memlife%2Fseed-six-case%2F{run}%2Fcohort-4")
+    # Nothing named and not skipped: `memlife dev`'s Web UI.
+    local = in_cohorts.model_copy(update={"web_ui": None})
+    assert (pair_link(local, 0) or "").startswith("http://127.0.0.1:8233/")
