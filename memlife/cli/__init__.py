@@ -21,13 +21,15 @@ from memlife.cli import (
     review,
     run,
     schedule,
+    signing,
     status,
     target,
     validate,
 )
 from memlife.cli.common import EXIT_USAGE, HelpFormatter, err
 
-GROUPS = (validate, run, dev, schedule, status, deletion, review, report, target)
+GROUPS = (validate, run, dev, schedule, status, deletion, review, report, target,
+          signing)
 
 
 def build_parser() -> argparse.ArgumentParser:

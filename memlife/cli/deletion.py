@@ -58,6 +58,9 @@ def add_parsers(commands: Any) -> None:
                        help="write the receipt here (with --wait)")
     check.add_argument("--format", choices=["md", "json"], default="md",
                        help="the receipt's format")
+    check.add_argument("--sign", default=None, metavar="KEYFILE",
+                       help="sign the receipt --out writes (JSON) with this Ed25519 private key "
+                       "(`memlife keygen`; check it with `memlife verify`)")
     check.add_argument("--id", default=None,
                        help="the check's id (default: the time and a random suffix)")
     check.add_argument("--task-queue", default=None, metavar="QUEUE",
@@ -78,6 +81,9 @@ def add_parsers(commands: Any) -> None:
     receipt.add_argument("--out", default=None, metavar="FILE", help="write it here")
     receipt.add_argument("--format", choices=["md", "json"], default="md",
                          help="the receipt's format")
+    receipt.add_argument("--sign", default=None, metavar="KEYFILE",
+                         help="sign the receipt --out writes (JSON) with this Ed25519 "
+                         "private key (`memlife keygen`; check it with `memlife verify`)")
     receipt.set_defaults(handler=cmd_receipt)
 
 
@@ -117,6 +123,10 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
     from memlife.stack.connection import connect_to_stack
     from memlife.workflows.deletion_check import DeletionCheckWorkflow
 
+    signing_key = _signing_key(args, "a receipt, with --wait --out FILE --format json")
+    if args.sign and not args.wait:
+        raise InputError([Problem("command line", "--sign", "signs the receipt of a finished "
+                                  "check: add --wait")])
     check = deletion_check_input(args)
     workflow_id = f"memlife/deletion-check/{check.check_id}"
     if args.print_input:
@@ -148,7 +158,7 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
     receipt = asyncio.run(start())
     if receipt is None:
         return EXIT_OK
-    return _emit_receipt(receipt, args.out, args.format)
+    return _emit_receipt(receipt, args.out, args.format, signing_key)
 
 
 def _check_attributes(check: Any) -> Any:
@@ -176,15 +186,36 @@ async def _await_receipt(handle: Any) -> Any:
                               lambda h: verdict_result(h, ErasureReceipt))
 
 
-def _emit_receipt(receipt: Any, out: str | None, fmt: str) -> int:
+def _signing_key(args: argparse.Namespace, needs: str) -> bytes | None:
+    """The private key `--sign` names, checked before anything starts."""
+    if not args.sign:
+        return None
+    from memlife.cli.signing import check_sign_option, load_private_key
+
+    problems = check_sign_option(args, needs)
+    if args.format != "json":
+        problems.append(Problem("command line", "--sign", "signs a JSON receipt: add "
+                                "--format json"))
+    if problems:
+        raise InputError(problems)
+    return load_private_key(args.sign)
+
+
+def _emit_receipt(receipt: Any, out: str | None, fmt: str,
+                  signing_key: bytes | None = None) -> int:
     from memlife.reports.receipt import receipt_markdown
 
     text = (receipt.model_dump_json(indent=2) + "\n" if fmt == "json"
             else receipt_markdown(receipt))
+    if out and signing_key is not None:
+        from memlife.reports.signing import sign
+
+        signed = sign(receipt.model_dump(mode="json"), signing_key, datetime.now(UTC))
+        text = json.dumps(signed, indent=2, ensure_ascii=False) + "\n"
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
-        print(f"receipt ({fmt}): {out}")
+        print(f"receipt ({fmt}{', signed' if signing_key else ''}): {out}")
     print(receipt_markdown(receipt) if fmt == "json" or out else text, end="")
     return EXIT_OK if receipt.verdict == "pass" else EXIT_FAILED
 
@@ -201,6 +232,8 @@ def _recorded_receipt(check_id: str) -> Any:
 def cmd_receipt(args: argparse.Namespace) -> int:
     from memlife.rules.erasure import ErasureReceipt
     from memlife.stack.connection import connect_to_stack
+
+    signing_key = _signing_key(args, "a receipt, with --out FILE --format json")
 
     async def fetch() -> Any:
         client, _ = await connect_to_stack()
@@ -225,4 +258,4 @@ def cmd_receipt(args: argparse.Namespace) -> int:
         return await _await_receipt(handle)
 
     receipt = asyncio.run(fetch())
-    return _emit_receipt(receipt, args.out, args.format)
+    return _emit_receipt(receipt, args.out, args.format, signing_key)

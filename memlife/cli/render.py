@@ -4,6 +4,7 @@ comparison; and the artifact, written once and read-only."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -135,10 +136,13 @@ def _print_matrix(console: Any, artifact: Artifact) -> None:
     console.print(table)
 
 
-def write_immutable_json(path: Path, document: Artifact | ExperimentDocument) -> None:
+def write_immutable_json(path: Path,
+                         document: Artifact | ExperimentDocument | dict[str, Any]) -> None:
     """Write atomically and read-only: the artifact is a record, not a working file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(document.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    text = (json.dumps(document, indent=2, ensure_ascii=False) if isinstance(document, dict)
+            else document.model_dump_json(indent=2))
+    temporary.write_text(text + "\n", encoding="utf-8")
     temporary.chmod(0o444)
     os.replace(temporary, path)

