@@ -97,6 +97,9 @@ def entry() -> None:
     finished command during finalization (temporalio/sdk-python#300). Output is flushed
     first; nothing memlife writes depends on atexit handlers."""
     code = main()
+    telemetry = sys.modules.get("memlife.stack.telemetry")
+    if telemetry is not None:  # spans still batched go out before the process ends
+        telemetry.shutdown()
     # Looked up, not imported: a command that never imported the connection module used no
     # client, and importing it now would cost a third of a second for nothing.
     connection = sys.modules.get("memlife.stack.connection")

@@ -122,9 +122,10 @@ class FindingEntry(_Part):
     domain: str | None = None
     store: str
     evidence: Evidence
-    # The W3C trace id of the request whose answer is the evidence: search a tracing tool
-    # for it (docs/tracing.md). Absent for evidence no request carried (a file probe).
+    # The W3C trace and span ids of the request whose answer is the evidence: search a
+    # tracing tool for them (docs/tracing.md). Absent where no request carried the evidence.
     trace_id: str | None = None
+    span_id: str | None = None
 
 
 class TenantEntry(_Part):

@@ -104,6 +104,7 @@ class ArtifactBuilder:
             }
             if finding.get("trace_id"):  # the request behind it, in the user's tracing tool
                 entry["trace_id"] = finding["trace_id"]
+                entry["span_id"] = finding.get("span_id")
             (self.failures if finding["outcome"] == "fail" else self.inconclusive).append(entry)
         if verdict.store == "deletion-status":
             self.deletions.append({

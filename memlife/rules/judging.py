@@ -12,7 +12,7 @@ from memlife.rules.evidence import DeletionState, Observation, StoreRead, StoreR
 from memlife.rules.scenario import Role
 from memlife.rules.scoring import Expectation, ValueIndex, contains, normalize, score_reply
 from memlife.rules.target import FilesProbe, SqlProbe, Store
-from memlife.rules.tracing import trace_id_of
+from memlife.rules.tracing import span_id_of, trace_id_of
 from memlife.rules.verdicts import (
     CONTEXT,
     PHYSICAL,
@@ -421,5 +421,6 @@ def traced(verdict: CaseVerdict, traceparent: str | None) -> CaseVerdict:
     trace_id = trace_id_of(traceparent)
     if trace_id is None or not verdict.findings:
         return verdict
+    ids = {"trace_id": trace_id, "span_id": span_id_of(traceparent)}
     return verdict.model_copy(update={"findings": [
-        finding.model_copy(update={"trace_id": trace_id}) for finding in verdict.findings]})
+        finding.model_copy(update=ids) for finding in verdict.findings]})

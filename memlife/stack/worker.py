@@ -28,9 +28,13 @@ if TYPE_CHECKING:
     from temporalio.worker import Worker
 
 def build_worker(client: Client, task_queue: str, executor: ThreadPoolExecutor,
-                 **tuning: Any) -> Worker:
+                 tracer: Any = None, **tuning: Any) -> Worker:
+    """A worker with memlife's workflows and activities. With `tracer`, or when OTEL_*
+    asks for traces (stack/telemetry.py), its workflows, activities and target requests
+    are spans of it."""
     from temporalio.worker import Worker
 
+    from memlife.stack import telemetry
     from memlife.stack.registry import ACTIVITIES, WORKFLOWS
 
     return Worker(
@@ -39,6 +43,7 @@ def build_worker(client: Client, task_queue: str, executor: ThreadPoolExecutor,
         workflows=WORKFLOWS,
         activities=ACTIVITIES,
         activity_executor=executor,
+        interceptors=telemetry.interceptors(tracer or telemetry.configured_tracer()),
         **tuning,
     )
 
@@ -97,12 +102,16 @@ def run_worker(args: argparse.Namespace) -> int:
     # A worker says what it does, and what the SDK warns about; MEMLIFE_LOG_LEVEL overrides.
     configure(level="INFO", sdk_level="WARNING")
     forward_sdk_core_logs()
+    from memlife.stack import telemetry
+
     try:
         asyncio.run(serve(args.task_queue, args.max_concurrent_activities,
                           args.max_cached_workflows))
     except MemlifeError as error:
         print(f"memlife worker: {error}", file=sys.stderr)
         return 2
+    finally:
+        telemetry.shutdown()  # the spans still batched, before `python worker.py` ends
     return 0
 
 

@@ -7,11 +7,13 @@ URL; latency is measured around the HTTP exchange alone (send to last body byte)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import os
 import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -246,14 +248,43 @@ async def call(
         headers[NOW_HEADER] = scenario_now
     if run:
         headers[RUN_HEADER] = run
-    if not any(name.lower() == TRACE_HEADER for name in headers):
-        headers[TRACE_HEADER] = traceparent(secrets.token_hex(16), secrets.token_hex(8))
-    sent_trace = next(value for name, value in headers.items() if name.lower() == TRACE_HEADER)
-    try:
-        return await _exchange(target, operation, variables, headers, sent_trace)
-    except TargetError as error:
-        error.traceparent = sent_trace
-        raise
+    with _request_span(operation) as span_traceparent:
+        if not any(name.lower() == TRACE_HEADER for name in headers):
+            headers[TRACE_HEADER] = span_traceparent
+        sent_trace = next(value for name, value in headers.items()
+                          if name.lower() == TRACE_HEADER)
+        try:
+            return await _exchange(target, operation, variables, headers, sent_trace)
+        except TargetError as error:
+            error.traceparent = sent_trace
+            raise
+
+
+# The tracer target requests are spans of, when OpenTelemetry is on (stack/telemetry.py).
+_request_tracer: Any = None
+
+
+def trace_requests_with(tracer: Any) -> None:
+    """Make every target request a span of `tracer` (None: fresh ids, no span)."""
+    global _request_tracer
+    _request_tracer = tracer
+
+
+@contextlib.contextmanager
+def _request_span(operation: Operation) -> Iterator[str]:
+    """The traceparent of one request: its OpenTelemetry span's (a child of the current
+    span, the activity's), or fresh random ids when no tracer is on."""
+    if _request_tracer is None:
+        yield traceparent(secrets.token_hex(16), secrets.token_hex(8))
+        return
+    from opentelemetry.trace import SpanKind
+
+    with _request_tracer.start_as_current_span(
+            f"target {operation.method} {operation.path}", kind=SpanKind.CLIENT,
+            attributes={"http.request.method": operation.method,
+                        "url.path": operation.path}) as span:
+        context = span.get_span_context()
+        yield traceparent(f"{context.trace_id:032x}", f"{context.span_id:016x}")
 
 
 async def _exchange(target: Target, operation: Operation, variables: dict[str, Any],

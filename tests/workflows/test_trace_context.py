@@ -42,5 +42,6 @@ async def test_every_observation_and_finding_has_the_trace_the_target_received(
     by_trace = {o["trace_id"]: o for o in observations}
     for failure in failures:
         probe = by_trace[failure["trace_id"]]
+        assert failure["span_id"] == probe["span_id"]
         assert probe["kind"] == "probe" and probe["case"] == failure["case"]
         assert received[failure["trace_id"]] == "/v1/preview"
