@@ -107,56 +107,39 @@ async def _error_response(request: Request, error: Exception) -> Response:
 class ServerTotalTiming:
     """Pure ASGI middleware: every response carries `Server-Timing: total;dur=…`, the time
     from the request's arrival in the application to its response — what memlife's
-    recorded latency is compared with (the rest is transport and the client)."""
+    recorded latency is compared with (the rest is transport and the client).
 
-    def __init__(self, app: Any) -> None:
+    With `access_log`, also one line per request on standard output with the trace id its
+    `traceparent` carried, so that a finding's trace id leads to the request here
+    (docs/tracing.md): `POST /v1/preview 200 2.1ms trace=4bf92f3577b34da6a3ce929d0e0e4736`."""
+
+    def __init__(self, app: Any, access_log: bool = False) -> None:
         self.app = app
+        self.access_log = access_log
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         arrived = time.perf_counter()
+        status, total = 500, 0.0  # what the client sees if the application fails first
 
         async def timed_send(message: Any) -> None:
+            nonlocal status, total
             if message["type"] == "http.response.start":
-                total = (time.perf_counter() - arrived) * 1000
+                status, total = message["status"], (time.perf_counter() - arrived) * 1000
                 message = {**message, "headers": [*message.get("headers", []), (
                     b"server-timing", f"total;dur={total:.3f}".encode())]}
             await send(message)
 
-        await self.app(scope, receive, timed_send)
-
-
-class AccessLog:
-    """Pure ASGI middleware: one line per request on standard output, with the trace id its
-    `traceparent` carried, so that a finding's trace id leads to the request here
-    (docs/tracing.md): `POST /v1/preview 200 2.1ms trace=4bf92f3577b34da6a3ce929d0e0e4736`."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        arrived = time.perf_counter()
-        status = 500  # what the client sees if the application fails before answering
-
-        async def logged_send(message: Any) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
         try:
-            await self.app(scope, receive, logged_send)
+            await self.app(scope, receive, timed_send)
         finally:
-            traceparent = dict(scope["headers"]).get(b"traceparent", b"").decode("latin-1")
-            elapsed = (time.perf_counter() - arrived) * 1000
-            sys.stdout.write(f"{scope['method']} {scope['path']} {status} {elapsed:.1f}ms "
-                             f"trace={trace_id_of(traceparent) or '-'}\n")
-            sys.stdout.flush()
+            if self.access_log:
+                traceparent = dict(scope["headers"]).get(b"traceparent", b"").decode("latin-1")
+                sys.stdout.write(f"{scope['method']} {scope['path']} {status} {total:.1f}ms "
+                                 f"trace={trace_id_of(traceparent) or '-'}\n")
+                sys.stdout.flush()
 
 
 class RequireKey:
@@ -181,7 +164,7 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
     """`service_time` (seconds) simulates a model's thinking time on every conversation
     turn, outside the runtime's lock (as an LLM call would be). With `api_key`, every
     endpoint but /health requires `Authorization: Bearer <api_key>`. With `access_log`, a
-    line per request on standard output (AccessLog).
+    line per request on standard output (ServerTotalTiming).
 
     The runtime's work (a few milliseconds of SQLite under one lock) runs in a thread, off
     the event loop: a request that waits for the lock then waits inside the application,
@@ -304,6 +287,4 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
                                                              InvalidBody: _error_response})
     if api_key is not None:
         app = RequireKey(app, api_key)
-    if access_log:
-        app = AccessLog(app)
-    return ServerTotalTiming(app)
+    return ServerTotalTiming(app, access_log)
