@@ -1,4 +1,5 @@
-"""Canary values: natural-looking fact values generated per run from a seed. Pure.
+"""Canary values: natural-looking fact values generated per run from a seed, Spanish or
+English as the generated tenants speak. Pure.
 
 Each value combines several independent draws (an employer is a trade and two surnames; an
 address a street name and a number), so the space per kind runs from ~10^5 to ~10^6 and a
@@ -81,6 +82,71 @@ GENERATORS: dict[str, Callable[[random.Random], str]] = {
     "school": _school,
 }
 
+# English-looking values, built the same way from uncommon English names and words.
+SURNAMES_EN = (
+    "Ashdown Blackwood Carrington Davenport Ellsworth Fairbanks Greenhalgh Hargreaves Ingleby "
+    "Jessop Kingsley Lockhart Merriweather Northcott Oakley Pemberton Quayle Ravenscroft "
+    "Sherwood Thistlewood Underhill Vandermeer Whitlock Yardley Abernathy Bellamy Cromwell "
+    "Dunmore Everhart Fenwick Galloway Holloway Ironside Jarrow Kettering Langley Montague "
+    "Nettleship Ormsby Pickering Quinlan Radcliffe Stanhope Tolliver Upton Vickery Wakefield "
+    "Westbrook Ashcombe Brackenbury Chadwick Dunsmore Eastwood Fairweather Gladstone Hathaway "
+    "Inchbald Kimberley Lovelace Marchbank Newbold Oldfield Penhaligon Quartermaine Rowntree "
+    "Stainforth Thackeray Wetherby Aldridge Birkett Cheverton Dinsdale Elmhirst Fothergill "
+    "Gosling Hebblethwaite Illingworth Kirkbride Lumley Moorcroft Nethercott Outhwaite"
+).split()
+GIVEN_NAMES_EN = (
+    "Harriet Percival Imogen Rupert Cordelia Ambrose Winifred Barnaby Philippa Cuthbert "
+    "Rosalind Ignatius Beatrix Genevieve Horatio Marigold Leopold Ottilie Reginald Clementine "
+    "Bartholomew Araminta Montgomery Seraphina Thaddeus Lavinia Evander Millicent Cornelius "
+    "Persephone Alistair Griselda Florian Henrietta Lysander Prudence Octavian Wilhelmina"
+).split()
+TRADES_EN = (
+    "Bakery|Printers|Joinery|Ironworks|Pharmacy|Opticians|Florists|Haulage|Builders|Cannery|"
+    "Vineyards|Laboratories|Consultancy|Clinic|Nurseries|Ceramics|Textiles|Furniture|Motors|"
+    "Patisserie|Laundry|Tannery|Brewery|Cartographers|Upholstery"
+).split("|")
+STREET_KINDS_EN = ("Lane", "Road", "Avenue", "Court", "Crescent", "Terrace", "Mews", "Row")
+PET_NAMES_EN = (
+    "Biscuit Pickle Rusty Juniper Pippin Marmalade Waffles Bramble Clover Noodle Pudding "
+    "Crumpet Sprocket Thimble Toffee Parsnip Dumpling Muffin Tinker Acorn Bumble Fudge"
+).split()
+SAINTS_EN = (
+    "Saint Aldhelm|Saint Botolph|Saint Cuthbert|Saint Dunstan|Saint Edmund|Saint Frideswide|"
+    "Saint Guthlac|Saint Hilda|Saint Kenelm|Saint Oswald|Saint Swithun|Saint Wilfrid|"
+    "Saint Aidan|Saint Chad|Saint Bede|Saint Alban|Saint Werburgh|Saint Petroc|Saint Piran"
+).split("|")
+
+
+def _employer_en(rng: random.Random) -> str:
+    first, second = rng.sample(SURNAMES_EN, 2)
+    return f"{first} {second} {rng.choice(TRADES_EN)}"
+
+
+def _address_en(rng: random.Random) -> str:
+    return f"{rng.randint(100, 9999)} {rng.choice(SURNAMES_EN)} {rng.choice(STREET_KINDS_EN)}"
+
+
+def _person_en(rng: random.Random) -> str:
+    first, second = rng.sample(SURNAMES_EN, 2)
+    return f"{rng.choice(GIVEN_NAMES_EN)} {first} {second}"
+
+
+def _pet_en(rng: random.Random) -> str:
+    return f"{rng.choice(PET_NAMES_EN)} {rng.choice(SURNAMES_EN)} {rng.choice(SURNAMES_EN)}"
+
+
+def _school_en(rng: random.Random) -> str:
+    return f"{rng.choice(SAINTS_EN)} {rng.choice(SURNAMES_EN)} School {rng.randint(2, 99)}"
+
+
+# Generators per language of the generated tenants (`generate.language`, else the
+# scenario's): Spanish unless English is asked for.
+GENERATORS_BY_LANGUAGE: dict[str, dict[str, Callable[[random.Random], str]]] = {
+    "es": GENERATORS,
+    "en": {"employer": _employer_en, "address": _address_en, "person": _person_en,
+           "pet": _pet_en, "school": _school_en},
+}
+
 
 class CanaryPool:
     """Draws run-unique values; no value equals or contains another (normalized).
@@ -136,8 +202,8 @@ class CanaryPool:
         assert rarest is not None
         return any(candidate in self._taken[index] for index in rarest)
 
-    def draw(self, kind: str) -> str:
-        generator = GENERATORS[kind]
+    def draw(self, kind: str, language: str = "es") -> str:
+        generator = GENERATORS_BY_LANGUAGE.get(language, GENERATORS)[kind]
         for _ in range(10_000):
             value = generator(self._rng)
             normalized = normalize(value)

@@ -39,6 +39,7 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
     pool = CanaryPool(seed, avoid=[*questions, *avoid])
     updates = scenario.update_counts()
     generation = scenario.generate
+    language = generation.language or scenario.language
     pairs = []
     for index in range(generation.count):
         tenants = {}
@@ -46,8 +47,9 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
             facts = {}
             for name, domain in scenario.domains.items():
                 assert domain.canary is not None
-                value = pool.draw(domain.canary)
-                later = [pool.draw(domain.canary) for _ in range(updates.get((role, name), 0))]
+                value = pool.draw(domain.canary, language)
+                later = [pool.draw(domain.canary, language)
+                         for _ in range(updates.get((role, name), 0))]
                 facts[name] = FactValue(value=value, updates=later)
             tenants[role] = Tenant(alias=f"{generation.alias_prefix}{index:03d}{role}",
                                    language=generation.language, facts=facts)

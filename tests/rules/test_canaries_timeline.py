@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from memlife.errors import InputError
-from memlife.rules.canaries import GENERATORS, CanaryPool
+from memlife.rules.canaries import GENERATORS, SURNAMES, SURNAMES_EN, CanaryPool
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario, parse_scenario
 from memlife.rules.scoring import normalize
@@ -40,6 +40,23 @@ def test_generated_pairs_get_canaries_and_update_values() -> None:
     assert first.a.facts["address"].updates == []
     assert materialize(scenario, "run-42") == concrete
     assert materialize(scenario, "run-43").pairs[0] != first
+
+
+def test_english_tenants_get_english_values_and_spanish_ones_spanish() -> None:
+    english = load_scenario(REPO / "scenarios" / "lifecycle-nightly-en.yaml")
+    tenant = materialize(english, "run-42").pairs[0].a
+    words = {word for fact in tenant.facts.values() for text in fact.all_texts()
+             for word in text.split()}
+    assert words & set(SURNAMES_EN) and not words & set(SURNAMES)
+    assert tenant.facts["school"].value.split()[0] == "Saint"
+    spanish = materialize(load_scenario(NIGHTLY), "run-42").pairs[0].a
+    assert {word for fact in spanish.facts.values() for text in fact.all_texts()
+            for word in text.split()} & set(SURNAMES)
+    # English values follow the same rules: distinct, never nested, reproducible.
+    pool = CanaryPool("seed-en")
+    values = [normalize(pool.draw(kind, "en")) for kind in GENERATORS for _ in range(300)]
+    assert len(set(values)) == len(values)
+    assert not any(a in b for i, a in enumerate(values[:200]) for b in values[i + 1:])
 
 
 def nightly_data() -> dict[str, Any]:
