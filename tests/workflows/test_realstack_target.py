@@ -17,14 +17,17 @@ from temporalio.testing import WorkflowEnvironment
 from memlife.bundled.realstack.app import create_app
 from memlife.bundled.realstack.runtime import APP_DB, CHECKPOINTS_DB, HISTORY_DB, RealstackRuntime
 from memlife.bundled.realstack.serve import falkordb_server, probe_environment
+from memlife.rules.pairs import materialize
 from memlife.rules.scenario import DeleteStep, Scenario, UpdateStep
+from memlife.rules.scenario_file import load_scenario
 from memlife.rules.scoring import normalize
 from memlife.rules.target import load_target
 from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
 from tests.workflows.helpers import run_artifact, run_input, run_suite
 
-TARGET_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "targets" / "realstack.yaml"
+REPO = Path(__file__).resolve().parents[2]
+TARGET_FILE = REPO / "scenarios" / "targets" / "realstack.yaml"
 
 
 @dataclass
@@ -155,3 +158,22 @@ def test_serving_on_a_busy_port_is_one_clear_error_before_anything_loads(
     assert f"--port: cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "data").exists()  # no store was created, no server started
+
+
+async def test_the_real_stack_answers_the_english_nightly(
+        realstack: Realstack, skip_env: WorkflowEnvironment, skip_worker: str) -> None:
+    target = load_target(TARGET_FILE).model_copy(update={"base_url": realstack.base_url})
+    english = load_scenario(REPO / "scenarios" / "lifecycle-nightly-en.yaml")
+    assert english.generate is not None
+    run = run_input(materialize(english.model_copy(update={
+        "generate": english.generate.model_copy(update={"count": 1})}), "realstack-en"),
+        target)
+    await run_suite(skip_env.client, skip_worker, run)
+    artifact = run_artifact(run.run_id)
+    by_invariant = artifact["summary"]["by_invariant"]
+    assert artifact["inconclusive"] == []
+    for invariant in ("recall", "I1", "I2", "I3", "U1"):
+        assert by_invariant[invariant]["checked"] > 0, invariant
+        assert by_invariant[invariant]["failed"] == 0, invariant
+    replies = [o["reply"] or "" for o in artifact["observations"] if o["kind"] == "probe"]
+    assert any(reply.startswith("From what you told me") for reply in replies)
