@@ -274,6 +274,10 @@ async def main() -> None:
         await record_deletion_check("v5-deletion-check-graph-residue")
     if "v6-seed-phone-taken-suite" not in have:
         await record_phone_taken()
+    # v7: every observation carries its request's traceparent, findings their trace and
+    # span ids, and a run's meta its namespace and cohort size.
+    if "v7-seed-leak-traced-suite" not in have:
+        await record("v7-seed-leak-traced", seed, ["cross-tenant-leak"])
 
 
 if __name__ == "__main__":
