@@ -51,8 +51,9 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
                 later = [pool.draw(domain.canary, language)
                          for _ in range(updates.get((role, name), 0))]
                 facts[name] = FactValue(value=value, updates=later)
-            tenants[role] = Tenant(alias=f"{generation.alias_prefix}{index:03d}{role}",
-                                   language=generation.language, facts=facts)
+            alias = f"{generation.alias_prefix}{index:03d}"
+            alias += ("" if role == "a" else "-corp") if generation.collide else role
+            tenants[role] = Tenant(alias=alias, language=generation.language, facts=facts)
         pairs.append(Pair(a=tenants["a"], b=tenants["b"]))
     return scenario.model_copy(update={"pairs": pairs, "generate": None})
 

@@ -169,6 +169,9 @@ class PairGeneration(_Strict):
     count: int = Field(ge=1, le=20_000)
     alias_prefix: Slug = "t"
     language: str | None = None
+    # Identities that collide as real bugs need: the partner's alias extends the tenant's
+    # as a prefix (t000 / t000-corp), as namespaces acme and acme-corp do.
+    collide: bool = False
 
 
 class Scenario(_Strict):

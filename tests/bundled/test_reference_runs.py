@@ -100,6 +100,8 @@ def test_a_database_from_before_run_clocks_is_brought_up_to_date(tmp_path: Path)
         CREATE TABLE activity (tenant_id TEXT PRIMARY KEY, last_message_at TEXT NOT NULL,
             summarized_at TEXT);
         CREATE TABLE nightly_dirty (tenant_id TEXT PRIMARY KEY);
+        CREATE TABLE users (user_id TEXT PRIMARY KEY, phone TEXT NOT NULL,
+            status TEXT NOT NULL, created_at TEXT NOT NULL, deleted_at TEXT);
         INSERT INTO deletions VALUES ('del_1', 'u_1', 'pending', '2026-11-30T10:00:00.000000Z',
             '2026-11-30T10:30:00.000000Z', NULL, NULL);
     """)
@@ -108,6 +110,7 @@ def test_a_database_from_before_run_clocks_is_brought_up_to_date(tmp_path: Path)
     for table in ("deletions", "activity", "nightly_dirty", "cache"):
         columns = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
         assert "run" in columns, table
+    assert "namespace" in {row["name"] for row in db.execute("PRAGMA table_info(users)")}
     indexes = {row["name"] for row in db.execute(
         "SELECT name FROM sqlite_master WHERE type='index'")}
     assert "deletions_pending" not in indexes and "deletions_pending_run" in indexes

@@ -2,7 +2,7 @@
 every `memlife run` without --target starts one).
 
 Conversation surface (what a product exposes):
-  POST   /v1/users                  {phone}            -> {user_id, created}
+  POST   /v1/users                  {phone, namespace?} -> {user_id, created}
   POST   /v1/preview                {phone, message}   -> {user_id, reply, context}
   DELETE /v1/users/{user_id}                           -> {deletion_id, status} (async)
   GET    /v1/users/{user_id}/deletion                  -> {deletion_id, status, ...}
@@ -46,6 +46,7 @@ M = TypeVar("M", bound=BaseModel)
 
 class RegisterRequest(BaseModel):
     phone: str = Field(min_length=4, max_length=32)
+    namespace: str = Field(default="", max_length=200)  # the tenant's name, e.g. "acme"
 
 
 class ForgetRequest(BaseModel):
@@ -188,7 +189,7 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         """Register a phone; a phone whose user was deleted registers as a new user."""
         body = await _body(request, RegisterRequest)
         user_id, created = await to_thread(runtime.register, body.phone, _clock(request),
-                                             _run(request))
+                                             _run(request), body.namespace)
         return {"user_id": user_id, "created": created}
 
     async def preview(request: Request) -> Response:

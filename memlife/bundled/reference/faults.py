@@ -22,6 +22,7 @@ class Fault(StrEnum):
     DELETE_OVERREACH = "delete-overreach"
     PARTIAL_DELETE = "partial-delete"
     FORGET_SKIPS_GRAPH = "forget-skips-graph"
+    NAMESPACE_PREFIX_MATCH = "namespace-prefix-match"
 
 # What each fault does, as `memlife target serve --help` lists them.
 FAULTS: dict[str, str] = {
@@ -42,6 +43,8 @@ FAULTS: dict[str, str] = {
     "partial-delete": "tenant deletion reports success but purges only part of the memory",
     "forget-skips-graph": "forgetting a fact removes the memory but leaves the graph node "
     "(which keeps answering)",
+    "namespace-prefix-match": "a tenant's lookups match its namespace as a prefix, so tenant "
+    "acme also reads acme-corp's memories (langchain-ai/langgraph #8478)",
 }
 
 # Which layers answer (the retrieval ablations of docs/experiments.md): the thread alone,

@@ -105,11 +105,29 @@ class Retrieval:
         scored.sort(key=lambda item: item[0], reverse=True)
         return [row for _, row in scored]
 
+    def _scope(self, tenant: str) -> list[str]:
+        """The tenants a lookup for `tenant` reads: itself. The namespace-prefix-match fault
+        matches its namespace as a prefix, as a namespaced search that forgets the
+        separator does (acme also reads acme-corp)."""
+        if Fault.NAMESPACE_PREFIX_MATCH not in self.faults:
+            return [tenant]
+        row = self._db.execute("SELECT namespace FROM users WHERE user_id=?",
+                               (tenant,)).fetchone()
+        if row is None or not row["namespace"]:
+            return [tenant]
+        prefixed = self._db.execute(
+            "SELECT user_id FROM users WHERE substr(namespace, 1, ?) = ?",
+            (len(row["namespace"]), row["namespace"])).fetchall()
+        return [tenant, *(r["user_id"] for r in prefixed if r["user_id"] != tenant)]
+
     def _retrieve(self, tenant: str, wanted: frozenset[str]) -> list[str]:
         """Top-k memories for the question: the retrieval context. Scoped to the tenant;
         the topk-fallback-leak fault fills an under-filled top-k from other tenants."""
+        scope = self._scope(tenant)
+        marks = ",".join("?" * len(scope))
         own = self._ranked(self._db.execute(
-            "SELECT * FROM memories WHERE tenant_id=?", (tenant,)).fetchall(), wanted, "vector")
+            f"SELECT * FROM memories WHERE tenant_id IN ({marks})",  # noqa: S608
+            scope).fetchall(), wanted, "vector")
         chosen = own[:TOP_K]
         if len(chosen) < TOP_K and Fault.TOPK_FALLBACK_LEAK in self.faults:
             foreign = self._ranked(self._db.execute(
@@ -119,9 +137,11 @@ class Retrieval:
         return [row["text"] for row in chosen]
 
     def _from_graph(self, tenant: str, wanted: frozenset[str]) -> Evidence | None:
+        scope = self._scope(tenant)
+        marks = ",".join("?" * len(scope))
         rows = self._db.execute(
-            "SELECT * FROM graph_nodes WHERE tenant_id=? AND label='Fact'", (tenant,)
-        ).fetchall()
+            f"SELECT * FROM graph_nodes WHERE tenant_id IN ({marks}) AND label='Fact'",  # noqa: S608
+            scope).fetchall()
         ranked = self._ranked(rows, wanted, "predicate")
         return Evidence("graph", ranked[0]["evidence"]) if ranked else None
 

@@ -32,9 +32,10 @@ CACHE_TTL = timedelta(hours=6)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
     user_id TEXT PRIMARY KEY, phone TEXT NOT NULL, status TEXT NOT NULL,
-    created_at TEXT NOT NULL, deleted_at TEXT
+    created_at TEXT NOT NULL, deleted_at TEXT, namespace TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS users_phone ON users(phone, status);
+CREATE INDEX IF NOT EXISTS users_namespace ON users(namespace);
 CREATE TABLE IF NOT EXISTS thread_messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, role TEXT NOT NULL,
     content TEXT NOT NULL, norm TEXT NOT NULL, created_at TEXT NOT NULL,
@@ -186,10 +187,10 @@ def open_database(db_path: str | Path) -> sqlite3.Connection:
         "SELECT 1 FROM sqlite_master WHERE name=?", (f"jobs_{index}",)).fetchone()}
     tracked = db.execute("SELECT 1 FROM sqlite_master WHERE name='nightly_dirty'"
                          ).fetchone() is not None
-    for table in RUN_OWNED_TABLES:
+    for table, column in [*((t, "run") for t in RUN_OWNED_TABLES), ("users", "namespace")]:
         columns = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
-        if columns and "run" not in columns:  # an existing table from before
-            db.execute(f"ALTER TABLE {table} ADD COLUMN run TEXT NOT NULL DEFAULT ''")
+        if columns and column not in columns:  # an existing table from before
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
     db.executescript(SCHEMA + SEARCH_INDEX)
     for index in _SUPERSEDED_INDEXES:
         db.execute(f"DROP INDEX IF EXISTS {index}")

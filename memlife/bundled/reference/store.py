@@ -119,8 +119,10 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
 
     # -- public surface ------------------------------------------------------------------
 
-    def register(self, phone: str, now: datetime, run: str = "") -> tuple[str, bool]:
-        """Return (user_id, created). A phone maps to one active user."""
+    def register(self, phone: str, now: datetime, run: str = "",
+                 namespace: str = "") -> tuple[str, bool]:
+        """Return (user_id, created). A phone maps to one active user; `namespace` is the
+        name the tenant registered under (the namespace-prefix-match fault looks it up)."""
         with self._at(now, run) as clock:
             row = self._db.execute(
                 "SELECT user_id FROM users WHERE phone=? AND status='active'", (phone,)
@@ -129,8 +131,8 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
                 return row["user_id"], False
             user_id = f"u_{uuid.uuid4().hex[:16]}"
             self._db.execute(
-                "INSERT INTO users(user_id, phone, status, created_at) VALUES (?,?,?,?)",
-                (user_id, phone, "active", iso(clock)),
+                "INSERT INTO users(user_id, phone, status, created_at, namespace) "
+                "VALUES (?,?,?,?,?)", (user_id, phone, "active", iso(clock), namespace),
             )
             return user_id, True
 
