@@ -24,9 +24,9 @@ from memlife.recorder.values import foreign_values, forget_run_values
 from memlife.rules.erasure import ErasureReceipt
 from memlife.rules.evidence import Observation
 from memlife.rules.judging import judge_step
-from memlife.rules.pairs import TenantIdentity
+from memlife.rules.pairs import TenantIdentity, pair_values
 from memlife.rules.scenario import Pair, Scenario
-from memlife.rules.tracing import span_id_of, trace_id_of
+from memlife.rules.tracing import trace_ids
 
 log = get_logger("memlife.activities.record")
 
@@ -87,14 +87,10 @@ def load_pairs(run_id: str, first: int, count: int) -> list[Pair]:
 
 
 def _value_rows(run_id: str, pairs: list[Pair]) -> Iterator[dict[str, Any]]:
-    for index, pair in enumerate(pairs):
-        for role in ("a", "b"):
-            tenant = pair.tenant(role)
-            for domain, fact in tenant.facts.items():
-                for n, text in enumerate(fact.all_texts()):
-                    yield {"id": f"{run_id}/{index}/{role}/{domain}/{n}", "run_id": run_id,
-                           "pair_index": index, "role": role, "alias": tenant.alias,
-                           "domain": domain, "text": text}
+    for v in pair_values(pairs):
+        yield {"id": f"{run_id}/{v.pair}/{v.role}/{v.domain}/{v.position}", "run_id": run_id,
+               "pair_index": v.pair, "role": v.role, "alias": v.alias, "domain": v.domain,
+               "text": v.text}
 
 
 @activity.defn(name=contracts.RECORD_TENANTS)
@@ -194,9 +190,9 @@ def _step_rows(step: StepRecord) -> tuple[dict[type[Any], list[dict[str, Any]]],
             for o in step.observations
             for name, value in _metrics(o).items()],
         recorder.ObservationTraceRow: [{
-            "id": f"{prefix}/{o.seq}", **common, "seq": o.seq,
-            "trace_id": trace_id_of(o.traceparent), "span_id": span_id_of(o.traceparent)}
-            for o in step.observations if trace_id_of(o.traceparent)],
+            "id": f"{prefix}/{o.seq}", **common, "seq": o.seq, "trace_id": ids[0],
+            "span_id": ids[1]}
+            for o in step.observations if (ids := trace_ids(o.traceparent))],
         recorder.VerdictRow: [{
             "id": f"{prefix}/{v.case_id}", **common, "stage": step.stage,
             "case_id": v.case_id, "role": v.role, "tenant_alias": v.tenant_alias,

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from sqlalchemy import func, select
 
 from memlife.errors import MemlifeError
-from memlife.recorder.database import engine_for
+from memlife.recorder.database import dialect_insert, engine_for
 from memlife.recorder.tables import TargetClaimRow
 from memlife.rules.pairs import materialize, pair_values
 from memlife.rules.scenario import Scenario
@@ -48,10 +48,7 @@ def claim(target: str, run_id: str, kind: str,
     wanted = {normalize(text) if kind == "value" else text: (text, owner, domain)
               for text, owner, domain in items}
     engine = engine_for()
-    if engine.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    insert = dialect_insert(engine)
     taken: set[str] = set()
     normalized = list(wanted)
     with engine.begin() as connection:
@@ -68,15 +65,6 @@ def claim(target: str, run_id: str, kind: str,
             taken.update(wanted[text][0] for text, owner_run, owner in owners
                          if (owner_run, owner) != (run_id, wanted[text][1]))
     return taken
-
-
-def claimed_elsewhere(target: str, kind: str, run_id: str) -> list[str]:
-    """Every text of `kind` that other runs claimed against the target."""
-    with engine_for().connect() as connection:
-        rows = connection.execute(select(TargetClaimRow.text).where(
-            TargetClaimRow.target == target_key(target), TargetClaimRow.kind == kind,
-            TargetClaimRow.run_id != run_id))
-        return [text for (text,) in rows]
 
 
 def claims_of_others(target: str, run_id: str) -> list[tuple[str, str, str, str]]:
@@ -103,12 +91,12 @@ def materialize_unclaimed(scenario: Scenario, seed: str, run_id: str,
     and are kept as written."""
     if target is None or scenario.generate is None:
         return materialize(scenario, seed)
-    avoid = claimed_elsewhere(target, "value", run_id)
+    avoid = [text for text, *_ in claims_of_others(target, run_id)]
     for _ in range(_ATTEMPTS):
         result = materialize(scenario, seed, avoid)
         taken = claim(target, run_id, "value", (
-            (text, f"{alias} (pair {index})", domain)
-            for index, alias, domain, text in pair_values(result.pairs)))
+            (v.text, f"{v.alias} (pair {v.pair})", v.domain)
+            for v in pair_values(result.pairs)))
         if not taken:
             return result
         avoid = [*avoid, *taken]

@@ -89,6 +89,15 @@ def session(url: str | None = None) -> Iterator[Session]:
         db.commit()
 
 
+def dialect_insert(engine: Engine) -> Any:
+    """The engine's dialect's INSERT, the one with ON CONFLICT (PostgreSQL or SQLite)."""
+    if engine.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
 def merge_all(rows: list[SQLModel], url: str | None = None) -> None:
     """Idempotent upsert of a batch in one short transaction.
 
@@ -110,10 +119,7 @@ def merge_values(by_model: dict[type[SQLModel], list[dict[str, Any]]],
     engine = engine_for(url)
     by_table = {model.__table__: values  # type: ignore[attr-defined]
                 for model, values in by_model.items() if values}
-    if engine.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    insert = dialect_insert(engine)
     with engine.begin() as connection:
         for table, values in by_table.items():
             keys = [column.name for column in table.primary_key.columns]

@@ -12,7 +12,7 @@ from memlife.rules.evidence import DeletionState, Observation, StoreRead, StoreR
 from memlife.rules.scenario import Role
 from memlife.rules.scoring import Expectation, ValueIndex, contains, normalize, score_reply
 from memlife.rules.target import FilesProbe, SqlProbe, Store
-from memlife.rules.tracing import span_id_of, trace_id_of
+from memlife.rules.tracing import trace_ids
 from memlife.rules.verdicts import (
     CONTEXT,
     PHYSICAL,
@@ -418,9 +418,9 @@ def judge_step(cases: list[ProbeCase], observations: list[Observation],
 
 def traced(verdict: CaseVerdict, traceparent: str | None) -> CaseVerdict:
     """The verdict with its findings naming the trace of the request behind them."""
-    trace_id = trace_id_of(traceparent)
-    if trace_id is None or not verdict.findings:
+    ids = trace_ids(traceparent)
+    if ids is None or not verdict.findings:
         return verdict
-    ids = {"trace_id": trace_id, "span_id": span_id_of(traceparent)}
+    update = {"trace_id": ids[0], "span_id": ids[1]}
     return verdict.model_copy(update={"findings": [
-        finding.model_copy(update=ids) for finding in verdict.findings]})
+        finding.model_copy(update=update) for finding in verdict.findings]})

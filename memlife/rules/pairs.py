@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -67,11 +68,23 @@ def pair_tenants(run_id: str, pair_index: int, pair: Pair,
             for offset, role in enumerate(("a", "b"))]
 
 
-def pair_values(pairs: list[Pair]) -> Iterator[tuple[int, str, str, str]]:
-    """(pair, alias, domain, text) of every fact value the pairs state, updates included."""
+class PairValue(NamedTuple):
+    """One fact value a pair states: whose, which domain, and its place among the value
+    and its updates."""
+
+    pair: int
+    role: Role
+    alias: str
+    domain: str
+    position: int
+    text: str
+
+
+def pair_values(pairs: list[Pair]) -> Iterator[PairValue]:
+    """Every fact value the pairs state, updates included."""
     for index, pair in enumerate(pairs):
         for role in ("a", "b"):
             tenant = pair.tenant(role)
             for domain, fact in tenant.facts.items():
-                for text in fact.all_texts():
-                    yield index, tenant.alias, domain, text
+                for position, text in enumerate(fact.all_texts()):
+                    yield PairValue(index, role, tenant.alias, domain, position, text)

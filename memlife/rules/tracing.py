@@ -19,15 +19,10 @@ def traceparent(trace_id: str, span_id: str) -> str:
     return f"00-{trace_id}-{span_id}-01"
 
 
-def trace_id_of(header: str | None) -> str | None:
-    """The trace id of a traceparent header, or None when there is none or it is invalid
-    (all zeros is invalid, as the spec says)."""
+def trace_ids(header: str | None) -> tuple[str, str] | None:
+    """(trace id, span id) of a traceparent header, or None when there is none or it is
+    invalid (all-zero ids are invalid, as the spec says)."""
     match = _TRACEPARENT.match(header or "")
     if match is None or set(match.group(1)) == {"0"} or set(match.group(2)) == {"0"}:
         return None
-    return match.group(1)
-
-
-def span_id_of(header: str | None) -> str | None:
-    match = _TRACEPARENT.match(header or "")
-    return match.group(2) if match and trace_id_of(header) else None
+    return match.group(1), match.group(2)

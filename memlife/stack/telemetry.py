@@ -16,8 +16,7 @@ from typing import Any
 from memlife.targets import http
 
 _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-_tracer: Any = None  # this process's, once configured
-_provider: Any = None
+_provider: Any = None  # this process's, once configured
 
 
 def requested(environ: dict[str, str] | None = None) -> bool:
@@ -48,19 +47,17 @@ def configured_tracer() -> Any:
     """This process's tracer when the environment asks for traces, else None. Configured
     once: the `otel` extra installed if missing, spans exported with OTLP over HTTP (its
     endpoint and headers from OTEL_*); `shutdown` exports the last of them."""
-    global _tracer
-    if _tracer is None and requested():
+    global _provider
+    if _provider is None and requested():
         from memlife.stack import extras
 
         extras.ensure("otel", "exporting traces (OTEL_* asks for them)")
         from opentelemetry import trace
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        global _provider
         _provider = provider_with(OTLPSpanExporter())
         trace.set_tracer_provider(_provider)
-        _tracer = _provider.get_tracer("memlife")
-    return _tracer
+    return None if _provider is None else _provider.get_tracer("memlife")
 
 
 def shutdown() -> None:

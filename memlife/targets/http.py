@@ -249,10 +249,10 @@ async def call(
     if run:
         headers[RUN_HEADER] = run
     with _request_span(operation) as span_traceparent:
-        if not any(name.lower() == TRACE_HEADER for name in headers):
-            headers[TRACE_HEADER] = span_traceparent
-        sent_trace = next(value for name, value in headers.items()
-                          if name.lower() == TRACE_HEADER)
+        sent_trace = next((value for name, value in headers.items()
+                           if name.lower() == TRACE_HEADER), None)
+        if sent_trace is None:
+            sent_trace = headers[TRACE_HEADER] = span_traceparent
         try:
             return await _exchange(target, operation, variables, headers, sent_trace)
         except TargetError as error:

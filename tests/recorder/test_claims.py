@@ -28,7 +28,7 @@ def _nightly(pairs: int) -> Scenario:
 
 
 def _texts(scenario: Scenario) -> set[str]:
-    return {normalize(text) for *_, text in pair_values(scenario.pairs)}
+    return {normalize(v.text) for v in pair_values(scenario.pairs)}
 
 
 def test_a_second_run_with_the_same_seed_gets_other_values(recorder_url: str) -> None:
@@ -51,7 +51,7 @@ def test_a_value_claimed_at_the_same_moment_is_redrawn(recorder_url: str) -> Non
     scenario = _nightly(2)
     expected = materialize(scenario, "race")
     # Another run claimed one of the values this seed draws, a moment before this run did.
-    index, alias, domain, text = next(pair_values(expected.pairs))
+    _, _, alias, domain, _, text = next(pair_values(expected.pairs))
     assert claim(SERVICE, "other-run", "value", [(text, "someone (pair 0)", domain)]) == set()
     result = materialize_unclaimed(scenario, "race", "this-run", SERVICE)
     assert normalize(text) not in _texts(result)
@@ -80,7 +80,7 @@ def test_another_runs_value_in_an_answer_is_attributed_to_it(recorder_url: str) 
     first = materialize_unclaimed(scenario, "s", "run-1", SERVICE)
     _record_run("run-2", {"kind": "target file"})
     materialize_unclaimed(scenario, "s", "run-2", SERVICE)
-    index, alias, domain, text = next(pair_values(first.pairs))
+    index, _, alias, domain, _, text = next(pair_values(first.pairs))
     answer = normalize(f"Según lo que me contaste: {text}.")
     found = foreign_values("run-2", 0).found_in(answer)
     assert [(f.text, f.owner, f.domain) for f in found] == [

@@ -36,7 +36,7 @@ from starlette.routing import Route
 from memlife.bundled.reference.faults import FAULTS
 from memlife.bundled.reference.schema import PRICE_PER_MILLION, STORES
 from memlife.bundled.reference.store import ReferenceRuntime, UnknownStore, UnknownTenant
-from memlife.rules.tracing import trace_id_of
+from memlife.rules.tracing import trace_ids
 
 NOW_HEADER = "X-Memlife-Now"
 RUN_HEADER = "X-Memlife-Run"
@@ -137,9 +137,9 @@ class ServerTotalTiming:
             await self.app(scope, receive, timed_send)
         finally:
             if self.access_log:
-                traceparent = dict(scope["headers"]).get(b"traceparent", b"").decode("latin-1")
+                ids = trace_ids(dict(scope["headers"]).get(b"traceparent", b"").decode("latin-1"))
                 sys.stdout.write(f"{scope['method']} {scope['path']} {status} {total:.1f}ms "
-                                 f"trace={trace_id_of(traceparent) or '-'}\n")
+                                 f"trace={ids[0] if ids else '-'}\n")
                 sys.stdout.flush()
 
 
