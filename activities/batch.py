@@ -16,6 +16,7 @@ from memlife.activities.target import (
     IdentityTaken,
     delete,
     forget,
+    maintain,
     read_deletion_status,
     register,
     send_all,
@@ -29,6 +30,7 @@ from memlife.contracts import (
     DeleteRequest,
     ForgetRequest,
     InspectRequest,
+    MaintainRequest,
     RegisterRequest,
     TargetBatch,
 )
@@ -41,6 +43,7 @@ BATCH_ITEMS_IN_FLIGHT = 64
 _REQUEST_TYPES: dict[str, type[Any]] = {
     "register": RegisterRequest, "converse": ConverseRequest, "delete": DeleteRequest,
     "deletion-status": DeleteRequest, "forget": ForgetRequest, "inspect": InspectRequest,
+    "maintain": MaintainRequest,
 }
 
 
@@ -62,6 +65,8 @@ async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
         return await read_deletion_status(request, send_retrying)
     if kind == "forget":
         return await forget(request, send_retrying)
+    if kind == "maintain":
+        return await maintain(request, send_retrying)
     return await inspect(request)
 
 

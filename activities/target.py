@@ -34,10 +34,11 @@ from memlife.contracts import (
     ConverseRequest,
     DeleteRequest,
     ForgetRequest,
+    MaintainRequest,
     RegisterRequest,
     RegisterResult,
 )
-from memlife.rules.evidence import DeletionState, Reply
+from memlife.rules.evidence import DeletionState, MaintenanceResult, Reply
 from memlife.rules.target import (
     DeleteOperation,
 )
@@ -252,3 +253,25 @@ async def forget(request: ForgetRequest, send: Send) -> DeletionState:
                          wall_time=wall_time, traceparent=response.traceparent)
 
 
+
+
+@activity.defn(name=contracts.MAINTAIN_TARGET)
+async def maintain_target(request: MaintainRequest) -> MaintenanceResult:
+    """Trigger one of the target's `maintain` operations (a 2xx means it ran)."""
+    return await as_activity(maintain(request, send_once))
+
+
+async def maintain(request: MaintainRequest, send: Send) -> MaintenanceResult:
+    operation = request.target.operations.maintain.get(request.operation)
+    if operation is None:
+        raise ApplicationError(f"the target file has no operations.maintain.{request.operation}",
+                               type="TargetConfigError", non_retryable=True)
+    wall_time = datetime.now(UTC)
+    response = await send(request.target, operation,
+                          {"phone": request.phone, "user_id": request.user_id},
+                          request.scenario_now, request.run_id)
+    status = response.fields.get("status")
+    return MaintenanceResult(operation=request.operation,
+                             status=None if status is None else str(status),
+                             http_status=response.status, latency_ms=response.latency_ms,
+                             wall_time=wall_time, traceparent=response.traceparent)

@@ -26,6 +26,7 @@ CONVERSE = "memlife.converse"
 DELETE_TENANT = "memlife.delete_tenant"
 DELETION_STATUS = "memlife.deletion_status"
 FORGET_FACT = "memlife.forget_fact"
+MAINTAIN_TARGET = "memlife.maintain_target"
 INSPECT_STORES = "memlife.inspect_stores"
 TARGET_BATCH = "memlife.target_batch"
 RECORD_RUN_STARTED = "memlife.record_run_started"
@@ -179,6 +180,17 @@ class ForgetRequest(_Model):
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
+class MaintainRequest(_Model):
+    """One of the target's `maintain` operations, by name, for one tenant (whose phone and
+    user id fill the operation's placeholders, when it has any)."""
+
+    target: Target
+    operation: str
+    phone: str
+    user_id: str
+    scenario_now: str
+    run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
+
 class InspectRequest(_Model):
     target: Target
     identities: list[str]
@@ -200,7 +212,8 @@ class TargetBatch(_Model):
     """Many target calls of one kind in one activity (the cohort workflow's step fan-out).
     The target travels once; each item is its request without the target."""
 
-    kind: Literal["register", "converse", "delete", "deletion-status", "forget", "inspect"]
+    kind: Literal["register", "converse", "delete", "deletion-status", "forget", "inspect",
+                  "maintain"]
     target: Target
     items: list[dict[str, Any]]
 

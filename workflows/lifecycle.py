@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         AwaitDeletionStep,
         DeleteStep,
         InspectStep,
+        MaintainStep,
         ProbeStep,
         RegisterStep,
         Role,
@@ -140,6 +141,8 @@ class LifecycleRunner:
             return steps.await_deletion(self, index, step)
         if isinstance(step, InspectStep):
             return steps.inspect(self, index, step)
+        if isinstance(step, MaintainStep):
+            return steps.maintain(self, index, step)
         assert isinstance(step, RegisterStep)
         return steps.register(self, tuple(step.tenants))
 

@@ -28,18 +28,26 @@ with workflow.unsafe.imports_passed_through():
         DeleteRequest,
         ForgetRequest,
         InspectRequest,
+        MaintainRequest,
         PairInput,
         RegisterRequest,
         RegisterResult,
     )
     from memlife.rules.durations import format_duration
-    from memlife.rules.evidence import DeletionState, Observation, StoreRead
-    from memlife.rules.judging import deletion_verdict
+    from memlife.rules.evidence import (
+        DeletionState,
+        MaintenanceResult,
+        Observation,
+        StoreRead,
+    )
+    from memlife.rules.judging import deletion_verdict, maintenance_verdict
+    from memlife.rules.operations import template_variables
     from memlife.rules.pairs import TenantIdentity
     from memlife.rules.scenario import (
         AwaitDeletionStep,
         DeleteStep,
         InspectStep,
+        MaintainStep,
         ProbeStep,
         Role,
         UpdateStep,
@@ -285,6 +293,52 @@ def _erasure_result(run: Lifecycle, case_id: str, role: Role, seq: int, scenario
         case_id, role, run.tenants[role].alias, None, error, timedelta(0), timedelta(0),
         store="deletion-request")
     return observation, verdict
+
+async def maintain(run: Lifecycle, index: int, step: MaintainStep) -> StepWork:
+    """The target's maintenance, in order: an operation that names a tenant ({user_id},
+    {phone}) runs for each of the step's tenants, one that names none runs once."""
+    target = run.input.target
+    observations: list[Observation] = []
+    verdicts: list[CaseVerdict] = []
+    for name in step.operations or list(target.operations.maintain):
+        per_tenant = bool(template_variables(target.operations.maintain[name])
+                          & {"user_id", "phone"})
+        roles = step.tenants if per_tenant else step.tenants[:1]
+
+        async def maintain_one(role: Role, name: str = name,
+                               ) -> tuple[Observation, CaseVerdict | None]:
+            tenant = run.tenants[role]
+            user_id = tenant.user_id or (run.state.tenants[role].deleted_identities or [""])[-1]
+            seq, scenario_time = run.next_seq(), run.scenario_now()
+            try:
+                result = await run.calls.activity(
+                    contracts.MAINTAIN_TARGET,
+                    MaintainRequest(target=target, operation=name, phone=tenant.phone,
+                                    user_id=user_id, scenario_now=iso(scenario_time),
+                                    run_id=run.input.run_id),
+                    MaintenanceResult,
+                    start_to_close_timeout=target_timeout(target.timeout),
+                    retry_policy=TARGET_RETRY, summary=f"maintain {name}",
+                )
+            except CALL_ERRORS as failure:
+                error = failure_text(failure)
+                return (Observation(seq=seq, role=role, kind="maintain", request=name,
+                                    status="target-error", error=error,
+                                    scenario_time=scenario_time, wall_time=workflow.now()),
+                        maintenance_verdict(f"s{index}-{role}-maintain-{name}", role,
+                                            tenant.alias, name, error))
+            return Observation(seq=seq, role=role, kind="maintain", request=name,
+                               reply=result.status, http_status=result.http_status,
+                               latency_ms=result.latency_ms, scenario_time=scenario_time,
+                               wall_time=result.wall_time,
+                               traceparent=result.traceparent), None
+
+        # One operation after another, in the order named: a compaction after a reindex
+        # is not the same as before it.
+        results = await asyncio.gather(*(maintain_one(role) for role in roles))
+        observations.extend(o for o, _ in results)
+        verdicts.extend(v for _, v in results if v is not None)
+    return StepWork(observations=observations, verdicts=verdicts)
 
 async def await_deletion(run: Lifecycle, index: int, step: AwaitDeletionStep) -> StepWork:
     scenario = run.input.scenario

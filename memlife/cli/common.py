@@ -117,7 +117,7 @@ def ensure_runtime_extras(targets: list[Any]) -> None:
 def scenario_target_problems(scenario: Any, target: Any, file: str,
                              scenario_file: str) -> list[Problem]:
     """What the scenario asks of the target that the target file cannot do."""
-    from memlife.rules.scenario import AwaitDeletionStep, DeleteStep, InspectStep
+    from memlife.rules.scenario import AwaitDeletionStep, DeleteStep, InspectStep, MaintainStep
 
     problems = []
     for index, step in enumerate(scenario.timeline):
@@ -134,6 +134,20 @@ def scenario_target_problems(scenario: Any, target: Any, file: str,
                                     f"tenants (timeline.{index}) but the target file has no "
                                     "delete_tenant operation"))
             break
+    maintenance = list(target.operations.maintain)
+    for index, step in enumerate(scenario.timeline):
+        if not isinstance(step, MaintainStep):
+            continue
+        if not maintenance:
+            problems.append(Problem(file, "operations.maintain", f"the scenario triggers "
+                                    f"maintenance (timeline.{index}) but the target file "
+                                    "names no maintain operation; drop the step or name one"))
+            break
+        for position, name in enumerate(step.operations or []):
+            if name not in maintenance:
+                problems.append(Problem(
+                    scenario_file, f"timeline.{index}.operations.{position}",
+                    f"unknown maintenance {name!r}; {file} names: {', '.join(maintenance)}"))
     declared = [store.name for store in target.stores if store.probe is not None]
     for index, step in enumerate(scenario.timeline):
         if isinstance(step, InspectStep) and step.stores:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,12 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--retrieval", choices=RETRIEVAL_MODES, default="combined",
                        help="reference: which layers answer: the thread, vector memory or "
                        "the graph alone, or all three in the answer precedence")
+    # Long enough that a deletion or forget right after a write meets the statement still
+    # queued, however slowly requests follow each other (memlife/bundled/reference/ingestion.py).
+    serve.add_argument("--ingest-delay", default="1m", metavar="DURATION",
+                       help="reference: how much later on the run's clock a statement lands "
+                       "in memory, unless a read of its run comes first (asynchronous "
+                       "ingestion; 0 writes at once)")
     serve.add_argument("--no-access-log", dest="access_log", action="store_false",
                        help="reference: do not print a line per request (method, path, "
                        "status, time and the trace id it carried)")
@@ -86,6 +93,7 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     from memlife.rules.durations import parse_duration
 
     problems = unknown_faults(args.fault)
+    ingest_delay = None
     if args.host not in LOOPBACK_HOSTS and not args.container:
         problems.append(Problem("command line", "--host", "the reference target binds "
                                 "loopback only (127.0.0.1 or ::1); inside a container, add "
@@ -96,6 +104,10 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
             service_time = parse_duration(args.service_time).total_seconds()
         except ValueError as error:
             problems.append(Problem("command line", "--service-time", str(error)))
+    try:
+        ingest_delay = parse_duration(args.ingest_delay) if args.ingest_delay != "0" else None
+    except ValueError as error:
+        problems.append(Problem("command line", "--ingest-delay", str(error)))
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
@@ -104,10 +116,12 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
                                     f"{args.api_key_env} is not set"))
     if problems:
         return problems_exit(problems)
-    runtime = ReferenceRuntime(args.db, args.fault, args.retrieval)
+    runtime = ReferenceRuntime(args.db, args.fault, args.retrieval,
+                               ingest_delay or timedelta(0))
     faults = ", ".join(args.fault) or "none"
     print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults},"
-          f" retrieval: {args.retrieval})", flush=True)
+          f" retrieval: {args.retrieval}, ingestion: "
+          f"{'+' + args.ingest_delay if ingest_delay else 'synchronous'})", flush=True)
     try:
         uvicorn.run(create_app(runtime, service_time, api_key, access_log=args.access_log),
                     host=args.host, port=args.port, log_level="warning")

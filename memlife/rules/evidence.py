@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memlife.rules.scenario import Role
 
 ObservationKind = Literal["register", "write", "update", "probe", "delete", "deletion-status",
-                          "inspect"]
+                          "inspect", "maintain"]
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -63,6 +63,16 @@ class DeletionState(_Model):
     deletion_id: str | None = None
     done: bool = False
     failed: bool = False
+    http_status: int
+    latency_ms: float
+    wall_time: datetime
+    traceparent: str | None = None
+
+class MaintenanceResult(_Model):
+    """What the target answered to one maintenance request (a reindex, a rebuild)."""
+
+    operation: str
+    status: str | None = None
     http_status: int
     latency_ms: float
     wall_time: datetime

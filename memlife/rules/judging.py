@@ -390,6 +390,19 @@ def deletion_verdict(case_id: str, role: Role, alias: str, state: DeletionState 
     ), state.traceparent if state else None)
 
 
+def maintenance_verdict(case_id: str, role: Role, alias: str, operation: str,
+                        error: str) -> CaseVerdict:
+    """A maintenance request that got no usable answer: what the scenario checks after it
+    was not checked after maintenance, so I4 there is unproven (inconclusive)."""
+    store = "maintenance"
+    return CaseVerdict(
+        case_id=case_id, role=role, tenant_alias=alias, store=store, passed=False,
+        outcome="inconclusive", checks=[Check(invariant="I4", outcome="inconclusive",
+                                              store=store)],
+        findings=[Finding(invariant="I4", reason="target-error", outcome="inconclusive",
+                          store=store, value=operation, detail=error)])
+
+
 def judge_step(cases: list[ProbeCase], observations: list[Observation],
                inspections: list[InspectCase], reads: dict[str, list[StoreRead]],
                stores: list[Store], latency_budget_ms: float,

@@ -156,9 +156,21 @@ class RegisterStep(_Strict):
     tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
 
 
+class MaintainStep(_Strict):
+    """Trigger the target's maintenance (its `maintain` operations: a reindex, compaction,
+    re-embedding or rebuild), those named in `operations` or every one, in order. What the
+    scenario checks afterwards is judged as usual: a deleted or forgotten value that comes
+    back is resurrected. Operations that name a tenant run for each of `tenants`."""
+
+    step: Literal["maintain"]
+    label: str = ""
+    operations: list[Slug] | None = Field(default=None, min_length=1)
+    tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+
+
 Step = Annotated[
     WriteStep | UpdateStep | WaitStep | ProbeStep | DeleteStep | AwaitDeletionStep
-    | InspectStep | RegisterStep,
+    | InspectStep | RegisterStep | MaintainStep,
     Field(discriminator="step"),
 ]
 

@@ -22,6 +22,7 @@ from memlife.activities.target import (
     delete_tenant,
     deletion_status,
     forget_fact,
+    maintain_target,
     register_tenant,
 )
 from memlife.workflows.adjudication import AdjudicationWorkflow
@@ -33,7 +34,7 @@ from memlife.workflows.suite import SuiteWorkflow
 WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, CohortLifecycleWorkflow,
              DeletionCheckWorkflow, AdjudicationWorkflow]
 ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
-                    inspect_stores, queue_for_review, target_batch]
+                    maintain_target, inspect_stores, queue_for_review, target_batch]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, record_steps,
                    record_tenant_sets, materialize_pairs, load_pairs, finish_run,
                    prepare_scheduled_run, record_adjudications, record_receipt]

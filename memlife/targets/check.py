@@ -139,6 +139,9 @@ async def check_target(target: Target) -> TargetCheck:
                                           variables)
                 if response is not None:
                     _check_records(check, store.name, mode, store.probe, response)
+        for name, operation in operations.maintain.items():
+            await _attempt(check, f"maintain {name}", operation,
+                           {"phone": phone, "user_id": user_id})
         if operations.forget is not None and user_id:
             await _attempt(check, "forget", operations.forget,
                            {"phone": phone, "user_id": user_id, "value": canary,

@@ -7,6 +7,8 @@ Conversation surface (what a product exposes):
   DELETE /v1/users/{user_id}                           -> {deletion_id, status} (async)
   GET    /v1/users/{user_id}/deletion                  -> {deletion_id, status, ...}
   POST   /v1/users/{user_id}/forget {value}            -> {status}   (one fact)
+Maintenance (what an operator or a schedule runs):
+  POST   /admin/reindex             {tenant_id}        -> {status, records}  (rebuild memory)
 Admin read surface (what memlife's store probes read; read-only):
   GET    /admin/stores                                 -> {stores: [{name, role}]}
   GET    /admin/stores/{store}/records?tenant_id=ID    -> {records: [...]}
@@ -51,6 +53,10 @@ class RegisterRequest(BaseModel):
 
 class ForgetRequest(BaseModel):
     value: str = Field(min_length=1, max_length=400)
+
+
+class ReindexRequest(BaseModel):
+    tenant_id: str = Field(min_length=1, max_length=200)
 
 
 class PreviewRequest(BaseModel):
@@ -237,6 +243,15 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         except UnknownTenant:
             raise HTTPException(404, "unknown or deleted user") from None
 
+    async def reindex(request: Request) -> dict[str, object]:
+        """Rebuild one tenant's vector memory from its checkpoints (maintenance.py)."""
+        body = await _body(request, ReindexRequest)
+        try:
+            return await to_thread(runtime.reindex, body.tenant_id, _clock(request),
+                                   _run(request))
+        except UnknownTenant:
+            raise HTTPException(404, "unknown user") from None
+
     async def deletion(request: Request) -> dict[str, str | None]:
         try:
             return await to_thread(runtime.deletion_status, request.path_params["user_id"],
@@ -280,6 +295,7 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         Route("/v1/users/{user_id}", answers(delete_user, 202), methods=["DELETE"]),
         Route("/v1/users/{user_id}/forget", answers(forget), methods=["POST"]),
         Route("/v1/users/{user_id}/deletion", answers(deletion), methods=["GET"]),
+        Route("/admin/reindex", answers(reindex), methods=["POST"]),
         Route("/admin/stores", answers(stores), methods=["GET"]),
         Route("/admin/stores/{store}/records", answers(records), methods=["GET"]),
         Route("/admin/stores/{store}/search", answers(search), methods=["GET"]),

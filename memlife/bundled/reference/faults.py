@@ -23,6 +23,9 @@ class Fault(StrEnum):
     PARTIAL_DELETE = "partial-delete"
     FORGET_SKIPS_GRAPH = "forget-skips-graph"
     NAMESPACE_PREFIX_MATCH = "namespace-prefix-match"
+    REINDEX_RESURRECTS = "reindex-resurrects"
+    REINDEX_DROPS_TENANT = "reindex-drops-tenant"
+    INGEST_AFTER_DELETE = "ingest-after-delete"
 
 # What each fault does, as `memlife target serve --help` lists them.
 FAULTS: dict[str, str] = {
@@ -45,6 +48,12 @@ FAULTS: dict[str, str] = {
     "(which keeps answering)",
     "namespace-prefix-match": "a tenant's lookups match its namespace as a prefix, so tenant "
     "acme also reads acme-corp's memories (langchain-ai/langgraph #8478)",
+    "reindex-resurrects": "the on-demand reindex (POST /admin/reindex) rebuilds memory from "
+    "every checkpoint, tombstoned and forgotten ones included (topoteretes/cognee #3526)",
+    "reindex-drops-tenant": "the reindex writes memories without their tenant key, and "
+    "retrieval lets records without one through (MemTensor/MemOS #2231)",
+    "ingest-after-delete": "deletion and forget do not drain the ingestion queue: statements "
+    "still queued land after the purge (Significant-Gravitas/AutoGPT #12720)",
 }
 
 # Which layers answer (the retrieval ablations of docs/experiments.md): the thread alone,

@@ -11,6 +11,7 @@ another run's deletion or summary happen early, nor late."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from memlife.bundled.reference import language
@@ -39,6 +40,10 @@ class BackgroundJobs:
     def _store_fact(self, tenant: str, message: str, stamp: str, *, graph: bool) -> bool:
         raise NotImplementedError  # the write path (store.py)
 
+    # ingestion.py (annotations only: a stub here would shadow it in ReferenceRuntime's MRO)
+    _due_ingestions: Callable[[str, datetime], list[tuple[datetime, int]]]
+    _apply_queued: Callable[[int, datetime], None]
+
     def _advance(self, now: datetime, run: str) -> datetime:
         """Run every background job of `run` due by `now`, in time order. A run's clock
         never goes back; each run's is its own (the requests without a run share one)."""
@@ -48,7 +53,9 @@ class BackgroundJobs:
         if last is not None and now <= last:
             return last
         start = last or now
-        events: list[tuple[datetime, int, str, str]] = []
+        events: list[tuple[datetime, int, str, str]] = [
+            (due, -1, "ingest", str(queue_id))
+            for due, queue_id in self._due_ingestions(run, now)]
         for deletion in self._db.execute(
             "SELECT id, purge_due FROM deletions WHERE run=? AND completed_at IS NULL "
             "AND purge_due <= ?", (run, iso(now)),
@@ -71,7 +78,9 @@ class BackgroundJobs:
             events.append((night, 2, "nightly", ""))
             night += timedelta(days=1)
         for when, _, kind, subject in sorted(events):
-            if kind == "purge":
+            if kind == "ingest":
+                self._apply_queued(int(subject), when)
+            elif kind == "purge":
                 self._purge(subject, when)
             elif kind == "summary":
                 self._summarize(subject, when, "session")

@@ -98,6 +98,13 @@ CREATE INDEX IF NOT EXISTS deletions_pending_run ON deletions(run, purge_due)
 CREATE INDEX IF NOT EXISTS deletions_tenant ON deletions(tenant_id, requested_at);
 CREATE INDEX IF NOT EXISTS cache_expiry_run ON cache(run, expires_at);
 CREATE INDEX IF NOT EXISTS graph_edges_tenant ON graph_edges(tenant_id);
+-- Statements waiting for the ingestion worker (asynchronous ingestion, ingestion.py).
+CREATE TABLE IF NOT EXISTS ingest_queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, message TEXT NOT NULL,
+    due TEXT NOT NULL, run TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS ingest_queue_run ON ingest_queue(run, due);
+CREATE INDEX IF NOT EXISTS ingest_queue_tenant ON ingest_queue(tenant_id);
 -- One clock per run: 'now' for requests that name no run, 'now:<run>' for each run.
 CREATE TABLE IF NOT EXISTS clock (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);

@@ -35,12 +35,14 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from memlife.bundled.reference import language
 from memlife.bundled.reference.faults import RETRIEVAL_MODES, Fault, parse_faults
+from memlife.bundled.reference.ingestion import Ingestion
 from memlife.bundled.reference.jobs import BackgroundJobs
+from memlife.bundled.reference.maintenance import Maintenance
 from memlife.bundled.reference.retrieval import Answer, Retrieval
 from memlife.bundled.reference.schema import (
     DELETION_DELAY,
@@ -62,16 +64,19 @@ class UnknownStore(LookupError):
     pass
 
 
-class ReferenceRuntime(BackgroundJobs, Retrieval):
-    """All state of the reference target. Thread-safe through one lock (small and honest)."""
+class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Retrieval):
+    """All state of the reference target. Thread-safe through one lock (small and honest).
+    `ingest_delay`: how much later on the run's clock a statement lands (ingestion.py);
+    zero writes it at once."""
 
     def __init__(self, db_path: str | Path, faults: Iterable[str] = (),
-                 retrieval: str = "combined"):
+                 retrieval: str = "combined", ingest_delay: timedelta = timedelta(0)):
         if retrieval not in RETRIEVAL_MODES:
             raise ValueError(f"unknown retrieval {retrieval!r}; one of "
                              f"{', '.join(RETRIEVAL_MODES)}")
         self.faults = parse_faults(faults)
         self.retrieval = retrieval
+        self.ingest_delay = ingest_delay
         self._lock = threading.Lock()
         self._db = open_database(db_path)
         self._run = ""
@@ -146,9 +151,10 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
             stamp = iso(clock)
             self._thread_append(tenant, "user", message, stamp)
             if language.is_question(message):
+                self._flush(run, clock)  # reads wait for queued writes (ingestion.py)
                 answer = self._answer(tenant, message, clock)
             else:
-                answer = Answer(self._remember(tenant, message, stamp), [], None)
+                answer = Answer(self._remember(tenant, message, clock), [], None)
             self._thread_append(tenant, "assistant", answer.reply, stamp)
             self._db.execute(
                 "INSERT INTO jobs(id, tenant_id, kind, status, input, output, norm, created_at) "
@@ -185,6 +191,7 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
             )
             premature = Fault.PREMATURE_DELETION_STATUS in self.faults
             due = clock + (PREMATURE_PURGE_DELAY if premature else DELETION_DELAY)
+            self._before_deletion(user_id, due)
             deletion_id = f"del_{uuid.uuid4().hex[:16]}"
             self._db.execute(
                 "INSERT INTO deletions(id, tenant_id, status, requested_at, purge_due, "
@@ -197,29 +204,63 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
 
     def forget(self, user_id: str, value: str, now: datetime,
                run: str = "") -> dict[str, str]:
-        """Erase one fact: memories and graph facts holding it go; checkpoints and job rows
-        that mention it are redacted; the tenant's cache is dropped and its summary redone."""
+        """Erase one fact: memories and graph facts holding it go; the checkpoints that state
+        it or its earlier values (the same key) are tombstoned, so nothing serves or rebuilds
+        it; job rows that mention it are redacted; the cache is dropped, the summary redone."""
         with self._at(now, run) as clock:
             if not self._is_active(user_id):
                 raise UnknownTenant(user_id)
+            self._before_forget(user_id, clock)
             needle = norm(value)
             self._dirty(user_id)
+            keys = {row["key"] for row in self._db.execute(
+                "SELECT key FROM memories WHERE tenant_id=? AND instr(norm, ?) > 0",
+                (user_id, needle))}
             self._db.execute("DELETE FROM memories WHERE tenant_id=? AND instr(norm, ?) > 0",
                              (user_id, needle))
             if Fault.FORGET_SKIPS_GRAPH not in self.faults:
                 self._db.execute(
                     "DELETE FROM graph_nodes WHERE tenant_id=? AND label='Fact' AND "
                     "instr(norm, ?) > 0", (user_id, needle))
-            self._db.execute(
-                "UPDATE thread_messages SET content='[olvidado]', norm='[olvidado]' "
-                "WHERE tenant_id=? AND instr(norm, ?) > 0", (user_id, needle))
-            self._db.execute(
-                "UPDATE jobs SET input='[olvidado]', output='[olvidado]', norm='[olvidado]' "
-                "WHERE tenant_id=? AND instr(norm, ?) > 0", (user_id, needle))
+            self._tombstone_checkpoints(user_id, needle, keys)
+            self._redact_jobs(user_id, needle, keys)
             self._db.execute("DELETE FROM cache WHERE tenant_id=?", (user_id,))
             self._db.execute("DELETE FROM summaries WHERE tenant_id=?", (user_id,))
             self._summarize(user_id, clock, "session")
             return {"status": "completed"}
+
+    @staticmethod
+    def _states(text: str, needle: str, norm_text: str, keys: set[str]) -> bool:
+        """Whether a record holds the forgotten value, or states the same fact (an older
+        value of a forgotten fact must not be served or kept in its place)."""
+        if needle in norm_text:
+            return True
+        parsed = language.split_statement(text) if keys else None
+        return parsed is not None and " ".join(sorted(parsed[0])) in keys
+
+    def _tombstone_checkpoints(self, tenant: str, needle: str, keys: set[str]) -> None:
+        doomed = [(row["id"],) for row in self._db.execute(
+            "SELECT id, role, content, norm FROM thread_messages WHERE tenant_id=? AND "
+            "deleted=0", (tenant,)).fetchall()
+            if self._states(row["content"] if row["role"] == "user" else "", needle,
+                            row["norm"], keys)]
+        self._db.executemany("UPDATE thread_messages SET deleted=1 WHERE id=?", doomed)
+
+    def _redact_jobs(self, tenant: str, needle: str, keys: set[str]) -> None:
+        doomed = [(row["id"],) for row in self._db.execute(
+            "SELECT id, input, norm FROM jobs WHERE tenant_id=? AND status != 'redacted'",
+            (tenant,)).fetchall() if self._states(row["input"], needle, row["norm"], keys)]
+        self._db.executemany(
+            "UPDATE jobs SET input='[olvidado]', output='[olvidado]', norm='[olvidado]' "
+            "WHERE id=?", doomed)
+
+    def reindex(self, user_id: str, now: datetime, run: str = "") -> dict[str, object]:
+        """Rebuild one tenant's vector memory from its checkpoints (maintenance.py)."""
+        with self._at(now, run) as clock:
+            if self._db.execute("SELECT 1 FROM users WHERE user_id=?",
+                                (user_id,)).fetchone() is None:
+                raise UnknownTenant(user_id)
+            return self._reindex(user_id, clock)
 
     def deletion_status(self, user_id: str, now: datetime,
                         run: str = "") -> dict[str, str | None]:
@@ -239,14 +280,16 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
     def store_records(self, store: str, now: datetime, tenant_id: str | None = None,
                       needle: str | None = None, run: str = "") -> list[dict[str, object]]:
         """Records of one store, by tenant scope or by normalized needle (all tenants)."""
-        with self._at(now, run):
+        with self._at(now, run) as clock:
+            self._flush(run, clock)
             return self._select_records(store, tenant_id, needle)
 
     def search_records(self, store: str, now: datetime, needles: list[str],
                        run: str = "") -> list[dict[str, object]]:
         """Records holding any of the needles (each record once), in one transaction."""
         found: dict[str, dict[str, object]] = {}
-        with self._at(now, run):
+        with self._at(now, run) as clock:
+            self._flush(run, clock)
             for needle in dict.fromkeys(needles):
                 for record in self._select_records(store, None, needle):
                     found.setdefault(str(record["id"]), record)
@@ -309,11 +352,10 @@ class ReferenceRuntime(BackgroundJobs, Retrieval):
             "INSERT INTO thread_messages(tenant_id, role, content, norm, created_at) "
             "VALUES (?,?,?,?,?)", (tenant, role, content, norm(content), stamp))
 
-    def _remember(self, tenant: str, message: str, stamp: str) -> str:
+    def _remember(self, tenant: str, message: str, clock: datetime) -> str:
         lang = language.detect_language(message)
-        stored = self._store_fact(tenant, message, stamp, graph=True)
-        if Fault.CACHE_STALE not in self.faults:
-            self._db.execute("DELETE FROM cache WHERE tenant_id=?", (tenant,))
+        stored = language.split_statement(message) is not None
+        self._enqueue(tenant, message, clock)
         if not stored:
             return "Entendido." if lang == "es" else "Noted."
         return "Entendido, lo recordaré." if lang == "es" else "Got it, I'll remember that."
