@@ -55,7 +55,7 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
             alias = f"{generation.alias_prefix}{index:03d}"
             alias += ("" if role == "a" else "-corp") if generation.collide else role
             tenants[role] = Tenant(alias=alias, language=generation.language, facts=facts)
-        pairs.append(Pair(a=tenants["a"], b=tenants["b"]))
+        pairs.append(Pair(a=tenants["a"], b=tenants["b"], collide_phones=generation.collide))
     return scenario.model_copy(update={"pairs": pairs, "generate": None})
 
 
@@ -63,7 +63,8 @@ def pair_tenants(run_id: str, pair_index: int, pair: Pair,
                  scenario: Scenario) -> list[TenantIdentity]:
     """The pair's two tenants with their run-unique synthetic phones."""
     return [TenantIdentity(role=role, alias=pair.tenant(role).alias,
-                           phone=synthetic_phone(run_id, 2 * pair_index + offset),
+                           phone=synthetic_phone(run_id, 2 * pair_index + offset,
+                                                 aligned=pair.collide_phones),
                            language=scenario.language_of(pair.tenant(role)))
             for offset, role in enumerate(("a", "b"))]
 

@@ -16,10 +16,14 @@ _AREA_CODES = [
 CAPACITY = len(_AREA_CODES) * 100
 
 
-def synthetic_phone(run_id: str, tenant_index: int) -> str:
+def synthetic_phone(run_id: str, tenant_index: int, *, aligned: bool = False) -> str:
+    """The run's phone for one tenant. `aligned` starts the run's block on an even slot,
+    so tenants 2k and 2k+1 differ in their last digit only (colliding identities)."""
     if not 0 <= tenant_index < CAPACITY:
         raise ValueError(f"tenant index {tenant_index} outside the fictional range capacity")
     offset = int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") % CAPACITY
+    if aligned:
+        offset -= offset % 2  # CAPACITY is even: the block wraps onto even slots too
     slot = (offset + tenant_index) % CAPACITY
     area = _AREA_CODES[slot // 100]
     return f"+1{area}55501{slot % 100:02d}"

@@ -74,6 +74,9 @@ class Tenant(_Strict):
 class Pair(_Strict):
     a: Tenant
     b: Tenant
+    # The tenants' phones differ in their last digit only (+12015550120 / +12015550121),
+    # as identities that collide in real bugs do (a lookup by a truncated number).
+    collide_phones: bool = False
 
     def tenant(self, role: Role) -> Tenant:
         return self.a if role == "a" else self.b
@@ -182,7 +185,8 @@ class PairGeneration(_Strict):
     alias_prefix: Slug = "t"
     language: str | None = None
     # Identities that collide as real bugs need: the partner's alias extends the tenant's
-    # as a prefix (t000 / t000-corp), as namespaces acme and acme-corp do.
+    # as a prefix (t000 / t000-corp), as namespaces acme and acme-corp do, and the two
+    # phones differ in their last digit only.
     collide: bool = False
 
 

@@ -44,6 +44,12 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
     def report(path: str, reason: str) -> None:
         problems.append(Problem(file, path, reason))
 
+    colliding = {pair.collide_phones for pair in scenario.pairs}
+    if len(colliding) > 1:  # aligned and unaligned phone blocks would overlap
+        first = next(i for i, pair in enumerate(scenario.pairs)
+                     if pair.collide_phones != scenario.pairs[0].collide_phones)
+        report(f"pairs.{first}.collide_phones",
+               "every pair or none: a run's phones collide by pair or not at all")
     for domain_name, domain in scenario.domains.items():
         for language, templates in domain.templates.items():
             base = f"domains.{domain_name}.templates.{language}"

@@ -1,7 +1,8 @@
 """Colliding identities (scenarios/colliding-identities.yaml): tenants named t000 and
 t000-corp are kept apart by the clean reference target, and a namespaced lookup that
 matches by prefix (the namespace-prefix-match fault, langchain-ai/langgraph #8478) is
-caught: t000's answers carry t000-corp's values; t000-corp's never carry t000's."""
+caught: t000's answers carry t000-corp's values; t000-corp's never carry t000's. The two
+phones of a pair differ in their last digit only."""
 
 from __future__ import annotations
 
@@ -25,8 +26,11 @@ async def test_prefix_named_tenants_are_kept_apart_and_a_prefix_match_is_caught(
     scenario = load_scenario(SCENARIO)
     artifact = await run_nightly(skip_env, skip_worker, scenario,
                                  target_with([fault] if fault else []), "collide")
-    aliases = {t["alias"] for t in artifact["tenants"]}
-    assert {"t000", "t000-corp"} <= aliases  # the partner's name extends the tenant's
+    phones = {t["alias"]: t["phone"] for t in artifact["tenants"]}
+    assert {"t000", "t000-corp"} <= set(phones)  # the partner's name extends the tenant's
+    for alias in (a for a in phones if not a.endswith("-corp")):  # and its phone, but one digit
+        mine, partner = phones[alias], phones[f"{alias}-corp"]
+        assert mine[:-1] == partner[:-1] and mine != partner
     if fault is None:
         assert artifact["failures"] == [] and artifact["inconclusive"] == []
         return
