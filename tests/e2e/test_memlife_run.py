@@ -113,6 +113,10 @@ operations:
         (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "0"],
          "command line: --pairs: must be 1 to 20000"),
         (["run", str(SEED), "--cohort", "many"], "command line: --cohort: must be auto"),
+        (["run", "compact.yaml"], "compact.yaml: timeline.3.operations.0: unknown maintenance "
+                                  "'compact'; reference names: reindex"),
+        (["run", "compact.yaml", "--target", "plain.yaml"], "plain.yaml: operations.maintain: "
+                                                            "the scenario triggers maintenance"),
     ],
 )
 def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args: list[str],
@@ -124,6 +128,10 @@ def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args
     (tmp_path / "secret.yaml").write_text(SECRET_TARGET)
     (tmp_path / "vault.yaml").write_text(
         SEED.read_text() + "  - {step: inspect, stores: [memory, vault]}\n")
+    (tmp_path / "compact.yaml").write_text(
+        SEED.read_text() + "  - {step: maintain, operations: [compact]}\n")
+    (tmp_path / "plain.yaml").write_text(target[:target.index("  maintain:")]
+                                         + target[target.index("stores:"):])
     # A leading NAME=value argument is an environment variable, as in a shell.
     extra_env = dict(arg.split("=", 1) for arg in args[:1] if "=" in arg)
     result = memlife(*args[len(extra_env):], cwd=tmp_path, timeout=60, env=extra_env)

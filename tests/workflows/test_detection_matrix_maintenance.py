@@ -1,0 +1,73 @@
+"""The detection matrix of maintenance and races (scenarios/maintenance.yaml,
+scenarios/races.yaml): each scenario gives no failure on the clean reference target, and
+each of their faults is caught by the right invariant, store and stage, on the
+time-skipping server with the real activities and a real target (2 pairs per run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from memlife.rules.scenario import Scenario
+from memlife.rules.scenario_file import load_scenario
+from tests.workflows.test_detection_matrix import cells, run_nightly, target_with
+
+__all__ = ["target_with"]  # the fixture, shared with the detection matrix
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+# scenario -> fault -> (cells that must fail, cells that must not fail); a cell is
+# (invariant, store, stage[, reason]), as in test_detection_matrix.py.
+DETECTION = {
+    "maintenance.yaml": {
+        "reindex-resurrects": (
+            [("I4", "memory", "maintained-after-erasure", "resurrected")],
+            [("I4", "memory", "erased"), ("I3", "response", "maintained")]),
+        "reindex-drops-tenant": (
+            [("I3", "response", "maintained", "leaked"),
+             ("I1", "memory", "maintained", "leaked")],
+            [("I3", "response", "baseline")]),
+    },
+    "races.yaml": {
+        "ingest-after-delete": (
+            [("I4", "memory", "erased", "residue"), ("I4", "graph", "erased", "residue"),
+             ("I4", "response", "erased", "residue")],
+            [("I3", "response", "erased")]),
+    },
+}
+
+
+def small(name: str) -> Scenario:
+    scenario = load_scenario(SCENARIOS / name)
+    assert scenario.generate is not None
+    return scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": 2})})
+
+
+@pytest.mark.parametrize("name", sorted(DETECTION))
+async def test_the_clean_reference_target_passes(
+        skip_env: WorkflowEnvironment, skip_worker: str, target_with, name: str) -> None:
+    artifact = await run_nightly(skip_env, skip_worker, small(name), target_with([]),
+                                 f"clean-{name}")
+    assert artifact["failures"] == [] and artifact["inconclusive"] == []
+    assert artifact["summary"]["passed"]
+
+
+@pytest.mark.parametrize(("name", "fault", "cohort"), [
+    (name, fault, index % 2 == 1)
+    for index, (name, fault) in enumerate(
+        (name, fault) for name in sorted(DETECTION) for fault in sorted(DETECTION[name]))])
+async def test_each_fault_is_caught_by_the_right_invariant_store_and_stage(
+        skip_env: WorkflowEnvironment, skip_worker: str, target_with, name: str, fault: str,
+        cohort: bool) -> None:
+    artifact = await run_nightly(skip_env, skip_worker, small(name), target_with([fault]),
+                                 f"seed-{fault}", cohort=cohort)
+    found = cells(artifact)
+    must, must_not = DETECTION[name][fault]
+    assert not artifact["summary"]["passed"]
+    for cell in must:
+        assert cell in found, f"{fault}: expected {cell}, found {sorted(found)}"
+    for cell in must_not:
+        assert cell not in found, f"{fault}: {cell} should hold, found {sorted(found)}"
