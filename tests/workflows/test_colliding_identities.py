@@ -17,6 +17,8 @@ from tests.workflows.test_detection_matrix import cells, run_nightly, target_wit
 __all__ = ["target_with"]  # the fixture, shared with the detection matrix
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "colliding-identities.yaml"
+# fault -> (cells that must fail, cells that must not fail), as in test_detection_matrix.py.
+DETECTION = {"namespace-prefix-match": ([("I3", "response", "baseline", "leaked")], [])}
 
 
 @pytest.mark.parametrize("fault", [None, "namespace-prefix-match"])
@@ -34,6 +36,8 @@ async def test_prefix_named_tenants_are_kept_apart_and_a_prefix_match_is_caught(
     if fault is None:
         assert artifact["failures"] == [] and artifact["inconclusive"] == []
         return
-    assert ("I3", "response", "baseline", "leaked") in cells(artifact)
+    must, must_not = DETECTION[fault]
+    found = cells(artifact)
+    assert all(cell in found for cell in must) and not any(c in found for c in must_not)
     leaked_to = {f["tenant"] for f in artifact["failures"] if f["invariant"] == "I3"}
     assert leaked_to and all(not alias.endswith("-corp") for alias in leaked_to)
