@@ -148,6 +148,17 @@ GENERATORS_BY_LANGUAGE: dict[str, dict[str, Callable[[random.Random], str]]] = {
 }
 
 
+class CanarySpaceExhausted(ValueError):
+    """No fresh value of a kind could be drawn: every candidate clashes with a text to
+    avoid (a question template, a value already drawn or claimed)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"no fresh {kind!r} canary value could be drawn: every candidate "
+                         "holds or lies inside a question template or a value already "
+                         "taken (is a question only a few characters long?)")
+        self.kind = kind
+
+
 class CanaryPool:
     """Draws run-unique values; no value equals or contains another (normalized).
 
@@ -210,4 +221,4 @@ class CanaryPool:
             if not self._clashes(normalized):
                 self._take(normalized)
                 return value
-        raise RuntimeError(f"canary space for {kind!r} exhausted")
+        raise CanarySpaceExhausted(kind)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memlife.errors import Problem
+from memlife.rules.canaries import CanarySpaceExhausted
 from memlife.rules.documents import load_yaml_file, parse_document
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario import (
@@ -84,7 +85,11 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
                        "generator for every domain (employer, address, person, pet, school)")
         if problems:
             return problems
-        scenario = materialize(scenario, seed="validation")
+        try:
+            scenario = materialize(scenario, seed="validation")
+        except CanarySpaceExhausted as error:
+            report("generate", str(error))
+            return problems
 
     update_counts = scenario.update_counts()
     aliases: dict[str, str] = {}

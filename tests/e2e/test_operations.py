@@ -272,6 +272,9 @@ def test_check_deletion_against_a_deletion_fault_fails_naming_the_store(
             user_id = http.post("/v1/users", json={"phone": phone}).json()["user_id"]
             http.post("/v1/preview", json={"phone": phone,
                                            "message": "Trabajo en Astilleros Norte."})
+            # The fact landed (a read waits for the target's ingestion queue).
+            assert http.get("/admin/stores/graph/records",
+                            params={"tenant_id": user_id}).json()["records"]
         bad = dev_stack.memlife("check-deletion", "--target", str(target_file), "--tenant",
                                 user_id, "--deadline", "soon")
         assert bad.returncode == 2 and "--deadline" in bad.stderr

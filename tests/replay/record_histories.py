@@ -278,6 +278,15 @@ async def main() -> None:
     # span ids, and a run's meta its namespace and cohort size.
     if "v7-seed-leak-traced-suite" not in have:
         await record("v7-seed-leak-traced", seed, ["cross-tenant-leak"])
+    # v8: maintain steps (the target's reindex) and a fault they expose, one pair by itself
+    # and two in a cohort (a batch of maintenance calls).
+    maintenance = REPO / "scenarios" / "maintenance.yaml"
+    if "v8-maintenance-resurrects-suite" not in have:
+        await record("v8-maintenance-resurrects", maintenance, ["reindex-resurrects"],
+                     generated_pairs=1)
+    if "v8-cohort-maintenance-suite" not in have:
+        await record("v8-cohort-maintenance", maintenance, [], generated_pairs=2,
+                     cohort_size=2)
 
 
 if __name__ == "__main__":

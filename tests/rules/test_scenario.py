@@ -187,3 +187,14 @@ def test_scenario_round_trips_through_json() -> None:
     again = type(scenario).model_validate_json(scenario.model_dump_json())
     assert again == scenario
     assert again.digest() == scenario.digest()
+
+
+def test_a_question_too_short_to_avoid_is_one_clear_problem_not_a_crash() -> None:
+    # Canary values must not hold a question's text; a one-letter question is in them all.
+    nightly = REPO / "scenarios" / "lifecycle-nightly.yaml"
+    document = yaml.safe_load(nightly.read_text(encoding="utf-8"))
+    document["domains"]["address"]["templates"]["es"]["question"][0] = "A"
+    with pytest.raises(InputError) as raised:
+        parse_scenario(document, "n.yaml")
+    assert [str(p).split(":")[:2] for p in raised.value.problems] == [["n.yaml", " generate"]]
+    assert "'address'" in str(raised.value)

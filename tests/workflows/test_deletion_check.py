@@ -47,6 +47,10 @@ def write_tenant(target: Target) -> tuple[str, str]:
         user_id = http.post("/v1/users", json={"phone": phone}).json()["user_id"]
         for fact in FACTS:
             http.post("/v1/preview", json={"phone": phone, "message": fact}).raise_for_status()
+        # Its facts landed (a read waits for the target's ingestion queue): a deletion
+        # check is about a tenant whose data is there, not one racing its own writes.
+        memory = http.get("/admin/stores/memory/records", params={"tenant_id": user_id})
+        assert len(memory.json()["records"]) == len(FACTS)
     return user_id, phone
 
 
