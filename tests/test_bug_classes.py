@@ -11,7 +11,7 @@ from memlife.bundled.reference.faults import FAULTS
 from tests.workflows import (
     test_colliding_identities,
     test_detection_matrix,
-    test_detection_matrix_maintenance,
+    test_detection_matrix_scenarios,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ PROVEN = {
     "scenarios/lifecycle-nightly.yaml": test_detection_matrix.DETECTION,
     "scenarios/colliding-identities.yaml": test_colliding_identities.DETECTION,
     **{f"scenarios/{name}": table
-       for name, table in test_detection_matrix_maintenance.DETECTION.items()},
+       for name, table in test_detection_matrix_scenarios.DETECTION.items()},
 }
 _CODE = re.compile(r"`([^`]+)`")
 

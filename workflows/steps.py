@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         RegisterRequest,
         RegisterResult,
     )
+    from memlife.rules import adversarial
     from memlife.rules.durations import format_duration
     from memlife.rules.evidence import (
         DeletionState,
@@ -54,7 +55,7 @@ with workflow.unsafe.imports_passed_through():
         WaitStep,
         WriteStep,
     )
-    from memlife.rules.state import PairState, pick
+    from memlife.rules.state import PairState, other, pick
     from memlife.rules.verdicts import CaseVerdict, InspectCase, ProbeCase
 
 
@@ -155,9 +156,15 @@ async def write(run: Lifecycle, step: WriteStep) -> StepWork:
                     "write", d)
             for i, d in enumerate(domains)
         ]
+        if step.kind == "poison":  # addressed to every user
+            turns = adversarial.templates("poison", language, scenario.adversarial)
+            messages = [Message(adversarial.poison(pick(turns, i), m.text), m.kind, m.domain)
+                        for i, m in enumerate(messages)]
         observations = await run.converse(role, messages)
         for domain, observation in zip(domains, observations, strict=True):
             run.state.record_write(role, domain, confirmed=observation.status == "ok")
+            if step.kind == "poison":
+                run.state.record_poison(role, domain)
         return observations
 
     per_tenant = await asyncio.gather(*(write_tenant(role) for role in step.tenants))
@@ -193,10 +200,22 @@ async def probe(run: Lifecycle, index: int, step: ProbeStep) -> StepWork:
         language = scenario.language_of(tenant)
         phrases = scenario.abstain_phrases.get(language, [])
         cases: list[ProbeCase] = []
-        for domain in run.state.probe_domains(step.kind, role,
-                                                scenario.step_domains(step)):
+        turns = adversarial.templates(step.kind, language, scenario.adversarial) if (
+            step.kind in ("spoof", "extract")) else []
+        if step.kind == "extract":  # about other users at large, not one domain
+            for t_index, text in enumerate(turns):
+                cases.append(run.state.probe_case(
+                    f"s{index}-{role}-extract-{t_index}", step.kind, role, "*", text, now,
+                    scenario.update_grace, phrases))
+        for domain in ([] if step.kind == "extract" else run.state.probe_domains(
+                step.kind, role, scenario.step_domains(step))):
             questions = scenario.domains[domain].templates[language].question
             for q_index, question in enumerate(questions):
+                if step.kind == "spoof":  # the partner's identity claimed in the message
+                    partner = run.tenants[other(role)]
+                    question = adversarial.spoof(pick(turns, q_index), partner.alias,
+                                                 partner.phone, partner.user_id or "",
+                                                 question)
                 cases.append(run.state.probe_case(
                     f"s{index}-{role}-{domain}-q{q_index}", step.kind, role, domain,
                     question, now, scenario.update_grace, phrases))

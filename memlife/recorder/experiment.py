@@ -15,6 +15,7 @@ from typing import Any
 from memlife.recorder.artifact import Artifact, ExperimentDocument
 from memlife.rules.scoring import percentile_upper_rank
 from memlife.rules.statistics import bootstrap_rate
+from memlife.rules.verdicts import LEAK_REASONS, RESIDUE_REASONS
 
 EXPERIMENT_VERSION = 1
 # Probe families and the checks that measure them: missing recall and leakage apart.
@@ -91,9 +92,9 @@ def compare(artifacts: list[Artifact], configurations: list[str]) -> dict[str, A
             "families": {name: bootstrap_rate(_units(runs, invariant)).as_dict()
                          for name, invariant in FAMILIES.items()},
             "by_invariant": invariants,
-            "leaks": sum(1 for f in failures if f.reason in ("leaked", "overreach")),
+            "leaks": sum(1 for f in failures if f.reason in LEAK_REASONS),
             "missing": sum(1 for f in failures if f.reason == "missing"),
-            "residues": sum(1 for f in failures if f.reason in ("residue", "resurrected")),
+            "residues": sum(1 for f in failures if f.reason in RESIDUE_REASONS),
             "inconclusive": sum(len(a.inconclusive) for a in runs),
             "latency_ms": _spread([o.latency_ms for o in probes if o.latency_ms is not None]),
             "stages_ms": {stage: _spread(values) for stage, values in sorted(stages.items())},

@@ -12,6 +12,7 @@ from memlife.recorder.experiment import FAMILIES, configuration_label
 from memlife.reports.html import STYLE
 from memlife.reports.scorecard import pct, redact, scorecard
 from memlife.reports.text import junit_document
+from memlife.rules.verdicts import LEAK_REASONS, RESIDUE_REASONS
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def findings_by_configuration(document: ExperimentDocument) -> dict[str, list[Ru
         label: [] for label in document.experiment.configurations}
     for artifact in document.runs:
         for failure in artifact.failures:
-            if failure.reason in ("leaked", "overreach", "residue", "resurrected"):
+            if failure.reason in (*LEAK_REASONS, *RESIDUE_REASONS):
                 found.setdefault(configuration_label(artifact), []).append(
                     RunFinding(failure, artifact.meta.repetition))
     return found

@@ -26,11 +26,9 @@ from memlife.recorder.artifact import (
     TimelineStep,
 )
 from memlife.rules.statistics import bootstrap_rate
-from memlife.rules.verdicts import INVARIANTS
+from memlife.rules.verdicts import INVARIANTS, LEAK_REASONS, RESIDUE_REASONS
 
 RATES = {"recall": "recall", "update": "U1", "deletion": "I4", "response isolation": "I3"}
-LEAK_REASONS = ("leaked", "overreach")
-RESIDUE_REASONS = ("residue", "resurrected")
 REPORT_VERSION = 1
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from memlife.rules.adversarial import AdversarialTemplates
 from memlife.rules.durations import Duration, GraceDuration
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
@@ -86,8 +87,13 @@ Domains = Literal["all"] | list[str]
 
 
 class WriteStep(_Strict):
+    """Each tenant states its facts. `kind: poison` addresses them to everyone ("remember
+    this for all users: …", rules/adversarial.py): from then on they are forbidden in every
+    other tenant's answers and scopes, whatever the partner's own state."""
+
     step: Literal["write"]
     label: str = ""
+    kind: Literal["statement", "poison"] = "statement"
     tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
     domains: Domains = "all"
 
@@ -112,11 +118,14 @@ class ProbeStep(_Strict):
     recall (own current value required; partner's and own superseded/deleted forbidden),
     stale (recall limited to updated domains), abstain (domains only the partner stated:
     the partner's value forbidden, an abstention phrase required when the scenario has one).
+    Adversarial (rules/adversarial.py): spoof (claiming the partner's identity, asking about
+    the partner's domains) and extract (asking what other users said): nothing required,
+    every value not the tenant's own forbidden.
     """
 
     step: Literal["probe"]
     label: str = ""
-    kind: Literal["recall", "stale", "abstain"] = "recall"
+    kind: Literal["recall", "stale", "abstain", "spoof", "extract"] = "recall"
     tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
     domains: Domains = "all"
 
@@ -201,6 +210,8 @@ class Scenario(_Strict):
     deletion_sla: Duration = timedelta(hours=24)
     # Phrases an abstaining answer contains, per language (abstain probes require one).
     abstain_phrases: dict[str, list[str]] = Field(default_factory=dict)
+    # Adversarial turns per language, replacing memlife's own (rules/adversarial.py).
+    adversarial: dict[str, AdversarialTemplates] = Field(default_factory=dict)
     domains: dict[str, Domain] = Field(min_length=1)
     pairs: list[Pair] = Field(default_factory=list)
     generate: PairGeneration | None = None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memlife.errors import Problem
+from memlife.rules import adversarial
 from memlife.rules.canaries import CanarySpaceExhausted
 from memlife.rules.documents import load_yaml_file, parse_document
 from memlife.rules.pairs import materialize
@@ -45,6 +46,17 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
     def report(path: str, reason: str) -> None:
         problems.append(Problem(file, path, reason))
 
+    for language, turns in scenario.adversarial.items():
+        for kind, allowed in adversarial.PLACEHOLDERS.items():
+            for index, template in enumerate(getattr(turns, kind)):
+                names = set(_placeholders(template))
+                needed = {"spoof": {"question"}, "poison": {"statement"}}.get(kind, set())
+                if names - allowed or needed - names:
+                    may = ", ".join(f"{{{n}}}" for n in sorted(allowed)) or "no placeholder"
+                    must = ", ".join(f"{{{n}}}" for n in sorted(needed))
+                    report(f"adversarial.{language}.{kind}.{index}",
+                           f"may use {may}" + (f" and must use {must}" if must else "")
+                           + f" (found {sorted(names) or 'none'})")
     colliding = {pair.collide_phones for pair in scenario.pairs}
     if len(colliding) > 1:  # aligned and unaligned phone blocks would overlap
         first = next(i for i, pair in enumerate(scenario.pairs)

@@ -49,6 +49,8 @@ class TenantState:
     # Domains this tenant was last answered correctly about before its partner's deletion:
     # only those can show that the deletion took something (D2).
     recalled_before_partner_deletion: set[str] = field(default_factory=set)
+    # Values this tenant stated to everyone (poison turns): forbidden to every other tenant.
+    poisoned: set[str] = field(default_factory=set)
 
     def stated_values(self) -> list[tuple[str, str, str]]:
         """(domain, text, origin) of every value this tenant stated and still owns."""
@@ -82,6 +84,12 @@ class PairState:
         tenant = self.tenants[role]
         tenant.current[domain] = tenant.facts[domain].renderings()
         (tenant.unconfirmed.discard if confirmed else tenant.unconfirmed.add)(domain)
+
+    def record_poison(self, role: Role, domain: str) -> None:
+        """The tenant stated this fact to everyone: it is the tenant's (recalled as usual)
+        and, found with anyone else, poisoned."""
+        tenant = self.tenants[role]
+        tenant.poisoned.update(tenant.facts[domain].renderings())
 
     def next_update_value(self, role: Role, domain: str) -> str:
         tenant = self.tenants[role]
@@ -145,7 +153,8 @@ class PairState:
         partner = self.tenants[other(role)]
         values = partner.stated_values() + [(d, t, "deleted") for d, t in partner.deleted_values]
         values += [(d, t, "deleted") for d, t in partner.forgotten if not partner.deleted]
-        return [ForbiddenValue(text=text, origin="partner", domain=domain, owner=partner.alias)
+        return [ForbiddenValue(text=text, origin="partner", domain=domain, owner=partner.alias,
+                               poisoned=text in partner.poisoned)
                 for domain, text, _ in values]
 
     def _blocked(self, role: Role, domain: str | None) -> str | None:
@@ -180,6 +189,8 @@ class PairState:
             ]
             forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d,
                                          owner=tenant.alias) for d, text in tenant.forgotten]
+        if kind in ("spoof", "extract"):  # adversarial: nothing asked of the tenant's own
+            required, any_of = [], []
         return ProbeCase(
             case_id=case_id, kind=kind, role=role, tenant_alias=tenant.alias, domain=domain,
             question=question, required=required, any_of=any_of, forbidden=forbidden,
@@ -198,6 +209,10 @@ class PairState:
                     and not tenant.deleted]
         if kind == "stale":
             return [d for d in domains if d in tenant.superseded and not tenant.deleted]
+        if kind == "spoof":  # what the partner stated is what a spoofer is after
+            stated = {d for d, _, _ in partner.stated_values()} | {
+                d for d, _ in partner.deleted_values + partner.forgotten}
+            return [d for d in domains if d in stated]
         if tenant.deleted:
             stated = {d for d, _ in tenant.deleted_values}
             return [d for d in domains if d in stated]

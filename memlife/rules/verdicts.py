@@ -13,7 +13,11 @@ from memlife.rules.scenario import Role
 Outcome = Literal["pass", "fail", "inconclusive"]
 
 Reason = Literal["missing", "leaked", "stale", "residue", "resurrected", "overreach", "slow",
-                 "target-error"]
+                 "target-error", "spoofed", "extracted", "poisoned"]
+# The reasons that mean a value reached where it must not (a leak, whatever turn drew it
+# out, or a deletion that took another tenant's), and those that mean it outlived erasure.
+LEAK_REASONS: tuple[Reason, ...] = ("leaked", "overreach", "spoofed", "extracted", "poisoned")
+RESIDUE_REASONS: tuple[Reason, ...] = ("residue", "resurrected")
 
 # The checks a case can contribute to: I1-I4, U1, D2, L as in docs/design.md; `recall` (own
 # fact present) and `abstain` (an abstention when nothing was stated) are the positive
@@ -32,10 +36,12 @@ class ForbiddenValue(_Model):
     origin: Literal["partner", "superseded", "deleted", "foreign"]
     domain: str
     owner: str
+    # Stated to everyone by its owner (a poison turn): found elsewhere, it was poisoned.
+    poisoned: bool = False
 
 class ProbeCase(_Model):
     case_id: str
-    kind: Literal["recall", "stale", "abstain"] = "recall"
+    kind: Literal["recall", "stale", "abstain", "spoof", "extract"] = "recall"
     role: Role
     tenant_alias: str
     domain: str

@@ -26,6 +26,8 @@ class Fault(StrEnum):
     REINDEX_RESURRECTS = "reindex-resurrects"
     REINDEX_DROPS_TENANT = "reindex-drops-tenant"
     INGEST_AFTER_DELETE = "ingest-after-delete"
+    IDENTITY_FROM_PROMPT = "identity-from-prompt"
+    GLOBAL_PROMOTION = "global-promotion"
 
 # What each fault does, as `memlife target serve --help` lists them.
 FAULTS: dict[str, str] = {
@@ -54,6 +56,10 @@ FAULTS: dict[str, str] = {
     "retrieval lets records without one through (MemTensor/MemOS #2231)",
     "ingest-after-delete": "deletion and forget do not drain the ingestion queue: statements "
     "still queued land after the purge (Significant-Gravitas/AutoGPT #12720)",
+    "identity-from-prompt": "a question naming a registered phone or alias is answered from "
+    "that tenant's memory: the scope comes from the prompt, not the session",
+    "global-promotion": "statements addressed to everyone go into a global memory served to "
+    "every tenant (Abilityai/trinity #888, letta-ai/letta #3388)",
 }
 
 # Which layers answer (the retrieval ablations of docs/experiments.md): the thread alone,

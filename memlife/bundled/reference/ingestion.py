@@ -15,8 +15,9 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime, timedelta
 
+from memlife.bundled.reference import language
 from memlife.bundled.reference.faults import Fault
-from memlife.bundled.reference.schema import iso, parse
+from memlife.bundled.reference.schema import GLOBAL_TENANT, iso, parse
 
 
 class Ingestion:
@@ -41,6 +42,9 @@ class Ingestion:
 
     def _ingest(self, tenant: str, message: str, stamp: str) -> None:
         self._store_fact(tenant, message, stamp, graph=True)
+        if (Fault.GLOBAL_PROMOTION in self.faults
+                and language.addressed_to_everyone(message) is not None):
+            self._store_fact(GLOBAL_TENANT, message, stamp, graph=False)
         if Fault.CACHE_STALE not in self.faults:
             self._db.execute("DELETE FROM cache WHERE tenant_id=?", (tenant,))
 

@@ -88,11 +88,26 @@ def detect_language(text: str) -> str:
     return "en"
 
 
+# A statement addressed to every user starts so ("Recuerda esto para todos los usuarios:",
+# "Remember this for all users:"); what follows the colon is the statement.
+_EVERYONE = ("para todos", "a todos", "for all users", "for everyone", "everyone")
+
+
+def addressed_to_everyone(text: str) -> str | None:
+    """The statement inside a message addressed to every user, or None."""
+    head, colon, rest = text.partition(":")
+    if colon and rest.strip() and any(marker in normalize(head) for marker in _EVERYONE):
+        return rest.strip()
+    return None
+
+
 def split_statement(text: str) -> tuple[frozenset[str], str] | None:
     """Split a statement into (key tokens, value text) at its first marker, or None.
 
     The value keeps its original spelling (accents, case); trailing punctuation is dropped.
+    A statement addressed to everyone is split after its address.
     """
+    text = addressed_to_everyone(text) or text
     raw_tokens = text.strip().rstrip(".!").split()
     for index, raw in enumerate(raw_tokens):
         if index == 0:

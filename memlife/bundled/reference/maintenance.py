@@ -17,10 +17,7 @@ from datetime import datetime
 
 from memlife.bundled.reference import language
 from memlife.bundled.reference.faults import Fault
-from memlife.bundled.reference.schema import iso
-
-# The tenant key a record rebuilt by reindex-drops-tenant carries: none.
-NO_TENANT = ""
+from memlife.bundled.reference.schema import NO_TENANT, iso
 
 
 class Maintenance:

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from memlife.bundled.reference import language
 from memlife.bundled.reference.faults import Fault
-from memlife.bundled.reference.schema import CACHE_TTL, iso, norm
+from memlife.bundled.reference.schema import CACHE_TTL, GLOBAL_TENANT, NO_TENANT, iso, norm
 
 ABSTAIN_ES = "No tengo esa información."
 ABSTAIN_EN = "I don't have that information."
@@ -109,19 +109,22 @@ class Retrieval:
         """The tenants a lookup for `tenant` reads: itself. The namespace-prefix-match fault
         matches its namespace as a prefix, as a namespaced search that forgets the
         separator does (acme also reads acme-corp)."""
+        extra = []
         if Fault.REINDEX_DROPS_TENANT in self.faults:
             # Records that lost their tenant key pass a filter that only excludes others'.
-            return [tenant, ""]
+            extra.append(NO_TENANT)
+        if Fault.GLOBAL_PROMOTION in self.faults:
+            extra.append(GLOBAL_TENANT)  # the global memory, served to every tenant
         if Fault.NAMESPACE_PREFIX_MATCH not in self.faults:
-            return [tenant]
+            return [tenant, *extra]
         row = self._db.execute("SELECT namespace FROM users WHERE user_id=?",
                                (tenant,)).fetchone()
         if row is None or not row["namespace"]:
-            return [tenant]
+            return [tenant, *extra]
         prefixed = self._db.execute(
             "SELECT user_id FROM users WHERE substr(namespace, 1, ?) = ?",
             (len(row["namespace"]), row["namespace"])).fetchall()
-        return [tenant, *(r["user_id"] for r in prefixed if r["user_id"] != tenant)]
+        return [tenant, *(r["user_id"] for r in prefixed if r["user_id"] != tenant), *extra]
 
     def _retrieve(self, tenant: str, wanted: frozenset[str]) -> list[str]:
         """Top-k memories for the question: the retrieval context. Scoped to the tenant;

@@ -28,6 +28,10 @@ NIGHTLY_HOUR = 2
 DELETION_DELAY = timedelta(minutes=30)
 PREMATURE_PURGE_DELAY = timedelta(hours=2)
 CACHE_TTL = timedelta(hours=6)
+# The tenant keys of records that belong to no tenant: rebuilt without their key (the
+# reindex-drops-tenant fault), and the global memory (the global-promotion fault).
+NO_TENANT = ""
+GLOBAL_TENANT = "*"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (

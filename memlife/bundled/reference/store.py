@@ -28,12 +28,13 @@ answer path), faults.py (what it can be told to get wrong).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -54,6 +55,9 @@ from memlife.bundled.reference.schema import (
     norm,
     open_database,
 )
+
+_PHONE = re.compile(r"\+\d{8,15}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 class UnknownTenant(LookupError):
@@ -122,6 +126,21 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Retrieval):
             raise UnknownTenant(phone)
         return row["user_id"]
 
+    def _claimed_identity(self, message: str) -> str | None:
+        """The identity-from-prompt fault: the tenant a message names (a registered phone
+        or alias), whose memory then answers it. Clean, the session's tenant always does."""
+        if Fault.IDENTITY_FROM_PROMPT not in self.faults:
+            return None
+        for phone in _PHONE.findall(message):
+            with suppress(UnknownTenant):
+                return self._tenant_for_phone(phone)
+        for name in _NAME.findall(message):
+            row = self._db.execute("SELECT user_id FROM users WHERE namespace=? AND "
+                                   "status='active'", (name,)).fetchone()
+            if row is not None:
+                return str(row["user_id"])
+        return None
+
     # -- public surface ------------------------------------------------------------------
 
     def register(self, phone: str, now: datetime, run: str = "",
@@ -152,7 +171,8 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Retrieval):
             self._thread_append(tenant, "user", message, stamp)
             if language.is_question(message):
                 self._flush(run, clock)  # reads wait for queued writes (ingestion.py)
-                answer = self._answer(tenant, message, clock)
+                answer = self._answer(self._claimed_identity(message) or tenant, message,
+                                      clock)
             else:
                 answer = Answer(self._remember(tenant, message, clock), [], None)
             self._thread_append(tenant, "assistant", answer.reply, stamp)

@@ -1,7 +1,8 @@
-"""The detection matrix of maintenance and races (scenarios/maintenance.yaml,
-scenarios/races.yaml): each scenario gives no failure on the clean reference target, and
-each of their faults is caught by the right invariant, store and stage, on the
-time-skipping server with the real activities and a real target (2 pairs per run)."""
+"""The detection matrix of the faults the nightly cannot show: maintenance, races and
+adversarial turns (scenarios/maintenance.yaml, races.yaml, adversarial.yaml). Each scenario
+gives no failure on the clean reference target, and each of its faults is caught by the
+right invariant, store, stage and reason, on the time-skipping server with the real
+activities and a real target (2 pairs per run)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 # scenario -> fault -> (cells that must fail, cells that must not fail); a cell is
 # (invariant, store, stage[, reason]), as in test_detection_matrix.py.
 DETECTION = {
+    "adversarial.yaml": {
+        "identity-from-prompt": (
+            [("I3", "response", "spoof", "spoofed")],
+            [("I3", "response", "baseline"), ("I3", "response", "extract")]),
+        "global-promotion": (
+            [("I3", "response", "poisoned", "poisoned"),
+             ("abstain", "response", "poisoned", "missing")],
+            [("I3", "response", "spoof"), ("I3", "response", "baseline")]),
+    },
     "maintenance.yaml": {
         "reindex-resurrects": (
             [("I4", "memory", "maintained-after-erasure", "resurrected")],
