@@ -14,6 +14,7 @@ from memlife.activities.calls import (
 from memlife.activities.stores import inspect
 from memlife.activities.target import (
     IdentityTaken,
+    change_space,
     delete,
     forget,
     maintain,
@@ -32,6 +33,7 @@ from memlife.contracts import (
     InspectRequest,
     MaintainRequest,
     RegisterRequest,
+    SpaceRequest,
     TargetBatch,
 )
 from memlife.rules.evidence import Reply
@@ -43,7 +45,7 @@ BATCH_ITEMS_IN_FLIGHT = 64
 _REQUEST_TYPES: dict[str, type[Any]] = {
     "register": RegisterRequest, "converse": ConverseRequest, "delete": DeleteRequest,
     "deletion-status": DeleteRequest, "forget": ForgetRequest, "inspect": InspectRequest,
-    "maintain": MaintainRequest,
+    "maintain": MaintainRequest, "space": SpaceRequest,
 }
 
 
@@ -67,6 +69,8 @@ async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
         return await forget(request, send_retrying)
     if kind == "maintain":
         return await maintain(request, send_retrying)
+    if kind == "space":
+        return await change_space(request, send_retrying)
     return await inspect(request)
 
 

@@ -37,8 +37,9 @@ from memlife.contracts import (
     MaintainRequest,
     RegisterRequest,
     RegisterResult,
+    SpaceRequest,
 )
-from memlife.rules.evidence import DeletionState, MaintenanceResult, Reply
+from memlife.rules.evidence import DeletionState, MaintenanceResult, Reply, SpaceResult
 from memlife.rules.target import (
     DeleteOperation,
 )
@@ -145,6 +146,12 @@ async def send_all(request: ConverseRequest, done: list[Reply],
                      else operations.say)
         variables = {"phone": request.phone, "user_id": request.user_id,
                      "message": request.messages[index]}
+        if request.space_id is not None:  # said inside a shared space
+            if operations.space_say is None:
+                raise ApplicationError("the target file has no operations.space_say",
+                                       type="TargetConfigError", non_retryable=True)
+            operation = operations.space_say
+            variables |= {"space_id": request.space_id, "space_name": request.space_name}
         wall_time = datetime.now(UTC)
         try:
             response, attempts = await call_with_retries(request.target, operation, variables,
@@ -275,3 +282,28 @@ async def maintain(request: MaintainRequest, send: Send) -> MaintenanceResult:
                              status=None if status is None else str(status),
                              http_status=response.status, latency_ms=response.latency_ms,
                              wall_time=wall_time, traceparent=response.traceparent)
+
+
+@activity.defn(name=contracts.SPACE_OPERATION)
+async def space_operation(request: SpaceRequest) -> SpaceResult:
+    """Create, join, leave or delete a shared space through the target file's operation."""
+    return await as_activity(change_space(request, send_once))
+
+
+async def change_space(request: SpaceRequest, send: Send) -> SpaceResult:
+    name = f"{request.action}_space"
+    operation = getattr(request.target.operations, name)
+    if operation is None:
+        raise ApplicationError(f"the target file has no operations.{name}",
+                               type="TargetConfigError", non_retryable=True)
+    wall_time = datetime.now(UTC)
+    response = await send(request.target, operation,
+                          {"phone": request.phone, "user_id": request.user_id,
+                           "space_name": request.space_name,
+                           "space_id": request.space_id or request.space_name},
+                          request.scenario_now, request.run_id)
+    status = response.fields.get("status")
+    space_id = response.fields.get("space_id") or request.space_id or request.space_name
+    return SpaceResult(space_id=str(space_id), status=None if status is None else str(status),
+                       http_status=response.status, latency_ms=response.latency_ms,
+                       wall_time=wall_time, traceparent=response.traceparent)

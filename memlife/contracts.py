@@ -27,6 +27,7 @@ DELETE_TENANT = "memlife.delete_tenant"
 DELETION_STATUS = "memlife.deletion_status"
 FORGET_FACT = "memlife.forget_fact"
 MAINTAIN_TARGET = "memlife.maintain_target"
+SPACE_OPERATION = "memlife.space_operation"
 INSPECT_STORES = "memlife.inspect_stores"
 TARGET_BATCH = "memlife.target_batch"
 RECORD_RUN_STARTED = "memlife.record_run_started"
@@ -162,6 +163,9 @@ class ConverseRequest(_Model):
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
     # Which messages are questions (probes): they go to the target's `ask` when it has one.
     questions: list[int] = Field(default_factory=list)
+    # Said inside a shared space: every message goes to the target's `space_say`.
+    space_id: str | None = None
+    space_name: str = ""
 
 class DeleteRequest(_Model):
     target: Target
@@ -191,6 +195,18 @@ class MaintainRequest(_Model):
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
+class SpaceRequest(_Model):
+    """Create, join, leave or delete a shared space, as one tenant."""
+
+    target: Target
+    action: Literal["create", "join", "leave", "delete"]
+    phone: str
+    user_id: str
+    space_name: str
+    space_id: str = ""
+    scenario_now: str
+    run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
+
 class InspectRequest(_Model):
     target: Target
     identities: list[str]
@@ -213,7 +229,7 @@ class TargetBatch(_Model):
     The target travels once; each item is its request without the target."""
 
     kind: Literal["register", "converse", "delete", "deletion-status", "forget", "inspect",
-                  "maintain"]
+                  "maintain", "space"]
     target: Target
     items: list[dict[str, Any]]
 

@@ -33,7 +33,13 @@ with workflow.unsafe.imports_passed_through():
         StepOutcome,
         TargetBatch,
     )
-    from memlife.rules.evidence import DeletionState, MaintenanceResult, Reply, StoreRead
+    from memlife.rules.evidence import (
+        DeletionState,
+        MaintenanceResult,
+        Reply,
+        SpaceResult,
+        StoreRead,
+    )
 
 # Which batch kind each single-call activity joins, and how its result is read back.
 _TARGET_KINDS: dict[str, tuple[str, TypeAdapter[Any]]] = {
@@ -43,6 +49,7 @@ _TARGET_KINDS: dict[str, tuple[str, TypeAdapter[Any]]] = {
     contracts.DELETION_STATUS: ("deletion-status", TypeAdapter(DeletionState)),
     contracts.FORGET_FACT: ("forget", TypeAdapter(DeletionState)),
     contracts.MAINTAIN_TARGET: ("maintain", TypeAdapter(MaintenanceResult)),
+    contracts.SPACE_OPERATION: ("space", TypeAdapter(SpaceResult)),
     contracts.INSPECT_STORES: ("inspect", TypeAdapter(list[StoreRead])),
 }
 _BATCHED = {*_TARGET_KINDS, contracts.RECORD_STEP, contracts.RECORD_TENANTS}

@@ -14,6 +14,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    import memlife.workflows.spaces as spaces
     import memlife.workflows.steps as steps
     from memlife.workflows.calls import CALL_ERRORS, Calls, failure_text, iso
     from memlife.workflows.options import (
@@ -22,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         RESUMABLE_RETRY,
         converse_timeouts,
     )
+    from memlife.workflows.spaces import space_name
     from memlife.workflows.steps import Message, StepWork
 
     import memlife.contracts as contracts
@@ -37,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         ProbeStep,
         RegisterStep,
         Role,
+        SpaceStep,
         UpdateStep,
         WaitStep,
         WriteStep,
@@ -129,11 +132,12 @@ class LifecycleRunner:
         if isinstance(step, WaitStep):
             return steps.wait(self, step)
         if isinstance(step, WriteStep):
-            return steps.write(self, step)
+            return spaces.write(self, step) if step.space else steps.write(self, step)
         if isinstance(step, UpdateStep):
             return steps.update(self, step)
         if isinstance(step, ProbeStep):
-            return steps.probe(self, index, step)
+            return (spaces.probe(self, index, step) if step.space
+                    else steps.probe(self, index, step))
         if isinstance(step, DeleteStep):
             return (steps.forget(self, index, step) if step.domains
                     else steps.delete(self, index, step))
@@ -143,6 +147,8 @@ class LifecycleRunner:
             return steps.inspect(self, index, step)
         if isinstance(step, MaintainStep):
             return steps.maintain(self, index, step)
+        if isinstance(step, SpaceStep):
+            return spaces.change(self, index, step)
         assert isinstance(step, RegisterStep)
         return steps.register(self, tuple(step.tenants))
 
@@ -193,8 +199,10 @@ class LifecycleRunner:
         finally:
             self.wake_at = None
 
-    async def converse(self, role: Role, messages: list[Message]) -> list[Observation]:
-        """Send one tenant's messages in order (one activity); one observation each."""
+    async def converse(self, role: Role, messages: list[Message],
+                       space: str | None = None) -> list[Observation]:
+        """Send one tenant's messages in order (one activity); one observation each. With
+        `space`, they are said inside that shared space."""
         if not messages:
             return []
         tenant = self.tenants[role]
@@ -220,7 +228,11 @@ class LifecycleRunner:
                     target=target, phone=tenant.phone, user_id=tenant.user_id,
                     messages=[m.text for m in messages], scenario_now=iso(scenario_time),
                     run_id=self.input.run_id,
-                    questions=[i for i, m in enumerate(messages) if m.kind == "probe"]),
+                    questions=[i for i, m in enumerate(messages) if m.kind == "probe"],
+                    **({} if space is None else {
+                        "space_id": self.state.spaces[space].space_id or space_name(
+                            self.input, space),
+                        "space_name": space_name(self.input, space)})),
                 list[Reply],
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,

@@ -95,7 +95,8 @@ class Lifecycle(Protocol):
 
     async def sleep(self, scenario_duration: timedelta, summary: str) -> None: ...
 
-    async def converse(self, role: Role, messages: list[Message]) -> list[Observation]: ...
+    async def converse(self, role: Role, messages: list[Message],
+                       space: str | None = None) -> list[Observation]: ...
 
 
 async def wait(run: Lifecycle, step: WaitStep) -> StepWork:
@@ -206,7 +207,7 @@ async def probe(run: Lifecycle, index: int, step: ProbeStep) -> StepWork:
             for t_index, text in enumerate(turns):
                 cases.append(run.state.probe_case(
                     f"s{index}-{role}-extract-{t_index}", step.kind, role, "*", text, now,
-                    scenario.update_grace, phrases))
+                    scenario.update_grace, phrases, scenario.space_grace))
         for domain in ([] if step.kind == "extract" else run.state.probe_domains(
                 step.kind, role, scenario.step_domains(step))):
             questions = scenario.domains[domain].templates[language].question
@@ -218,7 +219,7 @@ async def probe(run: Lifecycle, index: int, step: ProbeStep) -> StepWork:
                                                  question)
                 cases.append(run.state.probe_case(
                     f"s{index}-{role}-{domain}-q{q_index}", step.kind, role, domain,
-                    question, now, scenario.update_grace, phrases))
+                    question, now, scenario.update_grace, phrases, scenario.space_grace))
         observations = await run.converse(
             role, [Message(c.question, "probe", c.domain, c.case_id) for c in cases])
         return cases, observations
@@ -422,7 +423,8 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
 
     async def inspect_one(role: Role) -> tuple[InspectCase, list[StoreRead]]:
         case = run.state.inspect_case(f"s{index}-{role}", role, now,
-                                        run.input.scenario.update_grace)
+                                        run.input.scenario.update_grace,
+                                        run.input.scenario.space_grace)
         if not case.identities:
             reads = [StoreRead(store=s.name, mode="scope", key="?", status="error",
                                error="the tenant has no identity to read by")

@@ -117,7 +117,13 @@ def ensure_runtime_extras(targets: list[Any]) -> None:
 def scenario_target_problems(scenario: Any, target: Any, file: str,
                              scenario_file: str) -> list[Problem]:
     """What the scenario asks of the target that the target file cannot do."""
-    from memlife.rules.scenario import AwaitDeletionStep, DeleteStep, InspectStep, MaintainStep
+    from memlife.rules.scenario import (
+        AwaitDeletionStep,
+        DeleteStep,
+        InspectStep,
+        MaintainStep,
+        SpaceStep,
+    )
 
     problems = []
     for index, step in enumerate(scenario.timeline):
@@ -134,6 +140,18 @@ def scenario_target_problems(scenario: Any, target: Any, file: str,
                                     f"tenants (timeline.{index}) but the target file has no "
                                     "delete_tenant operation"))
             break
+    needed = {f"{step.action}_space" for step in scenario.timeline
+              if isinstance(step, SpaceStep)}
+    needed |= {"join_space"} if "create_space" in needed and any(
+        len(step.tenants) > 1 for step in scenario.timeline
+        if isinstance(step, SpaceStep) and step.action == "create") else set()
+    if any(getattr(step, "space", None) for step in scenario.timeline
+           if not isinstance(step, SpaceStep)):
+        needed.add("space_say")
+    for name in sorted(n for n in needed if getattr(target.operations, n) is None):
+        problems.append(Problem(file, f"operations.{name}", "the scenario uses shared spaces "
+                                f"but the target file has no {name} operation; describe one "
+                                "(docs/target-files.md)"))
     maintenance = list(target.operations.maintain)
     for index, step in enumerate(scenario.timeline):
         if not isinstance(step, MaintainStep):

@@ -142,7 +142,7 @@ def load_yaml_file(path: str | Path) -> Any:
 # Scenario step kinds: pydantic puts the discriminator's value into an error's location
 # (timeline.3.probe.kind); the path a person reads leaves it out (timeline.3.kind).
 STEP_KINDS = ("write", "update", "wait", "probe", "delete", "await-deletion", "inspect",
-              "register", "maintain")
+              "register", "maintain", "space")
 
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memlife.rules.scenario import Role
 
 ObservationKind = Literal["register", "write", "update", "probe", "delete", "deletion-status",
-                          "inspect", "maintain"]
+                          "inspect", "maintain", "space"]
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -72,6 +72,16 @@ class MaintenanceResult(_Model):
     """What the target answered to one maintenance request (a reindex, a rebuild)."""
 
     operation: str
+    status: str | None = None
+    http_status: int
+    latency_ms: float
+    wall_time: datetime
+    traceparent: str | None = None
+
+class SpaceResult(_Model):
+    """What the target answered to a space operation; `space_id` as it knows the space."""
+
+    space_id: str
     status: str | None = None
     http_status: int
     latency_ms: float

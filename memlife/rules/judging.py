@@ -32,7 +32,8 @@ from memlife.rules.verdicts import (
 
 # Which check a forbidden value's origin belongs to, and the reason a hit is given.
 LEAK_CHECKS = {"partner": ("I3", "leaked"), "foreign": ("I3", "leaked"),
-         "superseded": ("U1", "stale"), "deleted": ("I4", "residue")}
+         "superseded": ("U1", "stale"), "deleted": ("I4", "residue"),
+         "space": ("S1", "leaked")}
 # Which kind of turn a leak came from (rules/adversarial.py): the adversarial question that
 # drew it out, else the poison turn that planted it.
 TURN_REASONS: dict[str, Reason] = {"spoof": "spoofed", "extract": "extracted"}
@@ -71,8 +72,10 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
                          | ({"I3"} if any_foreign else set()))
     if case.scoped_deletion:
         invariants.append("D2")
+    if case.space_survives:
+        invariants.append("S2")
     context_checked = observation.context is not None and (any_foreign or any(
-        f.origin in ("partner", "foreign") for f in forbidden))
+        f.origin in ("partner", "foreign", "space") for f in forbidden))
 
     if observation.status != "ok" or observation.reply is None or case.blocked_by:
         detail = observation.error or case.blocked_by or "no reply"
@@ -106,6 +109,13 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
                     invariant="D2", reason="overreach", outcome="fail",
                     value=" | ".join(case.required or case.any_of),
                     detail="the partner's deletion took this tenant's value with it"))
+        if case.space_survives:
+            checks.append(Check(invariant="S2", outcome="pass" if present else "fail"))
+            if not present:
+                findings.append(Finding(
+                    invariant="S2", reason="overreach", outcome="fail",
+                    value=" | ".join(case.required or case.any_of),
+                    detail="deleting a member took the shared space's fact with it"))
     leaked = set(score.leaked)
     for invariant in sorted({LEAK_CHECKS[f.origin][0] for f in forbidden}
                             | ({"I3"} if any_foreign else set())):
@@ -116,15 +126,17 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
             reason: Reason = LEAK_CHECKS[hit.origin][1]
             if hit.origin == "deleted" and case.resurrection:
                 reason = "resurrected"
-            elif hit.origin in ("partner", "foreign"):
+            elif hit.origin in ("partner", "foreign", "space"):
                 reason = leak_reason(case.kind, hit)
             findings.append(Finding(
                 invariant=invariant, reason=reason, outcome="fail", value=hit.text,
-                detail=f"{hit.owner}'s {hit.domain} value ({hit.origin}) appeared in the reply",
+                detail=(f"{hit.owner}'s {hit.domain} value appeared in the reply of a "
+                        "non-member" if hit.origin == "space" else
+                        f"{hit.owner}'s {hit.domain} value ({hit.origin}) appeared in the reply"),
             ))
     if context_checked:
         context = normalize(observation.context or "")
-        hits = [f for f in forbidden if f.origin in ("partner", "foreign")
+        hits = [f for f in forbidden if f.origin in ("partner", "foreign", "space")
                 and contains(context, f.text)]
         checks.append(Check(invariant="I2", outcome="fail" if hits else "pass", store=CONTEXT))
         for hit in hits:
@@ -140,7 +152,7 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
                 invariant="L", reason="slow", outcome="fail",
                 detail=f"{observation.latency_ms:.1f} ms > budget {latency_budget_ms:g} ms",
             ))
-    passed = score.passed and not any(f.outcome == "fail" and f.invariant in ("I2", "D2")
+    passed = score.passed and not any(f.outcome == "fail" and f.invariant in ("I2", "D2", "S2")
                                       for f in findings)
     return CaseVerdict(
         case_id=case.case_id, role=case.role, tenant_alias=case.tenant_alias,
@@ -403,17 +415,23 @@ def deletion_verdict(case_id: str, role: Role, alias: str, state: DeletionState 
     ), state.traceparent if state else None)
 
 
+def unanswered_verdict(case_id: str, role: Role, alias: str, store: str, invariant: str,
+                       value: str, error: str) -> CaseVerdict:
+    """A request that changes what is checked next (maintenance, a space's membership) got
+    no usable answer: the check that depends on it is unproven (inconclusive)."""
+    return CaseVerdict(
+        case_id=case_id, role=role, tenant_alias=alias, store=store, passed=False,
+        outcome="inconclusive", checks=[Check(invariant=invariant, outcome="inconclusive",
+                                              store=store)],
+        findings=[Finding(invariant=invariant, reason="target-error", outcome="inconclusive",
+                          store=store, value=value, detail=error)])
+
+
 def maintenance_verdict(case_id: str, role: Role, alias: str, operation: str,
                         error: str) -> CaseVerdict:
     """A maintenance request that got no usable answer: what the scenario checks after it
     was not checked after maintenance, so I4 there is unproven (inconclusive)."""
-    store = "maintenance"
-    return CaseVerdict(
-        case_id=case_id, role=role, tenant_alias=alias, store=store, passed=False,
-        outcome="inconclusive", checks=[Check(invariant="I4", outcome="inconclusive",
-                                              store=store)],
-        findings=[Finding(invariant="I4", reason="target-error", outcome="inconclusive",
-                          store=store, value=operation, detail=error)])
+    return unanswered_verdict(case_id, role, alias, "maintenance", "I4", operation, error)
 
 
 def judge_step(cases: list[ProbeCase], observations: list[Observation],

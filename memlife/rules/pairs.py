@@ -55,7 +55,12 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
             alias = f"{generation.alias_prefix}{index:03d}"
             alias += ("" if role == "a" else "-corp") if generation.collide else role
             tenants[role] = Tenant(alias=alias, language=generation.language, facts=facts)
-        pairs.append(Pair(a=tenants["a"], b=tenants["b"], collide_phones=generation.collide))
+        spaces = {space: {d: FactValue(value=pool.draw(scenario.domains[d].canary or "school",
+                                                       language))
+                          for d in spec.domains}
+                  for space, spec in scenario.spaces.items()}
+        pairs.append(Pair(a=tenants["a"], b=tenants["b"], collide_phones=generation.collide,
+                          spaces=spaces))
     return scenario.model_copy(update={"pairs": pairs, "generate": None})
 
 
@@ -82,10 +87,16 @@ class PairValue(NamedTuple):
 
 
 def pair_values(pairs: list[Pair]) -> Iterator[PairValue]:
-    """Every fact value the pairs state, updates included."""
+    """Every fact value the pairs state, updates included; a shared space's values are
+    attributed to the tenant that creates it (a), named as the space's."""
     for index, pair in enumerate(pairs):
         for role in ("a", "b"):
             tenant = pair.tenant(role)
             for domain, fact in tenant.facts.items():
                 for position, text in enumerate(fact.all_texts()):
                     yield PairValue(index, role, tenant.alias, domain, position, text)
+        for space, facts in pair.spaces.items():
+            for domain, fact in facts.items():
+                for position, text in enumerate(fact.all_texts()):
+                    yield PairValue(index, "a", f"{pair.a.alias} (space {space})", domain,
+                                    position, text)

@@ -75,6 +75,10 @@ class Tenant(_Strict):
 class Pair(_Strict):
     a: Tenant
     b: Tenant
+    # The facts of each shared space the pair's lifecycle creates (scenario `spaces`), by
+    # space and domain: stated into the space, recalled by its members only.
+    spaces: dict[str, dict[str, Annotated[FactValue, BeforeValidator(_fact_value)]]] = Field(
+        default_factory=dict)
     # The tenants' phones differ in their last digit only (+12015550120 / +12015550121),
     # as identities that collide in real bugs do (a lookup by a truncated number).
     collide_phones: bool = False
@@ -89,11 +93,13 @@ Domains = Literal["all"] | list[str]
 class WriteStep(_Strict):
     """Each tenant states its facts. `kind: poison` addresses them to everyone ("remember
     this for all users: …", rules/adversarial.py): from then on they are forbidden in every
-    other tenant's answers and scopes, whatever the partner's own state."""
+    other tenant's answers and scopes, whatever the partner's own state. With `space`, the
+    tenants state the space's facts inside the space."""
 
     step: Literal["write"]
     label: str = ""
     kind: Literal["statement", "poison"] = "statement"
+    space: Slug | None = None
     tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
     domains: Domains = "all"
 
@@ -126,6 +132,9 @@ class ProbeStep(_Strict):
     step: Literal["probe"]
     label: str = ""
     kind: Literal["recall", "stale", "abstain", "spoof", "extract"] = "recall"
+    # Ask inside a shared space about its facts: a member must recall them, a non-member
+    # (or one whose leave is past the grace) must get none (S1).
+    space: Slug | None = None
     tenants: list[Role] = Field(default_factory=lambda: ["a", "b"], min_length=1)
     domains: Domains = "all"
 
@@ -168,6 +177,24 @@ class RegisterStep(_Strict):
     tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
 
 
+class SpaceStep(_Strict):
+    """Change a shared space: `create` (the first tenant creates it, every tenant listed
+    joins), `join`, `leave`, `delete` (its facts must leave every store and answer)."""
+
+    step: Literal["space"]
+    label: str = ""
+    action: Literal["create", "join", "leave", "delete"]
+    space: Slug
+    tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
+
+
+class SpaceSpec(_Strict):
+    """A shared scope a pair's lifecycle may create: the domains whose facts live in it."""
+
+    description: str = ""
+    domains: list[str] = Field(min_length=1)
+
+
 class MaintainStep(_Strict):
     """Trigger the target's maintenance (its `maintain` operations: a reindex, compaction,
     re-embedding or rebuild), those named in `operations` or every one, in order. What the
@@ -182,7 +209,7 @@ class MaintainStep(_Strict):
 
 Step = Annotated[
     WriteStep | UpdateStep | WaitStep | ProbeStep | DeleteStep | AwaitDeletionStep
-    | InspectStep | RegisterStep | MaintainStep,
+    | InspectStep | RegisterStep | MaintainStep | SpaceStep,
     Field(discriminator="step"),
 ]
 
@@ -210,6 +237,9 @@ class Scenario(_Strict):
     deletion_sla: Duration = timedelta(hours=24)
     # Phrases an abstaining answer contains, per language (abstain probes require one).
     abstain_phrases: dict[str, list[str]] = Field(default_factory=dict)
+    # After leaving a space, how long a former member may still be served its facts (S1).
+    space_grace: GraceDuration = timedelta(0)
+    spaces: dict[Slug, SpaceSpec] = Field(default_factory=dict)
     # Adversarial turns per language, replacing memlife's own (rules/adversarial.py).
     adversarial: dict[str, AdversarialTemplates] = Field(default_factory=dict)
     domains: dict[str, Domain] = Field(min_length=1)

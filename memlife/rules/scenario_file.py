@@ -57,6 +57,9 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
                     report(f"adversarial.{language}.{kind}.{index}",
                            f"may use {may}" + (f" and must use {must}" if must else "")
                            + f" (found {sorted(names) or 'none'})")
+    problems.extend(_space_problems(scenario, file))
+    if problems:
+        return problems
     colliding = {pair.collide_phones for pair in scenario.pairs}
     if len(colliding) > 1:  # aligned and unaligned phone blocks would overlap
         first = next(i for i, pair in enumerate(scenario.pairs)
@@ -166,6 +169,37 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
     if not problems and scenario.pairs:
         problems.extend(Problem(file, path, reason)
                         for path, reason in timeline_problems(scenario))
+    return problems
+
+
+def _space_problems(scenario: Scenario, file: str) -> list[Problem]:
+    """Spaces named where they exist, over domains that exist, with facts for every pair."""
+    problems = []
+    for name, spec in scenario.spaces.items():
+        for index, domain in enumerate(spec.domains):
+            if domain not in scenario.domains:
+                problems.append(Problem(file, f"spaces.{name}.domains.{index}",
+                                        f"unknown domain {domain!r}"))
+            elif scenario.generate is not None and scenario.domains[domain].canary is None:
+                problems.append(Problem(file, f"spaces.{name}.domains.{index}",
+                                        "generated pairs need a canary generator for a "
+                                        "space's domains too"))
+    for index, step in enumerate(scenario.timeline):
+        space = getattr(step, "space", None)
+        if space is not None and space not in scenario.spaces:
+            problems.append(Problem(file, f"timeline.{index}.space", f"unknown space "
+                                    f"{space!r}; declared: {', '.join(scenario.spaces) or 'none'}"))
+        elif space is not None and getattr(step, "kind", "recall") not in (
+                "recall", "statement"):
+            problems.append(Problem(file, f"timeline.{index}.kind", "inside a space, a "
+                                    "write states and a probe recalls (no other kind)"))
+    if scenario.generate is None:
+        for index, pair in enumerate(scenario.pairs):
+            for name, spec in scenario.spaces.items():
+                missing = [d for d in spec.domains if d not in pair.spaces.get(name, {})]
+                if missing:
+                    problems.append(Problem(file, f"pairs.{index}.spaces.{name}",
+                                            f"needs a value for {', '.join(missing)}"))
     return problems
 
 

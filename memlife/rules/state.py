@@ -60,6 +60,23 @@ class TenantState:
         return found
 
 
+@dataclass
+class SpaceState:
+    """A shared space as memlife drove it: who is in it, who left when, what was stated."""
+
+    name: str
+    facts: dict[str, FactValue]
+    space_id: str | None = None
+    members: set[Role] = field(default_factory=set)
+    left_at: dict[Role, datetime] = field(default_factory=dict)
+    stated: set[str] = field(default_factory=set)
+    deleted: bool = False
+
+    def values(self) -> list[tuple[str, str]]:
+        """(domain, text) of every value stated into the space."""
+        return [(d, text) for d in sorted(self.stated) for text in self.facts[d].renderings()]
+
+
 class PairState:
     """What each tenant of a pair has stated so far; every expectation derives from it."""
 
@@ -69,6 +86,8 @@ class PairState:
             role: TenantState(alias=pair.tenant(role).alias, facts=dict(pair.tenant(role).facts))
             for role in ("a", "b")
         }
+        self.spaces: dict[str, SpaceState] = {
+            name: SpaceState(name=name, facts=dict(facts)) for name, facts in pair.spaces.items()}
 
     # -- transitions -----------------------------------------------------------------------
 
@@ -84,6 +103,72 @@ class PairState:
         tenant = self.tenants[role]
         tenant.current[domain] = tenant.facts[domain].renderings()
         (tenant.unconfirmed.discard if confirmed else tenant.unconfirmed.add)(domain)
+
+    # -- shared spaces -----------------------------------------------------------------------
+
+    def record_space(self, name: str, action: str, roles: list[Role], now: datetime,
+                     space_id: str | None = None) -> None:
+        """A space created (the tenants listed become its members), joined, left or
+        deleted. Deleting it erases its facts: from then on they are every tenant's to be
+        rid of, as a forgotten fact is."""
+        space = self.spaces[name]
+        if action == "create":
+            space.space_id = space_id or space.space_id
+            space.members = set(roles)
+            space.deleted = False
+        elif action == "join":
+            space.members.update(roles)
+            for role in roles:
+                space.left_at.pop(role, None)
+        elif action == "leave":
+            for role in roles:
+                space.members.discard(role)
+                space.left_at[role] = now
+        else:
+            erased = space.values()
+            space.deleted, space.members = True, set()
+            for tenant in self.tenants.values():
+                if not tenant.deleted:
+                    tenant.forgotten += [d_text for d_text in erased
+                                         if d_text not in tenant.forgotten]
+                    tenant.forgotten_at = now
+
+    def record_space_write(self, name: str, domain: str) -> None:
+        self.spaces[name].stated.add(domain)
+
+    def _space_forbidden(self, role: Role, now: datetime,
+                         grace: timedelta) -> list[ForbiddenValue]:
+        """S1: the facts of every live space this tenant is not a member of (a former
+        member once its leave is past the grace)."""
+        found = []
+        for space in self.spaces.values():
+            if space.deleted or role in space.members:
+                continue
+            left = space.left_at.get(role)
+            if left is not None and left + grace > now:
+                continue  # within the grace: neither required nor forbidden
+            found += [ForbiddenValue(text=text, origin="space", domain=d,
+                                     owner=f"space {space.name}") for d, text in space.values()]
+        return found
+
+    def space_case(self, case_id: str, role: Role, space: str, domain: str, question: str,
+                   now: datetime, grace: timedelta) -> ProbeCase:
+        """A question asked inside a space: a member recalls its fact (and, with its
+        partner deleted, still has it: S2); anyone else gets none of the space's facts."""
+        state = self.spaces[space]
+        tenant, partner = self.tenants[role], self.tenants[other(role)]
+        member = role in state.members and not state.deleted
+        renderings = state.facts[domain].renderings() if member else []
+        forbidden = self._partner_forbidden(role) + self._space_forbidden(role, now, grace)
+        forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d, owner=tenant.alias)
+                      for d, text in tenant.forgotten]
+        return ProbeCase(
+            case_id=case_id, kind="recall", role=role, tenant_alias=tenant.alias,
+            domain=domain, question=question,
+            required=renderings if len(renderings) == 1 else [],
+            any_of=renderings if len(renderings) > 1 else [], forbidden=forbidden,
+            space_survives=member and partner.deleted,
+            blocked_by=self._blocked(role, None))
 
     def record_poison(self, role: Role, domain: str) -> None:
         """The tenant stated this fact to everyone: it is the tenant's (recalled as usual)
@@ -165,10 +250,12 @@ class PairState:
 
     def probe_case(self, case_id: str, kind: str, role: Role, domain: str, question: str,
                    now: datetime, grace: timedelta,
-                   abstain_phrases: list[str]) -> ProbeCase:
+                   abstain_phrases: list[str],
+                   space_grace: timedelta = timedelta(0)) -> ProbeCase:
         tenant = self.tenants[role]
         partner = self.tenants[other(role)]
-        forbidden = self._partner_forbidden(role)
+        forbidden = self._partner_forbidden(role) + self._space_forbidden(role, now,
+                                                                           space_grace)
         required: list[str] = []
         any_of: list[str] = []
         if kind == "abstain":
@@ -220,7 +307,7 @@ class PairState:
         return [d for d in domains if d in tenant.current or d in forgotten]
 
     def inspect_case(self, case_id: str, role: Role, now: datetime,
-                     grace: timedelta) -> InspectCase:
+                     grace: timedelta, space_grace: timedelta = timedelta(0)) -> InspectCase:
         tenant = self.tenants[role]
         partner = self.tenants[other(role)]
         if tenant.deleted:
@@ -245,7 +332,8 @@ class PairState:
             # re-registered identity is a new tenant as far as the target knows.
             identities=list(tenant.deleted_identities if tenant.deleted else tenant.identities),
             needles=needles,
-            partner_values=self._partner_forbidden(role),
+            partner_values=(self._partner_forbidden(role)
+                            + self._space_forbidden(role, now, space_grace)),
             expected_present={s: v for s, v in expected.items() if v},
             clean_before=sorted(tenant.clean_after_deletion), stale_after_grace=stale,
             erased_for=None if erased_at is None else max(timedelta(0), now - erased_at),

@@ -62,6 +62,11 @@ OPERATION_VARIABLES: dict[str, frozenset[str]] = {
     "deletion_status": frozenset({"phone", "user_id", "deletion_id"}),
     "forget": frozenset({"phone", "user_id", "value", "domain"}),
     "maintain": frozenset({"phone", "user_id"}),
+    "create_space": frozenset({"phone", "user_id", "space_name"}),
+    "join_space": frozenset({"phone", "user_id", "space_id", "space_name"}),
+    "leave_space": frozenset({"phone", "user_id", "space_id", "space_name"}),
+    "delete_space": frozenset({"phone", "user_id", "space_id", "space_name"}),
+    "space_say": frozenset({"phone", "user_id", "space_id", "space_name", "message"}),
 }
 PROBE_VARIABLES: dict[str, frozenset[str]] = {
     "scope": frozenset({"user_id"}),
@@ -76,6 +81,11 @@ REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
     "deletion_status": ("status",),
     "forget": (),
     "maintain": (),
+    "create_space": (),
+    "join_space": (),
+    "leave_space": (),
+    "delete_space": (),
+    "space_say": ("reply",),
 }
 
 
@@ -102,6 +112,14 @@ class Operations(Strict):
     # re-embedding or rebuild), by name: a scenario's `maintain` step triggers them. With
     # {user_id} or {phone} a call is made per tenant; without, once per pair.
     maintain: dict[Slug, Operation] = Field(default_factory=dict)
+    # Shared spaces (scenario `spaces`): a scope with members. `create_space` may extract
+    # `space_id` (else the space is known by its {space_name}); `space_say` is a message
+    # said inside the space, statement or question, and must extract `reply`.
+    create_space: Operation | None = None
+    join_space: Operation | None = None
+    leave_space: Operation | None = None
+    delete_space: Operation | None = None
+    space_say: Operation | None = None
 
 
 

@@ -14,6 +14,7 @@ from memlife.rules.scenario import (
     RegisterStep,
     Role,
     Scenario,
+    SpaceStep,
     UpdateStep,
     WaitStep,
     WriteStep,
@@ -41,6 +42,26 @@ def timeline_problems(scenario: Scenario) -> list[tuple[str, str]]:
             return problems
         if isinstance(step, WaitStep):
             now += step.duration
+        elif isinstance(step, SpaceStep):
+            problem = _space_problem(state, step)
+            if problem:
+                problems.append((path, problem))
+                return problems
+            state.record_space(step.space, step.action, tenants, now)
+        elif isinstance(step, WriteStep) and step.space:
+            space = state.spaces[step.space]
+            outsiders = [role for role in tenants if role not in space.members]
+            if space.deleted or outsiders:
+                problems.append((path, f"writes into space {step.space}, but "
+                                 + ("it was deleted" if space.deleted else
+                                    f"tenant {outsiders[0]} is not a member")))
+                return problems
+            for domain in scenario.spaces[step.space].domains:
+                state.record_space_write(step.space, domain)
+        elif isinstance(step, ProbeStep) and step.space:
+            if not state.spaces[step.space].stated:
+                problems.append((path, f"this probe of space {step.space} would check "
+                                 "nothing: nothing was written into the space before it"))
         elif isinstance(step, WriteStep):
             for role in tenants:
                 for domain in scenario.step_domains(step):
@@ -90,6 +111,23 @@ def timeline_problems(scenario: Scenario) -> list[tuple[str, str]]:
         elif isinstance(step, InspectStep):
             pass
     return problems
+
+def _space_problem(state: PairState, step: SpaceStep) -> str | None:
+    space = state.spaces[step.space]
+    created = space.members or space.left_at or space.deleted
+    if step.action == "create":
+        return f"space {step.space} is created twice" if created else None
+    if not created or space.deleted:
+        return (f"space {step.space} is {'deleted' if space.deleted else 'not created'} "
+                f"before this {step.action}")
+    if step.action == "join":
+        inside = [r for r in step.tenants if r in space.members]
+        return f"tenant {inside[0]} is already a member of {step.space}" if inside else None
+    if step.action == "leave":
+        outside = [r for r in step.tenants if r not in space.members]
+        return f"tenant {outside[0]} is not a member of {step.space}" if outside else None
+    return None
+
 
 def stage_of(step_index: int, label: str) -> str:
     return label or f"step-{step_index}"

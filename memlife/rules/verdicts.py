@@ -22,7 +22,8 @@ RESIDUE_REASONS: tuple[Reason, ...] = ("residue", "resurrected")
 # The checks a case can contribute to: I1-I4, U1, D2, L as in docs/design.md; `recall` (own
 # fact present) and `abstain` (an abstention when nothing was stated) are the positive
 # halves of the decision rule (docs/design.md), kept apart from leakage.
-INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "I4-physical", "U1", "D2", "L")
+INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "I4-physical", "U1", "D2", "S1", "S2",
+              "L")
 # I4's physical level: erased values' bytes still in a store's files (files probes).
 PHYSICAL = "I4-physical"
 RESPONSE = "response"
@@ -33,7 +34,7 @@ class _Model(BaseModel):
 
 class ForbiddenValue(_Model):
     text: str
-    origin: Literal["partner", "superseded", "deleted", "foreign"]
+    origin: Literal["partner", "superseded", "deleted", "foreign", "space"]
     domain: str
     owner: str
     # Stated to everyone by its owner (a poison turn): found elsewhere, it was poisoned.
@@ -51,6 +52,9 @@ class ProbeCase(_Model):
     forbidden: list[ForbiddenValue] = Field(default_factory=list)
     # D2: the partner was deleted; this tenant's own value must survive.
     scoped_deletion: bool = False
+    # S2: asked inside a shared space whose other member was deleted: the space's fact
+    # must survive for this member.
+    space_survives: bool = False
     # I4: the tenant's deleted values were already seen gone from answers (a return now is
     # a resurrection rather than residue).
     resurrection: bool = False

@@ -24,6 +24,7 @@ from memlife.activities.target import (
     forget_fact,
     maintain_target,
     register_tenant,
+    space_operation,
 )
 from memlife.workflows.adjudication import AdjudicationWorkflow
 from memlife.workflows.cohort import CohortLifecycleWorkflow
@@ -34,7 +35,8 @@ from memlife.workflows.suite import SuiteWorkflow
 WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, CohortLifecycleWorkflow,
              DeletionCheckWorkflow, AdjudicationWorkflow]
 ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
-                    maintain_target, inspect_stores, queue_for_review, target_batch]
+                    maintain_target, space_operation, inspect_stores, queue_for_review,
+                    target_batch]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, record_steps,
                    record_tenant_sets, materialize_pairs, load_pairs, finish_run,
                    prepare_scheduled_run, record_adjudications, record_receipt]

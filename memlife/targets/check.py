@@ -139,6 +139,7 @@ async def check_target(target: Target) -> TargetCheck:
                                           variables)
                 if response is not None:
                     _check_records(check, store.name, mode, store.probe, response)
+        await _check_spaces(check, operations, phone, user_id, tag)
         for name, operation in operations.maintain.items():
             await _attempt(check, f"maintain {name}", operation,
                            {"phone": phone, "user_id": user_id})
@@ -266,3 +267,26 @@ def _check_pointers(check: TargetCheck, store: str, probe: Any, records: list[An
             sorted(set(missing)))
     else:
         result.detail += f" · {len(records)} record(s)"
+
+
+async def _check_spaces(check: TargetCheck, operations: Any, phone: str, user_id: str,
+                        tag: str) -> None:
+    """A space's life with the one throwaway tenant: create, say and ask inside it, leave,
+    join again, delete (each operation the file describes, once)."""
+    if operations.create_space is None:
+        return
+    name = f"check-{tag}"
+    variables = {"phone": phone, "user_id": user_id, "space_name": name, "space_id": name}
+    created = await _attempt(check, "create_space", operations.create_space, variables)
+    if created is None:
+        return
+    variables["space_id"] = str(created.fields.get("space_id") or name)
+    if operations.space_say is not None:
+        for label, message in (("statement", STATEMENT.format(value=f"verde {tag}")),
+                               ("question", QUESTION)):
+            await _attempt(check, f"space_say ({label})", operations.space_say,
+                           {**variables, "message": message})
+    for operation_name in ("leave_space", "join_space", "delete_space"):
+        operation = getattr(operations, operation_name)
+        if operation is not None:
+            await _attempt(check, operation_name, operation, variables)

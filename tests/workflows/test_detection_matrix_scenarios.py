@@ -1,5 +1,6 @@
-"""The detection matrix of the faults the nightly cannot show: maintenance, races and
-adversarial turns (scenarios/maintenance.yaml, races.yaml, adversarial.yaml). Each scenario
+"""The detection matrix of the faults the nightly cannot show: maintenance, races, shared
+spaces and adversarial turns (scenarios/maintenance.yaml, races.yaml, shared-spaces.yaml,
+adversarial.yaml). Each scenario
 gives no failure on the clean reference target, and each of its faults is caught by the
 right invariant, store, stage and reason, on the time-skipping server with the real
 activities and a real target (2 pairs per run)."""
@@ -39,6 +40,17 @@ DETECTION = {
             [("I3", "response", "maintained", "leaked"),
              ("I1", "memory", "maintained", "leaked")],
             [("I3", "response", "baseline")]),
+    },
+    "shared-spaces.yaml": {
+        "space-leak": (
+            [("S1", "response", "space-created", "leaked")],
+            [("S2", "response", "member-deleted"), ("I3", "response", "space-created")]),
+        "revocation-ignored": (
+            [("S1", "response", "left", "leaked")],
+            [("S1", "response", "space-created")]),
+        "member-delete-overreach": (
+            [("S2", "response", "member-deleted", "overreach")],
+            [("S1", "response", "left"), ("I4", "memory", "member-deleted")]),
     },
     "races.yaml": {
         "ingest-after-delete": (

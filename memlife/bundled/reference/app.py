@@ -7,6 +7,12 @@ Conversation surface (what a product exposes):
   DELETE /v1/users/{user_id}                           -> {deletion_id, status} (async)
   GET    /v1/users/{user_id}/deletion                  -> {deletion_id, status, ...}
   POST   /v1/users/{user_id}/forget {value}            -> {status}   (one fact)
+Shared spaces (what is said inside one is the space's; members only):
+  POST   /v1/spaces                 {phone, name}      -> {space_id, status}
+  POST   /v1/spaces/{space_id}/join {phone}            -> {space_id, status}
+  POST   /v1/spaces/{space_id}/leave {phone}           -> {space_id, status}
+  DELETE /v1/spaces/{space_id}?phone=P                 -> {space_id, status}
+  POST   /v1/spaces/{space_id}/messages {phone, message} -> {user_id, reply, context}
 Maintenance (what an operator or a schedule runs):
   POST   /admin/reindex             {tenant_id}        -> {status, records}  (rebuild memory)
 Admin read surface (what memlife's store probes read; read-only):
@@ -37,6 +43,7 @@ from starlette.routing import Route
 
 from memlife.bundled.reference.faults import FAULTS
 from memlife.bundled.reference.schema import PRICE_PER_MILLION, STORES
+from memlife.bundled.reference.spaces import UnknownSpace
 from memlife.bundled.reference.store import ReferenceRuntime, UnknownStore, UnknownTenant
 from memlife.rules.tracing import trace_ids
 
@@ -57,6 +64,11 @@ class ForgetRequest(BaseModel):
 
 class ReindexRequest(BaseModel):
     tenant_id: str = Field(min_length=1, max_length=200)
+
+
+class SpaceRequest(BaseModel):
+    phone: str = Field(min_length=4, max_length=32)
+    name: str = Field(default="", max_length=200)
 
 
 class PreviewRequest(BaseModel):
@@ -252,6 +264,47 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         except UnknownTenant:
             raise HTTPException(404, "unknown user") from None
 
+    async def create_space(request: Request) -> dict[str, str]:
+        body = await _body(request, SpaceRequest)
+        try:
+            return await to_thread(runtime.create_space, body.phone, body.name or "space",
+                                   _clock(request), _run(request))
+        except UnknownTenant:
+            raise HTTPException(404, "phone is not registered") from None
+
+    def membership(action: str) -> Callable[[Request], Awaitable[dict[str, str]]]:
+        async def change(request: Request) -> dict[str, str]:
+            body = await _body(request, SpaceRequest)
+            try:
+                return await to_thread(runtime.change_membership,
+                                       request.path_params["space_id"], body.phone, action,
+                                       _clock(request), _run(request))
+            except (UnknownTenant, UnknownSpace):
+                raise HTTPException(404, "unknown phone or space") from None
+        return change
+
+    async def delete_space(request: Request) -> dict[str, str]:
+        phone = request.query_params.get("phone", "")
+        try:
+            return await to_thread(runtime.delete_space, request.path_params["space_id"],
+                                   phone, _clock(request), _run(request))
+        except (UnknownTenant, UnknownSpace):
+            raise HTTPException(404, "unknown phone or space") from None
+        except PermissionError:
+            raise HTTPException(403, "only a member may delete a space") from None
+
+    async def space_message(request: Request) -> dict[str, object]:
+        """One message inside a space: the space's statement, or a question answered from
+        the space's memory for its members (anyone else is told it has no access)."""
+        body = await _body(request, PreviewRequest)
+        try:
+            user_id, answer = await to_thread(runtime.space_say,
+                                              request.path_params["space_id"], body.phone,
+                                              body.message, _clock(request), _run(request))
+        except (UnknownTenant, UnknownSpace):
+            raise HTTPException(404, "unknown phone or space") from None
+        return {"user_id": user_id, "reply": answer.reply, "context": answer.context}
+
     async def deletion(request: Request) -> dict[str, str | None]:
         try:
             return await to_thread(runtime.deletion_status, request.path_params["user_id"],
@@ -295,6 +348,11 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         Route("/v1/users/{user_id}", answers(delete_user, 202), methods=["DELETE"]),
         Route("/v1/users/{user_id}/forget", answers(forget), methods=["POST"]),
         Route("/v1/users/{user_id}/deletion", answers(deletion), methods=["GET"]),
+        Route("/v1/spaces", answers(create_space, 201), methods=["POST"]),
+        Route("/v1/spaces/{space_id}/join", answers(membership("join")), methods=["POST"]),
+        Route("/v1/spaces/{space_id}/leave", answers(membership("leave")), methods=["POST"]),
+        Route("/v1/spaces/{space_id}", answers(delete_space), methods=["DELETE"]),
+        Route("/v1/spaces/{space_id}/messages", answers(space_message), methods=["POST"]),
         Route("/admin/reindex", answers(reindex), methods=["POST"]),
         Route("/admin/stores", answers(stores), methods=["GET"]),
         Route("/admin/stores/{store}/records", answers(records), methods=["GET"]),

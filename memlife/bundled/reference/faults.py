@@ -28,6 +28,9 @@ class Fault(StrEnum):
     INGEST_AFTER_DELETE = "ingest-after-delete"
     IDENTITY_FROM_PROMPT = "identity-from-prompt"
     GLOBAL_PROMOTION = "global-promotion"
+    SPACE_LEAK = "space-leak"
+    REVOCATION_IGNORED = "revocation-ignored"
+    MEMBER_DELETE_OVERREACH = "member-delete-overreach"
 
 # What each fault does, as `memlife target serve --help` lists them.
 FAULTS: dict[str, str] = {
@@ -60,6 +63,12 @@ FAULTS: dict[str, str] = {
     "that tenant's memory: the scope comes from the prompt, not the session",
     "global-promotion": "statements addressed to everyone go into a global memory served to "
     "every tenant (Abilityai/trinity #888, letta-ai/letta #3388)",
+    "space-leak": "a shared space's facts are read without a membership check: anyone asking "
+    "in the space gets them",
+    "revocation-ignored": "membership is checked when joining, not when reading: a member "
+    "who left a space still retrieves its facts",
+    "member-delete-overreach": "deleting a member also purges the facts of every space it "
+    "belongs to (topoteretes/cognee #2732)",
 }
 
 # Which layers answer (the retrieval ablations of docs/experiments.md): the thread alone,

@@ -43,6 +43,7 @@ class BackgroundJobs:
     # ingestion.py (annotations only: a stub here would shadow it in ReferenceRuntime's MRO)
     _due_ingestions: Callable[[str, datetime], list[tuple[datetime, int]]]
     _apply_queued: Callable[[int, datetime], None]
+    _purge_member_spaces: Callable[[str], None]  # spaces.py
 
     def _advance(self, now: datetime, run: str) -> datetime:
         """Run every background job of `run` due by `now`, in time order. A run's clock
@@ -175,6 +176,7 @@ class BackgroundJobs:
                 keys)
         if Fault.DELETION_SKIPS_SUMMARIES not in self.faults:
             self._db.execute("DELETE FROM summaries WHERE tenant_id=?", (tenant,))
+        self._purge_member_spaces(tenant)
         self._db.execute("DELETE FROM cache WHERE tenant_id=?", (tenant,))
         self._db.execute("DELETE FROM activity WHERE tenant_id=?", (tenant,))
         self._db.execute("UPDATE thread_messages SET deleted=1 WHERE tenant_id=?", (tenant,))

@@ -109,6 +109,16 @@ CREATE TABLE IF NOT EXISTS ingest_queue (
 );
 CREATE INDEX IF NOT EXISTS ingest_queue_run ON ingest_queue(run, due);
 CREATE INDEX IF NOT EXISTS ingest_queue_tenant ON ingest_queue(tenant_id);
+-- Shared spaces (spaces.py): what is said inside one is filed under its space_id.
+CREATE TABLE IF NOT EXISTS spaces (
+    space_id TEXT PRIMARY KEY, name TEXT NOT NULL, owner TEXT NOT NULL, status TEXT NOT NULL,
+    created_at TEXT NOT NULL, run TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS space_members (
+    space_id TEXT NOT NULL, tenant_id TEXT NOT NULL, status TEXT NOT NULL,
+    PRIMARY KEY (space_id, tenant_id)
+);
+CREATE INDEX IF NOT EXISTS space_members_tenant ON space_members(tenant_id);
 -- One clock per run: 'now' for requests that name no run, 'now:<run>' for each run.
 CREATE TABLE IF NOT EXISTS clock (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);

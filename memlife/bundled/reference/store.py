@@ -55,6 +55,7 @@ from memlife.bundled.reference.schema import (
     norm,
     open_database,
 )
+from memlife.bundled.reference.spaces import Spaces, UnknownSpace
 
 _PHONE = re.compile(r"\+\d{8,15}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -68,7 +69,7 @@ class UnknownStore(LookupError):
     pass
 
 
-class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Retrieval):
+class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval):
     """All state of the reference target. Thread-safe through one lock (small and honest).
     `ingest_delay`: how much later on the run's clock a statement lands (ingestion.py);
     zero writes it at once."""
@@ -281,6 +282,38 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Retrieval):
                                 (user_id,)).fetchone() is None:
                 raise UnknownTenant(user_id)
             return self._reindex(user_id, clock)
+
+    # -- shared spaces (spaces.py) ----------------------------------------------------------
+
+    def create_space(self, phone: str, name: str, now: datetime,
+                     run: str = "") -> dict[str, str]:
+        with self._at(now, run) as clock:
+            return self._create_space(self._tenant_for_phone(phone), name, clock)
+
+    def change_membership(self, space_id: str, phone: str, action: str, now: datetime,
+                          run: str = "") -> dict[str, str]:
+        """`join` or `leave` a space (UnknownSpace, UnknownTenant)."""
+        with self._at(now, run):
+            tenant = self._tenant_for_phone(phone)
+            status = "active" if action == "join" else "left"
+            if self._space(space_id)["status"] != "active":
+                raise UnknownSpace(space_id)
+            self._set_member(space_id, tenant, status)
+            return {"space_id": space_id, "status": status}
+
+    def delete_space(self, space_id: str, phone: str, now: datetime,
+                     run: str = "") -> dict[str, str]:
+        """Delete a space, at a member's request (PermissionError for anyone else)."""
+        with self._at(now, run):
+            if not self._may_write(space_id, self._tenant_for_phone(phone)):
+                raise PermissionError(space_id)
+            return self._delete_space(space_id)
+
+    def space_say(self, space_id: str, phone: str, message: str, now: datetime,
+                  run: str = "") -> tuple[str, Answer]:
+        with self._at(now, run) as clock:
+            tenant = self._tenant_for_phone(phone)
+            return tenant, self._space_turn(space_id, tenant, message, clock)
 
     def deletion_status(self, user_id: str, now: datetime,
                         run: str = "") -> dict[str, str | None]:
