@@ -150,7 +150,8 @@ async def send_all(request: ConverseRequest, done: list[Reply],
             if operations.space_say is None:
                 raise ApplicationError("the target file has no operations.space_say",
                                        type="TargetConfigError", non_retryable=True)
-            operation = operations.space_say
+            operation = (operations.space_ask if index in questions
+                         and operations.space_ask is not None else operations.space_say)
             variables |= {"space_id": request.space_id, "space_name": request.space_name}
         wall_time = datetime.now(UTC)
         try:

@@ -67,6 +67,7 @@ OPERATION_VARIABLES: dict[str, frozenset[str]] = {
     "leave_space": frozenset({"phone", "user_id", "space_id", "space_name"}),
     "delete_space": frozenset({"phone", "user_id", "space_id", "space_name"}),
     "space_say": frozenset({"phone", "user_id", "space_id", "space_name", "message"}),
+    "space_ask": frozenset({"phone", "user_id", "space_id", "space_name", "message"}),
 }
 PROBE_VARIABLES: dict[str, frozenset[str]] = {
     "scope": frozenset({"user_id"}),
@@ -86,6 +87,7 @@ REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
     "leave_space": (),
     "delete_space": (),
     "space_say": ("reply",),
+    "space_ask": ("reply",),
 }
 
 
@@ -120,6 +122,9 @@ class Operations(Strict):
     leave_space: Operation | None = None
     delete_space: Operation | None = None
     space_say: Operation | None = None
+    # Optional: where questions inside a space go, when the service answers them elsewhere
+    # than it takes statements (a group graph's search beside its add).
+    space_ask: Operation | None = None
 
 
 

@@ -282,10 +282,11 @@ async def _check_spaces(check: TargetCheck, operations: Any, phone: str, user_id
         return
     variables["space_id"] = str(created.fields.get("space_id") or name)
     if operations.space_say is not None:
-        for label, message in (("statement", STATEMENT.format(value=f"verde {tag}")),
-                               ("question", QUESTION)):
-            await _attempt(check, f"space_say ({label})", operations.space_say,
-                           {**variables, "message": message})
+        await _attempt(check, "space_say (statement)", operations.space_say,
+                       {**variables, "message": STATEMENT.format(value=f"verde {tag}")})
+        await _attempt(check, "space_ask" if operations.space_ask else "space_say (question)",
+                       operations.space_ask or operations.space_say,
+                       {**variables, "message": QUESTION})
     for operation_name in ("leave_space", "join_space", "delete_space"):
         operation = getattr(operations, operation_name)
         if operation is not None:

@@ -2,7 +2,11 @@
 
 It follows the shapes of Zep's v2 reference (users, sessions, session memory): POST
 /api/v2/users, POST /api/v2/sessions, POST /api/v2/sessions/{sessionId}/memory with
-`return_context`, DELETE /api/v2/users/{userId}, keys sent as `Authorization: Api-Key …`.
+`return_context`, DELETE /api/v2/users/{userId}, keys sent as `Authorization: Api-Key …`;
+and group graphs: POST /api/v2/groups, POST /api/v2/graph with `group_id` (data added to a
+group's graph), POST /api/v2/graph/search with `group_id` (its edges' facts),
+DELETE /api/v2/groups/{groupId}. Like Zep's, a group has no members: whoever asks with its
+id gets its facts (membership is the application's to check).
 Where Zep builds a knowledge graph with an LLM and answers with the facts relevant to the
 latest messages, this keeps each user's statements and answers with those sharing words
 with the latest message.
@@ -36,6 +40,26 @@ class ZepMessage(BaseModel):
     role: str | None = None
 
 
+class CreateGroup(BaseModel):
+    group_id: str
+    name: str | None = None
+    description: str | None = None
+
+
+class AddData(BaseModel):
+    data: str
+    type: str
+    group_id: str | None = None
+    user_id: str | None = None
+
+
+class SearchGraph(BaseModel):
+    query: str
+    group_id: str | None = None
+    user_id: str | None = None
+    limit: int = 10
+
+
 class AddMemory(BaseModel):
     messages: list[ZepMessage]
     return_context: bool = False
@@ -49,6 +73,7 @@ def create_app(api_key: str) -> FastAPI:
     lock = threading.Lock()
     users: dict[str, list[str]] = {}  # user_id -> statements
     sessions: dict[str, str] = {}  # session_id -> user_id
+    groups: dict[str, list[str]] = {}  # group_id -> facts added to its graph
     app = FastAPI(title="Zep v2 API (memlife test stand-in)")
 
     def authorized(authorization: str | None) -> None:
@@ -98,6 +123,42 @@ def create_app(api_key: str) -> FastAPI:
                 raise HTTPException(404, "user not found")
             for session_id in [s for s, u in sessions.items() if u == user_id]:
                 del sessions[session_id]
+        return {"message": "deleted"}
+
+    @app.post("/api/v2/groups", status_code=201)
+    def add_group(group: CreateGroup, authorization: str | None = Header(None)) -> Any:
+        authorized(authorization)
+        with lock:
+            if group.group_id in groups:
+                raise HTTPException(400, "group already exists")
+            groups[group.group_id] = []
+        return {"group_id": group.group_id, "name": group.name, "uuid": group.group_id}
+
+    @app.post("/api/v2/graph", status_code=202)
+    def add_data(body: AddData, authorization: str | None = Header(None)) -> Any:
+        authorized(authorization)
+        with lock:
+            if body.group_id is None or body.group_id not in groups:
+                raise HTTPException(404, "group not found")
+            groups[body.group_id].append(body.data)
+        return {"content": body.data, "created_at": "2026-01-01T00:00:00Z",
+                "uuid": f"episode-{len(groups[body.group_id])}"}
+
+    @app.post("/api/v2/graph/search")
+    def search(body: SearchGraph, authorization: str | None = Header(None)) -> Any:
+        authorized(authorization)
+        with lock:
+            facts = groups.get(body.group_id or "", [])
+            relevant = [f for f in facts if _words(f) & _words(body.query)]
+        return {"edges": [{"fact": fact, "uuid": str(i)} for i, fact in
+                          enumerate(relevant[: body.limit])], "nodes": []}
+
+    @app.delete("/api/v2/groups/{group_id}")
+    def delete_group(group_id: str, authorization: str | None = Header(None)) -> Any:
+        authorized(authorization)
+        with lock:
+            if groups.pop(group_id, None) is None:
+                raise HTTPException(404, "group not found")
         return {"message": "deleted"}
 
     return app

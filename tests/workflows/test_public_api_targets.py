@@ -116,8 +116,59 @@ async def test_zep_registers_in_two_steps_and_answers_from_its_context(
     # The user, then its session, then the messages; the deletion last.
     assert [r.operation for r in check.results] == [
         "register (1/2)", "register (2/2)", "say (statement)", "say (question)", "recall",
+        "create_space", "space_say (statement)", "space_ask", "delete_space",
         "delete_tenant"]
     assert all(r.ok for r in check.results)
+
+
+# A space in a Zep group graph: created by a, its fact added to the group's graph, asked
+# about by a member and by an outsider, then deleted.
+ZEP_SPACE = {
+    "name": "zep-space",
+    "domains": {
+        "pet": {"templates": {"es": {"statement": ["Mi mascota se llama {value}."],
+                                     "question": ["¿Cómo se llama mi mascota?"]}}},
+        "supplier": {"templates": {"es": {
+            "statement": ["El proveedor del equipo es {value}."],
+            "question": ["¿Cuál es el proveedor del equipo?"]}}}},
+    "spaces": {"team": {"domains": ["supplier"]}},
+    "pairs": [{"a": {"alias": "ana", "facts": {"pet": "Canelo"}},
+               "b": {"alias": "bruno", "facts": {"pet": "Luna"}},
+               "spaces": {"team": {"supplier": "Conservas Palacios"}}}],
+    "timeline": [
+        {"step": "write", "domains": ["pet"]},
+        {"step": "space", "action": "create", "space": "team", "tenants": ["a"]},
+        {"step": "write", "space": "team", "tenants": ["a"]},
+        {"step": "probe", "label": "created", "space": "team", "tenants": ["a", "b"]},
+        {"step": "space", "action": "delete", "space": "team", "tenants": ["a"]},
+        {"step": "probe", "label": "deleted", "space": "team", "tenants": ["a"]},
+    ],
+}
+
+
+async def test_zep_group_graphs_are_spaces_without_members(
+        skip_env: WorkflowEnvironment, skip_worker: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlife.rules.scenario_file import parse_scenario
+    from tests.standins.zep import create_app as create_zep
+
+    monkeypatch.setenv("ZEP_API_KEY", "zep-key-41d2")
+    scenario = parse_scenario(ZEP_SPACE, "zep-space.yaml")
+    with serve_in_thread(create_zep("zep-key-41d2")) as base_url:
+        target = load_target(TARGETS / "zep.yaml").model_copy(update={"base_url": base_url})
+        run = run_input(scenario, target)
+        await run_suite(skip_env.client, skip_worker, run)
+    artifact = run_artifact(run.run_id)
+    failures = {(f["invariant"], f["stage"], f["tenant"], f["reason"])
+                for f in artifact["failures"]}
+    by_invariant = artifact["summary"]["by_invariant"]
+    # The member recalls the group's fact; once the group is deleted, nobody gets it.
+    assert by_invariant["recall"]["checked"] == 1 and by_invariant["recall"]["failed"] == 0
+    assert by_invariant["I4"]["checked"] >= 1 and by_invariant["I4"]["failed"] == 0
+    assert artifact["inconclusive"] == []
+    # A group has no members: the outsider asking with its id gets the fact, as Zep's
+    # documentation says (the application must check membership).
+    assert failures == {("S1", "created", "bruno", "leaked")}
 
 
 async def test_letta_gives_each_tenant_its_own_agent(
