@@ -28,7 +28,8 @@ def space_name(run_input: PairInput, space: str) -> str:
 
 
 async def change(run: Lifecycle, index: int, step: SpaceStep) -> StepWork:
-    """Create (the first tenant creates, the others join), join, leave or delete. A request
+    """Create (the first tenant creates; every tenant listed, creator included, joins where
+    the target file can join), join, leave or delete. A request
     that got no answer is recorded as if it had happened (fail closed: what is checked
     afterwards assumes it) and leaves S1 unproven."""
     target = run.input.target
@@ -68,8 +69,15 @@ async def change(run: Lifecycle, index: int, step: SpaceStep) -> StepWork:
 
     now = run.scenario_now()
     if step.action == "create":
-        state.space_id = await one(step.tenants[0], "create") or state.space_id
-        for role in step.tenants[1:]:
+        # Without create_space, a space comes to exist when something is said in it (a
+        # Mem0 agent scope): it is known by its name.
+        state.space_id = (await one(step.tenants[0], "create")
+                          if target.operations.create_space is not None else name
+                          ) or state.space_id
+        # The creator joins too where joining is its own request (attaching a Letta
+        # block to its agent): creating a space need not make one a member of it.
+        joining = step.tenants if target.operations.join_space is not None else []
+        for role in joining:
             await one(role, "join")
         run.state.record_space(step.space, "create", list(step.tenants), now, state.space_id)
     elif step.action == "delete":

@@ -76,15 +76,19 @@ def create_app(vectors: Path, history: Path) -> FastAPI:
              "user"))
         history_db.commit()
 
-    def user_memories(user_id: str) -> list[dict[str, Any]]:
+    def user_memories(user_id: str | None, agent_id: str | None = None,
+                      ) -> list[dict[str, Any]]:
+        """The memories of a user, or of an agent (Mem0's agent scope)."""
+        field, value = ("agent_id", agent_id) if agent_id else ("user_id", user_id)
         rows = vector_db.execute(
-            "SELECT id, payload FROM memories WHERE payload->>'user_id' = ?", (user_id,))
+            f"SELECT id, payload FROM memories WHERE payload->>'{field}' = ?", (value,))  # noqa: S608
         found = []
         for memory_id, payload in rows:
             data = json.loads(payload)
             found.append({"id": memory_id, "memory": data["data"], "hash": data["hash"],
                           "metadata": None, "created_at": data["created_at"],
-                          "updated_at": data["updated_at"], "user_id": data["user_id"]})
+                          "updated_at": data["updated_at"], "user_id": data["user_id"],
+                          "agent_id": data.get("agent_id")})
         return found
 
     @app.post("/memories")
@@ -100,6 +104,7 @@ def create_app(vectors: Path, history: Path) -> FastAPI:
                 memory_id = str(uuid.uuid4())
                 stamp = now()
                 payload = {"data": message.content, "user_id": memory_create.user_id,
+                           "agent_id": memory_create.agent_id,
                            "hash": hashlib.md5(message.content.encode()).hexdigest(),
                            "created_at": stamp, "updated_at": stamp}
                 vector_db.execute("INSERT INTO memories VALUES (?,?,?)",
@@ -119,12 +124,12 @@ def create_app(vectors: Path, history: Path) -> FastAPI:
 
     @app.post("/search")
     def search_memories(search_req: SearchRequest) -> dict[str, Any]:
-        if not search_req.user_id:
+        if not (search_req.user_id or search_req.agent_id):
             raise HTTPException(500, "At least one of 'user_id', 'agent_id', or 'run_id' "
                                 "must be specified.")
         query = _words(search_req.query)
         with lock:
-            found = user_memories(search_req.user_id)
+            found = user_memories(search_req.user_id, search_req.agent_id)
         for memory in found:
             memory["score"] = len(query & _words(memory["memory"])) / (len(query) or 1)
         found.sort(key=lambda m: (-m["score"], m["created_at"]))
@@ -145,10 +150,10 @@ def create_app(vectors: Path, history: Path) -> FastAPI:
     @app.delete("/memories")
     def delete_all_memories(user_id: str | None = None, run_id: str | None = None,
                             agent_id: str | None = None) -> dict[str, str]:
-        if not user_id:
+        if not (user_id or agent_id):
             raise HTTPException(400, "At least one identifier is required.")
         with lock:
-            for memory in user_memories(user_id):
+            for memory in user_memories(user_id, agent_id):
                 vector_db.execute("DELETE FROM memories WHERE id = ?", (memory["id"],))
                 vector_db.commit()
                 add_history(memory["id"], memory["memory"], None, "DELETE", deleted=1)

@@ -185,3 +185,56 @@ async def test_letta_gives_each_tenant_its_own_agent(
     assert all((t.user_id or "").startswith("agent-") for t in loaded["tenants"])
     assert check.misconfigured == [] and all(r.ok for r in check.results)
     assert "delete_tenant" in [r.operation for r in check.results]
+
+
+async def test_mem0_agent_scopes_are_spaces_without_members_whose_history_remembers(
+        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlife.rules.scenario_file import parse_scenario
+
+    vectors, history = tmp_path / "vectors.db", tmp_path / "history.db"
+    monkeypatch.setenv("MEM0_VECTOR_DB_URL", f"sqlite:///{vectors}")
+    monkeypatch.setenv("MEM0_HISTORY_DB_URL", f"sqlite:///{history}")
+    timeline = [*ZEP_SPACE["timeline"], {"step": "inspect", "label": "deleted",
+                                         "tenants": ["a"]}]
+    scenario = parse_scenario({**ZEP_SPACE, "name": "mem0-space", "timeline": timeline},
+                              "mem0-space.yaml")
+    with serve_in_thread(create_app(vectors, history)) as base_url:
+        target = load_target(TARGETS / "mem0-oss.yaml").model_copy(
+            update={"base_url": base_url})
+        run = run_input(scenario, target)
+        await run_suite(skip_env.client, skip_worker, run)
+    artifact = run_artifact(run.run_id)
+    failures = {(f["invariant"], f["store"], f["stage"], f["tenant"], f["reason"])
+                for f in artifact["failures"]}
+    by_invariant = artifact["summary"]["by_invariant"]
+    assert by_invariant["recall"]["checked"] == 1 and by_invariant["recall"]["failed"] == 0
+    assert artifact["inconclusive"] == []
+    # An agent scope has no members; deleting it empties the vector store but leaves the
+    # space's fact in the history database, as a tenant's deletion does.
+    assert failures == {("S1", "response", "created", "bruno", "leaked"),
+                        ("I4", "history", "deleted", "ana", "residue")}
+
+
+async def test_letta_shared_blocks_are_spaces_whose_membership_is_attachment(
+        skip_env: WorkflowEnvironment, skip_worker: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlife.rules.pairs import materialize
+    from memlife.rules.scenario_file import load_scenario
+    from tests.standins.letta import create_app as create_letta
+
+    monkeypatch.setenv("LETTA_API_KEY", "letta-key-9c1e")
+    scenario = load_scenario(TARGETS.parent / "shared-spaces.yaml")
+    assert scenario.generate is not None
+    scenario = materialize(scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": 1})}), "letta-spaces")
+    with serve_in_thread(create_letta("letta-key-9c1e")) as base_url:
+        target = load_target(TARGETS / "letta.yaml").model_copy(update={"base_url": base_url})
+        run = run_input(scenario, target)
+        await run_suite(skip_env.client, skip_worker, run)
+    artifact = run_artifact(run.run_id)
+    by_invariant = artifact["summary"]["by_invariant"]
+    # Attaching is joining, detaching is leaving: the whole shared-spaces lifecycle holds.
+    assert artifact["failures"] == [] and artifact["inconclusive"] == []
+    assert by_invariant["S1"]["checked"] > 0 and by_invariant["S2"]["checked"] > 0
+    assert by_invariant["recall"]["checked"] > 0
