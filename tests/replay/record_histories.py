@@ -287,6 +287,14 @@ async def main() -> None:
     if "v8-cohort-maintenance-suite" not in have:
         await record("v8-cohort-maintenance", maintenance, [], generated_pairs=2,
                      cohort_size=2)
+    # v9: shared spaces (space steps, messages said inside a space) batched in a cohort,
+    # and adversarial turns (spoof and extract probes, a poison write) by themselves.
+    if "v9-cohort-spaces-suite" not in have:
+        await record("v9-cohort-spaces", REPO / "scenarios" / "shared-spaces.yaml",
+                     ["revocation-ignored"], generated_pairs=2, cohort_size=2)
+    if "v9-adversarial-spoofed-suite" not in have:
+        await record("v9-adversarial-spoofed", REPO / "scenarios" / "adversarial.yaml",
+                     ["identity-from-prompt"], generated_pairs=1)
 
 
 if __name__ == "__main__":
