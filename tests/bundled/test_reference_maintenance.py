@@ -126,3 +126,31 @@ def test_the_reindex_endpoint(tmp_path: Path) -> None:
     assert answer.status_code == 200 and answer.json() == {"status": "completed", "records": 1}
     assert client.post("/admin/reindex", json={"tenant_id": "u_nobody"}).status_code == 404
     assert client.post("/admin/reindex", json={}).status_code == 422
+
+
+def test_no_single_request_applies_a_whole_runs_backlog(tmp_path: Path) -> None:
+    from memlife.bundled.reference.ingestion import INGEST_BATCH
+
+    runtime = runtime_with(tmp_path)
+    phones = [f"+1201555{n:04d}" for n in range(INGEST_BATCH // 2 + 10)]
+    for phone in phones:
+        runtime.register(phone, T0)
+        runtime.converse(phone, f"Trabajo en Taller {phone[-4:]}.", T0)
+        runtime.converse(phone, f"Mi mascota se llama Luna {phone[-4:]}.", T0)
+    backlog = queued(runtime)
+    assert backlog == 2 * len(phones) > INGEST_BATCH
+    # A question waits for its own tenant's statements only (the clean target reads no one
+    # else's), not for everyone's.
+    assert "Taller 0003" in ask(runtime, phones[3], "¿Dónde trabajo?")
+    assert queued(runtime) == backlog - 2
+    # Once due, the background worker takes a batch per request, not the whole backlog.
+    runtime.register("+12015559999", T0 + DELAY)
+    assert queued(runtime) == backlog - 2 - INGEST_BATCH
+    # A store read by needle waits for the statements holding it, and only for those.
+    waiting = runtime._db.execute("SELECT message FROM ingest_queue").fetchall()
+    needle = waiting[0]["message"].split(" es ")[-1].split(" en ")[-1].rstrip(".")
+    before = queued(runtime)
+    assert len(holders(runtime, "memory", needle, T0 + DELAY)) == 1
+    assert queued(runtime) == before - 1
+    runtime.register("+12015559998", T0 + 2 * DELAY)  # the clock moves: the next batch
+    assert queued(runtime) == 0

@@ -105,7 +105,7 @@ CREATE INDEX IF NOT EXISTS graph_edges_tenant ON graph_edges(tenant_id);
 -- Statements waiting for the ingestion worker (asynchronous ingestion, ingestion.py).
 CREATE TABLE IF NOT EXISTS ingest_queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, message TEXT NOT NULL,
-    due TEXT NOT NULL, run TEXT NOT NULL DEFAULT ''
+    norm TEXT NOT NULL, due TEXT NOT NULL, run TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS ingest_queue_run ON ingest_queue(run, due);
 CREATE INDEX IF NOT EXISTS ingest_queue_tenant ON ingest_queue(tenant_id);

@@ -37,7 +37,7 @@ class Spaces:
     _thread_append: Callable[[str, str, str, str], None]
     _remember: Callable[[str, str, datetime], str]
     _answer: Callable[[str, str, datetime], Answer]
-    _flush: Callable[[str, datetime], None]
+    _flush: Callable[..., None]
     _run: str
 
     def _create_space(self, tenant: str, name: str, clock: datetime) -> dict[str, str]:
@@ -87,7 +87,7 @@ class Spaces:
         if language.is_question(message):
             if not self._may_read(space_id, tenant):
                 return Answer(NO_ACCESS[lang], [], None)
-            self._flush(self._run, clock)
+            self._flush(clock, tenant=space_id)
             answer = self._answer(space_id, message, clock)
         elif not self._may_write(space_id, tenant):
             return Answer(NO_ACCESS[lang], [], None)

@@ -171,7 +171,7 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             stamp = iso(clock)
             self._thread_append(tenant, "user", message, stamp)
             if language.is_question(message):
-                self._flush(run, clock)  # reads wait for queued writes (ingestion.py)
+                self._flush(clock, tenant=tenant)  # reads wait for queued writes
                 answer = self._answer(self._claimed_identity(message) or tenant, message,
                                       clock)
             else:
@@ -334,7 +334,7 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
                       needle: str | None = None, run: str = "") -> list[dict[str, object]]:
         """Records of one store, by tenant scope or by normalized needle (all tenants)."""
         with self._at(now, run) as clock:
-            self._flush(run, clock)
+            self._flush(clock, tenant=tenant_id, needle=needle)
             return self._select_records(store, tenant_id, needle)
 
     def search_records(self, store: str, now: datetime, needles: list[str],
@@ -342,8 +342,8 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
         """Records holding any of the needles (each record once), in one transaction."""
         found: dict[str, dict[str, object]] = {}
         with self._at(now, run) as clock:
-            self._flush(run, clock)
             for needle in dict.fromkeys(needles):
+                self._flush(clock, needle=needle)
                 for record in self._select_records(store, None, needle):
                     found.setdefault(str(record["id"]), record)
         return list(found.values())
