@@ -261,23 +261,31 @@ async def forget(request: ForgetRequest, send: Send) -> DeletionState:
                          wall_time=wall_time, traceparent=response.traceparent)
 
 
-
-
 @activity.defn(name=contracts.MAINTAIN_TARGET)
 async def maintain_target(request: MaintainRequest) -> MaintenanceResult:
     """Trigger one of the target's `maintain` operations (a 2xx means it ran)."""
     return await as_activity(maintain(request, send_once))
 
 
-async def maintain(request: MaintainRequest, send: Send) -> MaintenanceResult:
-    operation = request.target.operations.maintain.get(request.operation)
+async def _send_named(request: MaintainRequest | SpaceRequest, operation: Any, name: str,
+                      variables: dict[str, Any], send: Send,
+                      ) -> tuple[http.Response, datetime]:
+    """One request by an optional operation of the target file (a configuration error,
+    never retried, when the file has none)."""
     if operation is None:
-        raise ApplicationError(f"the target file has no operations.maintain.{request.operation}",
+        raise ApplicationError(f"the target file has no operations.{name}",
                                type="TargetConfigError", non_retryable=True)
     wall_time = datetime.now(UTC)
     response = await send(request.target, operation,
-                          {"phone": request.phone, "user_id": request.user_id},
+                          {"phone": request.phone, "user_id": request.user_id, **variables},
                           request.scenario_now, request.run_id)
+    return response, wall_time
+
+
+async def maintain(request: MaintainRequest, send: Send) -> MaintenanceResult:
+    response, wall_time = await _send_named(
+        request, request.target.operations.maintain.get(request.operation),
+        f"maintain.{request.operation}", {}, send)
     status = response.fields.get("status")
     return MaintenanceResult(operation=request.operation,
                              status=None if status is None else str(status),
@@ -293,16 +301,10 @@ async def space_operation(request: SpaceRequest) -> SpaceResult:
 
 async def change_space(request: SpaceRequest, send: Send) -> SpaceResult:
     name = f"{request.action}_space"
-    operation = getattr(request.target.operations, name)
-    if operation is None:
-        raise ApplicationError(f"the target file has no operations.{name}",
-                               type="TargetConfigError", non_retryable=True)
-    wall_time = datetime.now(UTC)
-    response = await send(request.target, operation,
-                          {"phone": request.phone, "user_id": request.user_id,
-                           "space_name": request.space_name,
-                           "space_id": request.space_id or request.space_name},
-                          request.scenario_now, request.run_id)
+    response, wall_time = await _send_named(
+        request, getattr(request.target.operations, name), name,
+        {"space_name": request.space_name,
+         "space_id": request.space_id or request.space_name}, send)
     status = response.fields.get("status")
     space_id = response.fields.get("space_id") or request.space_id or request.space_name
     return SpaceResult(space_id=str(space_id), status=None if status is None else str(status),

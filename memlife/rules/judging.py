@@ -102,20 +102,20 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
             findings.append(Finding(invariant=positive, reason="missing", outcome="fail",
                                     value=" | ".join(case.any_of),
                                     detail="none of the accepted renderings is in the reply"))
-        if case.scoped_deletion:
-            checks.append(Check(invariant="D2", outcome="pass" if present else "fail"))
+        # What must survive another's deletion: the tenant's own value (D2), a space's
+        # fact for the members that remain (S2).
+        for applies, invariant, detail in (
+                (case.scoped_deletion, "D2",
+                 "the partner's deletion took this tenant's value with it"),
+                (case.space_survives, "S2",
+                 "deleting a member took the shared space's fact with it")):
+            if not applies:
+                continue
+            checks.append(Check(invariant=invariant, outcome="pass" if present else "fail"))
             if not present:
                 findings.append(Finding(
-                    invariant="D2", reason="overreach", outcome="fail",
-                    value=" | ".join(case.required or case.any_of),
-                    detail="the partner's deletion took this tenant's value with it"))
-        if case.space_survives:
-            checks.append(Check(invariant="S2", outcome="pass" if present else "fail"))
-            if not present:
-                findings.append(Finding(
-                    invariant="S2", reason="overreach", outcome="fail",
-                    value=" | ".join(case.required or case.any_of),
-                    detail="deleting a member took the shared space's fact with it"))
+                    invariant=invariant, reason="overreach", outcome="fail",
+                    value=" | ".join(case.required or case.any_of), detail=detail))
     leaked = set(score.leaked)
     for invariant in sorted({LEAK_CHECKS[f.origin][0] for f in forbidden}
                             | ({"I3"} if any_foreign else set())):
