@@ -43,6 +43,8 @@ def record_run_started(run: RunInput) -> None:
             clock=run.clock.describe(), meta_json=recorder.dumps(meta), status="running",
             started_at=started_at,
         ))
+        db.merge(recorder.RunExperimentRow(run_id=run.run_id,
+                                           experiment=run.meta.experiment or ""))
     _write_chunked(recorder.RunValueRow, _value_rows(run.run_id, run.scenario.pairs), 2000)
 
 

@@ -100,17 +100,11 @@ def read_artifact_file(path: Path) -> Artifact | ExperimentDocument:
 
 def load_experiment(experiment: str) -> ExperimentDocument | None:
     """Every run of an experiment, from the recorder, as one comparison document."""
-    from sqlmodel import col, select
-
     from memlife import recorder
     from memlife.recorder.builder import build_artifact
     from memlife.recorder.experiment import experiment_document
 
-    with recorder.session() as db:
-        candidates = db.exec(select(recorder.RunRow).where(
-            col(recorder.RunRow.meta_json).contains(experiment))).all()
-        run_ids = [run.id for run in candidates
-                   if json.loads(run.meta_json).get("experiment") == experiment]
+    run_ids = recorder.experiment_run_ids(experiment)
     if not run_ids:
         return None
     artifacts = []

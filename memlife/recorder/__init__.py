@@ -13,11 +13,12 @@ _PUBLIC = {
     "engine_for": "database", "merge_all": "database", "merge_values": "database",
     "session": "database",
     "load_run": "queries", "run_builder": "queries", "run_digest": "queries",
-    "run_value_tuples": "queries",
+    "run_value_tuples": "queries", "experiment_run_ids": "queries",
     "AdjudicationRow": "tables", "ErasureReceiptRow": "tables",
     "ObservationMetricRow": "tables", "ObservationRow": "tables",
     "ObservationTraceRow": "tables", "RunPairRow": "tables",
-    "RunRow": "tables", "RunValueRow": "tables", "StepRow": "tables", "TenantRow": "tables",
+    "RunExperimentRow": "tables", "RunRow": "tables", "RunValueRow": "tables",
+    "StepRow": "tables", "TenantRow": "tables",
     "TargetClaimRow": "tables", "VerdictRow": "tables",
 }
 __all__ = sorted(_PUBLIC)

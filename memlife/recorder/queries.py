@@ -17,6 +17,7 @@ from memlife.recorder.tables import (
     ObservationMetricRow,
     ObservationRow,
     ObservationTraceRow,
+    RunExperimentRow,
     RunRow,
     RunValueRow,
     StepRow,
@@ -136,3 +137,24 @@ def run_value_tuples(run_id: str, url: str | None = None
             select(RunValueRow.pair_index, RunValueRow.domain, RunValueRow.alias,
                    RunValueRow.text).where(RunValueRow.run_id == run_id))
         yield from (tuple(row) for row in rows)
+
+
+def experiment_run_ids(experiment: str, url: str | None = None) -> list[str]:
+    """The runs of one experiment, by the run_experiments index. Runs recorded before
+    that index existed are indexed here first, once (their meta is read that one time)."""
+    import json
+
+    with session(url) as db:
+        runs = db.exec(select(func.count()).select_from(RunRow)).one()
+        indexed = db.exec(select(func.count()).select_from(RunExperimentRow)).one()
+        if indexed < runs:
+            known = set(db.exec(select(RunExperimentRow.run_id)).all())
+            for run_id, meta_json in db.exec(select(RunRow.id, RunRow.meta_json)).all():
+                if run_id not in known:
+                    db.merge(RunExperimentRow(
+                        run_id=run_id,
+                        experiment=json.loads(meta_json).get("experiment") or ""))
+            db.flush()
+        return list(db.exec(select(RunExperimentRow.run_id).where(
+            RunExperimentRow.experiment == experiment).order_by(
+            RunExperimentRow.run_id)).all())

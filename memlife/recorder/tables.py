@@ -25,6 +25,16 @@ class RunRow(SQLModel, table=True):
     summary_json: str | None = None
 
 
+class RunExperimentRow(SQLModel, table=True):
+    """Which experiment a run belongs to ('' for none): how an experiment's runs are found
+    by an index rather than by reading every run's meta (a table of its own, so older
+    recorders still open; their runs are indexed on first use, queries.py)."""
+
+    __tablename__ = "run_experiments"
+    run_id: str = Field(primary_key=True)
+    experiment: str = Field(index=True)
+
+
 class TenantRow(SQLModel, table=True):
     __tablename__ = "tenants"
     id: str = Field(primary_key=True)
