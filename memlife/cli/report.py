@@ -42,16 +42,18 @@ def add_parsers(commands: Any) -> None:
     report.set_defaults(handler=cmd_report, temporal=False)
 
 
-def load_artifact(reference: str) -> Artifact | ExperimentDocument:
-    """A run id (or `latest`) from the recorder, or an artifact file written by `run`."""
+def load_artifact(reference: str, *, cases: bool = False,
+                  ) -> tuple[Artifact | ExperimentDocument, list[float] | None]:
+    """A run id (or `latest`) from the recorder, or an artifact file written by `run`; with
+    the probes' latencies when the run comes from the recorder, streamed without its
+    observations (recorder.report_artifact)."""
     from sqlmodel import select
 
     from memlife import recorder
-    from memlife.recorder.builder import build_artifact
 
     path = Path(reference)
     if path.suffix == ".json" or path.exists():
-        return read_artifact_file(path)
+        return read_artifact_file(path), None
     run_id = reference
     if reference == "latest":
         with recorder.session() as db:
@@ -61,15 +63,15 @@ def load_artifact(reference: str) -> Artifact | ExperimentDocument:
                 raise InputError([Problem("command line", "RUN", "no runs recorded in "
                                           f"{recorder.database_url()}")])
             run_id = latest.id
-    loaded = recorder.load_run(run_id)
-    if loaded is None:
+    reported = recorder.report_artifact(run_id, cases=cases)
+    if reported is None:
         experiment = load_experiment(run_id)
         if experiment is not None:
-            return experiment
+            return experiment, None
         raise InputError([Problem("command line", "RUN", f"no run {run_id!r} in "
                                   f"{recorder.database_url()}; give a run id, an experiment "
                                   "id, `latest`, or an artifact file")])
-    return build_artifact(loaded)
+    return reported
 
 
 def read_artifact_file(path: Path) -> Artifact | ExperimentDocument:
@@ -124,11 +126,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.web_ui and not re.match(r"^https?://[^\s/]+", args.web_ui):
         return problems_exit([Problem("command line", "--web-ui", f"{args.web_ui!r} is not "
                                       "an http(s) address, e.g. http://127.0.0.1:8233")])
-    artifact = load_artifact(args.run)
+    artifact, samples = load_artifact(args.run, cases=args.format == "junit")
     if isinstance(artifact, ExperimentDocument):
         text = render_experiment(artifact, args.format, redacted=not args.no_redact)
     else:
-        text = render(artifact, args.format, redacted=not args.no_redact, web_ui=args.web_ui)
+        text = render(artifact, args.format, redacted=not args.no_redact, web_ui=args.web_ui,
+                      samples=samples)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")

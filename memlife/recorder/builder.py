@@ -26,13 +26,16 @@ class ArtifactBuilder:
     inconclusive checks (the summary)."""
 
     def __init__(self, run: Any, step_labels: dict[tuple[int, int], str], *,
-                 keep_entries: bool = True, keep_findings: bool = True) -> None:
+                 keep_entries: bool = True, keep_findings: bool = True,
+                 keep_cases: bool = True) -> None:
         self.run = run
         self.meta = json.loads(run.meta_json)
         self.budget_ms = float(self.meta.get("latency_budget_ms", 700.0))
         self.step_labels = step_labels
         self.keep_entries = keep_entries
         self.keep_findings = keep_findings
+        # Per-pair tallies and step outcomes without the per-case entries (reports).
+        self.keep_cases = keep_cases
         self.failure_count = self.inconclusive_count = 0
         # Every invariant appears, checked or not, so a reader sees what was not covered.
         self.tallies = Tallies({name: InvariantTally() for name in INVARIANTS})
@@ -62,12 +65,13 @@ class ArtifactBuilder:
         self.probe_cases += verdict.store == "response"
         checks = json.loads(verdict.checks_json)
         pair_tallies = None
-        if self.keep_entries:
+        if self.keep_entries and self.keep_cases:
             self.case_entries.append({
                 "pair": verdict.pair_index, "tenant": verdict.tenant_alias,
                 "step": verdict.step_index, "stage": stage, "case": verdict.case_id,
                 "domain": verdict.domain or None, "store": verdict.store,
                 "outcome": verdict.outcome, "checks": checks})
+        if self.keep_entries:
             outcome_counts = self.step_outcomes.setdefault(
                 (verdict.pair_index, verdict.step_index),
                 {"pass": 0, "fail": 0, "inconclusive": 0})
@@ -214,33 +218,10 @@ def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
             builder.add_target_error()
         elif o.kind == "probe" and o.latency_ms is not None:
             builder.add_probe(o.latency_ms, metrics.get((o.pair_index, o.step_index, o.seq), {}))
-    per_pair = builder.per_pair
-    step_outcomes = builder.step_outcomes
     return {
-        **builder._digest(len({t.pair_index for t in rows["tenants"]})),
-        "tenants": [{"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
-                     "user_id": t.user_id}
-                    for t in sorted(rows["tenants"], key=lambda t: (t.pair_index, t.role))],
-        "pairs": [{"pair": index, "by_invariant": {
-            name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
-            for name, t in tallies_of.by_invariant.items() if t.checked}}
-            for index, tallies_of in sorted(per_pair.items())],
-        "timeline": [{"pair": s.pair_index, "step": s.step_index, "kind": s.kind,
-                      "stage": s.label or s.kind,
-                      "scenario_started": _iso(s.scenario_started),
-                      "scenario_finished": _iso(s.scenario_finished),
-                      "outcomes": step_outcomes.get((s.pair_index, s.step_index), {})}
-                     for s in sorted(rows["steps"], key=lambda s: (s.pair_index,
-                                                                    s.step_index))],
+        **entries(builder, len({t.pair_index for t in rows["tenants"]}), rows["tenants"],
+                  rows["steps"], rows.get("adjudications", [])),
         "cases": builder.case_entries,
-        "adjudications": [
-            {"pair": a.pair_index, "tenant": a.tenant_alias, "step": a.step_index,
-             "stage": a.stage, "case": a.case_id, "kind": a.kind, "reviewer": a.reviewer,
-             "decided_at": _iso(a.decided_at), "stated": json.loads(a.asserted_json),
-             "abstains": a.abstains, "note": a.note, "exact": json.loads(a.exact_json),
-             "adjudicated": json.loads(a.checks_json)}
-            for a in sorted(rows.get("adjudications", []),
-                            key=lambda a: (a.pair_index, a.step_index, a.case_id))],
         "observations": [
             {
                 "pair": o.pair_index,
@@ -265,6 +246,38 @@ def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
             }
             for o in observations
         ],
+    }
+
+
+def entries(builder: ArtifactBuilder, pairs: int, tenants: list[Any], steps: list[Any],
+            adjudications: list[Any]) -> dict[str, Any]:
+    """The digest and every entry but the cases and the observations: tenants, per-pair
+    tallies, the timeline, adjudications (what a report shows)."""
+    per_pair = builder.per_pair
+    step_outcomes = builder.step_outcomes
+    return {
+        **builder._digest(pairs),
+        "tenants": [{"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
+                     "user_id": t.user_id}
+                    for t in sorted(tenants, key=lambda t: (t.pair_index, t.role))],
+        "pairs": [{"pair": index, "by_invariant": {
+            name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
+            for name, t in tallies_of.by_invariant.items() if t.checked}}
+            for index, tallies_of in sorted(per_pair.items())],
+        "timeline": [{"pair": s.pair_index, "step": s.step_index, "kind": s.kind,
+                      "stage": s.label or s.kind,
+                      "scenario_started": _iso(s.scenario_started),
+                      "scenario_finished": _iso(s.scenario_finished),
+                      "outcomes": step_outcomes.get((s.pair_index, s.step_index), {})}
+                     for s in sorted(steps, key=lambda s: (s.pair_index, s.step_index))],
+        "adjudications": [
+            {"pair": a.pair_index, "tenant": a.tenant_alias, "step": a.step_index,
+             "stage": a.stage, "case": a.case_id, "kind": a.kind, "reviewer": a.reviewer,
+             "decided_at": _iso(a.decided_at), "stated": json.loads(a.asserted_json),
+             "abstains": a.abstains, "note": a.note, "exact": json.loads(a.exact_json),
+             "adjudicated": json.loads(a.checks_json)}
+            for a in sorted(adjudications,
+                            key=lambda a: (a.pair_index, a.step_index, a.case_id))],
     }
 
 

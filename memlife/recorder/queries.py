@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from memlife.recorder.builder import ArtifactBuilder
+from memlife.recorder.artifact import Artifact
+from memlife.recorder.builder import ArtifactBuilder, entries
 from memlife.recorder.database import engine_for, session
 from memlife.recorder.tables import (
     AdjudicationRow,
@@ -47,12 +48,14 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
         return found
 
 
-def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = False
-                ) -> tuple[Any, int] | None:
+def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = False,
+                per_pair: bool = False, cases: bool = False) -> tuple[Any, int] | None:
     """An `ArtifactBuilder` fed with a run's rows streamed from the database, a few
     thousand at a time, and the run's number of pairs: the summary (and the digest) of a
     run of any size in bounded memory. `summary_only` skips what the summary does not
-    need: Server-Timing stages, costs, and the findings themselves (they are counted)."""
+    need: Server-Timing stages, costs, and the findings themselves (they are counted).
+    `per_pair` also keeps each pair's tallies and each step's outcomes (a report's),
+    `cases` every case's entry (JUnit's test cases)."""
     chunk = 5000
     engine = engine_for(url)
     with Session(engine) as db:
@@ -67,8 +70,8 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
         pair_indexes = list(connection.execute(
             select(TenantRow.pair_index).where(TenantRow.run_id == run_id).distinct()
         ).scalars())
-        builder = ArtifactBuilder(run, labels, keep_entries=False,
-                                  keep_findings=not summary_only)
+        builder = ArtifactBuilder(run, labels, keep_entries=per_pair,
+                                  keep_findings=not summary_only, keep_cases=cases)
         verdicts = connection.execution_options(yield_per=chunk).execute(
             select(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id,
                    VerdictRow.stage, VerdictRow.tenant_alias, VerdictRow.domain,
@@ -158,3 +161,23 @@ def experiment_run_ids(experiment: str, url: str | None = None) -> list[str]:
         return list(db.exec(select(RunExperimentRow.run_id).where(
             RunExperimentRow.experiment == experiment).order_by(
             RunExperimentRow.run_id)).all())
+
+
+def report_artifact(run_id: str, url: str | None = None, *, cases: bool = False,
+                    ) -> tuple[Artifact, list[float]] | None:
+    """What a report shows of a run, built from streamed rows: the artifact without its
+    observations (and without its cases, unless `cases`: JUnit lists them), and the
+    answered probes' latencies (the report's samples). Its memory grows with the failures,
+    steps and tenants, not with every request made."""
+    got = run_builder(run_id, url, per_pair=True, cases=cases)
+    if got is None:
+        return None
+    builder, pairs = got
+    with session(url) as db:
+        tenants = list(db.exec(select(TenantRow).where(TenantRow.run_id == run_id)).all())
+        steps = list(db.exec(select(StepRow).where(StepRow.run_id == run_id)).all())
+        adjudications = list(db.exec(select(AdjudicationRow).where(
+            AdjudicationRow.run_id == run_id)).all())
+        document = {**entries(builder, pairs, tenants, steps, adjudications),
+                    "cases": builder.case_entries}
+    return Artifact.model_validate(document), list(builder.probe_latencies)

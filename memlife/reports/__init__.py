@@ -16,14 +16,15 @@ FORMATS = ("json", "md", "html", "junit")
 
 
 def render(artifact: Artifact, fmt: str, *, redacted: bool = True,
-           web_ui: str | None = None) -> str:
-    """`web_ui`: the Temporal Web UI findings link to, instead of the run's own."""
+           web_ui: str | None = None, samples: list[float] | None = None) -> str:
+    """`web_ui`: the Temporal Web UI findings link to, instead of the run's own;
+    `samples`: the probes' latencies of an artifact without observations."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if web_ui:
         artifact = artifact.model_copy(update={
             "meta": artifact.meta.model_copy(update={"web_ui": web_ui})})
-    card = scorecard(redact(artifact) if redacted else artifact)
+    card = scorecard(redact(artifact) if redacted else artifact, samples)
     if fmt == "json":
         shown = card.model_dump(mode="json", exclude={"cases", "samples"})
         return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"

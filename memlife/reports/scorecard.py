@@ -122,7 +122,9 @@ def _rate(inputs: list[tuple[int, int]], invariant: str) -> Rate:
     return Rate(invariant=invariant, **bootstrap_rate(inputs).as_dict())  # type: ignore[arg-type]
 
 
-def scorecard(artifact: Artifact) -> Scorecard:
+def scorecard(artifact: Artifact, samples: list[float] | None = None) -> Scorecard:
+    """`samples`: the answered probes' latencies, when the artifact comes without its
+    observations (recorder.report_artifact)."""
     failures = artifact.failures
     adjudications = artifact.adjudications
     return Scorecard(
@@ -135,8 +137,9 @@ def scorecard(artifact: Artifact) -> Scorecard:
             for name, invariant in RATES.items()} if adjudications else {},
         adjudications=adjudications, stages=artifact.stages, matrix=artifact.matrix,
         latency_ms=artifact.latency_ms,
-        samples=[o.latency_ms for o in artifact.observations
-                 if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None],
+        samples=samples if samples is not None else [
+            o.latency_ms for o in artifact.observations
+            if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None],
         deletions=artifact.deletions,
         leaks=[f for f in failures if f.reason in LEAK_REASONS],
         residues=[f for f in failures if f.reason in RESIDUE_REASONS],
