@@ -208,11 +208,12 @@ def _deletion_state(operation: DeleteOperation, response: http.Response,
     )
 
 
-async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
-                        variables: dict[str, Any], send: Send,
-                        ) -> tuple[Any, http.Response, datetime]:
-    """One erasure-related request (delete, status, forget) by the operation's name."""
-    operation = getattr(request.target.operations, name)
+async def _send_named(request: DeleteRequest | ForgetRequest | MaintainRequest | SpaceRequest,
+                      operation: Any, name: str,
+                      variables: dict[str, Any], send: Send,
+                      ) -> tuple[http.Response, datetime]:
+    """One request by an optional operation of the target file (a configuration error,
+    never retried, when the file has none)."""
     if operation is None:
         raise ApplicationError(f"the target file has no operations.{name}",
                                type="TargetConfigError", non_retryable=True)
@@ -220,6 +221,15 @@ async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
     response = await send(request.target, operation,
                           {"phone": request.phone, "user_id": request.user_id, **variables},
                           request.scenario_now, request.run_id)
+    return response, wall_time
+
+
+async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
+                        variables: dict[str, Any], send: Send,
+                        ) -> tuple[Any, http.Response, datetime]:
+    """One erasure-related request (delete, status, forget) by the operation's name."""
+    operation = getattr(request.target.operations, name)
+    response, wall_time = await _send_named(request, operation, name, variables, send)
     return operation, response, wall_time
 
 
@@ -265,21 +275,6 @@ async def forget(request: ForgetRequest, send: Send) -> DeletionState:
 async def maintain_target(request: MaintainRequest) -> MaintenanceResult:
     """Trigger one of the target's `maintain` operations (a 2xx means it ran)."""
     return await as_activity(maintain(request, send_once))
-
-
-async def _send_named(request: MaintainRequest | SpaceRequest, operation: Any, name: str,
-                      variables: dict[str, Any], send: Send,
-                      ) -> tuple[http.Response, datetime]:
-    """One request by an optional operation of the target file (a configuration error,
-    never retried, when the file has none)."""
-    if operation is None:
-        raise ApplicationError(f"the target file has no operations.{name}",
-                               type="TargetConfigError", non_retryable=True)
-    wall_time = datetime.now(UTC)
-    response = await send(request.target, operation,
-                          {"phone": request.phone, "user_id": request.user_id, **variables},
-                          request.scenario_now, request.run_id)
-    return response, wall_time
 
 
 async def maintain(request: MaintainRequest, send: Send) -> MaintenanceResult:
