@@ -229,10 +229,7 @@ class LifecycleRunner:
                     messages=[m.text for m in messages], scenario_now=iso(scenario_time),
                     run_id=self.input.run_id,
                     questions=[i for i, m in enumerate(messages) if m.kind == "probe"],
-                    **({} if space is None else {
-                        "space_id": self.state.spaces[space].space_id or space_name(
-                            self.input, space),
-                        "space_name": space_name(self.input, space)})),
+                    **({} if space is None else self._space_fields(space))),
                 list[Reply],
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,
@@ -247,6 +244,11 @@ class LifecycleRunner:
                             wall_time=r.wall_time, stages=r.stages, cost=r.cost,
                             tokens=r.tokens, traceparent=r.traceparent)
                 for r in replies]
+
+    def _space_fields(self, space: str) -> dict[str, str]:
+        """Where a conversation inside `space` goes: its id, else its name."""
+        name = space_name(self.input, space)
+        return {"space_id": self.state.spaces[space].space_id or name, "space_name": name}
 
     async def _record(self, index: int, kind: str, label: str, started_scenario: datetime,
                       started_wall: datetime, work: StepWork) -> StepOutcome:

@@ -143,9 +143,10 @@ def scenario_target_problems(scenario: Any, target: Any, file: str,
     # Creating is optional: without create_space a space exists once something is said in it.
     needed = {f"{step.action}_space" for step in scenario.timeline
               if isinstance(step, SpaceStep) and step.action != "create"}
-    needed |= {"join_space"} if "create_space" in needed and any(
-        len(step.tenants) > 1 for step in scenario.timeline
-        if isinstance(step, SpaceStep) and step.action == "create") else set()
+    # A space created with several tenants: all but its creator join it.
+    if any(isinstance(step, SpaceStep) and step.action == "create" and len(step.tenants) > 1
+           for step in scenario.timeline):
+        needed.add("join_space")
     if any(getattr(step, "space", None) for step in scenario.timeline
            if not isinstance(step, SpaceStep)):
         needed.add("space_say")

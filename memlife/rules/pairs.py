@@ -46,22 +46,26 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
         tenants = {}
         for role in ("a", "b"):
             facts = {}
-            for name, domain in scenario.domains.items():
-                assert domain.canary is not None
-                value = pool.draw(domain.canary, language)
-                later = [pool.draw(domain.canary, language)
+            for name in scenario.domains:
+                value = pool.draw(_canary(scenario, name), language)
+                later = [pool.draw(_canary(scenario, name), language)
                          for _ in range(updates.get((role, name), 0))]
                 facts[name] = FactValue(value=value, updates=later)
             alias = f"{generation.alias_prefix}{index:03d}"
             alias += ("" if role == "a" else "-corp") if generation.collide else role
             tenants[role] = Tenant(alias=alias, language=generation.language, facts=facts)
-        spaces = {space: {d: FactValue(value=pool.draw(scenario.domains[d].canary or "school",
-                                                       language))
+        spaces = {space: {d: FactValue(value=pool.draw(_canary(scenario, d), language))
                           for d in spec.domains}
                   for space, spec in scenario.spaces.items()}
         pairs.append(Pair(a=tenants["a"], b=tenants["b"], collide_phones=generation.collide,
                           spaces=spaces))
     return scenario.model_copy(update={"pairs": pairs, "generate": None})
+
+
+def _canary(scenario: Scenario, domain: str) -> str:
+    kind = scenario.domains[domain].canary
+    assert kind is not None  # scenario_file.py refuses generated domains without one
+    return kind
 
 
 def pair_tenants(run_id: str, pair_index: int, pair: Pair,
