@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,10 +140,33 @@ def _print_matrix(console: Any, artifact: Artifact) -> None:
 def write_immutable_json(path: Path,
                          document: Artifact | ExperimentDocument | dict[str, Any]) -> None:
     """Write atomically and read-only: the artifact is a record, not a working file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     text = (json.dumps(document, indent=2, ensure_ascii=False) if isinstance(document, dict)
             else document.model_dump_json(indent=2))
-    temporary.write_text(text + "\n", encoding="utf-8")
-    temporary.chmod(0o444)
-    os.replace(temporary, path)
+    write_immutable(path, [text])
+
+
+def write_immutable(path: Path, chunks: Iterable[str]) -> None:
+    """Write pieces of text as they come, atomically and read-only: a reader never sees
+    half a file, and a failure midway leaves none."""
+    write_chunks(path, _ending(chunks), mode=0o444)
+
+
+def _ending(chunks: Iterable[str]) -> Iterator[str]:
+    yield from chunks
+    yield "\n"
+
+
+def write_chunks(path: Path, chunks: Iterable[str], mode: int | None = None) -> None:
+    """Write pieces of text as they come, atomically: a file is replaced only once it is
+    whole, and a failure midway leaves the old one (or none)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as out:
+            for chunk in chunks:
+                out.write(chunk)
+        if mode is not None:
+            temporary.chmod(mode)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

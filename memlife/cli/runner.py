@@ -131,9 +131,10 @@ async def execute(plan: RunPlan) -> int:
             await _await_runs(client, started)
 
     artifacts = []
-    # The whole artifact (every case and observation) only where it is written or compared;
-    # the summary table needs the digest alone, streamed at any size.
-    whole = bool(plan.out) or experiment is not None
+    # The whole artifact (every case and observation) in memory only where it is compared
+    # or signed; the summary needs the digest alone, and one run's artifact is written
+    # streaming from the recorder (recorder/streams.py), both at any size.
+    whole = experiment is not None or (bool(plan.out) and plan.signing_key is not None)
     for run in started:
         if whole:
             from memlife.recorder.builder import build_artifact
@@ -169,6 +170,13 @@ async def execute(plan: RunPlan) -> int:
                 document.model_dump(mode="json"), plan.signing_key, datetime.now(UTC)))
             print(f"artifact: {plan.out} (signed; `{command()} verify {plan.out} "
                   "--public-key PUBFILE` checks it)")
+        elif experiment is None:
+            from memlife.recorder.streams import artifact_chunks
+
+            chunks = artifact_chunks(started[0].run_id)
+            assert chunks is not None  # its digest was just read
+            render.write_immutable(Path(plan.out), chunks)
+            print(f"artifact: {plan.out}")
         else:
             render.write_immutable_json(Path(plan.out), document)
             print(f"artifact: {plan.out}")

@@ -14,7 +14,7 @@ _PUBLIC = {
     "session": "database",
     "load_run": "queries", "run_builder": "queries", "run_digest": "queries",
     "run_value_tuples": "queries", "experiment_run_ids": "queries",
-    "report_artifact": "queries",
+    "report_artifact": "streams", "artifact_chunks": "streams", "RunLists": "streams",
     "AdjudicationRow": "tables", "ErasureReceiptRow": "tables",
     "ObservationMetricRow": "tables", "ObservationRow": "tables",
     "ObservationTraceRow": "tables", "RunPairRow": "tables",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -289,6 +290,29 @@ class ExperimentDocument(_Part):
     experiment: ExperimentHeader
     comparison: dict[str, ConfigurationResult]
     runs: list[Artifact]
+
+
+def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]]
+                ) -> Iterator[str]:
+    """`json.dumps({**head, **lists}, indent=2, ensure_ascii=False)`, byte for byte, each
+    list written an entry at a time as it is read."""
+    def dumped(value: Any, depth: int) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False).replace(
+            "\n", "\n" + "  " * depth)
+
+    yield "{"
+    first = True
+    for key, value in head.items():
+        yield ("" if first else ",") + f"\n  {json.dumps(key)}: {dumped(value, 1)}"
+        first = False
+    for key, entries in lists:
+        yield ("" if first else ",") + f"\n  {json.dumps(key)}: ["
+        first, empty = False, True
+        for entry in entries:
+            yield ("\n" if empty else ",\n") + "    " + dumped(entry, 2)
+            empty = False
+        yield "]" if empty else "\n  ]"
+    yield "\n}" if not first else "}"
 
 
 def schema() -> dict[str, Any]:

@@ -26,16 +26,13 @@ class ArtifactBuilder:
     inconclusive checks (the summary)."""
 
     def __init__(self, run: Any, step_labels: dict[tuple[int, int], str], *,
-                 keep_entries: bool = True, keep_findings: bool = True,
-                 keep_cases: bool = True) -> None:
+                 keep_entries: bool = True, keep_findings: bool = True) -> None:
         self.run = run
         self.meta = json.loads(run.meta_json)
         self.budget_ms = float(self.meta.get("latency_budget_ms", 700.0))
         self.step_labels = step_labels
         self.keep_entries = keep_entries
         self.keep_findings = keep_findings
-        # Per-pair tallies and step outcomes without the per-case entries (reports).
-        self.keep_cases = keep_cases
         self.failure_count = self.inconclusive_count = 0
         # Every invariant appears, checked or not, so a reader sees what was not covered.
         self.tallies = Tallies({name: InvariantTally() for name in INVARIANTS})
@@ -49,8 +46,11 @@ class ArtifactBuilder:
         self.step_outcomes: dict[tuple[int, int], dict[str, int]] = {}
         self.cases = self.cases_passed = self.cases_failed = self.cases_inconclusive = 0
         self.probe_cases = self.target_errors = 0
+        # Compact arrays, not a dict per probe: a run of 10,000 pairs answers 600,000.
         self.probe_latencies: array[float] = array("d")
-        self.probe_metrics: list[dict[str, float]] = []
+        self.stage_samples: dict[str, array[float]] = {}
+        self.probe_costs: array[float] = array("d")
+        self.probe_tokens: array[float] = array("d")
         self.cost_by_pair: dict[int, float] = {}
 
     def add_verdict(self, verdict: Any) -> None:
@@ -65,12 +65,8 @@ class ArtifactBuilder:
         self.probe_cases += verdict.store == "response"
         checks = json.loads(verdict.checks_json)
         pair_tallies = None
-        if self.keep_entries and self.keep_cases:
-            self.case_entries.append({
-                "pair": verdict.pair_index, "tenant": verdict.tenant_alias,
-                "step": verdict.step_index, "stage": stage, "case": verdict.case_id,
-                "domain": verdict.domain or None, "store": verdict.store,
-                "outcome": verdict.outcome, "checks": checks})
+        if self.keep_entries:
+            self.case_entries.append(case_entry(verdict, stage, checks))
         if self.keep_entries:
             outcome_counts = self.step_outcomes.setdefault(
                 (verdict.pair_index, verdict.step_index),
@@ -121,8 +117,14 @@ class ArtifactBuilder:
     def add_probe(self, latency_ms: float, metrics: dict[str, float]) -> None:
         """A probe the target answered (status ok, with its latency)."""
         self.probe_latencies.append(latency_ms)
-        if metrics:  # the probes that reported no metrics add nothing to stages or cost
-            self.probe_metrics.append(metrics)
+        # The probes that reported no metrics add nothing to stages or cost.
+        for name, value in metrics.items():
+            if name.startswith("stage:"):
+                self.stage_samples.setdefault(name[6:], array("d")).append(value)
+        if "cost" in metrics:
+            self.probe_costs.append(metrics["cost"])
+        if "tokens" in metrics:
+            self.probe_tokens.append(metrics["tokens"])
 
     def add_target_error(self) -> None:
         self.target_errors += 1
@@ -171,8 +173,8 @@ class ArtifactBuilder:
             "meta": {
                 **self.meta,
                 "run_id": run.id,
-                "started_at": _iso(run.started_at),
-                "finished_at": _iso(run.finished_at),
+                "started_at": iso_utc(run.started_at),
+                "finished_at": iso_utc(run.finished_at),
                 "status": run.status,
                 "pairs": pairs,
             },
@@ -180,8 +182,8 @@ class ArtifactBuilder:
             "stages": self.stages,
             "matrix": self.matrix,
             "latency_ms": {**self.latency().as_dict(),
-                           "stages": stage_latency(self.probe_metrics)},
-            "cost": cost_summary(self.probe_metrics, self.cost_by_pair),
+                           "stages": _stage_summaries(self.stage_samples)},
+            "cost": _cost(self.probe_costs, self.probe_tokens, self.cost_by_pair),
             "deletions": self.deletions,
             "failures": self.failures,
             "inconclusive": self.inconclusive,
@@ -223,29 +225,10 @@ def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
                   rows["steps"], rows.get("adjudications", [])),
         "cases": builder.case_entries,
         "observations": [
-            {
-                "pair": o.pair_index,
-                "tenant": aliases.get((o.pair_index, o.role), o.role),
-                "role": o.role,
-                "step": o.step_index,
-                "seq": o.seq,
-                "kind": o.kind,
-                "domain": o.domain,
-                "case": o.case_id,
-                "request": o.request,
-                "reply": o.reply,
-                "context": o.context,
-                "status": o.status,
-                "http_status": o.http_status,
-                "error": o.error,
-                "latency_ms": o.latency_ms,
-                **_observation_metrics(metrics.get((o.pair_index, o.step_index, o.seq), {})),
-                **_observation_trace(traces.get((o.pair_index, o.step_index, o.seq))),
-                "scenario_time": _iso(o.scenario_time),
-                "wall_time": _iso(o.wall_time),
-            }
-            for o in observations
-        ],
+            observation_entry(o, aliases.get((o.pair_index, o.role), o.role),
+                              metrics.get((o.pair_index, o.step_index, o.seq), {}),
+                              traces.get((o.pair_index, o.step_index, o.seq)))
+            for o in observations],
     }
 
 
@@ -257,27 +240,75 @@ def entries(builder: ArtifactBuilder, pairs: int, tenants: list[Any], steps: lis
     step_outcomes = builder.step_outcomes
     return {
         **builder._digest(pairs),
-        "tenants": [{"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
-                     "user_id": t.user_id}
+        "tenants": [tenant_entry(t)
                     for t in sorted(tenants, key=lambda t: (t.pair_index, t.role))],
-        "pairs": [{"pair": index, "by_invariant": {
-            name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
-            for name, t in tallies_of.by_invariant.items() if t.checked}}
-            for index, tallies_of in sorted(per_pair.items())],
-        "timeline": [{"pair": s.pair_index, "step": s.step_index, "kind": s.kind,
-                      "stage": s.label or s.kind,
-                      "scenario_started": _iso(s.scenario_started),
-                      "scenario_finished": _iso(s.scenario_finished),
-                      "outcomes": step_outcomes.get((s.pair_index, s.step_index), {})}
+        "pairs": [pair_entry(index, tallies_of) for index, tallies_of in sorted(per_pair.items())],
+        "timeline": [timeline_entry(s, step_outcomes.get((s.pair_index, s.step_index), {}))
                      for s in sorted(steps, key=lambda s: (s.pair_index, s.step_index))],
-        "adjudications": [
-            {"pair": a.pair_index, "tenant": a.tenant_alias, "step": a.step_index,
-             "stage": a.stage, "case": a.case_id, "kind": a.kind, "reviewer": a.reviewer,
-             "decided_at": _iso(a.decided_at), "stated": json.loads(a.asserted_json),
-             "abstains": a.abstains, "note": a.note, "exact": json.loads(a.exact_json),
-             "adjudicated": json.loads(a.checks_json)}
-            for a in sorted(adjudications,
-                            key=lambda a: (a.pair_index, a.step_index, a.case_id))],
+        "adjudications": [adjudication_entry(a) for a in sorted(
+            adjudications, key=lambda a: (a.pair_index, a.step_index, a.case_id))],
+    }
+
+
+# One function per kind of entry, shared by the whole artifact (above) and the streamed one
+# (streams.py), so that both write the same entries.
+
+
+def case_entry(verdict: Any, stage: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"pair": verdict.pair_index, "tenant": verdict.tenant_alias,
+            "step": verdict.step_index, "stage": stage, "case": verdict.case_id,
+            "domain": verdict.domain or None, "store": verdict.store,
+            "outcome": verdict.outcome, "checks": checks}
+
+
+def tenant_entry(t: Any) -> dict[str, Any]:
+    return {"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
+            "user_id": t.user_id}
+
+
+def pair_entry(index: int, tallies: Tallies) -> dict[str, Any]:
+    """A pair's tallies, of the invariants it checked."""
+    return {"pair": index, "by_invariant": {
+        name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
+        for name, t in tallies.by_invariant.items() if t.checked}}
+
+
+def timeline_entry(s: Any, outcomes: dict[str, int]) -> dict[str, Any]:
+    return {"pair": s.pair_index, "step": s.step_index, "kind": s.kind,
+            "stage": s.label or s.kind, "scenario_started": iso_utc(s.scenario_started),
+            "scenario_finished": iso_utc(s.scenario_finished), "outcomes": outcomes}
+
+
+def adjudication_entry(a: Any) -> dict[str, Any]:
+    return {"pair": a.pair_index, "tenant": a.tenant_alias, "step": a.step_index,
+            "stage": a.stage, "case": a.case_id, "kind": a.kind, "reviewer": a.reviewer,
+            "decided_at": iso_utc(a.decided_at), "stated": json.loads(a.asserted_json),
+            "abstains": a.abstains, "note": a.note, "exact": json.loads(a.exact_json),
+            "adjudicated": json.loads(a.checks_json)}
+
+
+def observation_entry(o: Any, alias: str, metrics: dict[str, float],
+                      trace: Any) -> dict[str, Any]:
+    return {
+        "pair": o.pair_index,
+        "tenant": alias,
+        "role": o.role,
+        "step": o.step_index,
+        "seq": o.seq,
+        "kind": o.kind,
+        "domain": o.domain,
+        "case": o.case_id,
+        "request": o.request,
+        "reply": o.reply,
+        "context": o.context,
+        "status": o.status,
+        "http_status": o.http_status,
+        "error": o.error,
+        "latency_ms": o.latency_ms,
+        **_observation_metrics(metrics),
+        **_observation_trace(trace),
+        "scenario_time": iso_utc(o.scenario_time),
+        "wall_time": iso_utc(o.wall_time),
     }
 
 
@@ -307,6 +338,10 @@ def stage_latency(probe_metrics: list[dict[str, float]]) -> dict[str, dict[str, 
         for name, value in metrics.items():
             if name.startswith("stage:"):
                 by_stage.setdefault(name[6:], []).append(value)
+    return _stage_summaries(by_stage)
+
+
+def _stage_summaries(by_stage: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {stage: {key: value for key, value in summarize_latency(values).as_dict().items()
                     if key not in ("share_within_target", "target_ms")}
             for stage, values in sorted(by_stage.items())}
@@ -316,8 +351,11 @@ def cost_summary(probe_metrics: list[dict[str, float]],
                  cost_by_pair: dict[int, float]) -> dict[str, Any] | None:
     """Cost per probe, and per lifecycle (every turn of a pair: writes, updates, probes),
     when the target reports it (in its own unit, e.g. USD)."""
-    costs = [m["cost"] for m in probe_metrics if "cost" in m]
-    tokens = [m["tokens"] for m in probe_metrics if "tokens" in m]
+    return _cost([m["cost"] for m in probe_metrics if "cost" in m],
+                 [m["tokens"] for m in probe_metrics if "tokens" in m], cost_by_pair)
+
+
+def _cost(costs: Any, tokens: Any, cost_by_pair: dict[int, float]) -> dict[str, Any] | None:
     if not costs and not tokens:
         return None
     lifecycles = list(cost_by_pair.values())
@@ -331,7 +369,7 @@ def cost_summary(probe_metrics: list[dict[str, float]],
     }
 
 
-def _iso(value: Any) -> str | None:
+def iso_utc(value: Any) -> str | None:
     if value is None:
         return None
     text = value.isoformat()

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import func
+from sqlalchemy.engine import Connection
 from sqlmodel import Session, select
 
-from memlife.recorder.artifact import Artifact
-from memlife.recorder.builder import ArtifactBuilder, entries
+from memlife.recorder.builder import ArtifactBuilder
 from memlife.recorder.database import engine_for, session
 from memlife.recorder.tables import (
     AdjudicationRow,
@@ -49,13 +49,12 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
 
 
 def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = False,
-                per_pair: bool = False, cases: bool = False) -> tuple[Any, int] | None:
+                ) -> tuple[Any, int] | None:
     """An `ArtifactBuilder` fed with a run's rows streamed from the database, a few
     thousand at a time, and the run's number of pairs: the summary (and the digest) of a
     run of any size in bounded memory. `summary_only` skips what the summary does not
     need: Server-Timing stages, costs, and the findings themselves (they are counted).
-    `per_pair` also keeps each pair's tallies and each step's outcomes (a report's),
-    `cases` every case's entry (JUnit's test cases)."""
+    The run's lists are read by recorder/streams.py."""
     chunk = 5000
     engine = engine_for(url)
     with Session(engine) as db:
@@ -64,14 +63,12 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
             return None
         db.expunge(run)
     with engine.connect() as connection:
-        labels = {(pair, step): label for pair, step, label in connection.execute(
-            select(StepRow.pair_index, StepRow.step_index, StepRow.label)
-            .where(StepRow.run_id == run_id))}
+        labels = stage_labels(connection, run_id)
         pair_indexes = list(connection.execute(
             select(TenantRow.pair_index).where(TenantRow.run_id == run_id).distinct()
         ).scalars())
-        builder = ArtifactBuilder(run, labels, keep_entries=per_pair,
-                                  keep_findings=not summary_only, keep_cases=cases)
+        builder = ArtifactBuilder(run, labels, keep_entries=False,
+                                  keep_findings=not summary_only)
         verdicts = connection.execution_options(yield_per=chunk).execute(
             select(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id,
                    VerdictRow.stage, VerdictRow.tenant_alias, VerdictRow.domain,
@@ -122,6 +119,18 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
     return builder, len(pair_indexes)
 
 
+def stage_labels(connection: Connection, run_id: str) -> dict[tuple[int, int], str]:
+    """Step labels, for verdicts recorded without their stage (none since stages were
+    recorded with every verdict): a run of any size holds them only where needed."""
+    missing = connection.execute(select(func.count()).select_from(VerdictRow).where(
+        VerdictRow.run_id == run_id, VerdictRow.stage == "")).scalar_one()
+    if not missing:
+        return {}
+    return {(pair, step): label for pair, step, label in connection.execute(
+        select(StepRow.pair_index, StepRow.step_index, StepRow.label)
+        .where(StepRow.run_id == run_id))}
+
+
 def run_digest(run_id: str, url: str | None = None) -> dict[str, Any] | None:
     """The run's digest (`ArtifactBuilder.digest`), computed streaming."""
     built = run_builder(run_id, url)
@@ -161,23 +170,3 @@ def experiment_run_ids(experiment: str, url: str | None = None) -> list[str]:
         return list(db.exec(select(RunExperimentRow.run_id).where(
             RunExperimentRow.experiment == experiment).order_by(
             RunExperimentRow.run_id)).all())
-
-
-def report_artifact(run_id: str, url: str | None = None, *, cases: bool = False,
-                    ) -> tuple[Artifact, list[float]] | None:
-    """What a report shows of a run, built from streamed rows: the artifact without its
-    observations (and without its cases, unless `cases`: JUnit lists them), and the
-    answered probes' latencies (the report's samples). Its memory grows with the failures,
-    steps and tenants, not with every request made."""
-    got = run_builder(run_id, url, per_pair=True, cases=cases)
-    if got is None:
-        return None
-    builder, pairs = got
-    with session(url) as db:
-        tenants = list(db.exec(select(TenantRow).where(TenantRow.run_id == run_id)).all())
-        steps = list(db.exec(select(StepRow).where(StepRow.run_id == run_id)).all())
-        adjudications = list(db.exec(select(AdjudicationRow).where(
-            AdjudicationRow.run_id == run_id)).all())
-        document = {**entries(builder, pairs, tenants, steps, adjudications),
-                    "cases": builder.case_entries}
-    return Artifact.model_validate(document), list(builder.probe_latencies)

@@ -1,12 +1,18 @@
-"""A report built from the recorder's streamed rows (recorder.report_artifact: no cases,
-no observations, the probes' latencies beside) is the very report the whole artifact
-gives, in every format, for a run with findings of every kind it holds."""
+"""A report built from the recorder's streamed rows (recorder.report_artifact: the digest,
+the probes' latencies beside, the lists read as the report is written) is the very report
+the whole artifact gives, in every format, for a run with findings of every kind it
+holds. And the artifact `memlife run --out` writes from streamed rows
+(recorder.artifact_chunks) is the whole artifact, byte for byte."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memlife import recorder
+from memlife.recorder.artifact import json_chunks
 from memlife.recorder.builder import build_artifact
 from memlife.reports import FORMATS, render
 from memlife.rules.scenario import Scenario
@@ -23,17 +29,36 @@ async def test_the_streamed_report_is_the_whole_artifacts_report(
     assert loaded is not None
     whole = build_artifact(loaded)
     assert whole.failures and whole.observations  # something to show, and to leave out
+    chunks = recorder.artifact_chunks(run.run_id)
+    assert chunks is not None
+    assert "".join(chunks) == json.dumps(whole.model_dump(mode="json"), indent=2,
+                                         ensure_ascii=False)
+    reported = recorder.report_artifact(run.run_id)
+    assert reported is not None
+    streamed, samples, lists = reported
+    assert streamed.observations == streamed.cases == streamed.timeline == []
+    assert list(lists.cases()) == [c.model_dump(mode="json") for c in whole.cases]
+    assert sorted(samples) == sorted(o.latency_ms for o in whole.observations
+                                     if o.kind == "probe" and o.latency_ms is not None)
     for fmt in FORMATS:
-        reported = recorder.report_artifact(run.run_id, cases=fmt == "junit")
-        assert reported is not None
-        streamed, samples = reported
-        assert streamed.observations == []
-        assert (streamed.cases == whole.cases) if fmt == "junit" else streamed.cases == []
-        assert sorted(samples) == sorted(o.latency_ms for o in whole.observations
-                                         if o.kind == "probe" and o.latency_ms is not None)
-        assert render(streamed, fmt, samples=samples) == render(whole, fmt), fmt
+        for redacted in (True, False):
+            assert render(streamed, fmt, samples=samples, lists=lists, redacted=redacted) == (
+                render(whole, fmt, redacted=redacted)), (fmt, redacted)
 
 
 def test_a_run_the_recorder_does_not_hold_has_no_report(db_url: str) -> None:
     assert recorder.report_artifact("20260101T000000Z-none") is None
+    assert recorder.artifact_chunks("20260101T000000Z-none") is None
+
+
+@pytest.mark.parametrize("head, lists", [
+    ({}, []),
+    ({"a": 1}, []),
+    ({}, [("xs", [])]),
+    ({"meta": {"name": "ñandú", "nested": [1, {"b": None}]}, "n": 1.5},
+     [("empty", []), ("rows", [{"k": [1, 2]}, {"k": []}, "text"])]),
+])
+def test_json_chunks_write_what_json_dumps_writes(head: dict, lists: list) -> None:
+    written = "".join(json_chunks(head, [(name, iter(entries)) for name, entries in lists]))
+    assert written == json.dumps({**head, **dict(lists)}, indent=2, ensure_ascii=False)
 
