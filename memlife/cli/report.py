@@ -8,6 +8,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from memlife.errors import InputError, Problem
 
 if TYPE_CHECKING:
     from memlife.recorder.artifact import Artifact, ExperimentDocument
+    from memlife.reports.lists import Lists
 
 FORMATS = ("json", "md", "html", "junit")
 
@@ -42,18 +44,19 @@ def add_parsers(commands: Any) -> None:
     report.set_defaults(handler=cmd_report, temporal=False)
 
 
-def load_artifact(reference: str, *, cases: bool = False,
-                  ) -> tuple[Artifact | ExperimentDocument, list[float] | None]:
-    """A run id (or `latest`) from the recorder, or an artifact file written by `run`; with
-    the probes' latencies when the run comes from the recorder, streamed without its
-    observations (recorder.report_artifact)."""
+def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument,
+                                           Sequence[float] | None, Lists | None]:
+    """A run id (or `latest`) from the recorder, or an artifact file written by `run`. A
+    run from the recorder comes without its lists and observations, with the probes'
+    latencies and its lists to read as the report is written (recorder.report_artifact)."""
     from sqlmodel import select
 
     from memlife import recorder
+    from memlife.reports.scorecard import RATES
 
     path = Path(reference)
     if path.suffix == ".json" or path.exists():
-        return read_artifact_file(path), None
+        return read_artifact_file(path), None, None
     run_id = reference
     if reference == "latest":
         with recorder.session() as db:
@@ -63,11 +66,12 @@ def load_artifact(reference: str, *, cases: bool = False,
                 raise InputError([Problem("command line", "RUN", "no runs recorded in "
                                           f"{recorder.database_url()}")])
             run_id = latest.id
-    reported = recorder.report_artifact(run_id, cases=cases)
+    # Of each pair's tallies, a report reads those its rates are drawn from.
+    reported = recorder.report_artifact(run_id, invariants=set(RATES.values()))
     if reported is None:
         experiment = load_experiment(run_id)
         if experiment is not None:
-            return experiment, None
+            return experiment, None, None
         raise InputError([Problem("command line", "RUN", f"no run {run_id!r} in "
                                   f"{recorder.database_url()}; give a run id, an experiment "
                                   "id, `latest`, or an artifact file")])
@@ -119,23 +123,24 @@ def load_experiment(experiment: str) -> ExperimentDocument | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from memlife.cli.render import write_chunks
     from memlife.recorder.artifact import ExperimentDocument
-    from memlife.reports import render
+    from memlife.reports import render_chunks
     from memlife.reports.experiment import render_experiment
 
     if args.web_ui and not re.match(r"^https?://[^\s/]+", args.web_ui):
         return problems_exit([Problem("command line", "--web-ui", f"{args.web_ui!r} is not "
                                       "an http(s) address, e.g. http://127.0.0.1:8233")])
-    artifact, samples = load_artifact(args.run, cases=args.format == "junit")
+    artifact, samples, lists = load_artifact(args.run)
     if isinstance(artifact, ExperimentDocument):
-        text = render_experiment(artifact, args.format, redacted=not args.no_redact)
+        chunks = iter([render_experiment(artifact, args.format, redacted=not args.no_redact)])
     else:
-        text = render(artifact, args.format, redacted=not args.no_redact, web_ui=args.web_ui,
-                      samples=samples)
+        chunks = render_chunks(artifact, args.format, redacted=not args.no_redact,
+                               web_ui=args.web_ui, samples=samples, lists=lists)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_chunks(Path(args.out), chunks)
         print(f"report ({args.format}): {args.out}")
     else:
-        sys.stdout.write(text)
+        for chunk in chunks:
+            sys.stdout.write(chunk)
     return EXIT_OK

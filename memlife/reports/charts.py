@@ -8,6 +8,7 @@ import math
 from datetime import datetime
 
 from memlife.recorder.artifact import TimelineStep
+from memlife.reports.lists import MAX_DRAWN_PAIRS
 from memlife.reports.scorecard import Scorecard
 
 COLORS = {"pass": "#2e9d5b", "fail": "#d64545", "inconclusive": "#e0a526", "none": "#aab4c3"}
@@ -32,9 +33,6 @@ def _tick_label(seconds: float) -> str:
     return f"+{seconds:g}s"
 
 
-MAX_TIMELINE_PAIRS = 200
-
-
 def _step_state(step: TimelineStep) -> str:
     outcomes = step.outcomes
     return ("fail" if outcomes.get("fail") else "inconclusive" if outcomes.get("inconclusive")
@@ -42,16 +40,18 @@ def _step_state(step: TimelineStep) -> str:
 
 
 def timeline_svg(card: Scorecard) -> str:
-    steps = [s for s in card.timeline if s.scenario_started and s.scenario_finished]
+    """One lane per pair drawn (lists.py), below one that sums every pair when a run has
+    more pairs than a page draws."""
+    steps = [s for s in (*card.every_pair, *card.timeline)
+             if s.scenario_started and s.scenario_finished]
     if not steps:
         return "<p class=muted>This artifact carries no timeline.</p>"
     origin = min(_parse(s.scenario_started) for s in steps)  # type: ignore[type-var]
     end = max(_parse(s.scenario_finished) for s in steps)  # type: ignore[type-var]
     assert origin is not None and end is not None
     span = max((end - origin).total_seconds(), 1.0)
-    pairs = sorted({s.pair for s in steps})
-    shown = pairs[:MAX_TIMELINE_PAIRS]
-    aliases: dict[int, list[str]] = {}
+    shown = sorted({s.pair for s in steps})
+    aliases: dict[int, list[str]] = {-1: [f"all {card.meta.pairs} pairs"]}
     for tenant in card.tenants:
         aliases.setdefault(tenant.pair, []).append(tenant.alias)
     left, width, row, top = 150, 1000, 20, 28
@@ -68,7 +68,8 @@ def timeline_svg(card: Scorecard) -> str:
                      f'{_tick_label(k * tick)}</text>')
     for position, pair in enumerate(shown):
         y = top + row * position
-        label = f"pair {pair}: " + " / ".join(aliases.get(pair, []))
+        label = (aliases[pair][0] if pair < 0
+                 else f"pair {pair}: " + " / ".join(aliases.get(pair, [])))
         parts.append(f'<text x="4" y="{y + 14}" class="label">{html.escape(label)}</text>')
         parts.append(f'<line x1="{left}" y1="{y + 10}" x2="{left + plot}" y2="{y + 10}" '
                      'class="lane"/>')
@@ -89,14 +90,22 @@ def timeline_svg(card: Scorecard) -> str:
                              '</rect>')
                 continue
             counts = ", ".join(f"{n} {k}" for k, n in step.outcomes.items() if n) or "no checks"
-            title = (f"pair {pair} · step {step.step} {step.kind} · "
+            who = "all pairs" if pair < 0 else f"pair {pair}"
+            title = (f"{who} · step {step.step} {step.kind} · "
                      f"{step.stage} · {_tick_label(round(start))} · {counts}")
             parts.append(f'<rect x="{x:.1f}" y="{y + 2}" width="{w:.1f}" height="16" rx="3" '
                          f'fill="{COLORS[state]}" class="step {state}">'
                          f'<title>{html.escape(title)}</title></rect>')
     parts.append("</svg>")
-    more = len(pairs) - len(shown)
-    note = f'<p class=muted>… and {more} more pair(s), not drawn.</p>' if more > 0 else ""
+    note = ""
+    if card.every_pair:
+        flagged = len({f.pair for f in (*card.leaks, *card.residues, *card.other_failures,
+                                         *card.inconclusive)})
+        note = (f"<p class=muted>{card.meta.pairs} pairs: the first lane sums them all, step "
+                f"by step. Below it, {len(shown) - 1} of them one by one: every pair with a "
+                f"finding ({flagged}) up to {MAX_DRAWN_PAIRS}, then the first others. "
+                "<code>memlife report --format json</code> lists every step of every pair."
+                "</p>")
     return "".join(parts) + note
 
 

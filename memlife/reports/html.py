@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 
 from memlife.recorder.artifact import FindingEntry, Meta
-from memlife.reports.charts import COLORS, MAX_TIMELINE_PAIRS, histogram_svg, timeline_svg
+from memlife.reports.charts import COLORS, histogram_svg, timeline_svg
 from memlife.reports.scorecard import (
     Scorecard,
     cell_state,
@@ -97,9 +97,12 @@ def _tenants_html(card: Scorecard) -> str:
         f"<tr><td>{t.pair}</td><td>{t.role}</td><td>{html.escape(t.alias)}</td>"
         f"<td><code>{html.escape(t.phone)}</code></td>"
         f"<td><code>{html.escape(t.user_id or '')}</code></td></tr>"
-        for t in tenants[:MAX_TIMELINE_PAIRS * 2])
+        for t in tenants)
+    shown = (f"{card.tenant_count}; the {len(tenants)} of the pairs drawn above, "
+             "<code>--format json</code> lists all" if card.tenant_count > len(tenants)
+             else str(len(tenants)))
     return ("<details><summary>Synthetic tenants of this run "
-            f"({len(tenants)})</summary><table class=list><thead><tr><th>pair</th>"
+            f"({shown})</summary><table class=list><thead><tr><th>pair</th>"
             "<th>role</th><th>alias</th><th>phone</th><th>tenant id</th></tr></thead>"
             f"<tbody>{rows}</tbody></table></details>")
 

@@ -4,10 +4,10 @@ residues, the rest), and redaction of phone numbers and tenant ids. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from memlife.contracts import DEV_WEB_UI, pair_home_workflow_id, web_ui_link
 from memlife.recorder.artifact import (
@@ -24,6 +24,13 @@ from memlife.recorder.artifact import (
     Tally,
     TenantEntry,
     TimelineStep,
+)
+from memlife.reports.lists import (
+    MAX_DRAWN_PAIRS,
+    ArtifactLists,
+    Lists,
+    drawn_pairs,
+    every_pair_lane,
 )
 from memlife.rules.statistics import bootstrap_rate
 from memlife.rules.verdicts import INVARIANTS, LEAK_REASONS, RESIDUE_REASONS
@@ -48,7 +55,8 @@ class Scorecard(BaseModel):
     stages: list[str]
     matrix: dict[str, dict[str, dict[str, Tally]]]
     latency_ms: Latency
-    samples: list[float] = Field(default_factory=list)  # ok probes' latencies, ms
+    # ok probes' latencies, ms: as given (a compact array from the recorder), unvalidated
+    samples: SkipValidation[Sequence[float]] = Field(default_factory=list)
     deletions: list[Deletion]
     leaks: list[FindingEntry]
     residues: list[FindingEntry]
@@ -57,35 +65,67 @@ class Scorecard(BaseModel):
     timeline: list[TimelineStep]
     tenants: list[TenantEntry]
     cases: list[CaseEntry]
+    # Past MAX_DRAWN_PAIRS pairs (lists.py), `timeline` and `tenants` hold the pairs a page
+    # draws, and this lane sums every pair; `memlife report --format json` still lists all.
+    every_pair: list[TimelineStep] = Field(default_factory=list)
+    tenant_count: int = 0
 
 
 # -- redaction -----------------------------------------------------------------------------
 
 
-def redact(artifact: Artifact) -> Artifact:
-    """A copy with every run tenant's phone number and tenant id replaced by a label."""
-    replacements: dict[str, str] = {}
-    for tenant in artifact.tenants:
-        label = f"p{tenant.pair}{tenant.role}"
-        if tenant.phone:
-            replacements[tenant.phone] = f"phone[{label}]"
-        if tenant.user_id:
-            replacements[tenant.user_id] = f"tenant[{label}]"
-    ordered = sorted(replacements.items(), key=lambda item: -len(item[0]))
+class Redactor:
+    """Replaces every run tenant's phone number and tenant id with a label naming its pair
+    and role, wherever it appears in a string. It looks each string up position by position
+    (the longest secret first), so its cost grows with the text, not with the number of
+    tenants: a run of 10,000 pairs has 40,000 secrets."""
 
-    def scrub(value: Any) -> Any:
-        if isinstance(value, str):
-            for secret, label in ordered:
-                if secret in value:
-                    value = value.replace(secret, label)
+    def __init__(self, tenants: Iterable[TenantEntry | dict[str, Any]]) -> None:
+        self.labels: dict[str, str] = {}
+        for tenant in tenants:
+            entry = tenant if isinstance(tenant, dict) else tenant.model_dump()
+            label = f"p{entry['pair']}{entry['role']}"
+            if entry["phone"]:
+                self.labels[entry["phone"]] = f"phone[{label}]"
+            if entry.get("user_id"):
+                self.labels[entry["user_id"]] = f"tenant[{label}]"
+        self.lengths = sorted({len(secret) for secret in self.labels}, reverse=True)
+        self.firsts = frozenset(secret[0] for secret in self.labels)
+
+    def text(self, value: str) -> str:
+        if not self.firsts.intersection(value):
             return value
+        parts, start, position, end = [], 0, 0, len(value)
+        while position < end:
+            if value[position] in self.firsts:
+                for length in self.lengths:
+                    label = self.labels.get(value[position:position + length])
+                    if label is not None:
+                        parts += [value[start:position], label]
+                        position = start = position + length
+                        break
+                else:
+                    position += 1
+            else:
+                position += 1
+        return "".join(parts) + value[start:] if parts else value
+
+    def scrub(self, value: Any) -> Any:
+        """Every string in a JSON value, redacted."""
+        if isinstance(value, str):
+            return self.text(value)
         if isinstance(value, list):
-            return [scrub(item) for item in value]
+            return [self.scrub(item) for item in value]
         if isinstance(value, dict):
-            return {key: scrub(item) for key, item in value.items()}
+            return {key: self.scrub(item) for key, item in value.items()}
         return value
 
-    redacted = Artifact.model_validate(scrub(artifact.model_dump(mode="json")))
+
+def redact(artifact: Artifact, redactor: Redactor | None = None) -> Artifact:
+    """A copy with every run tenant's phone number and tenant id replaced by a label (the
+    artifact's tenants', or those `redactor` was made with)."""
+    redactor = redactor or Redactor(artifact.tenants)
+    redacted = Artifact.model_validate(redactor.scrub(artifact.model_dump(mode="json")))
     redacted.meta.redacted = True
     return redacted
 
@@ -122,11 +162,30 @@ def _rate(inputs: list[tuple[int, int]], invariant: str) -> Rate:
     return Rate(invariant=invariant, **bootstrap_rate(inputs).as_dict())  # type: ignore[arg-type]
 
 
-def scorecard(artifact: Artifact, samples: list[float] | None = None) -> Scorecard:
+def scorecard(artifact: Artifact, samples: Sequence[float] | None = None, *,
+              lists: Lists | None = None, drawn: bool = True) -> Scorecard:
     """`samples`: the answered probes' latencies, when the artifact comes without its
-    observations (recorder.report_artifact)."""
+    observations; `lists`: its tenants, timeline and cases, when it comes without them
+    (recorder.report_artifact). `drawn`: with the timeline and tenants of the pairs a page
+    draws (lists.py); a report that writes its lists out in full reads them itself."""
     failures = artifact.failures
     adjudications = artifact.adjudications
+    lists = lists or ArtifactLists(artifact)
+    tenant_count, pairs = 0, set()
+    timeline: list[dict[str, Any]] = []
+    tenants_drawn: list[dict[str, Any]] = []
+    every_pair: list[dict[str, Any]] = []
+    if drawn:
+        for tenant in lists.tenants():  # counted first, held only for the pairs drawn
+            tenant_count += 1
+            pairs.add(tenant["pair"])
+        chosen: set[int] | None = None
+        if len(pairs) > MAX_DRAWN_PAIRS:
+            chosen = set(drawn_pairs(pairs, {f.pair for f in (*failures,
+                                                               *artifact.inconclusive)}))
+            every_pair = every_pair_lane(lists.timeline())
+        tenants_drawn = [t for t in lists.tenants() if chosen is None or t["pair"] in chosen]
+        timeline = list(lists.timeline(chosen))
     return Scorecard(
         meta=artifact.meta, summary=artifact.summary,
         rates={name: _rate(_rate_inputs(artifact.pairs, invariant), invariant)
@@ -144,8 +203,8 @@ def scorecard(artifact: Artifact, samples: list[float] | None = None) -> Scoreca
         leaks=[f for f in failures if f.reason in LEAK_REASONS],
         residues=[f for f in failures if f.reason in RESIDUE_REASONS],
         other_failures=[f for f in failures if f.reason not in LEAK_REASONS + RESIDUE_REASONS],
-        inconclusive=artifact.inconclusive, timeline=artifact.timeline,
-        tenants=artifact.tenants, cases=artifact.cases)
+        inconclusive=artifact.inconclusive, timeline=timeline, tenants=tenants_drawn,
+        cases=artifact.cases, every_pair=every_pair, tenant_count=tenant_count)
 
 
 # -- shared bits ---------------------------------------------------------------------------

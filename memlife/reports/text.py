@@ -3,6 +3,10 @@ check, for CI)."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from typing import Any
 from xml.etree import ElementTree
 
 from memlife.recorder.artifact import CaseEntry, CheckEntry, FindingEntry
@@ -106,10 +110,33 @@ def junit_document(name: str, cards: list[tuple[str, Scorecard]]) -> str:
         root, encoding="unicode") + "\n"
 
 
-def _junit_suites(root: ElementTree.Element, card: Scorecard, prefix: str) -> None:
+def _findings_by_check(card: Scorecard) -> dict[tuple[str, str, str], list[FindingEntry]]:
     findings: dict[tuple[str, str, str], list[FindingEntry]] = {}
     for entry in (*card.leaks, *card.residues, *card.other_failures, *card.inconclusive):
         findings.setdefault((entry.case, entry.invariant, entry.store), []).append(entry)
+    return findings
+
+
+def _testcase(parent: ElementTree.Element | None, case: CaseEntry, check: CheckEntry,
+              findings: dict[tuple[str, str, str], list[FindingEntry]]) -> ElementTree.Element:
+    invariant, store = check.invariant, check.store
+    attributes = {"classname": f"memlife.{invariant}.{case.stage}",
+                  "name": f"{case.case} [{store}] pair {case.pair} {case.tenant}"}
+    testcase = (ElementTree.Element("testcase", attributes) if parent is None
+                else ElementTree.SubElement(parent, "testcase", attributes))
+    if check.outcome != "pass":
+        related = findings.get((case.case, invariant, store), [])
+        text = "\n".join(finding_line(f) for f in related) or check.outcome
+        tag = "failure" if check.outcome == "fail" else "error"
+        element = ElementTree.SubElement(
+            testcase, tag, message=(related[0].reason if related else check.outcome),
+            type=invariant)
+        element.text = text
+    return testcase
+
+
+def _junit_suites(root: ElementTree.Element, card: Scorecard, prefix: str) -> None:
+    findings = _findings_by_check(card)
     suites: dict[str, list[tuple[CaseEntry, CheckEntry]]] = {}
     for case in card.cases:
         for check in case.checks:
@@ -122,16 +149,54 @@ def _junit_suites(root: ElementTree.Element, card: Scorecard, prefix: str) -> No
                                        tests=str(len(items)), failures=str(failed),
                                        errors=str(errors), skipped="0")
         for case, check in items:
-            store = check.store
-            testcase = ElementTree.SubElement(
-                suite, "testcase", classname=f"memlife.{invariant}.{case.stage}",
-                name=f"{case.case} [{store}] pair {case.pair} {case.tenant}")
-            if check.outcome == "pass":
-                continue
-            related = findings.get((case.case, invariant, store), [])
-            text = "\n".join(finding_line(f) for f in related) or check.outcome
-            tag = "failure" if check.outcome == "fail" else "error"
-            element = ElementTree.SubElement(
-                testcase, tag, message=(related[0].reason if related else check.outcome),
-                type=invariant)
-            element.text = text
+            _testcase(suite, case, check, findings)
+
+
+def junit_chunks(card: Scorecard, cases: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """`junit(card)` for the cases given, written piece by piece: each invariant's test
+    cases are spooled to a temporary file (on disk past a megabyte) as the cases are read,
+    so a run of any size is listed in bounded memory."""
+    findings = _findings_by_check(card)
+    spools: dict[str, Any] = {}
+    counts: dict[str, list[int]] = {}  # tests, failures, errors
+    with ExitStack() as opened:
+        for entry in cases:
+            case = CaseEntry.model_validate(entry)
+            for check in case.checks:
+                testcase = _testcase(None, case, check, findings)
+                ElementTree.indent(testcase, level=2)
+                spool = spools.get(check.invariant)
+                if spool is None:
+                    spool = spools[check.invariant] = opened.enter_context(
+                        tempfile.SpooledTemporaryFile(max_size=1 << 20, mode="w+",
+                                                      encoding="utf-8"))
+                    counts[check.invariant] = [0, 0, 0]
+                spool.write("\n    " + ElementTree.tostring(testcase, encoding="unicode"))
+                tally = counts[check.invariant]
+                tally[0] += 1
+                tally[1] += check.outcome == "fail"
+                tally[2] += check.outcome == "inconclusive"
+        yield '<?xml version="1.0" encoding="UTF-8"?>\n'
+        root = ElementTree.Element("testsuites", name=f"memlife {card.meta.run_id}")
+        if not spools:
+            yield ElementTree.tostring(root, encoding="unicode") + "\n"
+            return
+        yield _opening(root)
+        for invariant in invariant_order(spools):
+            tests, failed, errors = counts[invariant]
+            yield "\n  " + _opening(ElementTree.Element(
+                "testsuite", name=invariant, tests=str(tests), failures=str(failed),
+                errors=str(errors), skipped="0"))
+            spool = spools[invariant]
+            spool.seek(0)
+            while chunk := spool.read(1 << 16):
+                yield chunk
+            yield "\n  </testsuite>"
+        yield "\n</testsuites>\n"
+
+
+def _opening(element: ElementTree.Element) -> str:
+    """An element's start tag, its attributes escaped as ElementTree writes them."""
+    element.text = "memlife-end-of-start-tag"
+    written = ElementTree.tostring(element, encoding="unicode")
+    return written[:written.index(">memlife-end-of-start-tag<") + 1]
