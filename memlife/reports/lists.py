@@ -7,7 +7,7 @@ every pair step by step. Pure."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from memlife.recorder.artifact import Artifact
@@ -55,22 +55,43 @@ def drawn_pairs(pairs: Iterable[int], with_findings: Collection[int],
 
 
 def every_pair_lane(timeline: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One step per step of the scenario over every pair (`pair` -1): the earliest start,
-    the latest finish, and every pair's outcomes summed."""
+    """One step per step of the scenario over every pair (`pair` -1), its outcomes summed.
+    Pairs start at different times (a large run goes in waves), so each step is placed by
+    its offset from its own pair's first step: the lane spans, from the earliest start of
+    all, the earliest and the latest any pair took to reach that step and finish it."""
     lane: dict[int, dict[str, Any]] = {}
+    spans: dict[int, list[timedelta | None]] = {}
+    origin: datetime | None = None  # the current pair's first start (steps come by pair)
+    first: datetime | None = None  # the earliest start of all
+    pair: int | None = None
     for step in timeline:
-        summed = lane.get(step["step"])
-        if summed is None:
-            lane[step["step"]] = {**step, "pair": -1, "outcomes": dict(step["outcomes"])}
-            continue
-        for key, earliest in (("scenario_started", True), ("scenario_finished", False)):
-            value, held = _moment(step[key]), _moment(summed[key])
-            if value is not None and (held is None or (
-                    value < held if earliest else value > held)):
-                summed[key] = step[key]
+        started, finished = _moment(step["scenario_started"]), _moment(step["scenario_finished"])
+        if step["pair"] != pair:
+            pair, origin = step["pair"], started
+        if started is not None and (origin is None or started < origin):
+            origin = started
+        if origin is not None and (first is None or origin < first):
+            first = origin
+        summed = lane.setdefault(step["step"], {**step, "pair": -1, "outcomes": {}})
         for outcome, count in step["outcomes"].items():
             summed["outcomes"][outcome] = summed["outcomes"].get(outcome, 0) + count
+        span = spans.setdefault(step["step"], [None, None])
+        if origin is not None and started is not None:
+            offset = started - origin
+            span[0] = offset if span[0] is None else min(span[0], offset)
+        if origin is not None and finished is not None:
+            offset = finished - origin
+            span[1] = offset if span[1] is None else max(span[1], offset)
+    for index, (start, end) in spans.items():
+        lane[index]["scenario_started"] = _text(first, start)
+        lane[index]["scenario_finished"] = _text(first, end)
     return [lane[index] for index in sorted(lane)]
+
+
+def _text(first: datetime | None, offset: timedelta | None) -> str | None:
+    if first is None or offset is None:
+        return None
+    return (first + offset).isoformat().replace("+00:00", "Z")
 
 
 def _moment(text: str | None) -> datetime | None:

@@ -67,8 +67,23 @@ def test_the_lane_for_all_pairs_sums_their_outcomes_step_by_step(wide: Artifact)
         for outcome in ("pass", "fail", "inconclusive"):
             assert summed["outcomes"].get(outcome, 0) == sum(
                 s.outcomes.get(outcome, 0) for s in mine)
-        assert summed["scenario_started"] == min(
-            (s.scenario_started for s in mine), key=lambda t: t or "")
+
+
+def test_the_lane_places_each_step_by_its_offset_from_its_pairs_start() -> None:
+    def step(pair: int, index: int, start: str, finish: str) -> dict:
+        return {"pair": pair, "step": index, "kind": "write", "stage": f"s{index}",
+                "scenario_started": start, "scenario_finished": finish,
+                "outcomes": {"pass": 1}}
+
+    # Pair 1 runs the same lifecycle a day later (a later wave); one of its steps is slower.
+    timeline = [step(0, 0, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"),
+                step(0, 1, "2026-01-01T06:00:00Z", "2026-01-01T06:01:00Z"),
+                step(1, 0, "2026-01-02T00:00:00Z", "2026-01-02T00:01:00Z"),
+                step(1, 1, "2026-01-02T06:00:00Z", "2026-01-02T06:05:00Z")]
+    lane = every_pair_lane(timeline)
+    assert [(s["scenario_started"], s["scenario_finished"], s["outcomes"]) for s in lane] == [
+        ("2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", {"pass": 2}),
+        ("2026-01-01T06:00:00Z", "2026-01-01T06:05:00Z", {"pass": 2})]
 
 
 def test_the_earliest_start_is_compared_as_a_time_not_as_text() -> None:
