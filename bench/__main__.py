@@ -38,6 +38,7 @@ from temporalio.worker import Worker
 
 from bench.noop import NoopWorkflow, noop
 from bench.plain_runner import replay
+from bench.reports import render_lines as report_lines
 from memlife import __version__, recorder
 from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import RunInput, RunMeta, RunSummary, suite_workflow_id
@@ -235,7 +236,8 @@ def render(results: dict[str, Any]) -> str:
     if "throughput" not in results:  # only scale points measured on their own so far
         return "\n".join(["# BENCHMARKS", "", "Only scale points measured on their own "
                           "(`--scale-only`) are recorded so far; `./scripts/bench` measures "
-                          "the rest.", "", *_scale_lines(results)])
+                          "the rest.", "", *_scale_lines(results),
+                          *report_lines(results.get("reports", []))])
     verdict = lambda ok: "✅ met" if ok else "❌ missed"  # noqa: E731
     steps = len(load_scenario(NIGHTLY).timeline)
     throughput, plain, noop = results["throughput"], results["plain"], results["noop"]
@@ -308,7 +310,7 @@ def render(results: dict[str, Any]) -> str:
             "its turn under the target's concurrency limit, so memlife's own queueing is "
             "never counted as the target's latency.", "",
         ]
-    return "\n".join(lines + _scale_lines(results))
+    return "\n".join(lines + _scale_lines(results) + report_lines(results.get("reports", [])))
 
 
 def _scale_lines(results: dict[str, Any]) -> list[str]:
@@ -467,6 +469,7 @@ async def main(args: argparse.Namespace) -> int:
                       "errors": plain.errors},
             "fidelity": fidelity_figures,
             "scale": [],
+            "reports": (previous or {}).get("reports", []),  # `./scripts/bench reports`
         }
         # Rows of pair counts this run did not measure stay, marked with their own command.
         results = merge_scale({**results, "scale": (previous or {}).get("scale", [])},
