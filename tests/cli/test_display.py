@@ -32,4 +32,3 @@ async def test_progress_is_queried_only_for_a_terminal(
 
     assert await display.wait_showing(SlowHandle(), describe, "waiting…") == "done"
     assert len(calls) == asked
-
