@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -93,7 +94,8 @@ class Retrieval:
         return Answer(reply, context, evidence.layer if evidence else None), retrieved
 
     def _ranked(self, rows: list[sqlite3.Row], wanted: frozenset[str],
-                tokens_of: str) -> list[sqlite3.Row]:
+                tokens_of: str, first: Collection[str] = ()) -> list[sqlite3.Row]:
+        """By overlap with the question, then rows of the tenants `first`, then newest."""
         scored = []
         for row in rows:
             raw = row[tokens_of]
@@ -101,7 +103,7 @@ class Retrieval:
                 str(raw).split())
             score = language.overlap(wanted, tokens)
             if score > 0:
-                scored.append(((score, row["seq"]), row))
+                scored.append(((score, row["tenant_id"] in first, row["seq"]), row))
         scored.sort(key=lambda item: item[0], reverse=True)
         return [row for _, row in scored]
 
@@ -126,6 +128,14 @@ class Retrieval:
             (len(row["namespace"]), row["namespace"])).fetchall()
         return [tenant, *(r["user_id"] for r in prefixed if r["user_id"] != tenant), *extra]
 
+    def _prefixed(self, tenant: str, scope: list[str]) -> list[str]:
+        """Under namespace-prefix-match, the tenants whose namespace extends the tenant's:
+        the search lists the longer, more specific namespace first, so on a tie their
+        memories win, whichever was written last."""
+        if Fault.NAMESPACE_PREFIX_MATCH not in self.faults:
+            return []
+        return [t for t in scope if t not in (tenant, NO_TENANT, GLOBAL_TENANT)]
+
     def _retrieve(self, tenant: str, wanted: frozenset[str]) -> list[str]:
         """Top-k memories for the question: the retrieval context. Scoped to the tenant;
         the topk-fallback-leak fault fills an under-filled top-k from other tenants."""
@@ -133,7 +143,7 @@ class Retrieval:
         marks = ",".join("?" * len(scope))
         own = self._ranked(self._db.execute(
             f"SELECT * FROM memories WHERE tenant_id IN ({marks})",  # noqa: S608
-            scope).fetchall(), wanted, "vector")
+            scope).fetchall(), wanted, "vector", self._prefixed(tenant, scope))
         chosen = own[:TOP_K]
         if len(chosen) < TOP_K and Fault.TOPK_FALLBACK_LEAK in self.faults:
             foreign = self._ranked(self._db.execute(
@@ -148,7 +158,7 @@ class Retrieval:
         rows = self._db.execute(
             f"SELECT * FROM graph_nodes WHERE tenant_id IN ({marks}) AND label='Fact'",  # noqa: S608
             scope).fetchall()
-        ranked = self._ranked(rows, wanted, "predicate")
+        ranked = self._ranked(rows, wanted, "predicate", self._prefixed(tenant, scope))
         return Evidence("graph", ranked[0]["evidence"]) if ranked else None
 
     def _from_thread(self, tenant: str, wanted: frozenset[str]) -> Evidence | None:
