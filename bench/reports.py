@@ -49,18 +49,20 @@ def measure(run_id: str, fmt: str, out: Path) -> dict[str, float]:
     command = ([sys.executable, "-c", ARTIFACT, run_id, str(out)] if fmt == "artifact" else
                [sys.executable, "-m", "memlife", "report", run_id, "--format", fmt,
                 "--out", str(out)])
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, env={**os.environ,
-                                                            "PYTHONPATH": str(REPO)})
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    error = process.stderr.read().decode() if process.stderr else ""
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode:
-        raise SystemExit(f"bench reports: {shlex.join(command)} failed:\n{error[-2000:]}")
+    # Errors go to a file, not a pipe: wait4 reaps the child, and a child blocked on a full
+    # pipe nobody reads would never end.
+    with tempfile.TemporaryFile() as errors:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
+                                   stderr=errors, env={**os.environ, "PYTHONPATH": str(REPO)})
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            errors.seek(0)
+            raise SystemExit(f"bench reports: {shlex.join(command)} failed:\n"
+                             f"{errors.read().decode(errors='replace')[-2000:]}")
     size = out.stat().st_size
-    out.chmod(0o644)
     out.unlink()
     return {"seconds": round(seconds, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
             "output_bytes": size}

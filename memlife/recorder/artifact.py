@@ -292,6 +292,14 @@ class ExperimentDocument(_Part):
     runs: list[Artifact]
 
 
+def as_written(model: type[BaseModel], entries: Iterable[dict[str, Any]]
+               ) -> Iterator[dict[str, Any]]:
+    """Each entry as its model writes it, defaults included: what a list of the whole
+    artifact (or report) holds, for entries read one at a time."""
+    for entry in entries:
+        yield model.model_validate(entry).model_dump(mode="json")
+
+
 def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]]
                 ) -> Iterator[str]:
     """`json.dumps({**head, **lists}, indent=2, ensure_ascii=False)`, byte for byte, each

@@ -162,9 +162,9 @@ class ArtifactBuilder:
         }
 
     def digest(self, pairs: int) -> Artifact:
-        return Artifact.model_validate(self._digest(pairs))
+        return Artifact.model_validate(self.digest_fields(pairs))
 
-    def _digest(self, pairs: int) -> dict[str, Any]:
+    def digest_fields(self, pairs: int) -> dict[str, Any]:
         """What a person reads at the end of a run: everything but the per-case,
         per-observation and per-pair entries."""
         run = self.run
@@ -239,7 +239,7 @@ def entries(builder: ArtifactBuilder, pairs: int, tenants: list[Any], steps: lis
     per_pair = builder.per_pair
     step_outcomes = builder.step_outcomes
     return {
-        **builder._digest(pairs),
+        **builder.digest_fields(pairs),
         "tenants": [tenant_entry(t)
                     for t in sorted(tenants, key=lambda t: (t.pair_index, t.role))],
         "pairs": [pair_entry(index, tallies_of) for index, tallies_of in sorted(per_pair.items())],

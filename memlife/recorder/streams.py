@@ -9,7 +9,6 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
-from pydantic import BaseModel
 from sqlalchemy import func
 from sqlalchemy.engine import Connection
 from sqlmodel import select
@@ -22,6 +21,7 @@ from memlife.recorder.artifact import (
     PairTallies,
     TenantEntry,
     TimelineStep,
+    as_written,
     json_chunks,
 )
 from memlife.recorder.builder import (
@@ -219,17 +219,9 @@ def report_artifact(run_id: str, url: str | None = None, *,
         "pair": entry["pair"], "by_invariant": {
             name: tally for name, tally in entry["by_invariant"].items() if name in invariants}}
         for entry in pair_entries(run_id, url)]
-    document = {**builder._digest(pairs), "pairs": tallies,
+    document = {**builder.digest_fields(pairs), "pairs": tallies,
                 "adjudications": adjudication_entries(run_id, url)}
     return Artifact.model_validate(document), builder.probe_latencies, RunLists(run_id, url)
-
-
-def _validated(model: type[BaseModel], entries: Iterable[dict[str, Any]]
-               ) -> Iterator[dict[str, Any]]:
-    """Each entry as its model writes it: the streamed artifact holds what the whole one
-    would, defaults included."""
-    for entry in entries:
-        yield model.model_validate(entry).model_dump(mode="json")
 
 
 def artifact_chunks(run_id: str, url: str | None = None) -> Iterator[str] | None:
@@ -240,15 +232,15 @@ def artifact_chunks(run_id: str, url: str | None = None) -> Iterator[str] | None
     if built is None:
         return None
     builder, pairs = built
-    head = Artifact.model_validate(builder._digest(pairs)).model_dump(mode="json")
+    head = Artifact.model_validate(builder.digest_fields(pairs)).model_dump(mode="json")
     for name in LISTS:
         head.pop(name)
     lists: list[tuple[str, Iterable[dict[str, Any]]]] = [
-        ("tenants", _validated(TenantEntry, tenant_entries(run_id, url))),
-        ("pairs", _validated(PairTallies, pair_entries(run_id, url))),
-        ("timeline", _validated(TimelineStep, timeline_entries(run_id, url))),
-        ("cases", _validated(CaseEntry, case_entries(run_id, url))),
-        ("adjudications", _validated(AdjudicationEntry, adjudication_entries(run_id, url))),
-        ("observations", _validated(ObservationEntry, observation_entries(run_id, url))),
+        ("tenants", as_written(TenantEntry, tenant_entries(run_id, url))),
+        ("pairs", as_written(PairTallies, pair_entries(run_id, url))),
+        ("timeline", as_written(TimelineStep, timeline_entries(run_id, url))),
+        ("cases", as_written(CaseEntry, case_entries(run_id, url))),
+        ("adjudications", as_written(AdjudicationEntry, adjudication_entries(run_id, url))),
+        ("observations", as_written(ObservationEntry, observation_entries(run_id, url))),
     ]
     return json_chunks(head, lists)

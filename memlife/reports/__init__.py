@@ -9,10 +9,16 @@ tenants and cases) are read as they are written, from the artifact or from the r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memlife.recorder.artifact import Artifact, TenantEntry, TimelineStep, json_chunks
+from memlife.recorder.artifact import (
+    Artifact,
+    TenantEntry,
+    TimelineStep,
+    as_written,
+    json_chunks,
+)
 from memlife.reports.html import html_page
 from memlife.reports.lists import ArtifactLists, Lists
 from memlife.reports.scorecard import Redactor, Scorecard, redact, scorecard
@@ -67,18 +73,13 @@ def render_chunks(artifact: Artifact, fmt: str, *, redacted: bool = True,
     card = scorecard(artifact, samples, lists=lists, drawn=fmt == "html")
     if fmt == "json":
         yield from json_chunks(card.model_dump(mode="json", exclude=_STREAMED), [
-            ("timeline", _dumped(TimelineStep, lists.timeline())),
-            ("tenants", _dumped(TenantEntry, lists.tenants()))])
+            ("timeline", as_written(TimelineStep, lists.timeline())),
+            ("tenants", as_written(TenantEntry, lists.tenants()))])
         yield "\n"
     elif fmt == "junit":
         yield from junit_chunks(card, lists.cases())
     else:
         yield {"md": markdown, "html": html_page}[fmt](card)
-
-
-def _dumped(model: Any, entries: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for entry in entries:
-        yield model.model_validate(entry).model_dump(mode="json")
 
 
 __all__ = ["FORMATS", "Lists", "Scorecard", "redact", "render", "render_chunks", "scorecard"]

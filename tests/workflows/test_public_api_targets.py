@@ -22,12 +22,20 @@ from tests.workflows.helpers import run_artifact, run_input, run_suite
 TARGETS = Path(__file__).resolve().parents[2] / "scenarios" / "targets"
 
 
-async def test_mem0_oss_keeps_deleted_memories_in_its_history(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def mem0_databases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The Mem0 stand-in's vector and history databases, named to the target file's
+    probes as the environment variables it reads."""
     vectors, history = tmp_path / "vectors.db", tmp_path / "history.db"
     monkeypatch.setenv("MEM0_VECTOR_DB_URL", f"sqlite:///{vectors}")
     monkeypatch.setenv("MEM0_HISTORY_DB_URL", f"sqlite:///{history}")
+    return vectors, history
+
+
+async def test_mem0_oss_keeps_deleted_memories_in_its_history(
+        mem0_databases: tuple[Path, Path], skip_env: WorkflowEnvironment,
+        skip_worker: str) -> None:
+    vectors, history = mem0_databases
     scenario = small_nightly("mem0-oss")
     # Mem0 forgets single memories by id only: the nightly's single-fact forget is left out.
     scenario = scenario.model_copy(update={"timeline": [
@@ -188,13 +196,11 @@ async def test_letta_gives_each_tenant_its_own_agent(
 
 
 async def test_mem0_agent_scopes_are_spaces_without_members_whose_history_remembers(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        mem0_databases: tuple[Path, Path], skip_env: WorkflowEnvironment,
+        skip_worker: str) -> None:
     from memlife.rules.scenario_file import parse_scenario
 
-    vectors, history = tmp_path / "vectors.db", tmp_path / "history.db"
-    monkeypatch.setenv("MEM0_VECTOR_DB_URL", f"sqlite:///{vectors}")
-    monkeypatch.setenv("MEM0_HISTORY_DB_URL", f"sqlite:///{history}")
+    vectors, history = mem0_databases
     timeline = [*ZEP_SPACE["timeline"], {"step": "inspect", "label": "deleted",
                                          "tenants": ["a"]}]
     scenario = parse_scenario({**ZEP_SPACE, "name": "mem0-space", "timeline": timeline},
