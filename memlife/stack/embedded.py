@@ -44,9 +44,32 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
                            retrieval: str = "combined",
                            access_log: bool = True) -> ReferenceTargetProcess:
     """Start `memlife target serve reference` as a child process and wait until healthy.
-    Its output, a line per request with the access log, goes to `log_path`."""
+    Its output, a line per request with the access log, goes to `log_path`. A port chosen
+    here can be taken before the target binds it (other tests and servers pick free ports
+    too): the target then exits at start, and is started again on another port."""
+    def start(port: int) -> ReferenceTargetProcess:
+        return _start_reference_target(state_dir, port, faults, db_path, timeout,
+                                       service_time, api_key_env, retrieval, access_log)
+
+    if port is not None:
+        return start(port)
+    for attempt in range(1, 4):
+        port = free_port()
+        log_path = state_dir / f"reference-target-{port}.log"
+        logged_before = log_path.stat().st_size if log_path.exists() else 0
+        try:
+            return start(port)
+        except UnreachableError:
+            if attempt == 3 or not _lost_a_port(log_path, logged_before):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_reference_target(state_dir: Path, port: int, faults: list[str] | tuple[str, ...],
+                            db_path: Path | None, timeout: float, service_time: str | None,
+                            api_key_env: str | None, retrieval: str,
+                            access_log: bool) -> ReferenceTargetProcess:
     state_dir.mkdir(parents=True, exist_ok=True)
-    port = port or free_port()
     db_path = db_path or state_dir / "reference-target.db"
     db_path.parent.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / f"reference-target-{port}.log"
