@@ -115,13 +115,23 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
     _configured = True
 
 
-def forward_sdk_core_logs() -> None:
+# Workflow task latencies in finer steps than the SDK's default buckets: the goal is that
+# no task takes a second (docs/scale.md), and the server retries one at 10 s.
+TASK_LATENCY_BUCKETS_MS = (5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 750.0, 1_000.0,
+                           2_000.0, 5_000.0, 10_000.0, 30_000.0)
+TASK_LATENCY_METRICS = ("temporal_workflow_task_execution_latency",
+                        "temporal_workflow_activation_execution_latency")
+
+
+def forward_sdk_core_logs(metrics_address: str | None = None) -> None:
     """Send the SDK core's log lines (Rust, written straight to stderr by default) to the
-    `temporalio.core` logger, where configure()'s level and renderer apply. Call before
-    the first Temporal client or server of the process; later calls change nothing."""
+    `temporalio.core` logger, where configure()'s level and renderer apply; with
+    `metrics_address` (host:port), also serve the SDK's metrics there for Prometheus. Call
+    before the first Temporal client or server of the process; later calls change nothing."""
     from temporalio.runtime import (
         LogForwardingConfig,
         LoggingConfig,
+        PrometheusConfig,
         Runtime,
         TelemetryConfig,
         TelemetryFilter,
@@ -130,10 +140,14 @@ def forward_sdk_core_logs() -> None:
     global _forwarding
     if _forwarding:
         return
+    metrics = None if metrics_address is None else PrometheusConfig(
+        bind_address=metrics_address,
+        histogram_bucket_overrides={name: TASK_LATENCY_BUCKETS_MS
+                                    for name in TASK_LATENCY_METRICS})
     Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(
         filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
-        forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core"))))),
-        error_if_already_set=False)
+        forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core"))),
+        metrics=metrics)), error_if_already_set=False)
     _forwarding = True
 
 

@@ -93,6 +93,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # suite; one evicted is replayed from history on its next task: CPU, not correctness.
     parser.add_argument("--max-cached-workflows", type=int, default=1000, metavar="N",
                         help="workflows kept in memory between tasks (default: %(default)s)")
+    parser.add_argument("--metrics", metavar="HOST:PORT",
+                        help="serve the Temporal SDK's metrics for Prometheus at "
+                        "http://HOST:PORT/metrics: workflow task latency "
+                        "(temporal_workflow_task_execution_latency, local activities "
+                        "included), activity latency, slots, polls (docs/operations.md)")
 
 
 def run_worker(args: argparse.Namespace) -> int:
@@ -101,7 +106,11 @@ def run_worker(args: argparse.Namespace) -> int:
 
     # A worker says what it does, and what the SDK warns about; MEMLIFE_LOG_LEVEL overrides.
     configure(level="INFO", sdk_level="WARNING")
-    forward_sdk_core_logs()
+    try:
+        forward_sdk_core_logs(metrics_address=args.metrics)
+    except (RuntimeError, ValueError) as error:  # a malformed address, a port in use
+        print(f"memlife worker: --metrics {args.metrics}: {error}", file=sys.stderr)
+        return 2
     from memlife.stack import telemetry
 
     try:
