@@ -31,11 +31,13 @@ def small_nightly(seed: str, pairs: int = 2) -> Scenario:
                                                    "deletion_sla": timedelta(days=365)}), seed)
 
 
-def start_worker(address: str, db_url: str, log: Path) -> subprocess.Popen[bytes]:
+def start_worker(address: str, db_url: str, log: Path,
+                 options: list[str] | None = None) -> subprocess.Popen[bytes]:
     env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
            "PYTHONPATH": str(REPO)}
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, str(REPO / "worker.py")], cwd=REPO, env=env,
+        return subprocess.Popen([sys.executable, str(REPO / "worker.py"), *(options or [])],
+                                cwd=REPO, env=env,
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
