@@ -11,7 +11,7 @@ from memlife.activities.calls import (
     heartbeating,
     send_retrying,
 )
-from memlife.activities.stores import inspect
+from memlife.activities.stores import inspect_and_stage
 from memlife.activities.target import (
     IdentityTaken,
     change_space,
@@ -71,7 +71,7 @@ async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
         return await maintain(request, send_retrying)
     if kind == "space":
         return await change_space(request, send_retrying)
-    return await inspect(request)
+    return await inspect_and_stage(request)
 
 
 @activity.defn(name=contracts.TARGET_BATCH)

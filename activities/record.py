@@ -18,7 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from memlife import contracts, recorder
-from memlife.contracts import RunInput, RunSummary, StepOutcome, StepRecord
+from memlife.contracts import CohortSetup, RunInput, RunSummary, StepOutcome, StepRecord
 from memlife.log import get_logger
 from memlife.recorder.values import foreign_values, forget_run_values
 from memlife.rules.erasure import ErasureReceipt
@@ -26,6 +26,7 @@ from memlife.rules.evidence import Observation
 from memlife.rules.judging import judge_step
 from memlife.rules.pairs import TenantIdentity, pair_values
 from memlife.rules.scenario import Pair, Scenario
+from memlife.rules.target import Target
 from memlife.rules.tracing import trace_ids
 
 log = get_logger("memlife.activities.record")
@@ -49,10 +50,16 @@ def record_run_started(run: RunInput) -> None:
 
 
 @activity.defn(name=contracts.MATERIALIZE_PAIRS)
-def materialize_pairs(run_id: str, scenario: Scenario, seed: str) -> int:
+def materialize_pairs(run_id: str, scenario: Scenario, seed: str,
+                      target: Target | None = None) -> int:
     """Materialize the run's pairs from its seed into the recorder (pairs and values);
     idempotent, so a retry writes the same rows. Returns the number of pairs. Against a
-    shared target, values no other run used there (recorder/claims.py)."""
+    shared target, values no other run used there (recorder/claims.py). With `target`,
+    the scenario and the target are kept for the run's cohorts to read (load_cohort)."""
+    if target is not None:
+        recorder.merge_values({recorder.RunSetupRow: [{
+            "run_id": run_id, "scenario_json": scenario.model_dump_json(),
+            "target_json": target.model_dump_json()}]})
     from memlife.recorder.claims import materialize_unclaimed
     from memlife.recorder.values import run_shared_target
 
@@ -88,6 +95,20 @@ def load_pairs(run_id: str, first: int, count: int) -> list[Pair]:
     return pairs
 
 
+@activity.defn(name=contracts.LOAD_COHORT)
+def load_cohort(run_id: str, first: int, count: int) -> CohortSetup:
+    """A cohort's scenario, target and pairs, as the suite recorded them."""
+    with recorder.session() as db:
+        setup = db.get(recorder.RunSetupRow, run_id)
+        if setup is None:
+            raise ApplicationError(f"run {run_id} has no scenario and target recorded for its "
+                                   "cohorts", type="MissingPairs")
+        scenario_json, target_json = setup.scenario_json, setup.target_json
+    return CohortSetup(scenario=Scenario.model_validate_json(scenario_json),
+                       target=Target.model_validate_json(target_json),
+                       pairs=load_pairs(run_id, first, count))
+
+
 def _value_rows(run_id: str, pairs: list[Pair]) -> Iterator[dict[str, Any]]:
     for v in pair_values(pairs):
         yield {"id": f"{run_id}/{v.pair}/{v.role}/{v.domain}/{v.position}", "run_id": run_id,
@@ -117,9 +138,32 @@ def _metrics(observation: Observation) -> dict[str, float]:
     return metrics
 
 
+def with_staged_reads(steps: list[StepRecord]) -> list[StepRecord]:
+    """Each step with its inspections' whole reads, loaded from where the inspection staged
+    them (recorder/staging.py). Reads that are not there any more are errors, never empty:
+    their stores are inconclusive, as if they could not be read."""
+    keys = [key for step in steps for key in step.staged_reads.values()]
+    if not keys:
+        return steps
+    staged = recorder.staged_reads(keys)
+    whole = []
+    for step in steps:
+        reads = dict(step.reads)
+        for case_id, key in step.staged_reads.items():
+            reads[case_id] = staged.get(key) or [
+                read.model_copy(update={
+                    "status": "error", "records": [],
+                    "error": f"the records of this read, staged as {key!r}, are not in the "
+                             "recorder"})
+                for read in step.reads.get(case_id, [])]
+        whole.append(step.model_copy(update={"reads": reads}))
+    return whole
+
+
 @activity.defn(name=contracts.RECORD_STEP)
 def record_step(step: StepRecord) -> StepOutcome:
     """Judge the step's probe cases and store reads, then write everything."""
+    [step] = with_staged_reads([step])
     rows, outcome = _step_rows(step)
     recorder.merge_values(rows)
     _log_step(step, outcome)
@@ -131,6 +175,7 @@ def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
     """A cohort's step, every pair's share judged and written in one transaction."""
     rows: dict[type[Any], list[dict[str, Any]]] = {}
     outcomes = []
+    steps = with_staged_reads(steps)
     for step in steps:
         step_rows, outcome = _step_rows(step)
         for model, values in step_rows.items():
@@ -212,6 +257,7 @@ def finish_run(run_id: str, failed_pairs: list[int],
                cancelled_pairs: list[int] | None = None) -> RunSummary:
     """Close the run and compute its summary from what was recorded. A run with a failed
     or cancelled pair lifecycle is not `finished`, and never passes."""
+    recorder.drop_staged_reads(run_id)  # every step is recorded: nothing loads them again
     with recorder.session() as db:
         run = db.get(recorder.RunRow, run_id)
         if run is None:

@@ -15,7 +15,7 @@ from memlife.activities.calls import (
 )
 from temporalio import activity
 
-from memlife import contracts
+from memlife import contracts, recorder
 from memlife.contracts import (
     InspectRequest,
 )
@@ -141,7 +141,17 @@ async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
     """Read every probed store by tenant scope (each identity) and by needle (each value),
     with bounded concurrency. A read that fails is returned as an error, never as empty."""
     async with heartbeating(lambda: None):
-        return await inspect(request)
+        return await inspect_and_stage(request)
+
+
+async def inspect_and_stage(request: InspectRequest) -> list[StoreRead]:
+    """`inspect`; with a stage key, the whole reads go to the recorder and the workflow gets
+    them without their records (recorder/staging.py)."""
+    reads = await inspect(request)
+    if request.stage_key is None:
+        return reads
+    await asyncio.to_thread(recorder.stage_reads, request.stage_key, request.run_id, reads)
+    return [read.model_copy(update={"records": []}) for read in reads]
 
 
 async def inspect(request: InspectRequest) -> list[StoreRead]:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memlife.rules.clock import Clock
 from memlife.rules.evidence import Observation, StoreRead
 from memlife.rules.pairs import TenantIdentity
-from memlife.rules.scenario import Scenario
+from memlife.rules.scenario import Pair, Scenario
 from memlife.rules.target import Store, Target
 from memlife.rules.verdicts import CaseVerdict, InspectCase, InspectSummary, ProbeCase
 
@@ -33,6 +33,7 @@ TARGET_BATCH = "memlife.target_batch"
 RECORD_RUN_STARTED = "memlife.record_run_started"
 MATERIALIZE_PAIRS = "memlife.materialize_pairs"
 LOAD_PAIRS = "memlife.load_pairs"
+LOAD_COHORT = "memlife.load_cohort"
 RECORD_TENANTS = "memlife.record_tenants"
 RECORD_TENANT_SETS = "memlife.record_tenant_sets"
 RECORD_STEP = "memlife.record_step"
@@ -111,16 +112,27 @@ class RunInput(_Model):
     max_active_pairs: int = 0
 
 class CohortInput(_Model):
-    """Pairs first_pair … first_pair + pair_count - 1 of a run, read from the recorder."""
+    """Pairs first_pair … first_pair + pair_count - 1 of a run, read from the recorder.
+
+    The scenario and the target are read from the recorder too (LOAD_COHORT), where the
+    suite put them once: the suite's history holds a cohort's input per cohort, a thousand
+    of them at ten thousand pairs. Cohorts started before carry both here."""
 
     run_id: str
     first_pair: int
     pair_count: int
-    scenario: Scenario  # as written: no pairs
-    target: Target
+    scenario: Scenario | None = None  # as written: no pairs
+    target: Target | None = None
     clock: Clock
     clock_origin: datetime
     review_queue: str | None = None
+
+class CohortSetup(_Model):
+    """What a cohort reads from the recorder: its run's scenario and target, its pairs."""
+
+    scenario: Scenario
+    target: Target
+    pairs: list[Pair]
 
 class PairInput(_Model):
     run_id: str
@@ -217,12 +229,16 @@ class InspectRequest(_Model):
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
     max_records: int = 200
     # False for a live tenant: a record of its own that holds no watched value decides
-    # nothing, and is counted in `total` but not returned (results are workflow history).
-    # A deleted tenant's every record is evidence of residue: all are returned.
+    # nothing, and is counted in `total` but not returned. A deleted tenant's every record
+    # is evidence of residue: all are returned.
     keep_unmatched: bool = True
     # The needles that must be gone (deleted or forgotten values): the only ones a files
     # probe scans for. None: every needle.
     erased: list[str] | None = None
+    # Stage the whole reads in the recorder under this key and return them without their
+    # records, which only the step's recording reads (recorder/staging.py): records are
+    # the bulk of an inspection, and results are workflow history. None: return them whole.
+    stage_key: str | None = None
 
 class TargetBatch(_Model):
     """Many target calls of one kind in one activity (the cohort workflow's step fan-out).
@@ -255,6 +271,8 @@ class StepRecord(_Model):
     cases: list[ProbeCase] = Field(default_factory=list)
     inspections: list[InspectCase] = Field(default_factory=list)
     reads: dict[str, list[StoreRead]] = Field(default_factory=dict)  # by inspect case id
+    # Inspect case id -> the key its reads' records are staged under (InspectRequest).
+    staged_reads: dict[str, str] = Field(default_factory=dict)
     stores: list[Store] = Field(default_factory=list)
     verdicts: list[CaseVerdict] = Field(default_factory=list)  # judged in the workflow
     latency_budget_ms: float = 700.0

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
     import memlife.contracts as contracts
-    from memlife.contracts import CohortInput, PairInput, PairResult
+    from memlife.contracts import CohortInput, CohortSetup, PairInput, PairResult
     from memlife.rules.pairs import pair_tenants
     from memlife.rules.scenario import Pair
 
@@ -61,17 +61,26 @@ class CohortLifecycleWorkflow:
     async def run(self, cohort: CohortInput) -> list[PairResult | None]:
         self._first_pair = cohort.first_pair
         last = cohort.first_pair + cohort.pair_count - 1
-        pairs = await workflow.execute_activity(
-            contracts.LOAD_PAIRS, args=[cohort.run_id, cohort.first_pair, cohort.pair_count],
-            result_type=list[Pair], start_to_close_timeout=RECORD_TIMEOUT,
-            retry_policy=RECORD_RETRY, summary=f"load pairs {cohort.first_pair}–{last}")
-        batcher = Batcher(cohort, self._timers)
-        scenario = cohort.scenario
+        if cohort.scenario is None or cohort.target is None:  # by reference (contracts.py)
+            setup = await workflow.execute_activity(
+                contracts.LOAD_COHORT, args=[cohort.run_id, cohort.first_pair,
+                                             cohort.pair_count],
+                result_type=CohortSetup, start_to_close_timeout=RECORD_TIMEOUT,
+                retry_policy=RECORD_RETRY, summary=f"load pairs {cohort.first_pair}–{last}")
+            scenario, target, pairs = setup.scenario, setup.target, setup.pairs
+        else:
+            scenario, target = cohort.scenario, cohort.target
+            pairs = await workflow.execute_activity(
+                contracts.LOAD_PAIRS, args=[cohort.run_id, cohort.first_pair,
+                                            cohort.pair_count],
+                result_type=list[Pair], start_to_close_timeout=RECORD_TIMEOUT,
+                retry_policy=RECORD_RETRY, summary=f"load pairs {cohort.first_pair}–{last}")
+        batcher = Batcher(cohort, target, self._timers)
         for offset, pair in enumerate(pairs):
             index = cohort.first_pair + offset
             self._pairs.append(LifecycleRunner(PairInput(
                 run_id=cohort.run_id, pair_index=index,
-                scenario=scenario.model_copy(update={"pairs": [pair]}), target=cohort.target,
+                scenario=scenario.model_copy(update={"pairs": [pair]}), target=target,
                 clock=cohort.clock, clock_origin=cohort.clock_origin,
                 tenants=pair_tenants(cohort.run_id, index, pair, scenario),
                 review_queue=cohort.review_queue), batcher))

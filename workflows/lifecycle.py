@@ -264,6 +264,7 @@ class LifecycleRunner:
                 wall_started=started_wall, wall_finished=workflow.now(),
                 observations=work.observations, cases=work.cases,
                 inspections=work.inspections, reads=work.reads,
+                staged_reads=work.staged_reads,
                 stores=list(self.input.target.stores) if work.inspections else [],
                 verdicts=work.verdicts, latency_budget_ms=budget,
                 tenants=list(self.tenants.values()),

@@ -77,6 +77,7 @@ class StepWork:
     inspections: list[InspectCase] = field(default_factory=list)
     reads: dict[str, list[StoreRead]] = field(default_factory=dict)
     verdicts: list[CaseVerdict] = field(default_factory=list)
+    staged_reads: dict[str, str] = field(default_factory=dict)  # case id -> stage key
 
 
 class Lifecycle(Protocol):
@@ -420,11 +421,17 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
             "stores": [s for s in target.stores if s.name in step.stores]})
     now = run.scenario_now()
     probed = [store for store in target.stores if store.probe is not None]
+    # The reads' records go to the recorder, and history keeps their counts (the records
+    # were most of a cohort's history: bench/histories.py). Runs started before: whole.
+    staged = workflow.patched("reads-by-reference")
+    stage_keys: dict[str, str] = {}
 
     async def inspect_one(role: Role) -> tuple[InspectCase, list[StoreRead]]:
         case = run.state.inspect_case(f"s{index}-{role}", role, now,
                                         run.input.scenario.update_grace,
                                         run.input.scenario.space_grace)
+        stage_key = (f"{run.input.run_id}/{run.input.pair_index}/{index}/{case.case_id}"
+                     if staged else None)
         if not case.identities:
             reads = [StoreRead(store=s.name, mode="scope", key="?", status="error",
                                error="the tenant has no identity to read by")
@@ -438,7 +445,8 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
                                scenario_now=iso(now), run_id=run.input.run_id,
                                keep_unmatched=case.deleted,
                                erased=[n.text for n in case.needles
-                                       if n.origin == "deleted"]),
+                                       if n.origin == "deleted"],
+                               stage_key=stage_key),
                 list[StoreRead],
                 start_to_close_timeout=inspect_timeout(target, len(case.needles) + 1),
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
@@ -449,6 +457,9 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
             reads = [StoreRead(store=s.name, mode="scope", key=",".join(case.identities),
                                status="error", error=failure_text(failure))
                      for s in probed]
+            return case, reads
+        if stage_key is not None:
+            stage_keys[case.case_id] = stage_key
         return case, reads
 
     results = await asyncio.gather(*(inspect_one(role) for role in step.tenants))
@@ -464,4 +475,5 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
     ]
     return StepWork(observations=observations,
                     inspections=[case for case, _ in results],
-                    reads={case.case_id: reads for case, reads in results})
+                    reads={case.case_id: reads for case, reads in results},
+                    staged_reads=stage_keys)

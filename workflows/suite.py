@@ -140,9 +140,14 @@ class SuiteWorkflow:
             contracts.RECORD_RUN_STARTED, run, start_to_close_timeout=RECORD_TIMEOUT,
             retry_policy=RECORD_RETRY, summary="record run",
         )
+        # Cohorts read the scenario and the target from the recorder, where materializing
+        # the pairs puts them, rather than each carrying both in its input (contracts.py).
+        by_reference = bool(run.cohort_size) and workflow.patched("cohort-by-reference")
         if run.cohort_size:
             self._pairs_total = await workflow.execute_activity(
-                contracts.MATERIALIZE_PAIRS, args=[run.run_id, scenario, run.seed or run.run_id],
+                contracts.MATERIALIZE_PAIRS,
+                args=[run.run_id, scenario, run.seed or run.run_id,
+                      *([run.target] if by_reference else [])],
                 result_type=int, start_to_close_timeout=RECORD_TIMEOUT * 5,
                 retry_policy=RECORD_RETRY,
                 summary="materialize pairs")
@@ -153,7 +158,8 @@ class SuiteWorkflow:
             cohorts = [CohortInput(
                 run_id=run.run_id, first_pair=first,
                 pair_count=min(run.cohort_size, self._pairs_total - first),
-                scenario=scenario, target=run.target, clock=run.clock,
+                scenario=None if by_reference else scenario,
+                target=None if by_reference else run.target, clock=run.clock,
                 clock_origin=origin, review_queue=run.review_queue)
                 for first in range(0, self._pairs_total, run.cohort_size)]
             # Waves: a run started before the window existed keeps starting every cohort
@@ -242,7 +248,8 @@ class SuiteWorkflow:
 
     async def _cohort(self, cohort: CohortInput) -> list[PairResult | None]:
         last = cohort.first_pair + cohort.pair_count - 1
-        workflow_id = cohort_workflow_id(cohort.scenario.name, cohort.run_id,
+        assert self._run is not None
+        workflow_id = cohort_workflow_id(self._run.scenario.name, cohort.run_id,
                                          cohort.first_pair)
         indexes = range(cohort.first_pair, last + 1)
         for index in indexes:

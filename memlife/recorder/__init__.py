@@ -20,7 +20,9 @@ _PUBLIC = {
     "ObservationTraceRow": "tables", "RunPairRow": "tables",
     "RunExperimentRow": "tables", "RunRow": "tables", "RunValueRow": "tables",
     "StepRow": "tables", "TenantRow": "tables",
-    "TargetClaimRow": "tables", "VerdictRow": "tables",
+    "TargetClaimRow": "tables", "VerdictRow": "tables", "StagedReadsRow": "tables",
+    "RunSetupRow": "tables",
+    "stage_reads": "staging", "staged_reads": "staging", "drop_staged_reads": "staging",
 }
 __all__ = sorted(_PUBLIC)
 

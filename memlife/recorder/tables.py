@@ -206,3 +206,24 @@ class TargetClaimRow(SQLModel, table=True):
     run_id: str = Field(index=True)
     owner: str  # "<alias> (pair <n>)"; a phone: the alias
     domain: str = ""
+
+
+class StagedReadsRow(SQLModel, table=True):
+    """An inspection's store reads, whole, from the activity that made them until the step
+    that judges them is recorded (recorder/staging.py): their records are the bulk of a
+    cohort's results, and workflow history carries only the key."""
+
+    __tablename__ = "staged_reads"
+    id: str = Field(primary_key=True)  # <run>/<pair>/<step>/<case>
+    run_id: str = Field(index=True)
+    reads_json: str
+
+
+class RunSetupRow(SQLModel, table=True):
+    """A cohort run's scenario (as written) and target, written once by the suite for its
+    cohorts to read (contracts.CohortInput): not carried in every cohort's input."""
+
+    __tablename__ = "run_setups"
+    run_id: str = Field(primary_key=True)
+    scenario_json: str
+    target_json: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memlife.activities.batch import target_batch
 from memlife.activities.record import (
     finish_run,
+    load_cohort,
     load_pairs,
     materialize_pairs,
     prepare_scheduled_run,
@@ -38,6 +39,6 @@ ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, f
                     maintain_target, space_operation, inspect_stores, queue_for_review,
                     target_batch]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, record_steps,
-                   record_tenant_sets, materialize_pairs, load_pairs, finish_run,
+                   record_tenant_sets, materialize_pairs, load_pairs, load_cohort, finish_run,
                    prepare_scheduled_run, record_adjudications, record_receipt]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES

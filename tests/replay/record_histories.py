@@ -295,6 +295,15 @@ async def main() -> None:
     if "v9-adversarial-spoofed-suite" not in have:
         await record("v9-adversarial-spoofed", REPO / "scenarios" / "adversarial.yaml",
                      ["identity-from-prompt"], generated_pairs=1)
+    # v10: a cohort's scenario and target read from the recorder (the suite's inputs stay
+    # small), its steps recorded in activities off its workflow tasks, and store reads
+    # staged in the recorder (history keeps their counts); a pair alone stages its reads.
+    if "v10-cohort-by-reference-suite" not in have:
+        await record("v10-cohort-by-reference", nightly, ["nightly-resurrection"],
+                     generated_pairs=3, cohort_size=2)
+    if "v10-nightly-staged-reads-suite" not in have:
+        await record("v10-nightly-staged-reads", nightly, ["nightly-resurrection"],
+                     generated_pairs=1)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
+from memlife import contracts
 from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import cohort_workflow_id, pair_workflow_id, suite_workflow_id
 from memlife.rules.scenario import Scenario
@@ -29,10 +30,15 @@ def _nightly() -> Scenario:
         "generate": scenario.generate.model_copy(update={"count": PAIRS})})
 
 
-async def _activities(env: WorkflowEnvironment, workflow_id: str) -> int:
+async def _activities(env: WorkflowEnvironment, workflow_id: str) -> dict[str, int]:
+    """How many activities of each type the workflow scheduled."""
     history = await env.client.get_workflow_handle(workflow_id).fetch_history()
-    return sum(1 for event in history.events
-               if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    counts: dict[str, int] = {}
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            name = event.activity_task_scheduled_event_attributes.activity_type.name
+            counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 async def test_cohorts_record_what_single_pairs_record(
@@ -55,13 +61,16 @@ async def test_cohorts_record_what_single_pairs_record(
     assert_same_rows(row_keys(cohort.run_id, db_url), row_keys(alone.run_id, db_url))
 
     # Two cohorts (2 + 1 pairs) instead of three pair workflows; each cohort sends a step's
-    # calls together, so it schedules fewer activities than even one pair alone.
+    # target calls together, so it schedules fewer of them than even one pair alone. A
+    # pair records each step in a local activity (no history event), a cohort in one
+    # activity per step, off its workflow tasks (workflows/batching.py).
     name = written.name
     per_pair = await _activities(skip_env, pair_workflow_id(name, alone.run_id, 0))
+    steps = len(written.timeline) + 1  # and the registration
     for first in (0, 2):
-        batched_count = await _activities(skip_env, cohort_workflow_id(name, cohort.run_id,
-                                                                       first))
-        assert 0 < batched_count < per_pair, (first, batched_count, per_pair)
+        batched = await _activities(skip_env, cohort_workflow_id(name, cohort.run_id, first))
+        assert batched.pop(contracts.RECORD_STEPS) == steps
+        assert 0 < sum(batched.values()) < sum(per_pair.values()), (first, batched, per_pair)
 
 
 async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
