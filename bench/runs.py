@@ -1,0 +1,222 @@
+"""One memlife run of the nightly for the bench: a fresh reference target, a fresh recorder
+database and a standalone worker process (worker.py) whose memory is read from /proc; the
+Temporal server is the bench's dev server, or for `skip` a time-skipping server of the run's
+own (one skipped clock per server). What the run cost Temporal is read from its workflows'
+histories before the server goes (bench/histories.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memlife.workflows.suite import SuiteWorkflow
+from sqlalchemy import text
+from temporalio.client import Client
+
+from bench.histories import RunHistories, run_histories
+from bench.task_latency import TaskLatency, scrape
+from memlife import __version__, recorder
+from memlife.bundled.reference.target_file import reference_target
+from memlife.contracts import (
+    RunInput,
+    RunMeta,
+    RunSummary,
+    cohort_workflow_id,
+    pair_workflow_id,
+    suite_workflow_id,
+)
+from memlife.rules.clock import Clock
+from memlife.rules.scenario_file import load_scenario
+from memlife.rules.sizing import DEFAULT_MAX_ACTIVE_PAIRS, cohort_size
+from memlife.stack import embedded
+from memlife.stack.connection import suite_result
+from memlife.stack.processes import LOOPBACK, free_port
+
+REPO = Path(__file__).resolve().parents[1]
+NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
+TABLES = ("runs", "tenants", "steps", "observations", "observation_metrics", "verdicts",
+          "run_values", "run_pairs")
+
+
+@dataclass
+class MemlifeRun:
+    pairs: int
+    run_id: str
+    db_url: str
+    db_path: Path
+    seconds: float
+    summary: RunSummary
+    worker_peak_rss_mb: float
+    # The largest resident set seen while the lifecycles ran (sampled every 5 s), apart
+    # from the peak, which also covers the run's summary.
+    worker_lifecycle_rss_mb: float
+    requests: int
+    rows: int
+    db_bytes: int
+    cohort: int
+    max_active_pairs: int
+    clock: str
+    histories: RunHistories
+    tasks: TaskLatency
+
+    @property
+    def requests_per_second(self) -> float:
+        return self.requests / self.seconds
+
+    def point(self, command: str) -> dict[str, Any]:
+        """The scale row this run makes, as kept in BENCHMARKS.json."""
+        return {
+            "pairs": self.pairs, "cohort": self.cohort,
+            "max_active_pairs": self.max_active_pairs, "seconds": round(self.seconds, 3),
+            "requests": self.requests, "rows": self.rows, "db_bytes": self.db_bytes,
+            "worker_peak_rss_mb": round(self.worker_peak_rss_mb, 1),
+            "worker_lifecycle_rss_mb": round(self.worker_lifecycle_rss_mb, 1),
+            "cases": self.summary.cases, "cases_passed": self.summary.cases_passed,
+            "failures": self.summary.failures, "inconclusive": self.summary.inconclusive,
+            "clock": self.clock, "histories": self.histories.figures(),
+            "workflow_tasks": self.tasks.figures(),
+            "measured_at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "command": command,
+        }
+
+
+def say(message: str) -> None:
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
+
+
+def _peak_rss_mb(pid: int, field: str = "VmHWM") -> float:
+    """VmHWM: the process's peak resident set, from the kernel (VmRSS: the current one)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _start_worker(address: str, db_url: str, log: Path,
+                  metrics: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
+           "MEMLIFE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, str(REPO / "worker.py"), "--metrics", metrics],
+                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+
+
+async def scale_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
+                    cohort: int, max_concurrency: int | None = None,
+                    max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS) -> MemlifeRun:
+    """The nightly at `pairs` pairs on the dev server (`client`, `address`), or in `skip`
+    mode on a time-skipping server of its own, as `memlife run --clock skip` runs it."""
+    if clock.mode != "skip":
+        return await memlife_run(client, address, work, pairs, clock, cohort,
+                                 max_concurrency, max_active_pairs)
+    async with embedded.embedded_temporal(work / f"skip-{pairs}", skip_time=True) as own:
+        return await memlife_run(own.client, own.address, work, pairs, clock, cohort,
+                                 max_concurrency, max_active_pairs)
+
+
+async def memlife_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
+                      cohort: int, max_concurrency: int | None = None,
+                      max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS) -> MemlifeRun:
+    """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it."""
+    db_path = work / f"memlife-{pairs}.db"
+    db_url = f"sqlite:///{db_path}"
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    scenario = scenario.model_copy(update={"generate": scenario.generate.model_copy(
+        update={"count": pairs})})
+    # No access log: a line per request is 100 MB of disk at 10,000 pairs.
+    target_process = embedded.start_reference_target(work / f"target-{pairs}",
+                                                     access_log=False)
+    metrics = f"{LOOPBACK}:{free_port()}"
+    worker = _start_worker(address, db_url, work / f"worker-{pairs}.log", metrics)
+    try:
+        target = reference_target(target_process.base_url)
+        if max_concurrency is not None:
+            target = target.model_copy(update={"max_concurrency": max_concurrency})
+        run_id = f"bench-{pairs}-{uuid.uuid4().hex[:6]}"
+        size = cohort if cohort >= 0 else cohort_size(pairs)
+        meta = RunMeta(
+            memlife_version=__version__, git_revision=None, command="bench",
+            scenario_file=str(NIGHTLY), scenario_name=scenario.name,
+            scenario_sha256=scenario.digest(), target_name=target.name,
+            target_base_url=target.base_url, clock=clock.describe(),
+            temporal_address=address, canary_seed=run_id)
+        if size:
+            run = RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock,
+                           meta=meta, cohort_size=size, seed=run_id,
+                           max_active_pairs=max_active_pairs)
+        else:
+            from memlife.rules.pairs import materialize
+
+            run = RunInput(run_id=run_id, scenario=materialize(scenario, run_id),
+                           target=target, clock=clock, meta=meta)
+        started = time.perf_counter()
+        handle = await client.start_workflow(
+            SuiteWorkflow.run, run, id=suite_workflow_id(scenario.name, run_id),
+            task_queue="memlife")
+        result = asyncio.ensure_future(suite_result(handle))
+        lifecycle_rss, last_said = 0.0, time.perf_counter()
+        while not result.done():
+            await asyncio.wait([result], timeout=5)
+            if result.done():
+                break
+            progress = await handle.query("progress")
+            if progress["phase"] == "lifecycles":
+                lifecycle_rss = max(lifecycle_rss, _peak_rss_mb(worker.pid, "VmRSS"))
+            if time.perf_counter() - last_said >= 30:
+                last_said = time.perf_counter()
+                say(f"  {pairs} pairs: {progress['pairs_done']}/{progress['pairs']} done, "
+                    f"{time.perf_counter() - started:.0f} s")
+        summary: RunSummary = result.result()
+        seconds = time.perf_counter() - started
+        peak = _peak_rss_mb(worker.pid)
+        tasks = await scrape(metrics)
+        histories = await run_histories(client, suite_workflow_id(scenario.name, run_id), [
+            cohort_workflow_id(scenario.name, run_id, first) if size
+            else pair_workflow_id(scenario.name, run_id, first)
+            for first in range(0, pairs, size or 1)])
+    finally:
+        embedded.stop_process(worker, grace=30)
+        target_process.stop()
+    engine = recorder.engine_for(db_url)
+    with engine.connect() as db:
+        requests = db.execute(text("SELECT count(*) FROM observations WHERE run_id = :r"),
+                              {"r": run_id}).scalar_one()
+        rows = sum(db.execute(text(f"SELECT count(*) FROM {table} WHERE "  # noqa: S608
+                                   f"{'id' if table == 'runs' else 'run_id'} = :r"),
+                              {"r": run_id}).scalar_one() for table in TABLES)
+    engine.dispose()
+    db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
+    return MemlifeRun(pairs, run_id, db_url, db_path, seconds, summary, peak, lifecycle_rss,
+                      requests, rows, db_bytes, size, max_active_pairs,
+                      clock.describe(), histories, tasks)
+
+
+def fidelity(run: MemlifeRun) -> dict[str, float]:
+    """memlife's recorded latency minus the target's own time in the application
+    (Server-Timing `total`), for the same conversation requests."""
+    engine = recorder.engine_for(run.db_url)
+    with engine.connect() as db:
+        pairs = db.execute(text(
+            "SELECT o.latency_ms, m.value FROM observations o JOIN observation_metrics m "
+            "ON m.observation_id = o.id WHERE o.run_id = :r AND m.name = 'stage:total' "
+            "AND o.latency_ms IS NOT NULL"), {"r": run.run_id}).all()
+    engine.dispose()
+    differences = sorted(latency - total for latency, total in pairs)
+    if not differences:
+        return {"count": 0}
+    return {"count": len(differences), "median": statistics.median(differences),
+            "p95": differences[int(0.95 * (len(differences) - 1))],
+            "median_latency": statistics.median(latency for latency, _ in pairs),
+            "median_server": statistics.median(total for _, total in pairs)}
+
+
