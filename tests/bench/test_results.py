@@ -48,7 +48,7 @@ def test_ratios_and_goals_come_from_the_figures() -> None:
 def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
     before = copy.deepcopy(RESULTS)
     alone = "./scripts/bench --scale-only --scale 10000,1000"
-    merged = merge_scale(RESULTS, [_point(10_000, 9000.0, alone, peak=480.0),
+    merged = merge_scale(RESULTS, [_point(10_000, 9000.0, alone, peak=380.0),
                                    _point(1000, 1200.0, alone)])
     assert before == RESULTS  # the earlier results are not modified in place
     assert [(p["pairs"], p["seconds"]) for p in merged["scale"]] == [
@@ -56,11 +56,11 @@ def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
     assert {k: v for k, v in merged.items() if k != "scale"} == {
         k: v for k, v in RESULTS.items() if k != "scale"}
     text = render(merged)
-    assert "| 10,000 [2] | 10 | 10,000 |" in text and "| 1,000 [1] |" in text
-    assert "| 100 | 10 | 100 |" in text
+    assert "| 10,000 [2] | `compress=100000` | 10 | 10,000 |" in text
+    assert "| 1,000 [1] |" in text and "| 100 | `compress=100000` | 10 | 100 |" in text
     assert f"with `{alone}`" in text
     assert "Not measured: 10,000 pairs" not in text
-    assert "Worker peak RSS at 10,000 pairs: 480 MB (goal ≤ 500 MB at 10,000 pairs: ✅ met)" in (
+    assert "Worker peak RSS at 10,000 pairs: 380 MB (goal ≤ 400 MB at 10,000 pairs: ✅ met)" in (
         text)
 
 
@@ -69,4 +69,20 @@ def test_a_scale_point_alone_renders_before_any_full_run() -> None:
     text = render(merge_scale({"scale": []}, [_point(10_000, 9000.0, alone, peak=620.0)]))
     assert "`./scripts/bench` measures the rest" in text
     assert "| 10,000 [1] |" in text
-    assert "620 MB (goal ≤ 500 MB at 10,000 pairs: ❌ missed)" in text
+    assert "620 MB (goal ≤ 400 MB at 10,000 pairs: ❌ missed)" in text
+
+
+def test_a_skip_run_shows_its_clock_its_histories_and_its_workflow_tasks() -> None:
+    point = {**_point(1000, 900.0, FULL), "clock": "skip", "failures": 0,
+             "histories": {"workflows": 101, "suite_bytes": 350_000, "suite_events": 900,
+                           "largest_bytes": 4_600_000, "largest_bytes_workflow": "c-40",
+                           "most_events": 317, "longest_task_ms": 0.0,
+                           "longest_task_workflow": "suite", "slow_tasks": 0,
+                           "failed_tasks": 0},
+             "workflow_tasks": {"tasks": 5600, "over_1s": 0, "longest_at_most_ms": 750.0,
+                                "by_workflow_type": {}}}
+    text = render({**RESULTS, "scale": [_point(100, 80.0), point]})
+    assert "| 1,000 | `skip` | 10 | 1,000 |" in text
+    assert ("| 1,000 | `skip` | 101 | 0.3 MB, 900 events | 4.4 MB, 317 events | 5,600 | "
+            "**0** | ≤ 750 ms | 0 |") in text
+    assert "| 100 | `compress=100000` | 101" not in text  # no histories were read then

@@ -6,20 +6,21 @@ import pytest
 
 from bench.task_latency import task_latency
 
-SCRAPE = """\
-# HELP temporal_workflow_task_execution_latency Histogram of workflow task execution
-# TYPE temporal_workflow_task_execution_latency histogram
-temporal_workflow_task_execution_latency_bucket{namespace="default",workflow_type="CohortLifecycleWorkflow",le="500"} 520
-temporal_workflow_task_execution_latency_bucket{namespace="default",workflow_type="CohortLifecycleWorkflow",le="1000"} 528
-temporal_workflow_task_execution_latency_bucket{namespace="default",workflow_type="CohortLifecycleWorkflow",le="2000"} 530
-temporal_workflow_task_execution_latency_bucket{namespace="default",workflow_type="CohortLifecycleWorkflow",le="+Inf"} 530
-temporal_workflow_task_execution_latency_sum{namespace="default",workflow_type="CohortLifecycleWorkflow"} 27922
-temporal_workflow_task_execution_latency_bucket{namespace="default",workflow_type="SuiteWorkflow",le="500"} 33
-temporal_workflow_task_execution_latency_bucket{namespace="default",workflow_type="SuiteWorkflow",le="1000"} 33
-temporal_workflow_task_execution_latency_bucket{namespace="default",workflow_type="SuiteWorkflow",le="2000"} 33
-temporal_workflow_task_execution_latency_bucket{namespace="default",workflow_type="SuiteWorkflow",le="+Inf"} 33
-temporal_request_latency_bucket{operation="PollWorkflowTaskQueue",le="+Inf"} 9000
-"""
+METRIC = "temporal_workflow_task_execution_latency"
+
+
+def _buckets(workflow_type: str, counts: dict[str, int]) -> list[str]:
+    labels = f'namespace="default",workflow_type="{workflow_type}"'
+    return [f'{METRIC}_bucket{{{labels},le="{le}"}} {count}' for le, count in counts.items()]
+
+
+SCRAPE = "\n".join([
+    f"# TYPE {METRIC} histogram",
+    *_buckets("CohortLifecycleWorkflow", {"500": 520, "1000": 528, "2000": 530, "+Inf": 530}),
+    f'{METRIC}_sum{{workflow_type="CohortLifecycleWorkflow"}} 27922',
+    *_buckets("SuiteWorkflow", {"500": 33, "1000": 33, "2000": 33, "+Inf": 33}),
+    'temporal_request_latency_bucket{operation="PollWorkflowTaskQueue",le="+Inf"} 9000',
+]) + "\n"
 
 
 def test_tasks_over_a_second_and_the_bucket_that_holds_the_longest() -> None:
