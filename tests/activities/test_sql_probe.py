@@ -36,9 +36,9 @@ SCOPE = ("SELECT id, user_id AS tenant_id, memory AS content, deleted FROM probe
          "WHERE user_id = :user_id ORDER BY id")
 
 
-@pytest.fixture
-def store_url(recorder_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    engine = create_engine(recorder_url)
+def fill_store(url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The memories the probes read, in the database at `url` (MEMLIFE_TEST_STORE_URL)."""
+    engine = create_engine(url)
     with engine.begin() as db:
         db.execute(text("DROP TABLE IF EXISTS probe_memories"))
         db.execute(text("CREATE TABLE probe_memories (id TEXT PRIMARY KEY, user_id TEXT, "
@@ -47,8 +47,13 @@ def store_url(recorder_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
             db.execute(text("INSERT INTO probe_memories VALUES (:i, :u, :m, :d)"),
                        dict(zip("iumd", row, strict=True)))
     engine.dispose()
-    monkeypatch.setenv("MEMLIFE_TEST_STORE_URL", recorder_url)
-    return recorder_url
+    monkeypatch.setenv("MEMLIFE_TEST_STORE_URL", url)
+    return url
+
+
+@pytest.fixture
+def store_url(recorder_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    return fill_store(recorder_url, monkeypatch)
 
 
 def _count(url: str) -> int:

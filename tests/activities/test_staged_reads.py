@@ -9,13 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from memlife.activities.record import record_step, with_staged_reads
 from memlife.activities.stores import inspect_stores
-from sqlalchemy import create_engine, text
 from temporalio.testing import ActivityEnvironment
 
 from memlife import recorder
 from memlife.contracts import InspectRequest, StepRecord
 from memlife.rules.evidence import StoreRead, StoreRecordView
-from tests.activities.test_sql_probe import ROWS, SCOPE, _target
+from tests.activities.test_sql_probe import SCOPE, _target, fill_store
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -74,13 +73,4 @@ def test_a_step_without_staged_reads_is_recorded_as_it_came(db_url: str) -> None
 @pytest.fixture
 def store_url(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """A store to probe (the probe reads it with SQL), in the recorder's own database."""
-    engine = create_engine(db_url)
-    with engine.begin() as db:
-        db.execute(text("CREATE TABLE probe_memories (id TEXT PRIMARY KEY, user_id TEXT, "
-                        "memory TEXT, deleted INTEGER)"))
-        for row in ROWS:
-            db.execute(text("INSERT INTO probe_memories VALUES (:i, :u, :m, :d)"),
-                       dict(zip("iumd", row, strict=True)))
-    engine.dispose()
-    monkeypatch.setenv("MEMLIFE_TEST_STORE_URL", db_url)
-    return db_url
+    return fill_store(db_url, monkeypatch)
