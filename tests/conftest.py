@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.bundled.reference.target_file import reference_target
@@ -19,6 +18,7 @@ from memlife.rules.scenario import Scenario
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
 from memlife.stack import embedded
+from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.worker import build_worker
 
@@ -87,7 +87,7 @@ def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest_asyncio.fixture(scope="session")
 async def skip_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
+        data_converter=DATA_CONVERTER,
         test_server_existing_path=bundled_binary("temporal-test-server"),
     )
     try:

@@ -318,8 +318,8 @@ async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
     UI and its recorder, beside the scheduled ones."""
     from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
     from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
 
+    from memlife.stack.codec import DATA_CONVERTER
     from memlife.stack.connection import mark_client_used
     from memlife.stack.devstack import read_stack
 
@@ -329,7 +329,7 @@ async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
     mark_client_used()
     try:
         client = await asyncio.wait_for(Client.connect(
-            info.temporal_address, data_converter=pydantic_data_converter), timeout=3)
+            info.temporal_address, data_converter=DATA_CONVERTER), timeout=3)
         await client.workflow_service.get_system_info(GetSystemInfoRequest())
     except Exception:  # a stale file from a stack that was killed: run embedded instead
         return None

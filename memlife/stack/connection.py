@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 
 from memlife.errors import UnreachableError
 from memlife.stack import DEFAULT_ADDRESS
+from memlife.stack.codec import DATA_CONVERTER
 
 # The failure type a run or check ends with when its verdict is not pass.
 VERDICT_FAILURE = "MemlifeVerdict"
@@ -70,7 +70,7 @@ async def connect(config: dict[str, Any]) -> Client:
     address = config.get("target_host", DEFAULT_ADDRESS)
     mark_client_used()
     try:
-        return await Client.connect(**{**config, "data_converter": pydantic_data_converter})
+        return await Client.connect(**{**config, "data_converter": DATA_CONVERTER})
     except Exception as exc:  # the SDK raises RuntimeError with a transport message
         raise UnreachableError(
             f"Temporal at {address}: cannot reach it ({describe_connect_error(exc)}); start "
@@ -128,7 +128,7 @@ async def connect_to_stack() -> tuple[Client, str]:
     address = config["target_host"]
     mark_client_used()
     try:
-        client = await Client.connect(**{**config, "data_converter": pydantic_data_converter})
+        client = await Client.connect(**{**config, "data_converter": DATA_CONVERTER})
     except Exception as exc:
         from memlife.stack.commands import command
 

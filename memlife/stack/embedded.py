@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.errors import UnreachableError
 from memlife.stack import DEFAULT_UI_PORT
+from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.processes import LOOPBACK, free_port, stop_process
 from memlife.stack.worker import build_worker
@@ -181,7 +181,7 @@ async def wait_for_client(server: DevServerProcess, timeout: float = 60.0) -> Cl
             raise UnreachableError(f"Temporal dev server: exited at start (code "
                                    f"{server.process.returncode}); see {server.log_path}")
         try:
-            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+            client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
             await client.workflow_service.get_system_info(GetSystemInfoRequest())
             return client
         except Exception as exc:  # not listening yet
@@ -209,7 +209,7 @@ async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
 
         mark_client_used()
         env = await WorkflowEnvironment.start_time_skipping(
-            data_converter=pydantic_data_converter,
+            data_converter=DATA_CONVERTER,
             test_server_existing_path=bundled_binary("temporal-test-server"),
         )
         try:

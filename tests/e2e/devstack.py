@@ -131,13 +131,13 @@ def pair_states(stack: DevStack, run_id: str,
     asked here with its own functions (a command per poll would cost more CPU than the
     wait); None while the run is not started or not answering yet."""
     from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
 
     from memlife.cli.status import find_workflow
+    from memlife.stack.codec import DATA_CONVERTER
     from memlife.stack.progress import pair_progress
 
     async def ask() -> list[dict[str, Any]]:
-        client = await Client.connect(stack.address, data_converter=pydantic_data_converter)
+        client = await Client.connect(stack.address, data_converter=DATA_CONVERTER)
         found = workflow_id or (await find_workflow(client, run_id))[0]
         progress = await client.get_workflow_handle(found).query("progress")
         return await pair_progress(client, found.split("/")[1], run_id, progress["pairs"],

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from memlife.workflows.suite import SuiteWorkflow
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import RunSummary, pair_workflow_id, suite_workflow_id
 from memlife.rules.clock import Clock
 from memlife.stack import embedded
+from memlife.stack.codec import DATA_CONVERTER
 from tests.reliability.helpers import (
     PROGRESS_POLL,
     assert_same_rows,
@@ -68,7 +68,7 @@ async def test_server_restarts_lose_nothing(tmp_path: Path, skip_env: WorkflowEn
                 client = await embedded.wait_for_client(server)
                 pending.pop(0)
             await asyncio.sleep(PROGRESS_POLL)
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
         summary = await client.get_workflow_handle(handle.id, result_type=RunSummary).result(
             rpc_timeout=timedelta(minutes=5))
         assert worker.poll() is None, "the worker gave up while the server was away"

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.bundled.reference.target_file import reference_target
@@ -27,6 +26,7 @@ from memlife.contracts import cohort_workflow_id, pair_workflow_id
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario
 from memlife.stack import embedded
+from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary, suite_result, verdict_result
 from memlife.stack.worker import build_worker
 from tests.workflows.helpers import run_input, run_suite
@@ -45,7 +45,7 @@ async def _time_skipping(faults: list[str] | None = None) -> AsyncIterator[
     scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
     os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
+        data_converter=DATA_CONVERTER,
         test_server_existing_path=bundled_binary("temporal-test-server"),
     )
     try:
@@ -304,6 +304,10 @@ async def main() -> None:
     if "v10-nightly-staged-reads-suite" not in have:
         await record("v10-nightly-staged-reads", nightly, ["nightly-resurrection"],
                      generated_pairs=1)
+    # v11: payloads over 64 KB compressed (stack/codec.py): five pairs in one cohort make
+    # step batches that large.
+    if "v11-cohort-compressed-suite" not in have:
+        await record("v11-cohort-compressed", nightly, [], generated_pairs=5, cohort_size=5)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.bundled.reference.target_file import reference_target
 from memlife.rules.scenario import Scenario
 from memlife.stack import embedded
+from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.worker import build_worker
 from tests.workflows.test_detection_matrix import (
@@ -38,7 +38,7 @@ __all__ = ["nightly_small"]  # the fixture, shared with the detection matrix
 async def fresh_skip_server() -> AsyncIterator[tuple[WorkflowEnvironment, str]]:
     """A time-skipping server starting at the real time, with a worker on it."""
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
+        data_converter=DATA_CONVERTER,
         test_server_existing_path=bundled_binary("temporal-test-server"))
     task_queue = f"test-{uuid.uuid4().hex[:8]}"
     try:
