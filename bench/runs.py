@@ -14,7 +14,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,12 @@ from memlife.stack.processes import LOOPBACK, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
+# The reference target's nightly rebuild (bundled/reference/jobs.py) replays every tenant
+# changed that day under its one lock: at 300 live pairs a request that arrives then waits
+# up to ~1.6 s (its Server-Timing `queue`, measured at 1,000 pairs). The nightly's 700 ms
+# budget would count those waits as the target's latency findings; the bench's runs are
+# about correctness and cost, and latency fidelity is measured on its own.
+LATENCY_BUDGET = timedelta(seconds=5)
 TABLES = ("runs", "tenants", "steps", "observations", "observation_metrics", "verdicts",
           "run_values", "run_pairs")
 
@@ -82,7 +88,8 @@ class MemlifeRun:
             "worker_lifecycle_rss_mb": round(self.worker_lifecycle_rss_mb, 1),
             "cases": self.summary.cases, "cases_passed": self.summary.cases_passed,
             "failures": self.summary.failures, "inconclusive": self.summary.inconclusive,
-            "clock": self.clock, "histories": self.histories.figures(),
+            "clock": self.clock, "latency_budget_ms": LATENCY_BUDGET / timedelta(milliseconds=1),
+            "histories": self.histories.figures(),
             "workflow_tasks": self.tasks.figures(),
             "measured_at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "command": command,
         }
@@ -131,8 +138,9 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
     db_url = f"sqlite:///{db_path}"
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
-    scenario = scenario.model_copy(update={"generate": scenario.generate.model_copy(
-        update={"count": pairs})})
+    scenario = scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": pairs}),
+        "latency_budget": LATENCY_BUDGET})
     # No access log: a line per request is 100 MB of disk at 10,000 pairs.
     target_process = embedded.start_reference_target(work / f"target-{pairs}",
                                                      access_log=False)

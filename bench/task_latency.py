@@ -27,7 +27,8 @@ class TaskLatency:
     tasks: int
     over_1s: int
     longest_at_most_ms: float  # inf: longer than the largest bucket
-    by_workflow_type: dict[str, int]  # tasks per workflow type
+    # Per workflow type: its tasks, and those over a second.
+    by_workflow_type: dict[str, dict[str, int]]
 
     def figures(self) -> dict[str, Any]:
         figures = asdict(self)
@@ -40,7 +41,7 @@ def task_latency(exposition: str) -> TaskLatency:
     """The workflow task histogram of one scrape (Prometheus text format), every workflow
     type and task queue summed."""
     buckets: dict[float, int] = {}
-    by_type: dict[str, int] = {}
+    by_type: dict[str, dict[str, int]] = {}
     for line in exposition.splitlines():
         match = _BUCKET.match(line)
         if match is None:
@@ -49,9 +50,12 @@ def task_latency(exposition: str) -> TaskLatency:
         bound = math.inf if labels["le"] == "+Inf" else float(labels["le"])
         count = int(float(match["count"]))
         buckets[bound] = buckets.get(bound, 0) + count
+        kind = by_type.setdefault(labels.get("workflow_type", ""), {"tasks": 0, "over_1s": 0})
         if math.isinf(bound):
-            kind = labels.get("workflow_type", "")
-            by_type[kind] = by_type.get(kind, 0) + count
+            kind["tasks"] += count
+            kind["over_1s"] += count
+        elif bound == 1_000.0:
+            kind["over_1s"] -= count
     if not buckets:
         raise ValueError(f"the worker's metrics have no {METRIC}: did any workflow task run?")
     total = buckets[math.inf]

@@ -26,7 +26,8 @@ SCRAPE = "\n".join([
 def test_tasks_over_a_second_and_the_bucket_that_holds_the_longest() -> None:
     tasks = task_latency(SCRAPE)
     assert (tasks.tasks, tasks.over_1s, tasks.longest_at_most_ms) == (563, 2, 2000.0)
-    assert tasks.by_workflow_type == {"CohortLifecycleWorkflow": 530, "SuiteWorkflow": 33}
+    assert tasks.by_workflow_type == {"CohortLifecycleWorkflow": {"tasks": 530, "over_1s": 2},
+                                      "SuiteWorkflow": {"tasks": 33, "over_1s": 0}}
 
 
 def test_a_task_past_every_bucket_is_longer_than_the_largest() -> None:
