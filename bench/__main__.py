@@ -175,12 +175,14 @@ def _scale_lines(results: dict[str, Any]) -> list[str]:
         "rows recorded/s | cases passed | failures | inconclusive |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    separate = []
+    notes: list[tuple[str, str]] = []  # (command, when) of rows measured on their own
     for point in scale:
         mark = ""
         if point["command"] != results.get("command"):
-            separate.append(point)
-            mark = f" [{len(separate)}]"
+            note = (point["command"], point["measured_at"])
+            if note not in notes:
+                notes.append(note)
+            mark = f" [{notes.index(note) + 1}]"
         lines.append(
             f"| {point['pairs']:,}{mark} | `{_row_clock(point, results)}` | "
             f"{point['cohort'] or 'one workflow each'} | "
@@ -192,9 +194,9 @@ def _scale_lines(results: dict[str, Any]) -> list[str]:
             f"{point['rows']:,} | {point['rows'] / point['seconds']:,.0f} | "
             f"{point['cases_passed']:,}/{point['cases']:,} | {point['failures']:,} | "
             f"{point['inconclusive']:,} |")
-    for number, point in enumerate(separate, start=1):
-        lines += ["", f"[{number}] Measured on its own, {point['measured_at']}, with "
-                  f"`{point['command']}` (same machine; merged into BENCHMARKS.json)."]
+    for number, (command, measured_at) in enumerate(notes, start=1):
+        lines += ["", f"[{number}] Measured on its own, {measured_at}, with `{command}` "
+                  "(same machine; merged into BENCHMARKS.json)."]
     lines += _history_lines(scale)
     largest = scale[-1] if scale else None
     if largest is not None:

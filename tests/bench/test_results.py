@@ -56,9 +56,10 @@ def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
     assert {k: v for k, v in merged.items() if k != "scale"} == {
         k: v for k, v in RESULTS.items() if k != "scale"}
     text = render(merged)
-    assert "| 10,000 [2] | `compress=100000` | 10 | 10,000 |" in text
+    # Measured together: one note for both rows.
+    assert "| 10,000 [1] | `compress=100000` | 10 | 10,000 |" in text
     assert "| 1,000 [1] |" in text and "| 100 | `compress=100000` | 10 | 100 |" in text
-    assert f"with `{alone}`" in text
+    assert text.count(f"with `{alone}`") == 1 and "[2]" not in text
     assert "Not measured: 10,000 pairs" not in text
     assert "Worker peak RSS at 10,000 pairs: 380 MB (goal ≤ 400 MB at 10,000 pairs: ✅ met)" in (
         text)
