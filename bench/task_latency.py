@@ -17,7 +17,8 @@ from typing import Any
 
 import httpx
 
-METRIC = "temporal_workflow_task_execution_latency"
+from memlife.log import TASK_LATENCY_METRIC as METRIC
+
 _BUCKET = re.compile(METRIC + r'_bucket\{(?P<labels>[^}]*)\} (?P<count>\S+)$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 

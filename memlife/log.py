@@ -119,8 +119,7 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
 # no task takes a second (docs/scale.md), and the server retries one at 10 s.
 TASK_LATENCY_BUCKETS_MS = (5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 750.0, 1_000.0,
                            2_000.0, 5_000.0, 10_000.0, 30_000.0)
-TASK_LATENCY_METRICS = ("temporal_workflow_task_execution_latency",
-                        "temporal_workflow_activation_execution_latency")
+TASK_LATENCY_METRIC = "temporal_workflow_task_execution_latency"
 
 
 def forward_sdk_core_logs(metrics_address: str | None = None) -> None:
@@ -142,8 +141,7 @@ def forward_sdk_core_logs(metrics_address: str | None = None) -> None:
         return
     metrics = None if metrics_address is None else PrometheusConfig(
         bind_address=metrics_address,
-        histogram_bucket_overrides={name: TASK_LATENCY_BUCKETS_MS
-                                    for name in TASK_LATENCY_METRICS})
+        histogram_bucket_overrides={TASK_LATENCY_METRIC: TASK_LATENCY_BUCKETS_MS})
     Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(
         filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
         forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core"))),

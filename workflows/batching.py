@@ -176,12 +176,9 @@ class Batcher:
         holds the workflow task open while it runs, and with many cohorts writing at once
         those tasks took seconds (measured: bench/task_latency.py; the server retries a
         task at 10 s). Runs recorded before keep their local activity."""
-        if workflow.patched("record-steps-activity"):
-            return await workflow.execute_activity(
-                contracts.RECORD_STEPS, steps, result_type=list[StepOutcome],
-                start_to_close_timeout=RECORD_TIMEOUT * 2, retry_policy=RECORD_RETRY,
-                summary=f"record {len(steps)} pair step(s)")
-        return await workflow.execute_local_activity(
+        execute = (workflow.execute_activity if workflow.patched("record-steps-activity")
+                   else workflow.execute_local_activity)
+        return await execute(
             contracts.RECORD_STEPS, steps, result_type=list[StepOutcome],
             start_to_close_timeout=RECORD_TIMEOUT * 2, retry_policy=RECORD_RETRY,
             summary=f"record {len(steps)} pair step(s)")
