@@ -1,8 +1,10 @@
-"""Shared fixtures: a real reference target, the time-skipping Temporal server, a scratch
-recorder database. Every server binds loopback on a free port and is stopped by handle."""
+"""Shared fixtures: a real reference target, the time-skipping Temporal server, the dev
+server (for workflow updates), a scratch recorder database. Every server binds loopback on
+a free port and is stopped by handle."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.bundled.reference.target_file import reference_target
@@ -99,9 +102,34 @@ async def skip_env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest_asyncio.fixture
 async def skip_worker(skip_env: WorkflowEnvironment, db_url: str) -> AsyncIterator[str]:
     """A worker with the real workflows and activities on a fresh task queue."""
+    async with _worker(skip_env.client) as task_queue:
+        yield task_queue
+
+
+@pytest_asyncio.fixture(scope="module")
+async def dev_client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
+    """A client of the real dev server (`temporal server start-dev`, headless), for tests of
+    workflow updates: under load the time-skipping test server loses an update's outcome,
+    and then every later update to that workflow (reproduced with the cores busy; see
+    sdk-java#2283 and sdk-python#826 on its update support)."""
+    async with embedded.embedded_temporal(tmp_path_factory.mktemp("dev-server"),
+                                          ui_port=None) as temporal:
+        yield temporal.client
+
+
+@pytest_asyncio.fixture
+async def dev_worker(dev_client: Client, db_url: str) -> AsyncIterator[str]:
+    """A worker with the real workflows and activities on a fresh task queue of the dev
+    server."""
+    async with _worker(dev_client) as task_queue:
+        yield task_queue
+
+
+@contextlib.asynccontextmanager
+async def _worker(client: Client) -> AsyncIterator[str]:
     task_queue = f"test-{uuid.uuid4().hex[:8]}"
     with ThreadPoolExecutor(max_workers=16) as executor:
-        async with build_worker(skip_env.client, task_queue, executor):
+        async with build_worker(client, task_queue, executor):
             yield task_queue
 
 

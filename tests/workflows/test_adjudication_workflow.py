@@ -1,10 +1,12 @@
-"""Blinded adjudication end to end on the time-skipping server: a leaky run queues its
+"""Blinded adjudication end to end on the dev server: a leaky run queues its
 failed answers, reviewers decide through the `decide` update, decisions are recorded and
 reports give exact-match and adjudicated rates apart. The model judge is exercised against
-a stand-in OpenAI-compatible server."""
+a stand-in OpenAI-compatible server. The dev server, not the time-skipping one: the latter
+loses update outcomes under load (tests/conftest.py, dev_client)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -13,8 +15,7 @@ from typing import Any
 
 from fastapi import FastAPI, Header, HTTPException
 from memlife.activities.review import review_workflow_id
-from temporalio.client import WorkflowUpdateFailedError
-from temporalio.testing import WorkflowEnvironment
+from temporalio.client import Client, WorkflowUpdateFailedError
 
 from memlife import recorder
 from memlife.cli import review
@@ -27,11 +28,11 @@ from tests.servers import serve_in_thread
 from tests.workflows.helpers import run_input, run_suite
 
 
-async def leaky_run_with_review(env: WorkflowEnvironment, task_queue: str,
+async def leaky_run_with_review(client: Client, task_queue: str,
                                 scenario: Scenario, target: Target) -> tuple[str, str]:
     queue = f"q-{uuid.uuid4().hex[:6]}"
     run = run_input(scenario, target).model_copy(update={"review_queue": queue})
-    summary = await run_suite(env.client, task_queue, run)
+    summary = await run_suite(client, task_queue, run)
     assert not summary.passed  # six leaks: six failed answers queued
     return queue, run.run_id
 
@@ -44,11 +45,11 @@ def own_value_only(item: dict[str, Any]) -> review.Verdict:
 
 
 async def test_reviewers_decide_blind_and_reports_show_both_rates(
-        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
+        dev_client: Client, dev_worker: str, seed_scenario: Scenario,
         leaky_target: Target, db_url: str) -> None:
-    queue, run_id = await leaky_run_with_review(skip_env, skip_worker, seed_scenario,
+    queue, run_id = await leaky_run_with_review(dev_client, dev_worker, seed_scenario,
                                                 leaky_target)
-    handle = skip_env.client.get_workflow_handle(review_workflow_id(queue))
+    handle = dev_client.get_workflow_handle(review_workflow_id(queue))
     pending = await handle.query("pending", 50)
     assert len(pending) == 6
     assert all(set(item) == {"ticket", "question", "reply", "candidates"} for item in pending)
@@ -65,13 +66,13 @@ async def test_reviewers_decide_blind_and_reports_show_both_rates(
     assert "mallory" not in (await handle.query("status"))["reviewers"]
 
     out = StringIO()
-    counts = await review.review(skip_env.client, queue, "alice", judge=own_value_only,
+    counts = await review.review(dev_client, queue, "alice", judge=own_value_only,
                                  limit=4, out=out)
     assert counts == {"decided": 4, "skipped": 0}, out.getvalue()
     shown = out.getvalue()
     assert not re.search(r"\b(ana|bruno|pair)\b", shown) and run_id not in shown
     answers = iter(["s", "1 2", "q"])  # skip one, decide one, quit
-    counts = await review.review(skip_env.client, queue, "bob",
+    counts = await review.review(dev_client, queue, "bob",
                                  ask=lambda _prompt: next(answers), out=out)
     assert counts == {"decided": 1, "skipped": 1}
     status = await handle.query("status")
@@ -83,7 +84,7 @@ async def test_reviewers_decide_blind_and_reports_show_both_rates(
         assert loaded is not None
         if len(loaded["adjudications"]) == 5:
             break
-        await skip_env.sleep(1)
+        await asyncio.sleep(1)
     artifact = build_artifact(loaded)
     decided = artifact.adjudications
     assert {d.reviewer for d in decided} == {"alice", "bob"}
@@ -120,9 +121,9 @@ def stand_in_judge(key: str) -> FastAPI:
 
 
 async def test_a_model_judge_can_take_the_reviewers_place(
-        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
+        dev_client: Client, dev_worker: str, seed_scenario: Scenario,
         leaky_target: Target, db_url: str) -> None:
-    queue, run_id = await leaky_run_with_review(skip_env, skip_worker, seed_scenario,
+    queue, run_id = await leaky_run_with_review(dev_client, dev_worker, seed_scenario,
                                                 leaky_target)
     with serve_in_thread(stand_in_judge("sk-test")) as base:
         def judge_with(key: str) -> Any:
@@ -131,12 +132,12 @@ async def test_a_model_judge_can_take_the_reviewers_place(
             return judge
 
         # A judge that fails decides nothing: every item is left for a person.
-        counts = await review.review(skip_env.client, queue, "model:stand-in",
+        counts = await review.review(dev_client, queue, "model:stand-in",
                                      judge=judge_with("wrong"), out=StringIO())
         assert counts == {"decided": 0, "skipped": 6}
-        counts = await review.review(skip_env.client, queue, "model:stand-in",
+        counts = await review.review(dev_client, queue, "model:stand-in",
                                      judge=judge_with("sk-test"), out=StringIO())
         assert counts == {"decided": 6, "skipped": 0}
 
-    handle = skip_env.client.get_workflow_handle(review_workflow_id(queue))
+    handle = dev_client.get_workflow_handle(review_workflow_id(queue))
     assert (await handle.query("status"))["reviewers"] == {"model:stand-in": 6}
