@@ -37,6 +37,7 @@ from bench.noop import NoopWorkflow, noop
 from bench.plain_runner import replay
 from bench.reports import render_lines as report_lines
 from bench.runs import NIGHTLY, REPO, MemlifeRun, fidelity, say, scale_run
+from bench.scaleout import render_lines as scaleout_lines
 from memlife import __version__
 from memlife.bundled.reference.target_file import reference_target
 from memlife.rules.clock import parse_clock
@@ -80,7 +81,8 @@ def render(results: dict[str, Any]) -> str:
         return "\n".join(["# BENCHMARKS", "", "Only scale points measured on their own "
                           "(`--scale-only`) are recorded so far; `./scripts/bench` measures "
                           "the rest.", "", *_scale_lines(results),
-                          *report_lines(results.get("reports", []))])
+                          *report_lines(results.get("reports", [])),
+                          *scaleout_lines(results.get("scaleout", []))])
     verdict = lambda ok: "✅ met" if ok else "❌ missed"  # noqa: E731
     steps = len(load_scenario(NIGHTLY).timeline)
     throughput, plain, noop = results["throughput"], results["plain"], results["noop"]
@@ -152,7 +154,8 @@ def render(results: dict[str, Any]) -> str:
             "its turn under the target's concurrency limit, so memlife's own queueing is "
             "never counted as the target's latency.", "",
         ]
-    return "\n".join(lines + _scale_lines(results) + report_lines(results.get("reports", [])))
+    return "\n".join(lines + _scale_lines(results) + report_lines(results.get("reports", []))
+                     + scaleout_lines(results.get("scaleout", [])))
 
 
 def _clock_text(results: dict[str, Any]) -> str:
@@ -371,6 +374,7 @@ async def main(args: argparse.Namespace) -> int:
             "fidelity": fidelity_figures,
             "scale": [],
             "reports": (previous or {}).get("reports", []),  # `./scripts/bench reports`
+            "scaleout": (previous or {}).get("scaleout", []),  # `./scripts/bench scaleout`
         }
         # Rows of pair counts this run did not measure stay, marked with their own command.
         results = merge_scale({**results, "scale": (previous or {}).get("scale", [])},

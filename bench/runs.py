@@ -37,6 +37,7 @@ from memlife.contracts import (
 from memlife.rules.clock import Clock
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.sizing import DEFAULT_MAX_ACTIVE_PAIRS, cohort_size
+from memlife.rules.target import Target
 from memlife.stack import embedded
 from memlife.stack.connection import suite_result
 from memlife.stack.processes import LOOPBACK, free_port
@@ -99,7 +100,7 @@ def say(message: str) -> None:
     print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
 
 
-def _peak_rss_mb(pid: int, field: str = "VmHWM") -> float:
+def peak_rss_mb(pid: int, field: str = "VmHWM") -> float:
     """VmHWM: the process's peak resident set, from the kernel (VmRSS: the current one)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(f"{field}:"):
@@ -107,8 +108,15 @@ def _peak_rss_mb(pid: int, field: str = "VmHWM") -> float:
     return float("nan")
 
 
-def _start_worker(address: str, db_url: str, log: Path,
-                  metrics: str) -> subprocess.Popen[bytes]:
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a live process has used so far (user and system, from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_worker(address: str, db_url: str, log: Path,
+                 metrics: str) -> subprocess.Popen[bytes]:
+    """A standalone worker (worker.py) on the task queue `memlife`, serving its metrics."""
     env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
            "MEMLIFE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
     with open(log, "ab") as out:
@@ -130,43 +138,50 @@ async def scale_run(client: Client, address: str, work: Path, pairs: int, clock:
                                  max_concurrency, max_active_pairs)
 
 
+def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort: int,
+                  max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS) -> RunInput:
+    """The nightly at `pairs` pairs against `target`, as `memlife run` would start it, with
+    the bench's latency budget; `cohort` -1 sizes cohorts as `--cohort auto` does."""
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    scenario = scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": pairs}),
+        "latency_budget": LATENCY_BUDGET})
+    run_id = f"bench-{pairs}-{uuid.uuid4().hex[:6]}"
+    size = cohort if cohort >= 0 else cohort_size(pairs)
+    meta = RunMeta(
+        memlife_version=__version__, git_revision=None, command="bench",
+        scenario_file=str(NIGHTLY), scenario_name=scenario.name,
+        scenario_sha256=scenario.digest(), target_name=target.name,
+        target_base_url=target.base_url, clock=clock.describe(),
+        temporal_address=address, canary_seed=run_id)
+    if size:
+        return RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock,
+                        meta=meta, cohort_size=size, seed=run_id,
+                        max_active_pairs=max_active_pairs)
+    from memlife.rules.pairs import materialize
+
+    return RunInput(run_id=run_id, scenario=materialize(scenario, run_id), target=target,
+                    clock=clock, meta=meta)
+
+
 async def memlife_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
                       cohort: int, max_concurrency: int | None = None,
                       max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS) -> MemlifeRun:
     """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it."""
     db_path = work / f"memlife-{pairs}.db"
     db_url = f"sqlite:///{db_path}"
-    scenario = load_scenario(NIGHTLY)
-    assert scenario.generate is not None
-    scenario = scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": pairs}),
-        "latency_budget": LATENCY_BUDGET})
     # No access log: a line per request is 100 MB of disk at 10,000 pairs.
     target_process = embedded.start_reference_target(work / f"target-{pairs}",
                                                      access_log=False)
     metrics = f"{LOOPBACK}:{free_port()}"
-    worker = _start_worker(address, db_url, work / f"worker-{pairs}.log", metrics)
+    worker = start_worker(address, db_url, work / f"worker-{pairs}.log", metrics)
     try:
         target = reference_target(target_process.base_url)
         if max_concurrency is not None:
             target = target.model_copy(update={"max_concurrency": max_concurrency})
-        run_id = f"bench-{pairs}-{uuid.uuid4().hex[:6]}"
-        size = cohort if cohort >= 0 else cohort_size(pairs)
-        meta = RunMeta(
-            memlife_version=__version__, git_revision=None, command="bench",
-            scenario_file=str(NIGHTLY), scenario_name=scenario.name,
-            scenario_sha256=scenario.digest(), target_name=target.name,
-            target_base_url=target.base_url, clock=clock.describe(),
-            temporal_address=address, canary_seed=run_id)
-        if size:
-            run = RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock,
-                           meta=meta, cohort_size=size, seed=run_id,
-                           max_active_pairs=max_active_pairs)
-        else:
-            from memlife.rules.pairs import materialize
-
-            run = RunInput(run_id=run_id, scenario=materialize(scenario, run_id),
-                           target=target, clock=clock, meta=meta)
+        run = nightly_input(pairs, target, clock, address, cohort, max_active_pairs)
+        run_id, scenario, size = run.run_id, run.scenario, run.cohort_size or 0
         started = time.perf_counter()
         handle = await client.start_workflow(
             SuiteWorkflow.run, run, id=suite_workflow_id(scenario.name, run_id),
@@ -179,14 +194,14 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
                 break
             progress = await handle.query("progress")
             if progress["phase"] == "lifecycles":
-                lifecycle_rss = max(lifecycle_rss, _peak_rss_mb(worker.pid, "VmRSS"))
+                lifecycle_rss = max(lifecycle_rss, peak_rss_mb(worker.pid, "VmRSS"))
             if time.perf_counter() - last_said >= 30:
                 last_said = time.perf_counter()
                 say(f"  {pairs} pairs: {progress['pairs_done']}/{progress['pairs']} done, "
                     f"{time.perf_counter() - started:.0f} s")
         summary: RunSummary = result.result()
         seconds = time.perf_counter() - started
-        peak = _peak_rss_mb(worker.pid)
+        peak = peak_rss_mb(worker.pid)
         tasks = await scrape(metrics)
         histories = await run_histories(client, suite_workflow_id(scenario.name, run_id), [
             cohort_workflow_id(scenario.name, run_id, first) if size

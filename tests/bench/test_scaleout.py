@@ -1,0 +1,68 @@
+"""The scale-out bench (bench/scaleout.py): its table, its refusals, and one real
+measurement with two workers on PostgreSQL against two reference-target shards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.scaleout import main, render_lines
+
+
+def row(workers: int, seconds: float, **extra: Any) -> dict[str, Any]:
+    return {"workers": workers, "shards": 3, "pairs": 300, "cohort": 10, "clock": "skip",
+            "seconds": seconds, "requests": 63_000, "cases": 43_500, "cases_passed": 43_500,
+            "failures": 0, "inconclusive": 0, "worker_peak_rss_mb": [200.0] * workers,
+            "cpu_seconds": {"workers": seconds, "targets": seconds / 2, "temporal": 0.0},
+            "workflow_tasks": 900, "workflow_tasks_over_1s": 0,
+            "measured_at": "2026-12-01 12:00 UTC", "command": "./scripts/bench scaleout",
+            **extra}
+
+
+def test_each_worker_count_is_set_beside_one_workers_rate() -> None:
+    lines = render_lines([row(3, 50.0), row(1, 100.0), row(2, 60.0)])
+    table = [line for line in lines if line.startswith("| ") and line[2].isdigit()]
+    assert [line.split(" | ")[0] for line in table] == ["| 1", "| 2", "| 3"]
+    speedups = [line.split(" | ")[4:6] for line in table]
+    assert speedups == [["**1.00×**", "1.00"], ["**1.67×**", "0.83"], ["**2.00×**", "0.67"]]
+    # CPU over wall time, in cores: workers used one core, targets half of one.
+    assert all(line.split(" | ")[11:13] == ["1.00", "0.50"] for line in table)
+    assert "`./scripts/bench scaleout`" in lines[-2]
+
+
+def test_no_rows_no_section() -> None:
+    assert render_lines([]) == []
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--workers", "0"], "--workers"),
+    (["--workers", "one"], "--workers"),
+    (["--pairs", "2", "--shards", "3"], "--shards"),
+    (["--clock", "real"], "--clock real"),
+    (["--out", "/nonexistent-dir/BENCH.md"], "--out: directory /nonexistent-dir"),
+])
+async def test_bad_options_are_refused_before_anything_starts(
+        argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        await main(argv)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert said in error and "Traceback" not in error
+
+
+async def test_two_workers_on_postgresql_serve_two_shards_cleanly(tmp_path: Path) -> None:
+    out = tmp_path / "BENCH.md"
+    out.with_suffix(".json").write_text(json.dumps({"scale": [], "reports": []}))
+    assert await main(["--pairs", "2", "--shards", "2", "--workers", "2",
+                       "--out", str(out)]) == 0
+    [measured] = json.loads(out.with_suffix(".json").read_text())["scaleout"]
+    assert measured["workers"] == 2 and measured["shards"] == 2
+    assert measured["failures"] == 0 and measured["inconclusive"] == 0
+    assert measured["cases_passed"] == measured["cases"] > 0
+    assert measured["requests"] > 0 and len(measured["worker_peak_rss_mb"]) == 2
+    assert sum(measured["tasks_per_worker"]) == measured["workflow_tasks"] > 0
+    assert measured["cpu_seconds"]["workers"] > 0 and measured["cpu_seconds"]["targets"] > 0
+    assert "## Scaling out" in out.read_text()
