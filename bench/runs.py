@@ -148,7 +148,7 @@ def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort
         "generate": scenario.generate.model_copy(update={"count": pairs}),
         "latency_budget": LATENCY_BUDGET})
     run_id = f"bench-{pairs}-{uuid.uuid4().hex[:6]}"
-    size = cohort if cohort >= 0 else cohort_size(pairs)
+    size = cohort if cohort >= 0 else cohort_size(pairs, scenario.acting_steps())
     meta = RunMeta(
         memlife_version=__version__, git_revision=None, command="bench",
         scenario_file=str(NIGHTLY), scenario_name=scenario.name,

@@ -164,9 +164,11 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
     if args.max_active_pairs < 0:
         problems.append(Problem("command line", "--max-active-pairs",
                                 "must be 0 (every pair at once) or a number of pairs"))
-    if args.cohort != "auto" and not (args.cohort.isdigit() and int(args.cohort) <= 500):
+    if args.cohort != "auto" and not args.cohort.isdigit():
         problems.append(Problem("command line", "--cohort", "must be auto, 0 (a workflow "
-                                "per pair) or a cohort size up to 500"))
+                                "per pair) or a cohort size"))
+    elif args.cohort != "auto" and scenario is not None:
+        problems += _cohort_problems(int(args.cohort), scenario)
     clock = None
     try:
         clock = parse_clock(args.clock)
@@ -227,3 +229,19 @@ def _matrix_configurations(path: str) -> list[Configuration]:
     if problems:
         raise InputError(problems)
     return configurations
+
+
+def _cohort_problems(cohort: int, scenario: Any) -> list[Problem]:
+    """A cohort whose history would pass Temporal's size warning is refused before the run
+    starts, not failed by the server hours into it."""
+    from memlife.rules.sizing import cohort_history_bytes, largest_cohort
+
+    steps = scenario.acting_steps()
+    if cohort <= largest_cohort(steps):
+        return []
+    size = cohort_history_bytes(cohort, steps) / 2**20
+    return [Problem("command line", "--cohort", f"a cohort of {cohort} pairs of "
+                    f"{scenario.name} ({steps} steps that are not waits) would grow a "
+                    f"history of about {size:,.0f} MB, and Temporal warns past 10 MB and "
+                    f"stops a workflow at 50 MB; use at most {largest_cohort(steps)}, or "
+                    "auto")]

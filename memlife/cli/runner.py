@@ -208,7 +208,8 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
         scenario = materialize(plan.scenario, seed)
     else:  # a service other runs use too: values none of them used (recorder/claims.py)
         scenario = materialize_unclaimed(plan.scenario, seed, run_id, target.base_url)
-    cohort = cohort_size(len(scenario.pairs)) if plan.cohort == "auto" else int(plan.cohort)
+    cohort = (cohort_size(len(scenario.pairs), scenario.acting_steps())
+              if plan.cohort == "auto" else int(plan.cohort))
     if target is None:
         # A fresh database per run: needle searches see this run's data only.
         faults = plan.faults if configuration.faults is None else configuration.faults

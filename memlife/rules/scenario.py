@@ -266,6 +266,11 @@ class Scenario(_Strict):
                         counts[(role, domain)] = counts.get((role, domain), 0) + 1
         return counts
 
+    def acting_steps(self) -> int:
+        """Steps of the timeline that are not waits: a cohort's history grows by each of
+        them for each of its pairs (rules/sizing.py)."""
+        return sum(1 for step in self.timeline if not isinstance(step, WaitStep))
+
     def digest(self) -> str:
         """SHA-256 of the canonical JSON of the validated scenario."""
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)

@@ -8,14 +8,39 @@ AUTO_COHORT = 10
 AUTO_COHORT_ABOVE = 64
 
 
-def cohort_size(pairs: int) -> int:
+# A cohort's history grows with its pairs: every step's calls and results for each of its
+# pairs pass through it. Measured on the nightly (BENCHMARKS.md, "What each run cost
+# Temporal"): 1.5 MB for 10 pairs over its 19 steps that are not waits, about 8 KB per pair
+# per step once compressed (stack/codec.py).
+HISTORY_BYTES_PER_PAIR_STEP = 8_100
+# Temporal warns past 10 MB of one workflow's history and fails the workflow at 50 MB. Half
+# the warning leaves room for scenarios whose steps carry more than the nightly's do.
+COHORT_HISTORY_BUDGET = 5 * 2**20
+
+
+def cohort_size(pairs: int, steps: int) -> int:
     """A workflow per pair keeps small runs easy to read pair by pair in the Web UI; above
     that, cohorts batch every step's calls (workflows/cohort.py). Measured on the nightly:
     cohorts of 10 ran 100 pairs faster than cohorts of 50 (smaller batches pipeline, as
     long as there are enough cohorts in flight), and at 10,000 pairs with 300 live pairs,
     six cohorts of 50 ran at 110 requests/s where thirty of 10 ran 1,000 pairs at 270. Run
-    size no longer matters: the waves (max_active_pairs) bound the workflows in flight."""
-    return 0 if pairs <= AUTO_COHORT_ABOVE else AUTO_COHORT
+    size no longer matters: the waves (max_active_pairs) bound the workflows in flight.
+    A scenario of many `steps` (those that are not waits) gets smaller cohorts, so that
+    each history stays within the budget."""
+    if pairs <= AUTO_COHORT_ABOVE:
+        return 0
+    return min(AUTO_COHORT, largest_cohort(steps))
+
+
+def largest_cohort(steps: int) -> int:
+    """The most pairs a cohort of a scenario with `steps` steps that are not waits may
+    hold with its history within COHORT_HISTORY_BUDGET; at least one."""
+    return max(1, COHORT_HISTORY_BUDGET // (HISTORY_BYTES_PER_PAIR_STEP * max(1, steps)))
+
+
+def cohort_history_bytes(pairs: int, steps: int) -> int:
+    """About how large a cohort's history grows: `pairs` pairs, `steps` steps not waits."""
+    return pairs * steps * HISTORY_BYTES_PER_PAIR_STEP
 
 
 # A worker holds every live pair, roughly its workflow history so far: measured on the

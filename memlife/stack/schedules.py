@@ -64,7 +64,7 @@ def scheduled_run_input(scenario: Scenario, target: Target, clock: Clock, scenar
                         command: str, address: str, search_attributes: bool) -> RunInput:
     """The action's input: run id, seed and tenants are left for each start to assign."""
     pairs = scenario.generate.count if scenario.generate else len(scenario.pairs)
-    cohort = cohort_size(pairs)
+    cohort = cohort_size(pairs, scenario.acting_steps())
     meta = RunMeta(
         memlife_version=__version__, git_revision=None, command=command,
         scenario_file=scenario_file, scenario_name=scenario.name,

@@ -113,6 +113,10 @@ operations:
         (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "0"],
          "command line: --pairs: must be 1 to 20000"),
         (["run", str(SEED), "--cohort", "many"], "command line: --cohort: must be auto"),
+        (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--cohort", "100"],
+         "command line: --cohort: a cohort of 100 pairs of lifecycle-nightly (19 steps that "
+         "are not waits) would grow a history of about 15 MB, and Temporal warns past 10 MB "
+         "and stops a workflow at 50 MB; use at most 34, or auto"),
         (["run", "compact.yaml"], "compact.yaml: timeline.3.operations.0: unknown maintenance "
                                   "'compact'; reference names: reindex"),
         (["run", "compact.yaml", "--target", "plain.yaml"], "plain.yaml: operations.maintain: "
