@@ -108,10 +108,14 @@ def peak_rss_mb(pid: int, field: str = "VmHWM") -> float:
     return float("nan")
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU time a live process has used so far (user and system, from /proc)."""
+def cpu_seconds(pid: int, *, reaped_children: bool = False) -> float:
+    """The CPU time a live process has used so far (user and system, from /proc); with
+    `reaped_children`, also that of its children that have ended and been waited for."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped_children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def start_worker(address: str, db_url: str, log: Path,

