@@ -261,6 +261,16 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"{max(row['worker_peak_rss_mb']):,.0f} MB | {cores['workers']:.2f} | "
             f"{cores['targets']:.2f} | {cores['temporal']:.2f} | "
             f"{'—' if 'postgres' not in cores else format(cores['postgres'], '.2f')} |")
+    def cores(row: dict[str, Any]) -> float:
+        return sum(row["cpu_seconds"].values()) / row["seconds"]
+
+    busiest = max(rows, key=cores)
+    lines += ["", f"With {base['workers']} worker(s) these processes kept {cores(base):.1f} of "
+              f"the machine's {os.cpu_count()} cores busy; at most {cores(busiest):.1f}, with "
+              f"{busiest['workers']}. A worker adds speed only with cores free for it: where "
+              "the first worker and the targets leave little, the speed-up measures the "
+              "machine more than memlife. A machine with more cores, or workers on hosts of "
+              "their own, measures memlife's."]
     commands = sorted({row["command"] for row in rows})
     lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
               f"{rows[-1]['measured_at']}).", ""]
