@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,13 +42,6 @@ from memlife.rules.clock import Clock, parse_clock
 from memlife.stack import embedded
 from memlife.stack.connection import suite_result
 from memlife.stack.processes import LOOPBACK, free_port, stop_process
-
-
-@dataclass
-class Processes:
-    """What served one measurement, for its CPU time and memory before it is stopped."""
-    workers: list[Any]
-    targets: list[embedded.ReferenceTargetProcess]
 
 
 def fresh_database(server: PostgresServer) -> str:
@@ -99,17 +91,20 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
     database_cpu = database_cpu_seconds(database)
     sizes = [pairs // shards + (1 if shard < pairs % shards else 0) for shard in range(shards)]
     async with temporal(clock, work / "temporal") as (client, address):
-        metrics = [f"{LOOPBACK}:{free_port()}" for _ in range(workers)]
-        served = Processes(
-            workers=[start_worker(address, db_url, work / f"worker-{n}.log", metrics[n])
-                     for n in range(workers)],
-            targets=[embedded.start_reference_target(work / f"target-{n}", access_log=False)
-                     for n in range(shards)])
         server_pids = _children_named("temporal")
+        metrics = [f"{LOOPBACK}:{free_port()}" for _ in range(workers)]
+        served_by: list[Any] = []  # worker processes, stopped however this ends
+        targets: list[embedded.ReferenceTargetProcess] = []
         try:
+            for n in range(workers):
+                served_by.append(start_worker(address, db_url, work / f"worker-{n}.log",
+                                              metrics[n]))
+            for n in range(shards):
+                targets.append(embedded.start_reference_target(work / f"target-{n}",
+                                                               access_log=False))
             runs = [nightly_input(size, reference_target(target.base_url), clock, address,
                                   cohort)
-                    for size, target in zip(sizes, served.targets, strict=True)]
+                    for size, target in zip(sizes, targets, strict=True)]
             ids = [suite_workflow_id(run.scenario.name, run.run_id) for run in runs]
             started = time.perf_counter()
             for run, workflow_id in zip(runs, ids, strict=True):
@@ -121,15 +116,15 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
                 await client.test_service.unlock_time_skipping(UnlockTimeSkippingRequest())
             summaries = await _results(client, ids, sizes, started)
             seconds = time.perf_counter() - started
-            cpu = {"workers": sum(cpu_seconds(w.pid) for w in served.workers),
-                   "targets": sum(cpu_seconds(t.process.pid) for t in served.targets),
+            cpu = {"workers": sum(cpu_seconds(w.pid) for w in served_by),
+                   "targets": sum(cpu_seconds(t.process.pid) for t in targets),
                    "temporal": sum(cpu_seconds(pid) for pid in server_pids)}
-            rss = [peak_rss_mb(w.pid) for w in served.workers]
+            rss = [peak_rss_mb(w.pid) for w in served_by]
             tasks = [await _tasks(address) for address in metrics]
         finally:
-            for worker in served.workers:
+            for worker in served_by:
                 stop_process(worker, grace=30)
-            for target in served.targets:
+            for target in targets:
                 target.stop()
     # The workers' connections have closed: their backends' time now counts.
     await asyncio.sleep(1)
