@@ -42,7 +42,7 @@ from memlife import __version__
 from memlife.bundled.reference.target_file import reference_target
 from memlife.rules.clock import parse_clock
 from memlife.rules.scenario_file import load_scenario
-from memlife.rules.sizing import DEFAULT_MAX_ACTIVE_PAIRS
+from memlife.rules.sizing import DEFAULT_MAX_ACTIVE_PAIRS, SUITE_CONTINUE_AT_EVENTS
 from memlife.stack import embedded
 
 
@@ -255,8 +255,9 @@ def _history_lines(scale: list[dict[str, Any]]) -> list[str]:
     lines = ["", "What each run cost Temporal. Histories are read from the server once the "
              "run has ended (Temporal warns past "
              f"{HISTORY_WARN_BYTES // 2**20} MB or {HISTORY_WARN_EVENTS:,} events in one "
-             "history); the suite's grows with the number of cohorts, a cohort's with its "
-             "pairs and steps. Workflow tasks are the worker's own histogram "
+             "history); the suite's grows with the number of cohorts until it continues as new "
+             f"({SUITE_CONTINUE_AT_EVENTS:,} events; its largest Temporal run is shown), a "
+             "cohort's with its pairs and steps. Workflow tasks are the worker's own histogram "
              "(`temporal_workflow_task_execution_latency`, `worker.py --metrics`): from a "
              "task's arrival at the worker to its completion, local activities included; "
              "the longest is bounded by the histogram's buckets. The server retries a task "
@@ -269,12 +270,17 @@ def _history_lines(scale: list[dict[str, Any]]) -> list[str]:
         longest = tasks["longest_at_most_ms"]
         lines.append(
             f"| {point['pairs']:,} | `{point.get('clock', '')}` | {costs['workflows']:,} | "
-            f"{_mb(costs['suite_bytes'])}, {costs['suite_events']:,} events | "
+            f"{_mb(costs['suite_bytes'])}, {costs['suite_events']:,} events"
+            f"{_suite_runs(costs.get('suite_runs', 1))} | "
             f"{_mb(costs['largest_bytes'])}, {costs['most_events']:,} events | "
             f"{tasks['tasks']:,} | **{tasks['over_1s']:,}** | "
             f"{'over 30 s' if longest is None else f'≤ {longest:,.0f} ms'} | "
             f"{costs['failed_tasks']:,} |")
     return lines
+
+
+def _suite_runs(runs: int) -> str:
+    return f" (largest of {runs} runs)" if runs > 1 else ""
 
 
 def merge_scale(previous: dict[str, Any], points: list[dict[str, Any]]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 
 # Temporal's default history warnings (the server's limits are 50 MB and 51,200 events).
 HISTORY_WARN_BYTES = 10 * 1024 * 1024
@@ -60,11 +60,11 @@ def history_cost(workflow_id: str, events: Iterable[HistoryEvent]) -> HistoryCos
 @dataclass(frozen=True)
 class RunHistories:
     """Every workflow of one run, summed up: the figures a scale row reports. The suite's
-    history grows with the number of cohorts, a lifecycle workflow's with its pairs and
-    steps: each is reported."""
+    history grows with the number of cohorts until it continues as new (its largest
+    Temporal run is reported), a lifecycle workflow's with its pairs and steps."""
 
     workflows: int
-    suite_bytes: int
+    suite_bytes: int  # of the suite's largest Temporal run
     suite_events: int
     largest_bytes: int  # of the lifecycle workflows (cohorts or pairs)
     largest_bytes_workflow: str
@@ -73,19 +73,25 @@ class RunHistories:
     longest_task_workflow: str
     slow_tasks: int
     failed_tasks: int
+    suite_runs: int = 1  # Temporal runs of the suite: 1 + the times it continued as new
 
     def figures(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def summarize(suite: HistoryCost, lifecycles: Sequence[HistoryCost]) -> RunHistories:
+def summarize(suite: HistoryCost | Sequence[HistoryCost],
+              lifecycles: Sequence[HistoryCost]) -> RunHistories:
+    """`suite`: its one history, or one per Temporal run when it continued as new."""
     if not lifecycles:
         raise ValueError("no lifecycle workflow histories to summarize")
-    everything = [suite, *lifecycles]
+    suites = [suite] if isinstance(suite, HistoryCost) else list(suite)
+    everything = [*suites, *lifecycles]
     largest = max(lifecycles, key=lambda cost: cost.bytes)
     slowest = max(everything, key=lambda cost: cost.longest_task_ms)
     return RunHistories(
-        workflows=len(everything), suite_bytes=suite.bytes, suite_events=suite.events,
+        workflows=len(everything) - len(suites) + 1,
+        suite_bytes=max(cost.bytes for cost in suites),
+        suite_events=max(cost.events for cost in suites), suite_runs=len(suites),
         largest_bytes=largest.bytes, largest_bytes_workflow=largest.workflow_id,
         most_events=max(cost.events for cost in lifecycles),
         longest_task_ms=slowest.longest_task_ms, longest_task_workflow=slowest.workflow_id,
@@ -93,11 +99,25 @@ def summarize(suite: HistoryCost, lifecycles: Sequence[HistoryCost]) -> RunHisto
         failed_tasks=sum(cost.failed_tasks for cost in everything))
 
 
+async def temporal_runs(client: Client, workflow_id: str) -> list[WorkflowHistory]:
+    """The history of every Temporal run of a workflow that continued as new, first to
+    last: each run's first event names the run it continues."""
+    histories = [await client.get_workflow_handle(workflow_id).fetch_history()]
+    while previous := histories[0].events[0].workflow_execution_started_event_attributes \
+            .continued_execution_run_id:
+        histories.insert(0, await client.get_workflow_handle(
+            workflow_id, run_id=previous).fetch_history())
+    return histories
+
+
 async def run_histories(client: Client, suite_id: str,
                         lifecycle_ids: Sequence[str]) -> RunHistories:
-    """Read each workflow's history (its latest run) from the server and sum them up."""
+    """Read each workflow's history from the server, every Temporal run of the suite's,
+    and sum them up."""
     async def cost(workflow_id: str) -> HistoryCost:
         history = await client.get_workflow_handle(workflow_id).fetch_history()
         return history_cost(workflow_id, history.events)
 
-    return summarize(await cost(suite_id), [await cost(i) for i in lifecycle_ids])
+    suites = [history_cost(suite_id, history.events)
+              for history in await temporal_runs(client, suite_id)]
+    return summarize(suites, [await cost(i) for i in lifecycle_ids])

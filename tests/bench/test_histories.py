@@ -53,3 +53,13 @@ def test_a_run_reports_its_largest_history_and_its_longest_task() -> None:
     assert (run.most_events, run.slow_tasks, run.failed_tasks) == (1_200, 2, 1)
     with pytest.raises(ValueError, match="no lifecycle workflow histories"):
         summarize(HistoryCost("suite", 1, 1, 0.0, 0, 0), [])
+
+
+def test_a_suite_that_continued_as_new_reports_its_largest_run() -> None:
+    run = summarize([HistoryCost("suite", 1_900, 500_000, 40.0, 0, 0),
+                     HistoryCost("suite", 2_100, 450_000, 1_200.0, 1, 0),
+                     HistoryCost("suite", 300, 80_000, 10.0, 0, 1)],
+                    [HistoryCost("cohort-0", 1_200, 2_000_000, 700.0, 0, 0)])
+    assert (run.workflows, run.suite_runs) == (2, 3)  # the suite and its one cohort
+    assert (run.suite_bytes, run.suite_events) == (500_000, 2_100)
+    assert (run.longest_task_ms, run.slow_tasks, run.failed_tasks) == (1_200.0, 1, 1)

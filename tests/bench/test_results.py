@@ -87,3 +87,7 @@ def test_a_skip_run_shows_its_clock_its_histories_and_its_workflow_tasks() -> No
     assert ("| 1,000 | `skip` | 101 | 0.3 MB, 900 events | 4.4 MB, 317 events | 5,600 | "
             "**0** | ≤ 750 ms | 0 |") in text
     assert "| 100 | `compress=100000` | 101" not in text  # no histories were read then
+    continued = {**point, "pairs": 10_000, "histories": {
+        **point["histories"], "suite_events": 2_050, "suite_runs": 5}}
+    text = render({**RESULTS, "scale": [continued]})
+    assert "| 10,000 | `skip` | 101 | 0.3 MB, 2,050 events (largest of 5 runs) |" in text
