@@ -91,6 +91,26 @@ def shared_target(identity: dict[str, str], base_url: str) -> str | None:
     against a shared target claim their phones and values (recorder/claims.py)."""
     return None if identity.get("kind") == FRESH_TARGET_KIND else base_url
 
+class SuiteProgress(_Model):
+    """A cohort run's suite, carried from one of its Temporal runs to the next when it
+    continues as new: which cohorts are done, and what they found, in counts and indexes
+    (a pair's own results are in the recorder)."""
+
+    next_cohort: int  # the first cohort not yet started
+    clock_origin: datetime  # scenario time zero, shared by every cohort of the run
+    pairs_total: int
+    pairs_done: int
+    by_reference: bool  # cohorts read the scenario and target from the recorder
+    cases: int = 0
+    cases_passed: int = 0
+    failures: int = 0
+    inconclusive: int = 0
+    failing_pairs: list[int] = []
+    broken_pairs: list[int] = []  # their lifecycle workflow failed: no result
+    cancelled_pairs: list[int] = []
+    cancel_reason: str | None = None
+    continued: int = 1  # how many times the suite has continued as new
+
 class RunInput(_Model):
     # Empty for a scheduled run: the workflow assigns a fresh id, seed and tenants at start.
     run_id: str
@@ -110,6 +130,12 @@ class RunInput(_Model):
     # Pairs in flight at once, in cohorts (0: all): a worker holds every live pair's state,
     # so a run of ten thousand pairs goes in waves. Later cohorts start as earlier ones end.
     max_active_pairs: int = 0
+    # Where the suite left off when it continued as new (workflows/suite.py); None in the
+    # run a person or a schedule starts.
+    progress: SuiteProgress | None = None
+    # Suite history events after which it stops starting cohorts, waits for those in
+    # flight and continues as new (0: rules/sizing.py's SUITE_CONTINUE_AT_EVENTS).
+    continue_at_events: int = 0
 
 class CohortInput(_Model):
     """Pairs first_pair … first_pair + pair_count - 1 of a run, read from the recorder.
@@ -307,8 +333,6 @@ def suite_workflow_id(scenario: str, run_id: str) -> str:
 def pair_workflow_id(scenario: str, run_id: str, pair_index: int) -> str:
     return f"memlife/{scenario}/{run_id}/pair-{pair_index}"
 
-
-# Runs of more pairs than this go in cohorts of AUTO_COHORT pairs per workflow.
 
 def cohort_workflow_id(scenario: str, run_id: str, first_pair: int) -> str:
     return f"memlife/{scenario}/{run_id}/cohort-{first_pair}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
@@ -21,11 +22,12 @@ with workflow.unsafe.imports_passed_through():
         PairResult,
         RunInput,
         RunSummary,
+        SuiteProgress,
         cohort_workflow_id,
         pair_workflow_id,
     )
     from memlife.rules.pairs import pair_tenants
-    from memlife.rules.sizing import active_cohorts
+    from memlife.rules.sizing import SUITE_CONTINUE_AT_EVENTS, active_cohorts
 
 
 # The failure type of a run that completed and did not pass (its details: the RunSummary).
@@ -61,6 +63,8 @@ class SuiteWorkflow:
         self._run: RunInput | None = None
         self._verdict_attribute = attributes.RUNNING
         self._final_verdict: str | None = None
+        # What the suite's earlier Temporal runs found, when it has continued as new.
+        self._carried: SuiteProgress | None = None
 
     @workflow.query
     def progress(self) -> dict[str, Any]:
@@ -77,13 +81,29 @@ class SuiteWorkflow:
         return {
             "verdict": self._verdict(),
             "pairs_failing": sorted(self._failing_pairs),
-            "pairs_broken": sorted(i for i, r in self._results.items() if r is None),
-            "cases": sum(r.cases for r in done.values()),
-            "cases_passed": sum(r.cases_passed for r in done.values()),
-            "failures": sum(r.failures for r in done.values()),
-            "inconclusive": sum(r.inconclusive for r in done.values()),
+            "pairs_broken": self._broken_pairs(),
+            **self._counts(),
+            # Those of this Temporal run: the suite's earlier runs carried only counts.
             "pairs": {str(i): r.model_dump() for i, r in sorted(done.items())},
         }
+
+    _COUNTS = ("cases", "cases_passed", "failures", "inconclusive")
+
+    def _counts(self) -> dict[str, int]:
+        """The cases and their outcomes of every pair done, in any Temporal run."""
+        done = [result for result in self._results.values() if result]
+        return {name: (getattr(self._carried, name) if self._carried else 0)
+                + sum(getattr(result, name) for result in done) for name in self._COUNTS}
+
+    def _broken_pairs(self) -> list[int]:
+        """Pairs whose lifecycle workflow failed (no result), in any Temporal run."""
+        return sorted([*(self._carried.broken_pairs if self._carried else []),
+                       *(i for i, result in self._results.items() if result is None)])
+
+    def _cancelled_pairs(self) -> list[int]:
+        return sorted([*(self._carried.cancelled_pairs if self._carried else []),
+                       *(i for i, result in self._results.items()
+                         if result and result.cancelled)])
 
     @workflow.signal
     def pair_failing(self, pair_index: int) -> None:
@@ -117,6 +137,80 @@ class SuiteWorkflow:
 
     @workflow.run
     async def run(self, run: RunInput) -> RunSummary:
+        carried = run.progress
+        if carried is None:
+            run, by_reference = await self._begin(run)
+            origin = workflow.now()
+        else:  # continued as new: the run is recorded and its pairs materialized
+            self._resume(run, carried)
+            by_reference, origin = carried.by_reference, carried.clock_origin
+        scenario = run.scenario
+        children = []
+        if run.cohort_size:
+            cohorts = [CohortInput(
+                run_id=run.run_id, first_pair=first,
+                pair_count=min(run.cohort_size, self._pairs_total - first),
+                scenario=None if by_reference else scenario,
+                target=None if by_reference else run.target, clock=run.clock,
+                clock_origin=origin, review_queue=run.review_queue)
+                for first in range(0, self._pairs_total, run.cohort_size)]
+            if carried is not None or workflow.patched("suite-continue-as-new"):
+                window = active_cohorts(run.cohort_size, run.max_active_pairs, len(cohorts))
+                next_cohort = await self._cohorts_until_full(
+                    run, cohorts, carried.next_cohort if carried else 0, window)
+                if next_cohort < len(cohorts):
+                    # Signal handlers (skip_wait, cancel) finish before the history closes.
+                    await workflow.wait_condition(workflow.all_handlers_finished)
+                    workflow.continue_as_new(run.model_copy(update={
+                        "progress": self._progress(next_cohort, origin, by_reference)}))
+            else:
+                # Waves: a run started before the window existed keeps starting every
+                # cohort at once when replayed.
+                window = (active_cohorts(run.cohort_size, run.max_active_pairs, len(cohorts))
+                          if workflow.patched("cohort-window") else len(cohorts))
+                slots = asyncio.Semaphore(window)
+                children += [self._cohort_in_turn(slots, cohort) for cohort in cohorts]
+        for index, pair in enumerate([] if run.cohort_size else scenario.pairs):
+            tenants = pair_tenants(run.run_id, index, pair, scenario)
+            pair_input = PairInput(
+                run_id=run.run_id, pair_index=index,
+                scenario=scenario.model_copy(update={"pairs": [pair]}),
+                target=run.target, clock=run.clock, clock_origin=origin, tenants=tenants,
+                search_attributes=run.search_attributes, review_queue=run.review_queue,
+            )
+            children.append(self._pair(pair_input))
+        await asyncio.gather(*children)
+        # Every pair's result is in _results (this Temporal run's) or carried over.
+        failed_pairs, cancelled = self._broken_pairs(), self._cancelled_pairs()
+        self._set_phase("summarizing")
+        finish_args: list[Any] = [run.run_id, failed_pairs]
+        if cancelled:
+            finish_args.append(cancelled)
+        summary = await workflow.execute_activity(
+            contracts.FINISH_RUN, args=finish_args, result_type=RunSummary,
+            start_to_close_timeout=RECORD_TIMEOUT,
+            retry_policy=RECORD_RETRY, summary="summarize run",
+        )
+        self._phase = "done"
+        final = (attributes.CANCELLED if cancelled or self._cancel_reason else
+                 attributes.PASS if summary.passed else
+                 attributes.FAIL if summary.failures or failed_pairs else
+                 attributes.INCONCLUSIVE)
+        self._final_verdict = final
+        self._upsert(attributes.PHASE.value_set("done"), attributes.VERDICT.value_set(final))
+        headline = verdict_headline(final, summary, failed_pairs)
+        workflow.set_current_details(f"**{headline}**\n\n" + _report_hint(run.run_id))
+        # A run that did not pass ends FAILED, so the Web UI's list and its Failures view
+        # show it at a glance; the failure carries the summary (memlife reads it as the
+        # run's result). Runs started before this ended COMPLETED whatever their verdict.
+        if final != attributes.PASS and workflow.patched("verdict-as-status"):
+            raise ApplicationError(headline, summary.model_dump(mode="json"),
+                                   type=VERDICT_FAILURE, non_retryable=True)
+        return summary
+
+    async def _begin(self, run: RunInput) -> tuple[RunInput, bool]:
+        """A run's first steps: its id (a scheduled run), its record, its pairs. Returns
+        the run and whether cohorts read the scenario and target from the recorder."""
         if not run.run_id:  # started by a schedule: a fresh run every time
             start = workflow.info().start_time
             run_id = start.strftime("%Y%m%dT%H%M%SZ") + "-" + workflow.uuid4().hex[:6]
@@ -152,61 +246,53 @@ class SuiteWorkflow:
                 retry_policy=RECORD_RETRY,
                 summary="materialize pairs")
         self._set_phase("lifecycles")
-        origin = workflow.now()
-        children = []
-        if run.cohort_size:
-            cohorts = [CohortInput(
-                run_id=run.run_id, first_pair=first,
-                pair_count=min(run.cohort_size, self._pairs_total - first),
-                scenario=None if by_reference else scenario,
-                target=None if by_reference else run.target, clock=run.clock,
-                clock_origin=origin, review_queue=run.review_queue)
-                for first in range(0, self._pairs_total, run.cohort_size)]
-            # Waves: a run started before the window existed keeps starting every cohort
-            # at once when replayed.
-            window = (active_cohorts(run.cohort_size, run.max_active_pairs, len(cohorts))
-                      if workflow.patched("cohort-window") else len(cohorts))
-            slots = asyncio.Semaphore(window)
-            children += [self._cohort_in_turn(slots, cohort) for cohort in cohorts]
-        for index, pair in enumerate([] if run.cohort_size else scenario.pairs):
-            tenants = pair_tenants(run.run_id, index, pair, scenario)
-            pair_input = PairInput(
-                run_id=run.run_id, pair_index=index,
-                scenario=scenario.model_copy(update={"pairs": [pair]}),
-                target=run.target, clock=run.clock, clock_origin=origin, tenants=tenants,
-                search_attributes=run.search_attributes, review_queue=run.review_queue,
-            )
-            children.append(self._pair(pair_input))
-        gathered = await asyncio.gather(*children)
-        results: list[PairResult | None] = (
-            [r for cohort in gathered for r in cohort] if run.cohort_size else gathered)
-        failed_pairs = [index for index, result in enumerate(results) if result is None]
-        cancelled = [result.pair_index for result in results if result and result.cancelled]
-        self._set_phase("summarizing")
-        finish_args: list[Any] = [run.run_id, failed_pairs]
-        if cancelled:
-            finish_args.append(cancelled)
-        summary = await workflow.execute_activity(
-            contracts.FINISH_RUN, args=finish_args, result_type=RunSummary,
-            start_to_close_timeout=RECORD_TIMEOUT,
-            retry_policy=RECORD_RETRY, summary="summarize run",
-        )
-        self._phase = "done"
-        final = (attributes.CANCELLED if cancelled or self._cancel_reason else
-                 attributes.PASS if summary.passed else
-                 attributes.FAIL if summary.failures or failed_pairs else
-                 attributes.INCONCLUSIVE)
-        self._final_verdict = final
-        self._upsert(attributes.PHASE.value_set("done"), attributes.VERDICT.value_set(final))
-        headline = verdict_headline(final, summary, failed_pairs)
-        workflow.set_current_details(f"**{headline}**\n\n" + _report_hint(run.run_id))
-        # A run that did not pass ends FAILED, so the Web UI's list and its Failures view
-        # show it at a glance; the failure carries the summary (memlife reads it as the
-        # run's result). Runs started before this ended COMPLETED whatever their verdict.
-        if final != attributes.PASS and workflow.patched("verdict-as-status"):
-            raise ApplicationError(headline, summary.model_dump(mode="json"),
-                                   type=VERDICT_FAILURE, non_retryable=True)
-        return summary
+        return run, by_reference
+
+    def _resume(self, run: RunInput, carried: SuiteProgress) -> None:
+        """Take up a run where the suite's previous Temporal run left it; its search
+        attributes came along (continue_as_new keeps them)."""
+        self._run, self._carried = run, carried
+        self._pairs_total, self._pairs_done = carried.pairs_total, carried.pairs_done
+        self._failing_pairs = set(carried.failing_pairs)
+        self._cancel_reason = carried.cancel_reason
+        self._phase = "lifecycles"
+        self._verdict_attribute = self._verdict()
+
+    def _history_full(self, run: RunInput) -> bool:
+        info = workflow.info()
+        return (info.get_current_history_length()
+                >= (run.continue_at_events or SUITE_CONTINUE_AT_EVENTS)
+                or info.is_continue_as_new_suggested())
+
+    async def _cohorts_until_full(self, run: RunInput, cohorts: list[CohortInput],
+                                  first: int, window: int) -> int:
+        """Start cohorts from `first` on, `window` at a time, until all have started or
+        the suite's history is long enough to continue as new; wait for those started.
+        Returns the first cohort not started. The window drains before the suite continues
+        (a child cannot move to the next run): in a run's waves, cohorts started together
+        end about together, so little is lost."""
+        running: set[asyncio.Task[list[PairResult | None]]] = set()
+        index = first
+        while index < len(cohorts):
+            await workflow.wait_condition(lambda: len(running) < window)
+            if index > first and self._history_full(run):
+                break
+            task = asyncio.create_task(self._cohort_or_cancelled(cohorts[index]))
+            running.add(task)
+            task.add_done_callback(running.discard)
+            index += 1
+        await workflow.wait_condition(lambda: not running)
+        return index
+
+    def _progress(self, next_cohort: int, origin: datetime,
+                  by_reference: bool) -> SuiteProgress:
+        """What the next Temporal run of this suite carries: everything found so far."""
+        return SuiteProgress(
+            next_cohort=next_cohort, clock_origin=origin, pairs_total=self._pairs_total,
+            pairs_done=self._pairs_done, by_reference=by_reference, **self._counts(),
+            failing_pairs=sorted(self._failing_pairs), broken_pairs=self._broken_pairs(),
+            cancelled_pairs=self._cancelled_pairs(), cancel_reason=self._cancel_reason,
+            continued=(self._carried.continued if self._carried else 0) + 1)
 
     async def _pair(self, pair_input: PairInput) -> PairResult | None:
         pair = pair_input.scenario.pairs[0]
@@ -234,17 +320,20 @@ class SuiteWorkflow:
     async def _cohort_in_turn(self, slots: asyncio.Semaphore,
                               cohort: CohortInput) -> list[PairResult | None]:
         async with slots:
-            if self._cancel_reason:  # cancelled before its turn: it never starts
-                results: list[PairResult | None] = [
-                    PairResult(pair_index=cohort.first_pair + offset, cases=0, cases_passed=0,
-                               inconclusive=0, failures=0, cancelled=True)
-                    for offset in range(cohort.pair_count)]
-                for result in results:
-                    assert result is not None
-                    self._results[result.pair_index] = result
-                    self._pairs_done += 1
-                return results
-            return await self._cohort(cohort)
+            return await self._cohort_or_cancelled(cohort)
+
+    async def _cohort_or_cancelled(self, cohort: CohortInput) -> list[PairResult | None]:
+        if self._cancel_reason:  # cancelled before its turn: it never starts
+            results: list[PairResult | None] = [
+                PairResult(pair_index=cohort.first_pair + offset, cases=0, cases_passed=0,
+                           inconclusive=0, failures=0, cancelled=True)
+                for offset in range(cohort.pair_count)]
+            for result in results:
+                assert result is not None
+                self._results[result.pair_index] = result
+                self._pairs_done += 1
+            return results
+        return await self._cohort(cohort)
 
     async def _cohort(self, cohort: CohortInput) -> list[PairResult | None]:
         last = cohort.first_pair + cohort.pair_count - 1

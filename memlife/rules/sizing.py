@@ -55,3 +55,11 @@ def active_cohorts(cohort_size: int, max_active_pairs: int, cohorts: int) -> int
     if not max_active_pairs or not cohort_size:
         return cohorts
     return max(1, min(cohorts, max_active_pairs // cohort_size))
+
+
+# The suite's history grows by about eight events per cohort it runs (started, completed,
+# the workflow tasks between): 8,500 events at 10,000 pairs, near Temporal's warning at
+# 10,240, and every event is replayed when a worker rebuilds the suite. Past this many it
+# stops starting cohorts, lets those in flight end and continues as new (workflows/suite.py):
+# about 230 cohorts of a run per Temporal run of its suite.
+SUITE_CONTINUE_AT_EVENTS = 2_000

@@ -21,6 +21,14 @@ REPO = Path(__file__).resolve().parents[2]
 NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
 
 
+def written_nightly(pairs: int) -> Scenario:
+    """The nightly as written, generating `pairs` pairs (a cohort run materializes them)."""
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    return scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": pairs})})
+
+
 def small_nightly(seed: str, pairs: int = 2) -> Scenario:
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None

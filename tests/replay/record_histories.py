@@ -237,6 +237,31 @@ async def record_phone_taken(name: str = "v6-seed-phone-taken") -> None:
             pair_workflow_id(scenario.name, run.run_id, 0)).fetch_history())
 
 
+async def record_continued(name: str = "v12-suite-continued") -> None:
+    """A suite that continues as new: two cohorts of one pair, one at a time, and a history
+    budget that each Temporal run of the suite passes after its first cohort. Both runs of
+    the suite are kept (the first ends CONTINUED_AS_NEW); the cohorts are as in v11."""
+    nightly = REPO / "scenarios" / "lifecycle-nightly.yaml"
+    async with _time_skipping() as (env, process, executor):
+        scenario = load_scenario(nightly)
+        assert scenario.generate is not None
+        scenario = scenario.model_copy(update={
+            "generate": scenario.generate.model_copy(update={"count": 2})})
+        run = run_input(scenario, reference_target(process.base_url)).model_copy(update={
+            "cohort_size": 1, "seed": name, "max_active_pairs": 1, "continue_at_events": 1})
+        task_queue = f"record-{uuid.uuid4().hex[:6]}"
+        async with build_worker(env.client, task_queue, executor):
+            await run_suite(env.client, task_queue, run)
+        workflow_id = f"memlife/{scenario.name}/{run.run_id}"
+        last = await env.client.get_workflow_handle(workflow_id).fetch_history()
+        first_run = last.events[0].workflow_execution_started_event_attributes \
+            .continued_execution_run_id
+        assert first_run, "the suite did not continue as new"
+        _save(f"{name}-suite", await env.client.get_workflow_handle(
+            workflow_id, run_id=first_run).fetch_history())
+        _save(f"{name}-suite-continued", last)
+
+
 async def main() -> None:
     """Records what is missing; released histories are never written over."""
     HISTORIES.mkdir(parents=True, exist_ok=True)
@@ -308,6 +333,10 @@ async def main() -> None:
     # step batches that large.
     if "v11-cohort-compressed-suite" not in have:
         await record("v11-cohort-compressed", nightly, [], generated_pairs=5, cohort_size=5)
+    # v12: a suite past its history budget continues as new; the run goes on in its next
+    # Temporal run, which neither records the run nor materializes its pairs again.
+    if "v12-suite-continued-suite" not in have:
+        await record_continued()
 
 
 if __name__ == "__main__":

@@ -12,22 +12,12 @@ from temporalio.testing import WorkflowEnvironment
 from memlife import contracts
 from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import cohort_workflow_id, pair_workflow_id, suite_workflow_id
-from memlife.rules.scenario import Scenario
 from memlife.stack import embedded
-from tests.reliability.helpers import NIGHTLY, assert_same_rows, row_keys
+from tests.reliability.helpers import assert_same_rows, row_keys, written_nightly
 from tests.workflows.helpers import run_input, run_suite
 
 PAIRS = 3  # two cohorts of two make one full and one partial cohort; two waves
 FAULT = "graph-unscoped-delete"  # failures too: the verdicts compared are not all passes
-
-
-def _nightly() -> Scenario:
-    from memlife.rules.scenario_file import load_scenario
-
-    scenario = load_scenario(NIGHTLY)
-    assert scenario.generate is not None
-    return scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": PAIRS})})
 
 
 async def _activities(env: WorkflowEnvironment, workflow_id: str) -> dict[str, int]:
@@ -45,7 +35,7 @@ async def test_cohorts_record_what_single_pairs_record(
         tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
     from memlife.rules.pairs import materialize
 
-    written = _nightly()
+    written = written_nightly(PAIRS)
     seed = "cohort-equivalence"
     with embedded.reference_target(tmp_path / "single", [FAULT]) as single:
         alone = run_input(materialize(written, seed), reference_target(single.base_url))
@@ -77,7 +67,7 @@ async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
         tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
     """Three cohorts of one pair with room for two pairs at a time: never more than two
     cohort workflows running, every pair still run and recorded."""
-    written = _nightly()
+    written = written_nightly(PAIRS)
     with embedded.reference_target(tmp_path / "target") as target:
         run = run_input(written, reference_target(target.base_url)).model_copy(
             update={"cohort_size": 1, "seed": "waves", "max_active_pairs": 2})
