@@ -22,7 +22,12 @@ from memlife.errors import InputError, Problem, collect
 
 
 def add_parsers(commands: Any) -> None:
-    from memlife.rules.sizing import AUTO_COHORT, AUTO_COHORT_ABOVE, DEFAULT_MAX_ACTIVE_PAIRS
+    from memlife.rules.sizing import (
+        AUTO_COHORT,
+        AUTO_COHORT_ABOVE,
+        DEFAULT_MAX_ACTIVE_PAIRS,
+        PAIR_WORKFLOWS_AT_MOST,
+    )
 
     run = add_command(
         commands, "run", "run a scenario's lifecycles against a target",
@@ -68,8 +73,8 @@ def add_parsers(commands: Any) -> None:
                      "(`memlife review`; QUEUE defaults to `default`)")
     run.add_argument("--cohort", default="auto", metavar="N",
                      help="pairs per cohort workflow (their calls batched per step); 0: a "
-                     f"workflow per pair; auto: cohorts of {AUTO_COHORT} above "
-                     f"{AUTO_COHORT_ABOVE} pairs")
+                     f"workflow per pair, all at once (at most {PAIR_WORKFLOWS_AT_MOST}); "
+                     f"auto: cohorts of {AUTO_COHORT} above {AUTO_COHORT_ABOVE} pairs")
     run.add_argument("--max-active-pairs", type=int, default=DEFAULT_MAX_ACTIVE_PAIRS,
                      metavar="N", help="pairs in flight at once, in cohorts; later cohorts "
                      "start as earlier ones end, which bounds the worker's memory (0: every "
@@ -232,11 +237,22 @@ def _matrix_configurations(path: str) -> list[Configuration]:
 
 
 def _cohort_problems(cohort: int, scenario: Any) -> list[Problem]:
-    """A cohort whose history would pass Temporal's size warning is refused before the run
-    starts, not failed by the server hours into it."""
-    from memlife.rules.sizing import cohort_history_bytes, largest_cohort
+    """A cohort whose history would pass Temporal's size warning, or a workflow per pair
+    for more pairs than that can hold, is refused before the run starts, not failed by the
+    server hours into it."""
+    from memlife.rules.sizing import (
+        PAIR_WORKFLOWS_AT_MOST,
+        cohort_history_bytes,
+        largest_cohort,
+    )
 
     steps = scenario.acting_steps()
+    pairs = scenario.generate.count if scenario.generate else len(scenario.pairs)
+    if cohort == 0 and pairs > PAIR_WORKFLOWS_AT_MOST:
+        return [Problem("command line", "--cohort", f"0 runs a workflow per pair, all "
+                        f"{pairs:,} at once, with no waves, and the run's own workflow "
+                        f"cannot continue as new; it allows at most "
+                        f"{PAIR_WORKFLOWS_AT_MOST} pairs: use auto or a cohort size")]
     if cohort <= largest_cohort(steps):
         return []
     size = cohort_history_bytes(cohort, steps) / 2**20

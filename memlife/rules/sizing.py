@@ -63,3 +63,9 @@ def active_cohorts(cohort_size: int, max_active_pairs: int, cohorts: int) -> int
 # stops starting cohorts, lets those in flight end and continues as new (workflows/suite.py):
 # about 230 cohorts of a run per Temporal run of its suite.
 SUITE_CONTINUE_AT_EVENTS = 2_000
+
+# One workflow per pair (`--cohort 0`) has neither waves nor continue-as-new: the suite
+# starts every pair at once, holds them all in the worker, and its history keeps each
+# pair's input (about 15 KB: its pairs, scenario and target) and about eight events. Past
+# this many pairs that passes SUITE_CONTINUE_AT_EVENTS and DEFAULT_MAX_ACTIVE_PAIRS.
+PAIR_WORKFLOWS_AT_MOST = 250

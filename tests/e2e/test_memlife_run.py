@@ -113,6 +113,9 @@ operations:
         (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "0"],
          "command line: --pairs: must be 1 to 20000"),
         (["run", str(SEED), "--cohort", "many"], "command line: --cohort: must be auto"),
+        (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--cohort", "0",
+          "--pairs", "1000"], "command line: --cohort: 0 runs a workflow per pair, all 1,000 "
+         "at once"),
         (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--cohort", "100"],
          "command line: --cohort: a cohort of 100 pairs of lifecycle-nightly (19 steps that "
          "are not waits) would grow a history of about 15 MB, and Temporal warns past 10 MB "
