@@ -36,7 +36,15 @@ from bench.histories import HISTORY_WARN_BYTES, HISTORY_WARN_EVENTS
 from bench.noop import NoopWorkflow, noop
 from bench.plain_runner import replay
 from bench.reports import render_lines as report_lines
-from bench.runs import NIGHTLY, REPO, MemlifeRun, fidelity, say, scale_run
+from bench.runs import (
+    NIGHTLY,
+    REPO,
+    MemlifeRun,
+    fidelity,
+    run_until_stopped,
+    say,
+    scale_run,
+)
 from bench.scaleout import render_lines as scaleout_lines
 from memlife import __version__
 from memlife.bundled.reference.target_file import reference_target
@@ -431,4 +439,4 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(parse_args(sys.argv[1:]))))
+    sys.exit(run_until_stopped(main(parse_args(sys.argv[1:]))))

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from typing import Any
 from sqlalchemy import text
 
 from memlife import recorder
+from memlife.stack.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 FORMATS = ("json", "html", "junit", "artifact")
@@ -55,7 +57,11 @@ def measure(run_id: str, fmt: str, out: Path) -> dict[str, float]:
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
                                    stderr=errors, env={**os.environ, "PYTHONPATH": str(REPO)})
-        _, status, usage = os.wait4(process.pid, 0)
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        except BaseException:  # stopped (SIGTERM, Ctrl-C): the report goes too
+            stop_process(process, grace=5)
+            raise
         seconds = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode:
@@ -131,4 +137,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # SIGTERM, and SIGINT even when the shell started the bench with it ignored, end the
+    # bench through its `finally` blocks, which stop what it started.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main(sys.argv[1:]))

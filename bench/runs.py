@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -98,6 +100,35 @@ class MemlifeRun:
 
 def say(message: str) -> None:
     print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
+
+
+def run_until_stopped(main: Coroutine[Any, Any, int]) -> int:
+    """asyncio.run(main), stopped cleanly by SIGTERM or SIGINT: either cancels it, so the
+    `finally` blocks stop every worker, target and server it started (by PID). SIGINT
+    counts even when a shell started the bench in the background with SIGINT ignored.
+    Returns main's exit status, or 128 + the signal's number."""
+    async def guarded() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        received: list[signal.Signals] = []
+
+        def stop(signum: signal.Signals) -> None:
+            if not received:
+                say(f"bench: {signum.name} received: stopping what it started")
+            received.append(signum)
+            task.cancel()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop, signum)
+        try:
+            return await main
+        except asyncio.CancelledError:
+            if not received:
+                raise
+            return 128 + received[0]
+
+    return asyncio.run(guarded())
 
 
 def peak_rss_mb(pid: int, field: str = "VmHWM") -> float:

@@ -33,7 +33,15 @@ from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from bench.postgres import PostgresServer, running_postgres
-from bench.runs import REPO, cpu_seconds, nightly_input, peak_rss_mb, say, start_worker
+from bench.runs import (
+    REPO,
+    cpu_seconds,
+    nightly_input,
+    peak_rss_mb,
+    run_until_stopped,
+    say,
+    start_worker,
+)
 from bench.task_latency import scrape
 from memlife import recorder
 from memlife.bundled.reference.target_file import reference_target
@@ -292,4 +300,4 @@ async def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1:])))
+    sys.exit(run_until_stopped(main(sys.argv[1:])))

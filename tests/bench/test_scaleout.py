@@ -3,12 +3,19 @@ measurement with two workers on PostgreSQL against two reference-target shards."
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.runs import REPO
 from bench.scaleout import main, render_lines
 
 
@@ -71,3 +78,62 @@ async def test_two_workers_on_postgresql_serve_two_shards_cleanly(tmp_path: Path
     assert sum(measured["tasks_per_worker"]) == measured["workflow_tasks"] > 0
     assert all(measured["cpu_seconds"][part] > 0 for part in ("workers", "targets", "postgres"))
     assert "## Scaling out" in out.read_text()
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Every live process under `pid`, with its command line (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z":
+                children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = {}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            with contextlib.suppress(OSError):
+                found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+            todo.append(child)
+    return {child: command.decode(errors="replace") for child, command in found.items()}
+
+
+def test_sigterm_stops_the_bench_and_every_process_it_started(tmp_path: Path) -> None:
+    """Killing a bench that runs in the background (SIGINT ignored there) must not leave
+    its workers, targets and Temporal server running."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMLIFE_GRACEFUL_SHUTDOWN": "1s"}
+    log = tmp_path / "bench.log"
+    started: dict[int, str] = {}
+    with log.open("wb") as out:  # a file: a child left running would hold a pipe open
+        bench = subprocess.Popen(
+            [sys.executable, "-m", "bench.scaleout", "--pairs", "20", "--workers", "1",
+             "--shards", "1", "--out", str(tmp_path / "BENCH.md")],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (any("worker.py" in c for c in started.values())
+                   and any("target serve" in c for c in started.values())):
+            assert bench.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, started
+            time.sleep(0.2)
+            started = _descendants(bench.pid)
+        bench.send_signal(signal.SIGTERM)
+        bench.wait(timeout=90)
+        still = [command for pid, command in started.items() if _alive(pid)]
+    finally:
+        for pid in [bench.pid, *started]:  # whatever is left, by PID
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    output = log.read_text()
+    assert bench.returncode == 128 + signal.SIGTERM, output
+    assert "SIGTERM received: stopping what it started" in output
+    assert "Traceback" not in output
+    assert not still, still
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
