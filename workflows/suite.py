@@ -271,6 +271,7 @@ class SuiteWorkflow:
         Returns the first cohort not started. The window drains before the suite continues
         (a child cannot move to the next run): in a run's waves, cohorts started together
         end about together, so little is lost."""
+        started: list[asyncio.Task[list[PairResult | None]]] = []
         running: set[asyncio.Task[list[PairResult | None]]] = set()
         index = first
         while index < len(cohorts):
@@ -278,10 +279,13 @@ class SuiteWorkflow:
             if index > first and self._history_full(run):
                 break
             task = asyncio.create_task(self._cohort_or_cancelled(cohorts[index]))
+            started.append(task)
             running.add(task)
             task.add_done_callback(running.discard)
             index += 1
-        await workflow.wait_condition(lambda: not running)
+        # A cohort that raised (a bug, not a failed child) fails the workflow task, as the
+        # gathered cohorts did before: never a run summarized without its pairs.
+        await asyncio.gather(*started)
         return index
 
     def _progress(self, next_cohort: int, origin: datetime,
