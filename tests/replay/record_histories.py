@@ -21,14 +21,16 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
+from bench.histories import temporal_runs
 from memlife.bundled.reference.target_file import reference_target
-from memlife.contracts import cohort_workflow_id, pair_workflow_id
+from memlife.contracts import cohort_workflow_id, pair_workflow_id, suite_workflow_id
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario
 from memlife.stack import embedded
 from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary, suite_result, verdict_result
 from memlife.stack.worker import build_worker
+from tests.reliability.helpers import written_nightly
 from tests.workflows.helpers import run_input, run_suite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,24 +243,16 @@ async def record_continued(name: str = "v12-suite-continued") -> None:
     """A suite that continues as new: two cohorts of one pair, one at a time, and a history
     budget that each Temporal run of the suite passes after its first cohort. Both runs of
     the suite are kept (the first ends CONTINUED_AS_NEW); the cohorts are as in v11."""
-    nightly = REPO / "scenarios" / "lifecycle-nightly.yaml"
     async with _time_skipping() as (env, process, executor):
-        scenario = load_scenario(nightly)
-        assert scenario.generate is not None
-        scenario = scenario.model_copy(update={
-            "generate": scenario.generate.model_copy(update={"count": 2})})
+        scenario = written_nightly(2)
         run = run_input(scenario, reference_target(process.base_url)).model_copy(update={
             "cohort_size": 1, "seed": name, "max_active_pairs": 1, "continue_at_events": 1})
         task_queue = f"record-{uuid.uuid4().hex[:6]}"
         async with build_worker(env.client, task_queue, executor):
             await run_suite(env.client, task_queue, run)
-        workflow_id = f"memlife/{scenario.name}/{run.run_id}"
-        last = await env.client.get_workflow_handle(workflow_id).fetch_history()
-        first_run = last.events[0].workflow_execution_started_event_attributes \
-            .continued_execution_run_id
-        assert first_run, "the suite did not continue as new"
-        _save(f"{name}-suite", await env.client.get_workflow_handle(
-            workflow_id, run_id=first_run).fetch_history())
+        first, last = await temporal_runs(env.client,
+                                          suite_workflow_id(scenario.name, run.run_id))
+        _save(f"{name}-suite", first)
         _save(f"{name}-suite-continued", last)
 
 
