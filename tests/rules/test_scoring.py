@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from unidecode import unidecode
 
 from memlife.rules.scoring import (
     Expectation,
@@ -19,6 +20,12 @@ from memlife.rules.scoring import (
 def test_normalize_folds_accents_case_and_whitespace() -> None:
     assert normalize("  Panadería   QUISPE\n\t") == "panaderia quispe"
     assert normalize("ÁRBOL ñandú Straße") == "arbol nandu strasse"
+
+
+@given(st.text())
+def test_normalize_is_unidecode_of_the_whole_text(text: str) -> None:
+    # Only non-ASCII runs go through unidecode; that must change nothing.
+    assert normalize(text) == " ".join(unidecode(text).casefold().split())
 
 
 def test_required_matches_across_accents_and_case() -> None:
