@@ -25,6 +25,7 @@ from memlife.stack import embedded
 from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.worker import build_worker
+from memlife.targets import http
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
@@ -86,6 +87,14 @@ def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     url = f"sqlite:///{tmp_path / 'memlife.db'}"
     monkeypatch.setenv("MEMLIFE_DB_URL", url)
     return url
+
+
+@pytest_asyncio.fixture(scope="session", autouse=True)
+async def close_target_sessions() -> AsyncIterator[None]:
+    """Target sessions opened by tests that call activities or `http.call` directly are
+    closed with the session's loop, as a worker closes its own when it stops."""
+    yield
+    await http.close_clients()
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -25,6 +25,7 @@ from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.processes import LOOPBACK, free_port, stop_process
 from memlife.stack.worker import build_worker
+from memlife.targets import http
 
 
 @dataclass
@@ -258,6 +259,9 @@ async def running_worker(client: Client, task_queue: str) -> AsyncIterator[None]
     """An in-process worker for the duration of the block."""
     with ThreadPoolExecutor(max_workers=max(8, (os.cpu_count() or 2) * 4)) as executor:
         worker = build_worker(client, task_queue, executor)
-        async with worker:
-            yield
+        try:
+            async with worker:
+                yield
+        finally:
+            await http.close_clients()
         await asyncio.sleep(0)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from memlife import DEFAULT_TASK_QUEUE
 from memlife.errors import MemlifeError
 from memlife.stack import DEFAULT_ADDRESS
+from memlife.targets import http
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -74,11 +75,14 @@ async def serve(task_queue: str, max_concurrent_activities: int,
                               max_concurrent_activities=max_concurrent_activities,
                               max_cached_workflows=max_cached_workflows,
                               graceful_shutdown_timeout=graceful_shutdown())
-        async with worker:
-            log.warning("worker running", address=connection["target_host"],
-                        task_queue=task_queue)
-            await stop.wait()
-            log.warning("worker stopping: draining in-flight activities")
+        try:
+            async with worker:
+                log.warning("worker running", address=connection["target_host"],
+                            task_queue=task_queue)
+                await stop.wait()
+                log.warning("worker stopping: draining in-flight activities")
+        finally:
+            await http.close_clients()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
