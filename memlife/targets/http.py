@@ -362,7 +362,10 @@ async def _exchange(target: Target, operation: Operation, variables: dict[str, A
                 f"{excerpt!r}"
             ) from None
     return Response(status=status, latency_ms=latency_ms, data=data, fields=fields,
-                    timings=parse_server_timing(response.headers.get("server-timing")),
+                    # A response may carry several Server-Timing headers (the reference target's
+                    # stages, and its total): they read as one list.
+                    timings=parse_server_timing(
+                        ", ".join(response.headers.getall("server-timing", ()))),
                     traceparent=sent_trace)
 
 

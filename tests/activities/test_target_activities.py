@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from fastapi.responses import PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from memlife.activities.stores import inspect_stores
 from memlife.activities.target import converse, register_tenant
 from temporalio.testing import ActivityEnvironment
@@ -30,6 +30,14 @@ def misbehaving_app() -> FastAPI:
     @app.post("/ok")
     def ok() -> dict[str, str]:
         return {"reply": "fine"}
+
+    @app.post("/timed")
+    def timed() -> Response:
+        # Two Server-Timing headers, as the reference target sends its stages and its total.
+        response = JSONResponse({"reply": "fine"})
+        response.headers.append("server-timing", "retrieval;dur=1.5, assembly;dur=0.5")
+        response.headers.append("server-timing", "total;dur=2.25")
+        return response
 
     @app.post("/boom")
     def boom() -> Response:
@@ -112,6 +120,12 @@ async def test_latency_is_measured_and_now_header_sent(misbehaving_url: str) -> 
                                scenario_now="2026-12-03T00:00:00Z")
     assert response.fields == {"reply": "fine"}
     assert 0 < response.latency_ms < 5000
+
+
+async def test_every_server_timing_header_is_read(misbehaving_url: str) -> None:
+    target = target_for(misbehaving_url, "/timed")
+    response = await http.call(target, target.operations.say, {"message": "hola"})
+    assert response.timings == {"retrieval": 1.5, "assembly": 0.5, "total": 2.25}
 
 
 async def test_converse_retries_in_place_and_returns_errors_as_data(
