@@ -1,18 +1,22 @@
-"""The baseline: plain asyncio + httpx sending the requests of a recorded memlife run again,
-to a fresh reference target, with the same concurrency — no Temporal, no judging, no
-recording. Every observation memlife records is one request; they are replayed pair by
-pair in the order they were made (all pairs at once), with the scenario clock they were
-sent with, so the target does the same work.
+"""The baseline: plain asyncio + httpx (or aiohttp, the client memlife itself uses) sending
+the requests of a recorded memlife run again, to a fresh reference target, with the same
+concurrency — no Temporal, no judging, no recording. Every observation memlife records is
+one request; they are replayed pair by pair in the order they were made (all pairs at
+once), with the scenario clock they were sent with, so the target does the same work.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import httpx
 from sqlalchemy import text
 
@@ -74,20 +78,55 @@ def _iso(value: Any) -> str:
     return (value if isinstance(value, str) else value.isoformat()).replace(" ", "T")
 
 
-async def replay(base_url: str, run_id: str, url: str, concurrency: int) -> PlainResult:
+class _Reply:
+    """What the replay needs of an answer, from either client."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        self.status, self.body = status, body
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@contextlib.asynccontextmanager
+async def _sender(base_url: str, client: str) -> AsyncIterator[
+        Callable[..., Awaitable[_Reply]]]:
+    """send(method, path, now, json=..., params=...) with httpx (the issue's baseline) or
+    aiohttp (the client memlife itself uses, memlife/targets/http.py)."""
+    if client == "httpx":
+        async with httpx.AsyncClient(base_url=base_url, timeout=30.0, limits=httpx.Limits(
+                max_connections=64, max_keepalive_connections=32)) as session:
+            async def send_httpx(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
+                response = await session.request(method, path, headers={NOW_HEADER: now},
+                                                 **kwargs)
+                return _Reply(response.status_code, await response.aread())
+            yield send_httpx
+        return
+    async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=30.0),
+            connector=aiohttp.TCPConnector(limit=64)) as session:
+        async def send_aiohttp(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
+            params = kwargs.pop("params", None)
+            query = [(name, item) for name, value in (params or {}).items()
+                     for item in (value if isinstance(value, list) else [value])]
+            async with session.request(method, base_url + path, headers={NOW_HEADER: now},
+                                       params=query or None, **kwargs) as response:
+                return _Reply(response.status, await response.read())
+        yield send_aiohttp
+
+
+async def replay(base_url: str, run_id: str, url: str, concurrency: int,
+                 client: str = "httpx") -> PlainResult:
     by_pair, phones, values = recorded_requests(run_id, url)
     limit = asyncio.Semaphore(concurrency)
     errors = 0
-    async with httpx.AsyncClient(base_url=base_url, timeout=30.0, limits=httpx.Limits(
-            max_connections=64, max_keepalive_connections=32)) as client:
+    async with _sender(base_url, client) as request:
 
-        async def send(method: str, path: str, now: str, **kwargs: Any) -> httpx.Response:
+        async def send(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
             nonlocal errors
             async with limit:
-                response = await client.request(method, path, headers={NOW_HEADER: now},
-                                                **kwargs)
-                await response.aread()
-            if response.status_code >= 400 and response.status_code != 404:
+                response = await request(method, path, now, **kwargs)
+            if response.status >= 400 and response.status != 404:
                 errors += 1
             return response
 
@@ -106,7 +145,7 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int) -> Plai
                 if r.kind == "register":
                     response = await send("POST", "/v1/users", r.scenario_time,
                                           json={"phone": r.text})
-                    if r.reply and response.status_code < 300:
+                    if r.reply and response.status < 300:
                         user_ids[r.reply] = current[r.role] = response.json()["user_id"]
                 elif r.kind in ("write", "update", "probe"):
                     await send("POST", "/v1/preview", r.scenario_time,

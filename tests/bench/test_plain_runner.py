@@ -47,11 +47,17 @@ async def test_replay_sends_the_recorded_requests_to_the_same_effect(
         phones = sorted(t.phone for t in loaded["tenants"])
         after_memlife = _store_sizes(first.base_url, _users(first.base_url, phones))
 
-    with embedded.reference_target(tmp_path / "plain") as second:
-        result = await replay(second.base_url, run.run_id, db_url, concurrency=4)
-        after_plain = _store_sizes(second.base_url, _users(second.base_url, phones))
+    replayed = {}
+    for client in ("httpx", "aiohttp"):  # the baseline, and memlife's own client
+        with embedded.reference_target(tmp_path / f"plain-{client}") as second:
+            result = await replay(second.base_url, run.run_id, db_url, concurrency=4,
+                                  client=client)
+            replayed[client] = (result, _store_sizes(second.base_url,
+                                                     _users(second.base_url, phones)))
 
     assert summary.passed
-    assert result.requests == len(loaded["observations"]) > 100
-    assert result.errors == 0
-    assert sum(after_memlife.values()) > 0 and after_plain == after_memlife
+    assert sum(after_memlife.values()) > 0
+    for client, (result, after_plain) in replayed.items():
+        assert result.requests == len(loaded["observations"]) > 100, client
+        assert result.errors == 0, client
+        assert after_plain == after_memlife, client

@@ -45,6 +45,14 @@ def test_ratios_and_goals_come_from_the_figures() -> None:
     assert FULL in text
 
 
+def test_the_same_client_runner_gets_its_own_row_once_measured() -> None:
+    assert "plain aiohttp" not in render(RESULTS)  # results from before it was measured
+    text = render({**RESULTS, "plain_aiohttp": {"requests": 20800, "seconds": 20.0,
+                                                "errors": 0}})
+    assert "memlife / plain aiohttp = **0.25** | none: what orchestration costs |" in text
+    assert "memlife / plain = **0.50** | ≥ 0.9 ❌ missed" in text  # the goal stays on httpx
+
+
 def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
     before = copy.deepcopy(RESULTS)
     alone = "./scripts/bench --scale-only --scale 10000,1000"
