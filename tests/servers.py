@@ -12,20 +12,21 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def serve_in_thread(app: Any) -> Iterator[str]:
+def serve_in_thread(app: Any, **config: Any) -> Iterator[str]:
     import uvicorn
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
+                                           **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if config.get('ssl_certfile') else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import secrets
+import ssl
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+import certifi
 from yarl import URL
 
 from memlife.rules.target import PLACEHOLDER, EnvRef, HeaderValue, Operation, Target
@@ -214,6 +216,15 @@ async def _mark_headers_sent(_session: aiohttp.ClientSession, context: Any,
     context.trace_request_ctx["sent"] = time.perf_counter()
 
 
+def _tls_context() -> ssl.SSLContext:
+    """Certificates verified against SSL_CERT_FILE or SSL_CERT_DIR when set, else certifi's
+    bundle: what the httpx client trusted, so an https target that worked still does."""
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if cafile or capath:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 def client_for(target: Target) -> aiohttp.ClientSession:
     """The worker's pooled session for this target (created on first use). aiohttp, not
     httpx: at a few hundred requests a second the client's own CPU is what bounds a worker
@@ -227,8 +238,9 @@ def client_for(target: Target) -> aiohttp.ClientSession:
         trace.on_request_headers_sent.append(_mark_headers_sent)
         client = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=target.timeout.total_seconds()),
-            connector=aiohttp.TCPConnector(limit=64),
+            connector=aiohttp.TCPConnector(limit=64, ssl=_tls_context()),
             cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace],
+            trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as with httpx before
         )
         _clients[key] = client
     return client

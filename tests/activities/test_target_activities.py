@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -223,3 +224,50 @@ async def test_an_unreadable_store_comes_back_as_an_error(misbehaving_url: str) 
         scenario_now="2026-12-03T00:00:00Z"))
     assert [(r.mode, r.status) for r in reads] == [("scope", "error"), ("needle", "error")]
     assert "HTTP 503" in (reads[0].error or "") and "not JSON" in (reads[1].error or "")
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that no public bundle trusts, and its key."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "memlife test target")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256()))
+    cert_path, key_path = directory / "target.pem", directory / "target.key"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+async def test_an_https_target_is_verified_against_ssl_cert_file_or_certifi(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = _self_signed(tmp_path)
+    with serve_in_thread(misbehaving_app(), ssl_certfile=str(cert),
+                         ssl_keyfile=str(key)) as url:
+        target = target_for(url, "/ok")
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        with pytest.raises(http.TargetUnreachable, match="(?i)certificate"):
+            await http.call(target, target.operations.say, {"message": "hola"})
+        await http.close_clients()  # the next session reads the variable again
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        response = await http.call(target, target.operations.say, {"message": "hola"})
+        await http.close_clients()
+    assert response.fields == {"reply": "fine"}
