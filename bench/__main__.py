@@ -151,11 +151,12 @@ def render(results: dict[str, Any]) -> str:
         "Temporal, no judging, no recording. The ceiling is what one activity per request "
         "would allow at best: against it memlife's batched steps (one activity per step per "
         "cohort of pairs) are what lift the rate above what the dev server could schedule.",
-        *(["", "memlife sends its target requests with aiohttp (memlife/targets/http.py): "
-           "httpx cost five times its CPU per request, and a worker's one core is what "
-           "bounds its rate. The goal is held against the httpx runner, the baseline issue "
-           "#20 set; the aiohttp runner's row holds memlife to the same client, so that its "
-           "ratio is what Temporal, judging and recording cost."]
+        *(["", "memlife sends its target requests with aiohttp (memlife/targets/http.py), "
+           "for a fifth of httpx's CPU per request and latencies less delayed by the busy "
+           "worker; side by side it did not change memlife's rate, which is bound by the "
+           "work between a cohort's steps. The goal is held against the httpx runner, the "
+           "baseline issue #20 set; the aiohttp runner's row holds memlife to the same "
+           "client, so that its ratio is what Temporal, judging and recording cost."]
           if "plain_aiohttp" in results else []),
         "", "## Latency fidelity", "",
     ]

@@ -227,9 +227,10 @@ def _tls_context() -> ssl.SSLContext:
 
 def client_for(target: Target) -> aiohttp.ClientSession:
     """The worker's pooled session for this target (created on first use). aiohttp, not
-    httpx: at a few hundred requests a second the client's own CPU is what bounds a worker
-    (httpx took 1.6 ms of CPU per request, aiohttp 0.3 ms; BENCHMARKS.md). No cookie jar:
-    a cookie one tenant's answer sets must not ride along on another tenant's request."""
+    httpx: a response waits less for a busy worker before its latency is taken (about 1 ms
+    less at the median under full load, side by side), and a request costs a fifth of the
+    CPU (BENCHMARKS.md). No cookie jar: a cookie one tenant's answer sets must not ride
+    along on another tenant's request."""
     loop = asyncio.get_running_loop()
     key = (id(loop), target.base_url, target.timeout.total_seconds())
     client = _clients.get(key)
