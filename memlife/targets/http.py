@@ -123,10 +123,10 @@ def render(template: str, variables: dict[str, Any], *, url: bool = False) -> st
     return PLACEHOLDER.sub(substitute, template)
 
 
-def _query_value(template: str, variables: dict[str, Any]) -> str | list[str]:
-    """A query parameter; a lone placeholder holding a list repeats the parameter."""
+def _query_values(template: str, variables: dict[str, Any]) -> list[str]:
+    """A query parameter's values; a lone placeholder holding a list repeats the parameter."""
     value = render_body(template, variables)  # a lone placeholder keeps its value's type
-    return [str(item) for item in value] if isinstance(value, list) else str(value)
+    return [str(item) for item in value] if isinstance(value, list) else [str(value)]
 
 
 def render_body(node: Any, variables: dict[str, Any]) -> Any:
@@ -319,10 +319,8 @@ def _url(base_url: str, path: str) -> URL:
 async def _exchange(target: Target, operation: Operation, variables: dict[str, Any],
                     headers: dict[str, str], sent_trace: str) -> Response:
     path = render(operation.path, variables, url=True)
-    params: list[tuple[str, str]] = []
-    for name, template in operation.query.items():
-        value = _query_value(template, variables)
-        params.extend((name, item) for item in ([value] if isinstance(value, str) else value))
+    params = [(name, value) for name, template in operation.query.items()
+              for value in _query_values(template, variables)]
     body = render_body(operation.body, variables) if operation.body is not None else None
     client = client_for(target)
     # The latency recorded is the exchange on the wire: from the moment the request's
