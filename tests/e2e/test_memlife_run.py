@@ -173,11 +173,14 @@ def test_nightly_against_a_deletion_fault_names_invariant_and_store(tmp_path: Pa
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     artifact = json.loads((tmp_path / "r.json").read_text())
     assert artifact["meta"]["canary_seed"] == "fixed-seed"
-    cells = {(f["invariant"], f["store"], f["stage"]) for f in artifact["failures"]}
+    # On a machine busy with other tests a reply may take longer than the nightly's 700 ms
+    # budget: a latency finding (L), which is not what this fault is about.
+    failures = [f for f in artifact["failures"] if f["invariant"] != "L"]
+    cells = {(f["invariant"], f["store"], f["stage"]) for f in failures}
     assert cells == {("I4", "graph", "deletion-confirmed"), ("I4", "graph", "after-3d")}
     # Every deleted tenant is caught, not some (the full 20 pairs run clean above).
     assert artifact["meta"]["pairs"] == 4
-    assert len({f["tenant"] for f in artifact["failures"]}) == 4
+    assert len({f["tenant"] for f in failures}) == 4
 
 
 def test_compressed_clock_divides_waits_and_reaches_the_target(tmp_path: Path) -> None:
