@@ -271,3 +271,21 @@ async def test_an_https_target_is_verified_against_ssl_cert_file_or_certifi(
         response = await http.call(target, target.operations.say, {"message": "hola"})
         await http.close_clients()
     assert response.fields == {"reply": "fine"}
+
+
+async def test_a_target_is_reached_through_the_proxy_the_environment_names(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY is honoured and NO_PROXY exempts, as with httpx: nothing listens at the
+    target's own address, so only the proxy can answer."""
+    target = target_for("http://127.0.0.1:9", "/ok")
+    with serve_in_thread(misbehaving_app()) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        response = await http.call(target, target.operations.say, {"message": "hola"})
+        await http.close_clients()  # the next session reads the variables again
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        with pytest.raises(http.TargetUnreachable):
+            await http.call(target, target.operations.say, {"message": "hola"})
+        await http.close_clients()
+    assert response.fields == {"reply": "fine"}
