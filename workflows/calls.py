@@ -45,6 +45,10 @@ def iso(moment: datetime) -> str:
 class Calls(Protocol):
     """What a lifecycle needs from its workflow."""
 
+    # Whether a recording whose outcome the lifecycle already knows may go on beside the
+    # next step (lifecycle.py: _judged_in_workflow) rather than before it.
+    records_behind: bool
+
     async def activity(self, name: str, arg: Any, result_type: Any, **options: Any) -> Any:
         """A target call (an activity, or an item of a batch)."""
 
@@ -60,6 +64,10 @@ class Calls(Protocol):
 class DirectCalls:
     """One activity per call and a timer per wait that an operator may end early: the
     pair workflow's way (workflows/pair.py)."""
+
+    # A pair records in local activities, which hold the workflow task open: the next
+    # step's activity could not be scheduled before the recording ended anyway.
+    records_behind = False
 
     def __init__(self, cancelled: Any) -> None:
         self._cancelled = cancelled  # () -> bool: the lifecycle was cancelled

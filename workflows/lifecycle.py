@@ -7,6 +7,7 @@ a broken target can never make a check pass, and never crashes the lifecycle eit
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from typing import Any
@@ -82,6 +83,8 @@ class LifecycleRunner:
         # a cancelled lifecycle stops at the next step boundary.
         self.skipped = timedelta(0)
         self.cancel_reason: str | None = None
+        # Recordings going on beside later steps (_judged_in_workflow), oldest first.
+        self._recording: list[asyncio.Task[StepOutcome]] = []
 
     # -- what the workflow shows ---------------------------------------------------------
 
@@ -118,15 +121,25 @@ class LifecycleRunner:
     # -- the timeline --------------------------------------------------------------------
 
     async def run(self) -> PairResult:
+        try:
+            await self._timeline()
+        except Exception:
+            # The lifecycle failed, but what its earlier steps did is still recorded.
+            await asyncio.gather(*self._recording, return_exceptions=True)
+            raise
+        await self._finish_recording()
+        self.step_kind = "cancelled" if self.cancel_reason else "done"
+        return self.result()
+
+    async def _timeline(self) -> None:
         await self._run_step(-1, "register", "", steps.register(self, ("a", "b")))
         for index, step in enumerate(self.input.scenario.timeline):
             if self.cancel_reason:
                 workflow.logger.info("lifecycle cancelled before step %d: %s", index,
                                      self.cancel_reason)
                 break
+            self._raise_failed_recording()
             await self._run_step(index, step.step, step.label, self._work(index, step))
-        self.step_kind = "cancelled" if self.cancel_reason else "done"
-        return self.result()
 
     def _work(self, index: int, step: Any) -> Awaitable[StepWork]:
         if isinstance(step, WaitStep):
@@ -159,8 +172,15 @@ class LifecycleRunner:
         self.observer.step_started(self)
         started_scenario, started_wall = self.scenario_now(), workflow.now()
         produced = await work
-        outcome = await self._record(index, kind, label, started_scenario, started_wall,
-                                     produced)
+        record = self._step_record(index, kind, label, started_scenario, started_wall,
+                                   produced)
+        if self._judged_in_workflow(produced):
+            # Nothing for the recorder to judge: the outcome is the step's own verdicts,
+            # and its recording goes on beside the next step instead of before it.
+            outcome = StepOutcome(verdicts=list(produced.verdicts))
+            self._recording.append(asyncio.create_task(self._record(index, kind, record)))
+        else:
+            outcome = await self._record(index, kind, record)
         if self.input.review_queue and produced.cases:
             await self._queue_for_review(index, produced, outcome)
         for summary in outcome.inspections:
@@ -250,26 +270,47 @@ class LifecycleRunner:
         name = space_name(self.input, space)
         return {"space_id": self.state.spaces[space].space_id or name, "space_name": name}
 
-    async def _record(self, index: int, kind: str, label: str, started_scenario: datetime,
-                      started_wall: datetime, work: StepWork) -> StepOutcome:
+    def _judged_in_workflow(self, produced: StepWork) -> bool:
+        """A step without probe cases or inspections judges to its own verdicts (the
+        recorder's judge_step has nothing to add), so where the Calls record beside the
+        next step (a cohort's Batcher) nothing waits for the recording."""
+        return (self.calls.records_behind and not produced.cases
+                and not produced.inspections and workflow.patched("record-beside-next-step"))
+
+    def _raise_failed_recording(self) -> None:
+        """A recording that failed beside a step fails the lifecycle before the next one,
+        as it would have failed it before that step anyway."""
+        for task in [t for t in self._recording if t.done()]:
+            self._recording.remove(task)
+            task.result()
+
+    async def _finish_recording(self) -> None:
+        """Every recording still going on beside the last steps, finished (or raised)."""
+        while self._recording:
+            await self._recording.pop(0)
+
+    def _step_record(self, index: int, kind: str, label: str, started_scenario: datetime,
+                     started_wall: datetime, work: StepWork) -> StepRecord:
+        """What the recorder writes and judges of a step, taken when the step ends."""
+        budget = self.input.scenario.latency_budget / timedelta(milliseconds=1)
+        return StepRecord(
+            run_id=self.input.run_id, pair_index=self.input.pair_index,
+            step_index=index, kind=kind, label=label, stage=stage_of(index, label),
+            scenario_started=started_scenario, scenario_finished=self.scenario_now(),
+            wall_started=started_wall, wall_finished=workflow.now(),
+            observations=work.observations, cases=work.cases,
+            inspections=work.inspections, reads=work.reads,
+            staged_reads=work.staged_reads,
+            stores=list(self.input.target.stores) if work.inspections else [],
+            verdicts=work.verdicts, latency_budget_ms=budget,
+            tenants=list(self.tenants.values()),
+        )
+
+    async def _record(self, index: int, kind: str, record: StepRecord) -> StepOutcome:
         # Recording is a short, idempotent database write: a local activity (no server round
         # trip to schedule it) that simply runs again if the workflow task is retried.
-        budget = self.input.scenario.latency_budget / timedelta(milliseconds=1)
         return await self.calls.local_activity(
-            contracts.RECORD_STEP,
-            [StepRecord(
-                run_id=self.input.run_id, pair_index=self.input.pair_index,
-                step_index=index, kind=kind, label=label, stage=stage_of(index, label),
-                scenario_started=started_scenario, scenario_finished=self.scenario_now(),
-                wall_started=started_wall, wall_finished=workflow.now(),
-                observations=work.observations, cases=work.cases,
-                inspections=work.inspections, reads=work.reads,
-                staged_reads=work.staged_reads,
-                stores=list(self.input.target.stores) if work.inspections else [],
-                verdicts=work.verdicts, latency_budget_ms=budget,
-                tenants=list(self.tenants.values()),
-            )],
-            StepOutcome,
+            contracts.RECORD_STEP, [record], StepOutcome,
             start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
             summary=f"record step {index} ({kind})",
         )

@@ -30,6 +30,7 @@ from memlife.stack import embedded
 from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary, suite_result, verdict_result
 from memlife.stack.worker import build_worker
+from memlife.targets import http
 from tests.reliability.helpers import written_nightly
 from tests.workflows.helpers import run_input, run_suite
 
@@ -55,6 +56,7 @@ async def _time_skipping(faults: list[str] | None = None) -> AsyncIterator[
                 ThreadPoolExecutor(max_workers=8) as executor:
             yield env, process, executor
     finally:
+        await http.close_clients()  # this target's sessions: the next record has its own
         await env.shutdown()
 
 
@@ -331,6 +333,11 @@ async def main() -> None:
     # Temporal run, which neither records the run nor materializes its pairs again.
     if "v12-suite-continued-suite" not in have:
         await record_continued()
+    # v13: a cohort records the steps it judges itself (register, write, update, delete,
+    # wait) beside the next step's target calls instead of before them.
+    if "v13-cohort-beside-suite" not in have:
+        await record("v13-cohort-beside", nightly, ["nightly-resurrection"],
+                     generated_pairs=3, cohort_size=2)
 
 
 if __name__ == "__main__":

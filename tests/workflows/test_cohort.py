@@ -4,15 +4,27 @@ activities."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from memlife.activities.record import record_steps
+from temporalio import activity
 from temporalio.api.enums.v1 import EventType
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
-from memlife import contracts
+from memlife import contracts, recorder
 from memlife.bundled.reference.target_file import reference_target
-from memlife.contracts import cohort_workflow_id, pair_workflow_id, suite_workflow_id
+from memlife.contracts import (
+    StepOutcome,
+    StepRecord,
+    cohort_workflow_id,
+    pair_workflow_id,
+    suite_workflow_id,
+)
 from memlife.stack import embedded
+from memlife.stack.registry import ACTIVITIES, WORKFLOWS
 from tests.reliability.helpers import assert_same_rows, row_keys, written_nightly
 from tests.workflows.helpers import run_input, run_suite
 
@@ -85,3 +97,69 @@ async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
     assert (started, most) == (PAIRS, 2)
     assert row_keys(run.run_id, db_url)["tenants"] == {
         (index, role): 1 for index in range(PAIRS) for role in ("a", "b")}
+
+
+async def _scheduled_together(env: WorkflowEnvironment, workflow_id: str) -> int:
+    """How many of the workflow's tasks scheduled a step's recording and target calls at
+    once."""
+    history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+    by_task: dict[int, set[str]] = {}
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attributes = event.activity_task_scheduled_event_attributes
+            by_task.setdefault(attributes.workflow_task_completed_event_id, set()).add(
+                attributes.activity_type.name)
+    return sum(1 for names in by_task.values()
+               if {contracts.RECORD_STEPS, contracts.TARGET_BATCH} <= names)
+
+
+async def test_a_step_with_nothing_to_judge_is_recorded_beside_the_next_one(
+        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    """Registering, writing, updating, deleting and waiting leave the recorder nothing to
+    judge: their recording goes out with the next step's target calls instead of before
+    them (workflows/lifecycle.py), and the run still records every step."""
+    written = written_nightly(2)
+    with embedded.reference_target(tmp_path / "target") as target:
+        run = run_input(written, reference_target(target.base_url)).model_copy(
+            update={"cohort_size": 2, "seed": "beside"})
+        summary = await run_suite(skip_env.client, skip_worker, run)
+    assert summary.passed, summary
+    steps = row_keys(run.run_id, db_url)["steps"]
+    assert sorted((pair, step) for pair, step, _ in steps) == [
+        (pair, step) for pair in range(2) for step in range(-1, len(written.timeline))]
+    together = await _scheduled_together(
+        skip_env, cohort_workflow_id(written.name, run.run_id, 0))
+    # About one task per such step followed by target calls (none when every recording
+    # goes before the next step).
+    assert together >= 8, together
+
+
+@activity.defn(name=contracts.RECORD_STEPS)
+def failing_record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
+    """The recorder's record_steps, refusing pair 0's first write."""
+    if any((step.pair_index, step.step_index) == (0, 0) for step in steps):
+        raise ApplicationError("the recorder refused the step", non_retryable=True)
+    return record_steps(steps)
+
+
+async def test_a_recording_that_fails_beside_a_step_fails_its_pair_and_loses_nothing(
+        tmp_path: Path, skip_env: WorkflowEnvironment, db_url: str) -> None:
+    """Pair 0's first write cannot be recorded: its lifecycle stops before the step after
+    the one that went on meanwhile, and that one is still recorded; pair 1 runs through."""
+    activities = [a for a in ACTIVITIES if a is not record_steps] + [failing_record_steps]
+    written = written_nightly(2)
+    with embedded.reference_target(tmp_path / "target") as target, \
+            ThreadPoolExecutor(max_workers=8) as executor:
+        run = run_input(written, reference_target(target.base_url)).model_copy(
+            update={"cohort_size": 1, "seed": "beside-fails"})
+        async with Worker(skip_env.client, task_queue=run.run_id, workflows=WORKFLOWS,
+                          activities=activities, activity_executor=executor):
+            summary = await run_suite(skip_env.client, run.run_id, run)
+    assert not summary.passed
+    recorded = recorder.load_run(run.run_id, db_url)
+    assert recorded is not None
+    assert recorded["run"][0].status == "incomplete: pair lifecycle(s) 0 failed"
+    steps = row_keys(run.run_id, db_url)["steps"]
+    assert sorted(step for pair, step, _ in steps if pair == 0) == [-1, 1]
+    assert sorted(step for pair, step, _ in steps if pair == 1) == list(
+        range(-1, len(written.timeline)))
