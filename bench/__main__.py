@@ -153,8 +153,13 @@ def render(results: dict[str, Any]) -> str:
         "cohort of pairs) are what lift the rate above what the dev server could schedule.",
         *(["", "memlife sends its target requests with aiohttp (memlife/targets/http.py), "
            "for a fifth of httpx's CPU per request and latencies less delayed by the busy "
-           "worker; side by side it did not change memlife's rate, which is bound by the "
-           "work between a cohort's steps. The goal is held against the httpx runner, the "
+           "worker. The client alone did not change memlife's rate; what aiohttp did around "
+           "each request did: with `trust_env` it looked up ~/.netrc and the proxy "
+           "variables in a thread for every request, while the request held one of the "
+           "target's concurrency slots. memlife now reads the proxy once per session. The "
+           "rest of the gap is the work between a cohort's steps and a worker whose event "
+           "loop shares one interpreter lock with its recording threads (docs/scale.md). "
+           "The goal is held against the httpx runner, the "
            "baseline issue #20 set; the aiohttp runner's row holds memlife to the same "
            "client, so that its ratio is what Temporal, judging and recording cost."]
           if "plain_aiohttp" in results else []),
