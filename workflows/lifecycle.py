@@ -123,11 +123,11 @@ class LifecycleRunner:
     async def run(self) -> PairResult:
         try:
             await self._timeline()
+            await self._finish_recording()
         except Exception:
-            # The lifecycle failed, but what its earlier steps did is still recorded.
+            # The lifecycle failed, but what its other steps did is still recorded.
             await asyncio.gather(*self._recording, return_exceptions=True)
             raise
-        await self._finish_recording()
         self.step_kind = "cancelled" if self.cancel_reason else "done"
         return self.result()
 
