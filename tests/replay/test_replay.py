@@ -28,6 +28,10 @@ def test_there_are_histories_of_every_workflow_type() -> None:
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_history_replays_against_current_code(path: Path) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text())
-    replayer = Replayer(workflows=WORKFLOWS, data_converter=DATA_CONVERTER)
+    # debug_mode: no deadlock detector. On a loaded machine an activation of a large
+    # cohort history once took over its 2 s (TMPRL1101), which says nothing about
+    # determinism, what these tests are for; task durations are the bench's to measure
+    # (bench/histories.py).
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=DATA_CONVERTER, debug_mode=True)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
