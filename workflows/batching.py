@@ -106,7 +106,7 @@ class Batcher:
 
     # A step's recording is an activity of its own here (_record_steps), so it can go on
     # while the next step's target calls do.
-    records_behind = True
+    records_beside = True
 
     def __init__(self, cohort: CohortInput, target: Target, timers: SharedTimers) -> None:
         self._cohort = cohort

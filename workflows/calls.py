@@ -47,7 +47,7 @@ class Calls(Protocol):
 
     # Whether a recording whose outcome the lifecycle already knows may go on beside the
     # next step (lifecycle.py: _judged_in_workflow) rather than before it.
-    records_behind: bool
+    records_beside: bool
 
     async def activity(self, name: str, arg: Any, result_type: Any, **options: Any) -> Any:
         """A target call (an activity, or an item of a batch)."""
@@ -67,7 +67,7 @@ class DirectCalls:
 
     # A pair records in local activities, which hold the workflow task open: the next
     # step's activity could not be scheduled before the recording ended anyway.
-    records_behind = False
+    records_beside = False
 
     def __init__(self, cancelled: Any) -> None:
         self._cancelled = cancelled  # () -> bool: the lifecycle was cancelled

@@ -123,7 +123,7 @@ class LifecycleRunner:
     async def run(self) -> PairResult:
         try:
             await self._timeline()
-            await self._finish_recording()
+            await asyncio.gather(*self._recording)  # a lifecycle ends with its recordings
         except Exception:
             # The lifecycle failed, but what its other steps did is still recorded.
             await asyncio.gather(*self._recording, return_exceptions=True)
@@ -274,7 +274,7 @@ class LifecycleRunner:
         """A step without probe cases or inspections judges to its own verdicts (the
         recorder's judge_step has nothing to add), so where the Calls record beside the
         next step (a cohort's Batcher) nothing waits for the recording."""
-        return (self.calls.records_behind and not produced.cases
+        return (self.calls.records_beside and not produced.cases
                 and not produced.inspections and workflow.patched("record-beside-next-step"))
 
     def _raise_failed_recording(self) -> None:
@@ -283,11 +283,6 @@ class LifecycleRunner:
         for task in [t for t in self._recording if t.done()]:
             self._recording.remove(task)
             task.result()
-
-    async def _finish_recording(self) -> None:
-        """Every recording still going on beside the last steps, finished (or raised)."""
-        while self._recording:
-            await self._recording.pop(0)
 
     def _step_record(self, index: int, kind: str, label: str, started_scenario: datetime,
                      started_wall: datetime, work: StepWork) -> StepRecord:
