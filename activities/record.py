@@ -138,10 +138,12 @@ def _metrics(observation: Observation) -> dict[str, float]:
     return metrics
 
 
-def with_staged_reads(steps: list[StepRecord]) -> list[StepRecord]:
-    """Each step with its inspections' whole reads, loaded from where the inspection staged
+def whole_steps(steps: list[StepRecord]) -> list[StepRecord]:
+    """Each step whole: its cases with their forbidden values (StepRecord.case_forbidden),
+    its inspections' reads with their records, loaded from where the inspection staged
     them (recorder/staging.py). Reads that are not there any more are errors, never empty:
     their stores are inconclusive, as if they could not be read."""
+    steps = [step.with_forbidden_per_case() for step in steps]
     keys = [key for step in steps for key in step.staged_reads.values()]
     if not keys:
         return steps
@@ -163,7 +165,7 @@ def with_staged_reads(steps: list[StepRecord]) -> list[StepRecord]:
 @activity.defn(name=contracts.RECORD_STEP)
 def record_step(step: StepRecord) -> StepOutcome:
     """Judge the step's probe cases and store reads, then write everything."""
-    [step] = with_staged_reads([step])
+    [step] = whole_steps([step])
     rows, outcome = _step_rows(step)
     recorder.merge_values(rows)
     _log_step(step, outcome)
@@ -175,7 +177,7 @@ def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
     """A cohort's step, every pair's share judged and written in one transaction."""
     rows: dict[type[Any], list[dict[str, Any]]] = {}
     outcomes = []
-    steps = with_staged_reads(steps)
+    steps = whole_steps(steps)
     for step in steps:
         step_rows, outcome = _step_rows(step)
         for model, values in step_rows.items():

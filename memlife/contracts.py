@@ -10,14 +10,20 @@ from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memlife.rules.clock import Clock
 from memlife.rules.evidence import Observation, StoreRead
 from memlife.rules.pairs import TenantIdentity
 from memlife.rules.scenario import Pair, Scenario
 from memlife.rules.target import Store, Target
-from memlife.rules.verdicts import CaseVerdict, InspectCase, InspectSummary, ProbeCase
+from memlife.rules.verdicts import (
+    CaseVerdict,
+    ForbiddenValue,
+    InspectCase,
+    InspectSummary,
+    ProbeCase,
+)
 
 # The activities a worker registers, by name: workflows call them by these names (they
 # import no activity code), and the names are what Temporal history records.
@@ -303,6 +309,45 @@ class StepRecord(_Model):
     verdicts: list[CaseVerdict] = Field(default_factory=list)  # judged in the workflow
     latency_budget_ms: float = 700.0
     tenants: list[TenantIdentity] = Field(default_factory=list)
+    # A probe step's cases of one tenant forbid the same values, and those lists were most
+    # of a cohort's recording payload: sent once each (`forbidden_lists`), each case saying
+    # which is its own (`case_forbidden`, by position). Empty: every case carries its own.
+    forbidden_lists: list[list[ForbiddenValue]] = Field(default_factory=list)
+    case_forbidden: list[int] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _positions_fit(self) -> StepRecord:
+        if self.case_forbidden and (len(self.case_forbidden) != len(self.cases) or any(
+                not 0 <= i < len(self.forbidden_lists) for i in self.case_forbidden)):
+            raise ValueError(f"{len(self.case_forbidden)} forbidden list position(s) for "
+                             f"{len(self.cases)} case(s) and {len(self.forbidden_lists)} "
+                             "list(s)")
+        return self
+
+    def with_forbidden_once(self) -> StepRecord:
+        """The same record with each distinct forbidden list sent once."""
+        lists: dict[tuple[tuple[str, str, str, str, bool], ...], int] = {}
+        shared: list[list[ForbiddenValue]] = []
+        positions = []
+        for case in self.cases:
+            key = tuple((f.text, f.origin, f.domain, f.owner, f.poisoned)
+                        for f in case.forbidden)
+            if key not in lists:
+                lists[key] = len(shared)
+                shared.append(list(case.forbidden))
+            positions.append(lists[key])
+        return self.model_copy(update={
+            "cases": [case.model_copy(update={"forbidden": []}) for case in self.cases],
+            "forbidden_lists": shared, "case_forbidden": positions})
+
+    def with_forbidden_per_case(self) -> StepRecord:
+        """The same record with every case's forbidden values in the case again."""
+        if not self.case_forbidden:
+            return self
+        return self.model_copy(update={
+            "cases": [case.model_copy(update={"forbidden": self.forbidden_lists[i]})
+                      for case, i in zip(self.cases, self.case_forbidden, strict=True)],
+            "forbidden_lists": [], "case_forbidden": []})
 
 class StepOutcome(_Model):
     verdicts: list[CaseVerdict] = Field(default_factory=list)

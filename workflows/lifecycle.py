@@ -288,7 +288,7 @@ class LifecycleRunner:
                      started_wall: datetime, work: StepWork) -> StepRecord:
         """What the recorder writes and judges of a step, taken when the step ends."""
         budget = self.input.scenario.latency_budget / timedelta(milliseconds=1)
-        return StepRecord(
+        record = StepRecord(
             run_id=self.input.run_id, pair_index=self.input.pair_index,
             step_index=index, kind=kind, label=label, stage=stage_of(index, label),
             scenario_started=started_scenario, scenario_finished=self.scenario_now(),
@@ -300,6 +300,9 @@ class LifecycleRunner:
             verdicts=work.verdicts, latency_budget_ms=budget,
             tenants=list(self.tenants.values()),
         )
+        if record.cases and workflow.patched("forbidden-once-per-step"):
+            return record.with_forbidden_once()
+        return record
 
     async def _record(self, index: int, kind: str, record: StepRecord) -> StepOutcome:
         # Recording is a short, idempotent database write: a local activity (no server round

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memlife.activities.record import record_step, with_staged_reads
+from memlife.activities.record import record_step, whole_steps
 from memlife.activities.stores import inspect_stores
 from temporalio.testing import ActivityEnvironment
 
@@ -55,7 +55,7 @@ def test_a_step_judges_the_staged_reads_and_unread_is_never_absent(db_url: str) 
                         records=[StoreRecordView(id="m1", tenant_id="u_ana", matches=[0])])]
     recorder.stage_reads("r1/0/5/s5-a", "r1", staged)
     slim = [staged[0].model_copy(update={"records": []})]
-    [found, gone] = with_staged_reads([
+    [found, gone] = whole_steps([
         _step({"s5-a": slim}, {"s5-a": "r1/0/5/s5-a"}),
         _step({"s5-b": slim}, {"s5-b": "r1/0/5/s5-b"})])
     assert found.reads == {"s5-a": staged}
@@ -66,7 +66,7 @@ def test_a_step_judges_the_staged_reads_and_unread_is_never_absent(db_url: str) 
 
 def test_a_step_without_staged_reads_is_recorded_as_it_came(db_url: str) -> None:
     step = _step({}, {})
-    assert with_staged_reads([step]) == [step]
+    assert whole_steps([step]) == [step]
     assert record_step(step).verdicts == []
 
 

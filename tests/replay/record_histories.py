@@ -338,6 +338,14 @@ async def main() -> None:
     if "v13-cohort-beside-suite" not in have:
         await record("v13-cohort-beside", nightly, ["nightly-resurrection"],
                      generated_pairs=3, cohort_size=2)
+    # v14: a probe step's forbidden values sent once per distinct list, in a cohort's
+    # recording and a pair's alike (StepRecord.case_forbidden).
+    if "v14-forbidden-once-cohort-suite" not in have:
+        await record("v14-forbidden-once-cohort", nightly, ["nightly-resurrection"],
+                     generated_pairs=3, cohort_size=2)
+    if "v14-forbidden-once-pair-suite" not in have:
+        await record("v14-forbidden-once-pair", nightly, ["nightly-resurrection"],
+                     generated_pairs=1)
 
 
 if __name__ == "__main__":
