@@ -144,8 +144,9 @@ def failing_record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
 
 async def test_a_recording_that_fails_beside_a_step_fails_its_pair_and_loses_nothing(
         tmp_path: Path, skip_env: WorkflowEnvironment, db_url: str) -> None:
-    """Pair 0's first write cannot be recorded: its lifecycle stops before the step after
-    the one that went on meanwhile, and that one is still recorded; pair 1 runs through."""
+    """Pair 0's first write cannot be recorded: its lifecycle stops at the next step
+    boundary once the refusal is back, and the steps that went on meanwhile are still
+    recorded; pair 1 runs through."""
     activities = [a for a in ACTIVITIES if a is not record_steps] + [failing_record_steps]
     written = written_nightly(2)
     with embedded.reference_target(tmp_path / "target") as target, \
@@ -160,6 +161,11 @@ async def test_a_recording_that_fails_beside_a_step_fails_its_pair_and_loses_not
     assert recorded is not None
     assert recorded["run"][0].status == "incomplete: pair lifecycle(s) 0 failed"
     steps = row_keys(run.run_id, db_url)["steps"]
-    assert sorted(step for pair, step, _ in steps if pair == 0) == [-1, 1]
+    # The pair stops at the first step boundary after the failure is known: on a quiet
+    # machine before step 2; on a busy one the refusal may come back a step or two later.
+    # Either way every step but the refused one is recorded, and the pair ends early.
+    pair_0 = sorted(step for pair, step, _ in steps if pair == 0)
+    assert pair_0[:2] == [-1, 1] and pair_0[1:] == list(range(1, pair_0[-1] + 1))
+    assert pair_0[-1] < len(written.timeline) - 1
     assert sorted(step for pair, step, _ in steps if pair == 1) == list(
         range(-1, len(written.timeline)))
