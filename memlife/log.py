@@ -81,7 +81,11 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
         return
     chosen = os.environ.get("MEMLIFE_LOG_LEVEL")
     level_name = (chosen or level or "WARNING").upper()
-    renderer: Any = (structlog.processors.JSONRenderer() if log_format() == "json"
+    json_lines = log_format() == "json"
+    # repr, not structlog's JSON fallback, for what JSON cannot hold: the fallback imports
+    # a module as it renders, which the workflow sandbox refuses, and the SDK logs a failed
+    # workflow activation from inside it (the line saying why a workflow failed was lost).
+    renderer: Any = (structlog.processors.JSONRenderer(default=repr) if json_lines
                      else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
@@ -89,10 +93,13 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    # A JSON line keeps a traceback as text (`exception`); the console prints it itself.
+    finish: list[Any] = [structlog.processors.format_exc_info] if json_lines else []
     # Standard-library records (the SDK's) through the same renderer, on stderr.
     handler = logging.StreamHandler(_CurrentStderr())
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processor=renderer,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *finish,
+                    renderer],
         foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared[1:]]))
     root = logging.getLogger()
     root.handlers = [h for h in root.handlers if not getattr(h, "_memlife", False)]
@@ -105,7 +112,7 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
     for own in ("temporalio.workflow", "temporalio.activity"):
         logging.getLogger(own).setLevel(_level(level_name))
     structlog.configure(
-        processors=[*shared, renderer],
+        processors=[*shared, *finish, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level_name, logging.WARNING)
         ),

@@ -57,3 +57,43 @@ def test_lines_go_to_stderr_as_it_is_now_not_as_it_was(monkeypatch) -> None:  # 
     finally:
         log.configure(level="WARNING", sdk_level="ERROR")  # what a command sets up
     assert '"event": "still heard"' in now.getvalue() and "also heard" in now.getvalue()
+
+
+def test_a_failure_logged_inside_the_workflow_sandbox_is_one_json_line(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The SDK logs a failed workflow activation, with its exception, from the workflow
+    sandbox, which refuses most imports. Rendering the line must import nothing (structlog's
+    default JSON fallback did, and the line explaining the failure was lost) and keep the
+    traceback as text."""
+    import builtins
+    import io
+    import json
+    import logging
+    import sys
+
+    monkeypatch.setenv("MEMLIFE_LOG_FORMAT", "json")
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    log.configure(level="INFO", sdk_level="INFO")
+    real_import = builtins.__import__
+
+    def sandboxed(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name.startswith("structlog"):  # what the sandbox refused (it re-imports them)
+            raise ImportError(f"the sandbox refuses {name}")
+        return real_import(name, *args, **kwargs)
+
+    try:
+        try:
+            raise AttributeError("'StepRecord' object has no attribute 'x'")
+        except AttributeError:
+            monkeypatch.setattr(builtins, "__import__", sandboxed)
+            logging.getLogger("temporalio.workflow").warning(
+                "Failed activation on workflow %s", "Cohort", exc_info=True,
+                extra={"unserializable": object()})
+            monkeypatch.setattr(builtins, "__import__", real_import)
+    finally:
+        monkeypatch.setattr(builtins, "__import__", real_import)
+        log.configure(level="WARNING", sdk_level="ERROR")
+    [line] = out.getvalue().splitlines()
+    event = json.loads(line)
+    assert event["event"] == "Failed activation on workflow Cohort"
+    assert "AttributeError: 'StepRecord' object has no attribute 'x'" in event["exception"]
