@@ -326,12 +326,11 @@ class StepRecord(_Model):
 
     def with_forbidden_once(self) -> StepRecord:
         """The same record with each distinct forbidden list sent once."""
-        lists: dict[tuple[tuple[str, str, str, str, bool], ...], int] = {}
+        lists: dict[tuple[ForbiddenValue, ...], int] = {}  # frozen models: by every field
         shared: list[list[ForbiddenValue]] = []
         positions = []
         for case in self.cases:
-            key = tuple((f.text, f.origin, f.domain, f.owner, f.poisoned)
-                        for f in case.forbidden)
+            key = tuple(case.forbidden)
             if key not in lists:
                 lists[key] = len(shared)
                 shared.append(list(case.forbidden))
