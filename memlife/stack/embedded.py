@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.errors import UnreachableError
-from memlife.stack import DEFAULT_UI_PORT
+from memlife.stack import DEFAULT_UI_PORT, heap
 from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.processes import LOOPBACK, free_port, stop_process
@@ -260,8 +260,9 @@ async def running_worker(client: Client, task_queue: str) -> AsyncIterator[None]
     with ThreadPoolExecutor(max_workers=max(8, (os.cpu_count() or 2) * 4)) as executor:
         worker = build_worker(client, task_queue, executor)
         try:
-            async with worker:
-                yield
+            with heap.serving():
+                async with worker:
+                    yield
         finally:
             await http.close_clients()
         await asyncio.sleep(0)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlife import DEFAULT_TASK_QUEUE
 from memlife.errors import MemlifeError
-from memlife.stack import DEFAULT_ADDRESS
+from memlife.stack import DEFAULT_ADDRESS, heap
 from memlife.targets import http
 
 if TYPE_CHECKING:
@@ -76,11 +76,12 @@ async def serve(task_queue: str, max_concurrent_activities: int,
                               max_cached_workflows=max_cached_workflows,
                               graceful_shutdown_timeout=graceful_shutdown())
         try:
-            async with worker:
-                log.warning("worker running", address=connection["target_host"],
-                            task_queue=task_queue)
-                await stop.wait()
-                log.warning("worker stopping: draining in-flight activities")
+            with heap.serving():
+                async with worker:
+                    log.warning("worker running", address=connection["target_host"],
+                                task_queue=task_queue)
+                    await stop.wait()
+                    log.warning("worker stopping: draining in-flight activities")
         finally:
             await http.close_clients()
 
