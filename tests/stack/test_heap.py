@@ -6,8 +6,9 @@ from __future__ import annotations
 import gc
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
-from memlife.stack import heap
+from memlife.stack import embedded, heap
 
 
 @pytest.fixture(autouse=True)
@@ -63,3 +64,13 @@ def test_garbage_cycles_made_while_serving_are_still_collected() -> None:
         del node
         gc.collect()
         assert collected == [True]
+
+
+async def test_the_worker_memlife_run_starts_serves_tuned_and_stops_untuned(
+        skip_env: WorkflowEnvironment) -> None:
+    before = gc.get_threshold()
+    async with embedded.running_worker(skip_env.client, "heap-test"):
+        assert gc.get_threshold()[0] == heap.YOUNG_GENERATION
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
