@@ -160,7 +160,11 @@ def render(results: dict[str, Any]) -> str:
            "of the rest is time a request holds its slot at the worker: from its headers "
            "written to its body read, memlife counts about 7 ms more than the target's own "
            "time, where the plain aiohttp runner counts 1.5 to 2 ms more, and a freed slot "
-           "waits about 2 ms for the next request (docs/scale.md). "
+           "waits about 2 ms for the next request: a response waits for its turn on a "
+           "worker whose interpreter lock is held about 80% of the time. A worker now "
+           "tunes CPython's cycle collector while it serves, which had taken 11 to 13 s of "
+           "a two-minute run and stalled every slot for 0.3 s at a time (docs/scale.md, "
+           "\"Garbage collection\"). "
            "The goal is held against the httpx runner, the "
            "baseline issue #20 set; the aiohttp runner's row holds memlife to the same "
            "client, so that its ratio is what Temporal, judging and recording cost."]
