@@ -1,22 +1,8 @@
-"""CPython's cycle collector, tuned while a worker serves (docs/scale.md, "Garbage
-collection").
-
-A worker's event loop sends every target request; a collection holds the interpreter lock,
-so while it runs every target slot waits. On the 100-pair nightly with the defaults, the
-collector ran about 4,000 times in a two-minute run and took 11-13 s of it, and each full
-collection stalled the loop for 200-350 ms. Two reasons:
-
-- **What imports leave.** About 125,000 objects (modules, classes, pydantic's validators)
-  live as long as the process, and a full collection traced them all again: 170 ms for
-  them alone. Frozen, the collector no longer looks at them.
-- **A young generation of 700 objects.** A step's requests, answers and records live for
-  milliseconds to seconds; collected every 700 allocations, many were traced, survived,
-  and moved on to be traced again in the older generations, each move counting towards
-  the next full collection. With 10,000, most die before their first collection.
-
-Measured side by side (three runs each, interleaved): the collector's time fell to 3.3 to
-3.8 s, its longest pause to 0.12 to 0.14 s, and the rate rose by about 8%.
-"""
+"""CPython's cycle collector, tuned while a worker serves. A collection holds the
+interpreter lock, so every target slot waits for it: objects that live as long as the
+process are frozen out of it, and the young generation is collected less often, so that
+a step's short-lived objects mostly die before they are traced. The figures behind both
+are in docs/scale.md, "Garbage collection"."""
 
 from __future__ import annotations
 
@@ -31,7 +17,7 @@ YOUNG_GENERATION = 10_000
 
 _lock = threading.Lock()
 _serving = 0  # workers serving in this process (tests run several)
-_restore: tuple[int, int, int] = (700, 10, 10)
+_restore = gc.get_threshold()  # what the first worker to serve found
 
 
 @contextlib.contextmanager
