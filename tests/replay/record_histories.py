@@ -346,6 +346,11 @@ async def main() -> None:
     if "v14-forbidden-once-pair-suite" not in have:
         await record("v14-forbidden-once-pair", nightly, ["nightly-resurrection"],
                      generated_pairs=1)
+    # v15: a cohort records its tenants in an activity, no longer a local activity that
+    # held its workflow task open while the recorder was busy.
+    if "v15-tenants-activity-cohort-suite" not in have:
+        await record("v15-tenants-activity-cohort", nightly, ["nightly-resurrection"],
+                     generated_pairs=3, cohort_size=2)
 
 
 if __name__ == "__main__":

@@ -29,17 +29,22 @@ from tests.reliability.helpers import assert_same_rows, row_keys, written_nightl
 from tests.workflows.helpers import run_input, run_suite
 
 PAIRS = 3  # two cohorts of two make one full and one partial cohort; two waves
+LOCAL, LOCAL_MARKER = "local activities", "core_local_activity"  # the SDK core's marker
 FAULT = "graph-unscoped-delete"  # failures too: the verdicts compared are not all passes
 
 
 async def _activities(env: WorkflowEnvironment, workflow_id: str) -> dict[str, int]:
-    """How many activities of each type the workflow scheduled."""
+    """How many activities of each type the workflow scheduled; local activities (a marker
+    each in history) count under LOCAL."""
     history = await env.client.get_workflow_handle(workflow_id).fetch_history()
     counts: dict[str, int] = {}
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             name = event.activity_task_scheduled_event_attributes.activity_type.name
             counts[name] = counts.get(name, 0) + 1
+        elif (event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+              and event.marker_recorded_event_attributes.marker_name == LOCAL_MARKER):
+            counts[LOCAL] = counts.get(LOCAL, 0) + 1
     return counts
 
 
@@ -64,14 +69,19 @@ async def test_cohorts_record_what_single_pairs_record(
 
     # Two cohorts (2 + 1 pairs) instead of three pair workflows; each cohort sends a step's
     # target calls together, so it schedules fewer of them than even one pair alone. A
-    # pair records each step in a local activity (no history event), a cohort in one
-    # activity per step, off its workflow tasks (workflows/batching.py).
+    # pair records each step and its tenants in local activities, a cohort in one
+    # activity per step and one for its tenants, off its workflow tasks, which then never
+    # wait on the recorder (workflows/batching.py).
     name = written.name
     per_pair = await _activities(skip_env, pair_workflow_id(name, alone.run_id, 0))
     steps = len(written.timeline) + 1  # and the registration
+    registrations = 1 + sum(1 for step in written.timeline if step.step == "register")
+    assert per_pair.pop(LOCAL) == steps + registrations
     for first in (0, 2):
         batched = await _activities(skip_env, cohort_workflow_id(name, cohort.run_id, first))
+        assert LOCAL not in batched, (first, batched)
         assert batched.pop(contracts.RECORD_STEPS) == steps
+        assert batched.pop(contracts.RECORD_TENANT_SETS) == registrations
         assert 0 < sum(batched.values()) < sum(per_pair.values()), (first, batched, per_pair)
 
 
