@@ -40,6 +40,7 @@ from bench.runs import (
     NIGHTLY,
     REPO,
     MemlifeRun,
+    difference_figures,
     fidelity,
     run_until_stopped,
     say,
@@ -180,14 +181,21 @@ def render(results: dict[str, Any]) -> str:
             "| run | requests | median recorded | median server-side | median difference "
             "| p95 difference | goal |", "|---|---|---|---|---|---|---|",
         ]
-        for label, figures, pairs in (
-                ("one request at a time", rest, results["fidelity"]["rest_pairs"]),
-                ("under full load", load, throughput["pairs"])):
-            lines.append(
-                f"| {label}: nightly, {pairs} pairs | {int(figures['count']):,} | "
-                f"{figures['median_latency']:.2f} ms | {figures['median_server']:.2f} ms | "
-                f"**{figures['median']:.2f} ms** | {figures['p95']:.2f} ms | median ≤ 1 ms "
-                f"{verdict(figures['median'] <= 1.0)} |")
+        def row(label: str, figures: dict[str, float], goal: str) -> str:
+            return (f"| {label} | {int(figures['count']):,} | "
+                    f"{figures['median_latency']:.2f} ms | {figures['median_server']:.2f} ms "
+                    f"| **{figures['median']:.2f} ms** | {figures['p95']:.2f} ms | {goal} |")
+
+        plain_rest = results["fidelity"].get("plain_rest", {})
+        plain_load = results["fidelity"].get("plain_load", {})
+        for label, figures, pairs, plain in (
+                ("one request at a time", rest, results["fidelity"]["rest_pairs"], plain_rest),
+                ("under full load", load, throughput["pairs"], plain_load)):
+            lines.append(row(f"{label}: nightly, {pairs} pairs", figures,
+                             f"median ≤ 1 ms {verdict(figures['median'] <= 1.0)}"))
+            if plain.get("count"):
+                lines.append(row(f"{label}: the plain aiohttp runner, the same requests",
+                                 plain, "none: the client and target alone"))
         lines += [
             "", "The first row is memlife's own measurement error: the same lifecycle with the "
             "target's `max_concurrency: 1`, so that no request waits inside the target's HTTP "
@@ -199,6 +207,15 @@ def render(results: dict[str, Any]) -> str:
             "its turn under the target's concurrency limit, so memlife's own queueing is "
             "never counted as the target's latency.", "",
         ]
+        if plain_rest.get("count") and plain_load.get("count"):
+            lines[-1:-1] = [
+                "", "The plain aiohttp runner's rows time the same conversation requests the "
+                "same way (from headers written to body read, once the request has its turn) "
+                "with nothing else in the process: what the client, the transport and the "
+                "target's HTTP server cost on their own. memlife's own share is the "
+                "difference between the medians: "
+                f"**{rest['median'] - plain_rest['median']:+.2f} ms** one request at a time, "
+                f"**{load['median'] - plain_load['median']:+.2f} ms** under full load."]
     return "\n".join(lines + _scale_lines(results) + report_lines(results.get("reports", []))
                      + scaleout_lines(results.get("scaleout", [])))
 
@@ -404,8 +421,18 @@ async def main(args: argparse.Namespace) -> int:
             # (a request queued inside uvicorn, before the application, is invisible to it).
             light = await scale_run(client, server.address, work, args.fidelity_pairs,
                                     args.clock, args.cohort, max_concurrency=1)
+            say("  the same requests, one at a time, by the plain aiohttp runner")
+            target = embedded.start_reference_target(work / "target-plain-rest",
+                                                     access_log=False)
+            try:
+                plain_rest = await replay(target.base_url, light.run_id, light.db_url,
+                                          concurrency=1, client="aiohttp")
+            finally:
+                target.stop()
             fidelity_figures = {"rest": fidelity(light), "load": loaded_figures,
-                                "rest_pairs": args.fidelity_pairs}
+                                "rest_pairs": args.fidelity_pairs,
+                                "plain_rest": difference_figures(plain_rest.timed),
+                                "plain_load": difference_figures(plain_aiohttp.timed)}
             say(f"  latency fidelity: {fidelity_figures}")
         for pairs in args.scale:
             if not args.scale_only and pairs == args.pairs:

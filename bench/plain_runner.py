@@ -3,6 +3,11 @@ the requests of a recorded memlife run again, to a fresh reference target, with 
 concurrency — no Temporal, no judging, no recording. Every observation memlife records is
 one request; they are replayed pair by pair in the order they were made (all pairs at
 once), with the scenario clock they were sent with, so the target does the same work.
+
+On aiohttp the runner also times each conversation request as memlife does
+(memlife/targets/http.py: from its headers written to its body read), beside the target's
+own `Server-Timing: total`: the difference a bare client on the same stack sees, which
+memlife's own latency fidelity is read against.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -21,6 +26,7 @@ import httpx
 from sqlalchemy import text
 
 from memlife import recorder
+from memlife.targets.http import parse_server_timing
 
 NOW_HEADER = "X-Memlife-Now"
 
@@ -41,6 +47,9 @@ class PlainResult:
     requests: int
     errors: int
     seconds: float
+    # Per conversation request (aiohttp only): (latency as memlife records it, the
+    # target's Server-Timing total), in ms.
+    timed: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def per_second(self) -> float:
@@ -79,10 +88,13 @@ def _iso(value: Any) -> str:
 
 
 class _Reply:
-    """What the replay needs of an answer, from either client."""
+    """What the replay needs of an answer, from either client, and (aiohttp) its timing:
+    latency in ms as memlife records it, and the target's Server-Timing total."""
 
-    def __init__(self, status: int, body: bytes) -> None:
+    def __init__(self, status: int, body: bytes, latency_ms: float | None = None,
+                 server_total: float | None = None) -> None:
         self.status, self.body = status, body
+        self.latency_ms, self.server_total = latency_ms, server_total
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -102,16 +114,30 @@ async def _sender(base_url: str, client: str) -> AsyncIterator[
                 return _Reply(response.status_code, await response.aread())
             yield send_httpx
         return
+    tracing = aiohttp.TraceConfig()
+
+    async def headers_sent(_session: aiohttp.ClientSession, context: Any,
+                           _params: aiohttp.TraceRequestHeadersSentParams) -> None:
+        context.trace_request_ctx["sent"] = time.perf_counter()
+
+    tracing.on_request_headers_sent.append(headers_sent)
     async with aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=30.0),
+            timeout=aiohttp.ClientTimeout(total=30.0), trace_configs=[tracing],
             connector=aiohttp.TCPConnector(limit=64)) as session:
         async def send_aiohttp(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
             params = kwargs.pop("params", None)
             query = [(name, item) for name, value in (params or {}).items()
                      for item in (value if isinstance(value, list) else [value])]
+            marks: dict[str, float] = {}
+            started = time.perf_counter()
             async with session.request(method, base_url + path, headers={NOW_HEADER: now},
-                                       params=query or None, **kwargs) as response:
-                return _Reply(response.status, await response.read())
+                                       params=query or None, trace_request_ctx=marks,
+                                       **kwargs) as response:
+                body = await response.read()
+            latency_ms = (time.perf_counter() - marks.get("sent", started)) * 1000
+            total = parse_server_timing(
+                ", ".join(response.headers.getall("server-timing", ()))).get("total")
+            return _Reply(response.status, body, latency_ms, total)
         yield send_aiohttp
 
 
@@ -120,15 +146,22 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int,
     by_pair, phones, values = recorded_requests(run_id, url)
     limit = asyncio.Semaphore(concurrency)
     errors = 0
+    timed: list[tuple[float, float]] = []
     async with _sender(base_url, client) as request:
 
         async def send(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
             nonlocal errors
-            async with limit:
+            async with limit:  # as in memlife, the clock starts once the request has its turn
                 response = await request(method, path, now, **kwargs)
             if response.status >= 400 and response.status != 404:
                 errors += 1
             return response
+
+        async def converse(phone: str, r: Request) -> None:
+            response = await send("POST", "/v1/preview", r.scenario_time,
+                                  json={"phone": phone, "message": r.text})
+            if response.latency_ms is not None and response.server_total is not None:
+                timed.append((response.latency_ms, response.server_total))
 
         user_ids_of: dict[int, dict[str, str]] = defaultdict(dict)
         current_of: dict[int, dict[str, str]] = defaultdict(dict)
@@ -148,8 +181,7 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int,
                     if r.reply and response.status < 300:
                         user_ids[r.reply] = current[r.role] = response.json()["user_id"]
                 elif r.kind in ("write", "update", "probe"):
-                    await send("POST", "/v1/preview", r.scenario_time,
-                               json={"phone": phone, "message": r.text})
+                    await converse(phone, r)
                 elif r.kind == "delete" and r.domain is None:
                     await send("DELETE", f"/v1/users/{user(r.text.split()[-1])}",
                                r.scenario_time)
@@ -178,4 +210,4 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int,
                                    for index, requests in by_pair.items()))
         seconds = time.perf_counter() - started
     return PlainResult(requests=sum(len(r) for r in by_pair.values()), errors=errors,
-                       seconds=seconds)
+                       seconds=seconds, timed=timed)

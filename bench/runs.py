@@ -269,6 +269,12 @@ def fidelity(run: MemlifeRun) -> dict[str, float]:
             "ON m.observation_id = o.id WHERE o.run_id = :r AND m.name = 'stage:total' "
             "AND o.latency_ms IS NOT NULL"), {"r": run.run_id}).all()
     engine.dispose()
+    return difference_figures([(latency, total) for latency, total in pairs])
+
+
+def difference_figures(pairs: list[tuple[float, float]]) -> dict[str, float]:
+    """Median and 95th percentile of recorded latency minus the target's own time, from
+    (latency, Server-Timing total) pairs in ms."""
     differences = sorted(latency - total for latency, total in pairs)
     if not differences:
         return {"count": 0}

@@ -61,3 +61,11 @@ async def test_replay_sends_the_recorded_requests_to_the_same_effect(
         assert result.requests == len(loaded["observations"]) > 100, client
         assert result.errors == 0, client
         assert after_plain == after_memlife, client
+
+    # On aiohttp every conversation request is timed as memlife times it, beside the
+    # target's own time for it, which lies within it.
+    conversations = {m.observation_id for m in loaded["metrics"] if m.name == "stage:total"}
+    timed = replayed["aiohttp"][0].timed
+    assert len(timed) == len(conversations) > 10
+    assert all(latency > total > 0 for latency, total in timed), timed
+    assert replayed["httpx"][0].timed == []

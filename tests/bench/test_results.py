@@ -45,6 +45,20 @@ def test_ratios_and_goals_come_from_the_figures() -> None:
     assert FULL in text
 
 
+def test_the_plain_runners_latency_rows_show_memlifes_own_share() -> None:
+    assert "the plain aiohttp runner" not in render(RESULTS)  # from before it was measured
+    fidelity = {**RESULTS["fidelity"],
+                "plain_rest": {"count": 400, "median": 0.5, "p95": 1.0,
+                               "median_latency": 1.8, "median_server": 1.3},
+                "plain_load": {"count": 30000, "median": 1.1, "p95": 5.0,
+                               "median_latency": 5.0, "median_server": 3.9}}
+    text = render({**RESULTS, "fidelity": fidelity})
+    assert ("| under full load: the plain aiohttp runner, the same requests | 30,000 | "
+            "5.00 ms | 3.90 ms | **1.10 ms** | 5.00 ms | none: the client and target alone |"
+            ) in text
+    assert "**+0.20 ms** one request at a time, **+0.30 ms** under full load" in text
+
+
 def test_the_same_client_runner_gets_its_own_row_once_measured() -> None:
     assert "plain aiohttp" not in render(RESULTS)  # results from before it was measured
     text = render({**RESULTS, "plain_aiohttp": {"requests": 20800, "seconds": 20.0,
