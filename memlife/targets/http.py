@@ -160,17 +160,21 @@ def _pointer_tokens(pointer: str) -> tuple[str, ...]:
     """A pointer's tokens, unescaped once: every record of every store read is addressed by
     the same few pointers."""
     return tuple(raw.replace("~1", "/").replace("~0", "~")
-                 for raw in pointer.lstrip("/").split("/"))
+                 for raw in pointer[1:].split("/"))
 
 
 def json_pointer(document: Any, pointer: str) -> Any:
-    """RFC 6901. Raises KeyError naming the pointer when the path does not exist."""
+    """RFC 6901. Raises KeyError naming the pointer when the path does not exist (or the
+    pointer is not one: a non-empty pointer starts with `/`)."""
     if pointer == "":
         return document
+    if not pointer.startswith("/"):
+        raise KeyError(pointer)
     node = document
     for token in _pointer_tokens(pointer):
         if isinstance(node, list):
-            if not token.isdigit() or int(token) >= len(node):
+            # An array index is 0 or digits without a leading zero ("-" is past the end).
+            if not token.isdigit() or token != str(int(token)) or int(token) >= len(node):
                 raise KeyError(pointer)
             node = node[int(token)]
         elif isinstance(node, dict):

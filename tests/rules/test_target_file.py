@@ -139,7 +139,11 @@ def test_json_pointer() -> None:
     assert json_pointer(doc, "/data/items/0/a~1b") == 1
     assert json_pointer(doc, "/data/items/1/~0x") == 2
     assert json_pointer(doc, "") == doc
-    for missing in ("/data/nope", "/data/items/5", "/data/items/0/a~1b/deeper"):
+    # Every "/" starts a token: "//x" is the key "" and then "x", not "/x".
+    assert json_pointer({"": {"x": 3}, "x": 4}, "//x") == 3
+    assert json_pointer({"": 5}, "/") == 5
+    for missing in ("/data/nope", "/data/items/5", "/data/items/0/a~1b/deeper",
+                    "//data", "data", "/data/items/01", "/data/items/-"):
         with pytest.raises(KeyError):
             json_pointer(doc, missing)
 
