@@ -7,7 +7,9 @@ once), with the scenario clock they were sent with, so the target does the same 
 On aiohttp the runner also times each conversation request as memlife does
 (memlife/targets/http.py: from its headers written to its body read), beside the target's
 own `Server-Timing: total`: the difference a bare client on the same stack sees, which
-memlife's own latency fidelity is read against.
+memlife's own latency fidelity is read against. The timing goes through aiohttp's trace
+hooks, as memlife's does, and costs the runner about 3% of its rate (283 against 288 to
+294 requests/s, runs alternated on one recorded 100-pair nightly).
 """
 
 from __future__ import annotations

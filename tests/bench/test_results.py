@@ -57,6 +57,9 @@ def test_the_plain_runners_latency_rows_show_memlifes_own_share() -> None:
             "5.00 ms | 3.90 ms | **1.10 ms** | 5.00 ms | none: the client and target alone |"
             ) in text
     assert "**+0.20 ms** one request at a time, **+0.30 ms** under full load" in text
+    assert "the bare client alone is above the goal" in text  # 1.10 ms > 1 ms
+    fidelity["plain_load"] = {**fidelity["plain_load"], "median": 0.9}
+    assert "above the goal" not in render({**RESULTS, "fidelity": fidelity})
 
 
 def test_the_same_client_runner_gets_its_own_row_once_measured() -> None:
