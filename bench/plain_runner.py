@@ -28,7 +28,7 @@ import httpx
 from sqlalchemy import text
 
 from memlife import recorder
-from memlife.targets.http import parse_server_timing
+from memlife.targets.http import mark_headers_sent, parse_server_timing
 
 NOW_HEADER = "X-Memlife-Now"
 
@@ -117,12 +117,7 @@ async def _sender(base_url: str, client: str) -> AsyncIterator[
             yield send_httpx
         return
     tracing = aiohttp.TraceConfig()
-
-    async def headers_sent(_session: aiohttp.ClientSession, context: Any,
-                           _params: aiohttp.TraceRequestHeadersSentParams) -> None:
-        context.trace_request_ctx["sent"] = time.perf_counter()
-
-    tracing.on_request_headers_sent.append(headers_sent)
+    tracing.on_request_headers_sent.append(mark_headers_sent)
     async with aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=30.0), trace_configs=[tracing],
             connector=aiohttp.TCPConnector(limit=64)) as session:

@@ -232,8 +232,11 @@ def _limit_for(target: Target) -> asyncio.Semaphore:
     return limit
 
 
-async def _mark_headers_sent(_session: aiohttp.ClientSession, context: Any,
-                             _params: aiohttp.TraceRequestHeadersSentParams) -> None:
+async def mark_headers_sent(_session: aiohttp.ClientSession, context: Any,
+                            _params: aiohttp.TraceRequestHeadersSentParams) -> None:
+    """aiohttp trace hook: when the request's headers were written, as `sent` in its
+    trace_request_ctx. A recorded latency starts there (the bench's plain runner times
+    its requests with the same hook)."""
     context.trace_request_ctx["sent"] = time.perf_counter()
 
 
@@ -268,7 +271,7 @@ def client_for(target: Target) -> _Pooled:
     client = _clients.get(key)
     if client is None or client.session.closed:
         trace = aiohttp.TraceConfig()
-        trace.on_request_headers_sent.append(_mark_headers_sent)
+        trace.on_request_headers_sent.append(mark_headers_sent)
         session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=target.timeout.total_seconds()),
             connector=aiohttp.TCPConnector(limit=64, ssl=_tls_context()),
