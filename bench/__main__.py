@@ -34,7 +34,7 @@ from temporalio.worker import Worker
 
 from bench.histories import HISTORY_WARN_BYTES, HISTORY_WARN_EVENTS
 from bench.noop import NoopWorkflow, noop
-from bench.plain_runner import replay
+from bench.plain_runner import replay_in_process
 from bench.reports import render_lines as report_lines
 from bench.runs import (
     NIGHTLY,
@@ -400,8 +400,8 @@ async def main(args: argparse.Namespace) -> int:
             say("plain asyncio + httpx: the same requests against a fresh target")
             target = embedded.start_reference_target(work / "target-plain", access_log=False)
             try:
-                plain = await replay(target.base_url, baseline.run_id, baseline.db_url,
-                                     concurrency=concurrency)
+                plain = await replay_in_process(target.base_url, baseline.run_id,
+                                                baseline.db_url, concurrency=concurrency)
             finally:
                 target.stop()
             say(f"  {plain.requests:,} requests in {plain.seconds:,.1f} s: "
@@ -411,9 +411,10 @@ async def main(args: argparse.Namespace) -> int:
             target = embedded.start_reference_target(work / "target-plain-aiohttp",
                                                      access_log=False)
             try:
-                plain_aiohttp = await replay(target.base_url, baseline.run_id,
-                                             baseline.db_url, concurrency=concurrency,
-                                             client="aiohttp")
+                plain_aiohttp = await replay_in_process(target.base_url, baseline.run_id,
+                                                        baseline.db_url,
+                                                        concurrency=concurrency,
+                                                        client="aiohttp")
             finally:
                 target.stop()
             say(f"  {plain_aiohttp.requests:,} requests in {plain_aiohttp.seconds:,.1f} s: "
@@ -428,8 +429,9 @@ async def main(args: argparse.Namespace) -> int:
             target = embedded.start_reference_target(work / "target-plain-rest",
                                                      access_log=False)
             try:
-                plain_rest = await replay(target.base_url, light.run_id, light.db_url,
-                                          concurrency=1, client="aiohttp")
+                plain_rest = await replay_in_process(target.base_url, light.run_id,
+                                                     light.db_url, concurrency=1,
+                                                     client="aiohttp")
             finally:
                 target.stop()
             fidelity_figures = {"rest": fidelity(light), "load": loaded_figures,

@@ -10,17 +10,27 @@ own `Server-Timing: total`: the difference a bare client on the same stack sees,
 memlife's own latency fidelity is read against. The timing goes through aiohttp's trace
 hooks, as memlife's does, and costs the runner about 3% of its rate (283 against 288 to
 294 requests/s, runs alternated on one recorded 100-pair nightly).
+
+The bench runs each replay in a process of its own (`replay_in_process`, which runs this
+module): in the bench's own process, after memlife's run, the aiohttp replay went about a
+quarter slower than the same replay in a fresh one, and a baseline held down by the
+harness would flatter memlife's ratios.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
+import os
+import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -141,6 +151,8 @@ async def _sender(base_url: str, client: str) -> AsyncIterator[
 async def replay(base_url: str, run_id: str, url: str, concurrency: int,
                  client: str = "httpx") -> PlainResult:
     by_pair, phones, values = recorded_requests(run_id, url)
+    if not by_pair:  # a rate of nothing would pass for a baseline
+        raise LookupError(f"no recorded requests of run {run_id!r} in {url}")
     limit = asyncio.Semaphore(concurrency)
     errors = 0
     timed: list[tuple[float, float]] = []
@@ -208,3 +220,74 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int,
         seconds = time.perf_counter() - started
     return PlainResult(requests=sum(len(r) for r in by_pair.values()), errors=errors,
                        seconds=seconds, timed=timed)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def replay_in_process(base_url: str, run_id: str, url: str, concurrency: int,
+                            client: str = "httpx") -> PlainResult:
+    """`replay` in a fresh Python process (this module's main): the baseline's rate then
+    owes nothing to the state of the process that asks for it. The recorder's URL goes by
+    the environment, as a worker's does, never on a command line."""
+    with tempfile.TemporaryDirectory(prefix="memlife-plain-") as scratch:
+        out = Path(scratch) / "result.json"
+        errors_path = Path(scratch) / "stderr"
+        with open(errors_path, "wb") as errors:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bench.plain_runner", "--base-url", base_url,
+                "--run-id", run_id, "--concurrency", str(concurrency), "--client", client,
+                "--out", str(out), cwd=REPO, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, stderr=errors,
+                env={**os.environ, "MEMLIFE_DB_URL": url, "PYTHONPATH": str(REPO)})
+            try:
+                status = await process.wait()
+            except BaseException:  # stopped (SIGTERM, Ctrl-C): the replay goes too
+                if process.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        process.terminate()
+                        try:
+                            await asyncio.wait_for(process.wait(), 5)
+                        except TimeoutError:
+                            process.kill()
+                raise
+        if status:
+            raise RuntimeError(f"the plain {client} replay of run {run_id} exited with "
+                               f"status {status}:\n"
+                               f"{errors_path.read_text(errors='replace')[-2000:]}")
+        figures = json.loads(out.read_text(encoding="utf-8"))
+    return PlainResult(requests=figures["requests"], errors=figures["errors"],
+                       seconds=figures["seconds"],
+                       timed=[(latency, total) for latency, total in figures["timed"]])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.plain_runner",
+        description="Send the requests of a recorded memlife run again, with nothing else "
+                    "in the process, and write the rate (and, on aiohttp, each conversation "
+                    "request's timing) as JSON. The recorder is MEMLIFE_DB_URL's.")
+    parser.add_argument("--base-url", required=True, help="a fresh reference target")
+    parser.add_argument("--run-id", required=True, help="the recorded run to replay")
+    parser.add_argument("--concurrency", type=int, required=True,
+                        help="requests in flight at most (the target's max_concurrency)")
+    parser.add_argument("--client", choices=("httpx", "aiohttp"), default="httpx")
+    parser.add_argument("--out", required=True, type=Path, help="where to write the JSON")
+    args = parser.parse_args(argv)
+    url = os.environ.get("MEMLIFE_DB_URL")
+    if not url:
+        parser.error("MEMLIFE_DB_URL is not set: point it at the recorder of the run")
+    try:
+        result = asyncio.run(replay(args.base_url, args.run_id, url, args.concurrency,
+                                    args.client))
+    except LookupError as error:
+        print(f"bench.plain_runner: {error}", file=sys.stderr)
+        return 2
+    args.out.write_text(json.dumps({"requests": result.requests, "errors": result.errors,
+                                    "seconds": result.seconds, "timed": result.timed}),
+                        encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,15 +1,17 @@
 """The benchmark's baseline really sends what memlife sent: replaying a recorded run
 against a fresh reference target makes the same requests, all accepted, and leaves the
-target holding what memlife's run left in it."""
+target holding what memlife's run left in it, in the test's process and in one of its own
+(as the bench runs it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import httpx
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from bench.plain_runner import replay
+from bench.plain_runner import replay, replay_in_process
 from memlife.bundled.reference.target_file import reference_target
 from memlife.rules.scenario import Scenario
 from memlife.stack import embedded
@@ -48,10 +50,11 @@ async def test_replay_sends_the_recorded_requests_to_the_same_effect(
         after_memlife = _store_sizes(first.base_url, _users(first.base_url, phones))
 
     replayed = {}
-    for client in ("httpx", "aiohttp"):  # the issue's baseline, and memlife's own client
+    # The issue's baseline here, and memlife's own client in a process of its own.
+    for client, how in (("httpx", replay), ("aiohttp", replay_in_process)):
         with embedded.reference_target(tmp_path / f"plain-{client}") as second:
-            result = await replay(second.base_url, run.run_id, db_url, concurrency=4,
-                                  client=client)
+            result = await how(second.base_url, run.run_id, db_url, concurrency=4,
+                               client=client)
             replayed[client] = (result, _store_sizes(second.base_url,
                                                      _users(second.base_url, phones)))
 
@@ -69,3 +72,11 @@ async def test_replay_sends_the_recorded_requests_to_the_same_effect(
     assert len(timed) == len(conversations) > 10
     assert all(latency > total > 0 for latency, total in timed), timed
     assert replayed["httpx"][0].timed == []
+
+
+async def test_a_replay_of_no_recorded_run_fails_and_says_why(tmp_path: Path) -> None:
+    db = tmp_path / "empty.db"
+    with pytest.raises(RuntimeError, match="(?s)plain httpx replay of run no-such-run "
+                                           "exited with status 2.*no recorded requests"):
+        await replay_in_process("http://127.0.0.1:9", "no-such-run", "sqlite:///" + str(db),
+                                concurrency=1)
