@@ -149,7 +149,9 @@ def render(results: dict[str, Any]) -> str:
         "needle) over the run's whole wall time, waits included. The plain runner replays "
         "exactly those requests from the recorder, pair by pair in their recorded order with "
         "their recorded scenario clock (all pairs at once), and does nothing else: no "
-        "Temporal, no judging, no recording. The ceiling is what one activity per request "
+        "Temporal, no judging, no recording. Each replay runs in a fresh process of its "
+        "own (`python -m bench.plain_runner`), so the baseline owes nothing to the "
+        "bench's process. The ceiling is what one activity per request "
         "would allow at best: against it memlife's batched steps (one activity per step per "
         "cohort of pairs) are what lift the rate above what the dev server could schedule.",
         *(["", "memlife sends its target requests with aiohttp (memlife/targets/http.py), "
