@@ -21,7 +21,7 @@ from memlife.log import forward_sdk_core_logs
 from memlife.rules.scenario import Scenario
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
-from memlife.stack import embedded
+from memlife.stack import embedded, heap
 from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.worker import build_worker
@@ -137,8 +137,12 @@ async def dev_worker(dev_client: Client, db_url: str) -> AsyncIterator[str]:
 
 @contextlib.asynccontextmanager
 async def _worker(client: Client) -> AsyncIterator[str]:
+    """The worker's collector is tuned as a serving worker's is (memlife/stack/heap.py).
+    Untuned, a full collection of a test process's heap (up to a million objects late in
+    the suite) held the interpreter lock for up to 1.6 s, inside a workflow activation:
+    past the SDK's 2 s deadlock detector on a busy machine, a failed workflow task."""
     task_queue = f"test-{uuid.uuid4().hex[:8]}"
-    with ThreadPoolExecutor(max_workers=16) as executor:
+    with ThreadPoolExecutor(max_workers=16) as executor, heap.serving():
         async with build_worker(client, task_queue, executor):
             yield task_queue
 
