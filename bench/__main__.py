@@ -264,8 +264,14 @@ def _scale_lines(results: dict[str, Any]) -> list[str]:
             f"{point['cases_passed']:,}/{point['cases']:,} | {point['failures']:,} | "
             f"{point['inconclusive']:,} |")
     for number, (command, measured_at) in enumerate(notes, start=1):
+        # Rows measured on other days are comparable only with what the machine then gave.
+        noop = next((point["noop_rate"] for point in scale
+                     if (point["command"], point["measured_at"]) == (command, measured_at)
+                     and point.get("noop_rate")), None)
+        ceiling_then = (f"; the dev server's no-op ceiling then {noop:,.0f} activities/s"
+                        if noop else "")
         lines += ["", f"[{number}] Measured on its own, {measured_at}, with `{command}` "
-                  "(same machine; merged into BENCHMARKS.json)."]
+                  f"(same machine{ceiling_then}; merged into BENCHMARKS.json)."]
     lines += _history_lines(scale)
     largest = scale[-1] if scale else None
     if largest is not None:
@@ -386,12 +392,15 @@ async def main(args: argparse.Namespace) -> int:
     say(f"working in {work}; {machine}")
     server = embedded.start_dev_server(work / "temporal", ui_port=None)
     scale: list[MemlifeRun] = []
+    noop_rate: float | None = None
     try:
         client = await embedded.wait_for_client(server)
-        if not args.scale_only:
+        if not args.scale_only or args.scale:
+            # A scale point measured on its own keeps the ceiling of its day beside it.
             say("ceiling: no-op activities")
             noop_rate = await ceiling(client, args.noop_workflows, args.noop_activities)
             say(f"  {noop_rate:,.0f} no-op activities/s")
+        if not args.scale_only:
             say(f"memlife: nightly at {args.pairs} pairs")
             baseline = await scale_run(client, server.address, work, args.pairs,
                                        args.clock, args.cohort)
@@ -452,7 +461,7 @@ async def main(args: argparse.Namespace) -> int:
                  f"{scale[-1].worker_peak_rss_mb:,.0f} MB")
     finally:
         server.stop()
-    points = [run.point(_command()) for run in scale]
+    points = [{**run.point(_command()), "noop_rate": noop_rate} for run in scale]
     if args.scale_only:
         results = merge_scale(previous or {"scale": []}, points)
     else:

@@ -116,3 +116,15 @@ def test_a_skip_run_shows_its_clock_its_histories_and_its_workflow_tasks() -> No
         **point["histories"], "suite_events": 2_050, "suite_runs": 5}}
     text = render({**RESULTS, "scale": [continued]})
     assert "| 10,000 | `skip` | 101 | 0.3 MB, 2,050 events (largest of 5 runs) |" in text
+
+
+def test_a_row_measured_on_its_own_day_shows_that_days_ceiling() -> None:
+    alone = "./scripts/bench --scale-only --scale 5000"
+    older = "./scripts/bench --scale-only --scale 10000"
+    text = render(merge_scale(RESULTS, [
+        {**_point(5000, 3600.0, alone), "noop_rate": 61.4},
+        {**_point(10_000, 9000.0, older), "measured_at": "2026-11-29 09:00 UTC"}]))
+    assert (f"with `{alone}` (same machine; the dev server's no-op ceiling then 61 "
+            "activities/s; merged into BENCHMARKS.json)") in text
+    # A row from before the bench kept its ceiling says nothing it does not know.
+    assert f"with `{older}` (same machine; merged into BENCHMARKS.json)" in text
