@@ -34,7 +34,7 @@ from temporalio.worker import Worker
 
 from bench.histories import HISTORY_WARN_BYTES, HISTORY_WARN_EVENTS
 from bench.noop import NoopWorkflow, noop
-from bench.plain_runner import replay_in_process
+from bench.plain_runner import PlainResult, replay_in_process
 from bench.reports import render_lines as report_lines
 from bench.runs import (
     NIGHTLY,
@@ -244,14 +244,15 @@ def _scale_lines(results: dict[str, Any]) -> list[str]:
         "rows recorded/s | cases passed | failures | inconclusive |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    notes: list[tuple[str, str]] = []  # (command, when) of rows measured on their own
+    # (command, when) of rows measured on their own -> the dev server's no-op ceiling then
+    # (rows measured on other days are comparable only with what the machine then gave).
+    notes: dict[tuple[str, str], float | None] = {}
     for point in scale:
         mark = ""
         if point["command"] != results.get("command"):
             note = (point["command"], point["measured_at"])
-            if note not in notes:
-                notes.append(note)
-            mark = f" [{notes.index(note) + 1}]"
+            notes.setdefault(note, point.get("noop_rate"))
+            mark = f" [{list(notes).index(note) + 1}]"
         lines.append(
             f"| {point['pairs']:,}{mark} | `{_row_clock(point, results)}` | "
             f"{point['cohort'] or 'one workflow each'} | "
@@ -263,13 +264,9 @@ def _scale_lines(results: dict[str, Any]) -> list[str]:
             f"{point['rows']:,} | {point['rows'] / point['seconds']:,.0f} | "
             f"{point['cases_passed']:,}/{point['cases']:,} | {point['failures']:,} | "
             f"{point['inconclusive']:,} |")
-    for number, (command, measured_at) in enumerate(notes, start=1):
-        # Rows measured on other days are comparable only with what the machine then gave.
-        noop = next((point["noop_rate"] for point in scale
-                     if (point["command"], point["measured_at"]) == (command, measured_at)
-                     and point.get("noop_rate")), None)
-        ceiling_then = (f"; the dev server's no-op ceiling then {noop:,.0f} activities/s"
-                        if noop else "")
+    for number, ((command, measured_at), rate) in enumerate(notes.items(), start=1):
+        ceiling_then = (f"; the dev server's no-op ceiling then {rate:,.0f} activities/s"
+                        if rate else "")
         lines += ["", f"[{number}] Measured on its own, {measured_at}, with `{command}` "
                   f"(same machine{ceiling_then}; merged into BENCHMARKS.json)."]
     lines += _history_lines(scale)
@@ -371,6 +368,17 @@ def _results_path(out: str) -> Path:
     return Path(out).with_suffix(".json")
 
 
+async def _replay_on_fresh_target(state: Path, run: MemlifeRun, concurrency: int,
+                                  client: str) -> PlainResult:
+    """The plain runner sending `run`'s requests again, to a reference target of its own."""
+    target = embedded.start_reference_target(state, access_log=False)
+    try:
+        return await replay_in_process(target.base_url, run.run_id, run.db_url,
+                                       concurrency=concurrency, client=client)
+    finally:
+        target.stop()
+
+
 async def main(args: argparse.Namespace) -> int:
     results_path = _results_path(args.out)
     if not results_path.parent.is_dir():  # found now, not after a quarter of an hour
@@ -408,25 +416,14 @@ async def main(args: argparse.Namespace) -> int:
                  f"{baseline.requests_per_second:,.0f}/s")
             concurrency = reference_target("http://127.0.0.1").max_concurrency
             say("plain asyncio + httpx: the same requests against a fresh target")
-            target = embedded.start_reference_target(work / "target-plain", access_log=False)
-            try:
-                plain = await replay_in_process(target.base_url, baseline.run_id,
-                                                baseline.db_url, concurrency=concurrency)
-            finally:
-                target.stop()
+            plain = await _replay_on_fresh_target(work / "target-plain", baseline,
+                                                  concurrency, "httpx")
             say(f"  {plain.requests:,} requests in {plain.seconds:,.1f} s: "
                  f"{plain.per_second:,.0f}/s ({plain.errors} errors)")
             say("plain asyncio + aiohttp (memlife's own client): the same requests, against "
                 "a fresh target")
-            target = embedded.start_reference_target(work / "target-plain-aiohttp",
-                                                     access_log=False)
-            try:
-                plain_aiohttp = await replay_in_process(target.base_url, baseline.run_id,
-                                                        baseline.db_url,
-                                                        concurrency=concurrency,
-                                                        client="aiohttp")
-            finally:
-                target.stop()
+            plain_aiohttp = await _replay_on_fresh_target(work / "target-plain-aiohttp",
+                                                          baseline, concurrency, "aiohttp")
             say(f"  {plain_aiohttp.requests:,} requests in {plain_aiohttp.seconds:,.1f} s: "
                  f"{plain_aiohttp.per_second:,.0f}/s ({plain_aiohttp.errors} errors)")
             loaded_figures = fidelity(baseline)
@@ -436,14 +433,8 @@ async def main(args: argparse.Namespace) -> int:
             light = await scale_run(client, server.address, work, args.fidelity_pairs,
                                     args.clock, args.cohort, max_concurrency=1)
             say("  the same requests, one at a time, by the plain aiohttp runner")
-            target = embedded.start_reference_target(work / "target-plain-rest",
-                                                     access_log=False)
-            try:
-                plain_rest = await replay_in_process(target.base_url, light.run_id,
-                                                     light.db_url, concurrency=1,
-                                                     client="aiohttp")
-            finally:
-                target.stop()
+            plain_rest = await _replay_on_fresh_target(work / "target-plain-rest", light, 1,
+                                                       "aiohttp")
             fidelity_figures = {"rest": fidelity(light), "load": loaded_figures,
                                 "rest_pairs": args.fidelity_pairs,
                                 "plain_rest": difference_figures(plain_rest.timed),

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +39,7 @@ import httpx
 from sqlalchemy import text
 
 from memlife import recorder
+from memlife.stack.processes import stop_process
 from memlife.targets.http import mark_headers_sent, parse_server_timing
 
 NOW_HEADER = "X-Memlife-Now"
@@ -234,22 +236,16 @@ async def replay_in_process(base_url: str, run_id: str, url: str, concurrency: i
         out = Path(scratch) / "result.json"
         errors_path = Path(scratch) / "stderr"
         with open(errors_path, "wb") as errors:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bench.plain_runner", "--base-url", base_url,
-                "--run-id", run_id, "--concurrency", str(concurrency), "--client", client,
-                "--out", str(out), cwd=REPO, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=errors,
+            process = subprocess.Popen(
+                [sys.executable, "-m", "bench.plain_runner", "--base-url", base_url,
+                 "--run-id", run_id, "--concurrency", str(concurrency), "--client", client,
+                 "--out", str(out)], cwd=REPO, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=errors,
                 env={**os.environ, "MEMLIFE_DB_URL": url, "PYTHONPATH": str(REPO)})
             try:
-                status = await process.wait()
+                status = await asyncio.to_thread(process.wait)
             except BaseException:  # stopped (SIGTERM, Ctrl-C): the replay goes too
-                if process.returncode is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        process.terminate()
-                        try:
-                            await asyncio.wait_for(process.wait(), 5)
-                        except TimeoutError:
-                            process.kill()
+                stop_process(process, grace=5)
                 raise
         if status:
             raise RuntimeError(f"the plain {client} replay of run {run_id} exited with "
