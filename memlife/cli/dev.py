@@ -37,7 +37,8 @@ def add_parsers(commands: Any) -> None:
 
     worker = add_command(
         commands, "worker", "a standalone worker for a Temporal cluster",
-        "Run a standalone memlife worker: every workflow and activity, on a cluster named "
+        "Run a standalone memlife worker: every workflow and activity (--serve: only one "
+        "of the two, with another worker serving the other), on a cluster named "
         "by TEMPORAL_ADDRESS or a Temporal envconfig profile (TLS, API key), recording to "
         "MEMLIFE_DB_URL (default: .memlife/memlife.db). Ctrl-C or SIGTERM drains in-flight "
         "activities (MEMLIFE_GRACEFUL_SHUTDOWN, default 30s) and exits. The same as "

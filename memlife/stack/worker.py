@@ -3,6 +3,10 @@ and the standalone worker process (`python worker.py`, `memlife worker`).
 
     TEMPORAL_ADDRESS=host:7233 [MEMLIFE_DB_URL=postgresql+psycopg://...] memlife worker
 
+`--serve workflows` and `--serve activities` split one worker's work over two processes
+on the same task queue, so that target requests and recording never wait for workflow
+activations in the same interpreter (docs/operations.md, "Workers").
+
 Connection settings come from TEMPORAL_ADDRESS or a Temporal envconfig profile
 (TEMPORAL_PROFILE, TLS, API key). Ctrl-C or SIGTERM drains in-flight activities and exits.
 """
@@ -28,21 +32,31 @@ if TYPE_CHECKING:
     from temporalio.client import Client
     from temporalio.worker import Worker
 
+SERVES = ("all", "workflows", "activities")
+
+
 def build_worker(client: Client, task_queue: str, executor: ThreadPoolExecutor,
-                 tracer: Any = None, **tuning: Any) -> Worker:
+                 tracer: Any = None, serve: str = "all", **tuning: Any) -> Worker:
     """A worker with memlife's workflows and activities. With `tracer`, or when OTEL_*
     asks for traces (stack/telemetry.py), its workflows, activities and target requests
-    are spans of it."""
+    are spans of it.
+
+    `serve` is what it polls for: `all`, `workflows` (workflow tasks, and the local
+    activities a pair alone runs inside its own workflow task: those cannot leave the
+    workflow's worker), or `activities` (activity tasks only)."""
     from temporalio.worker import Worker
 
     from memlife.stack import telemetry
     from memlife.stack.registry import ACTIVITIES, WORKFLOWS
 
+    if serve not in SERVES:
+        raise ValueError(f"serve must be one of {', '.join(SERVES)}, not {serve!r}")
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=WORKFLOWS,
+        workflows=[] if serve == "activities" else WORKFLOWS,
         activities=ACTIVITIES,
+        no_remote_activities=serve == "workflows",
         activity_executor=executor,
         interceptors=telemetry.interceptors(tracer or telemetry.configured_tracer()),
         **tuning,
@@ -59,7 +73,7 @@ def graceful_shutdown() -> timedelta:
 
 
 async def serve(task_queue: str, max_concurrent_activities: int,
-                max_cached_workflows: int) -> None:
+                max_cached_workflows: int, serves: str = "all") -> None:
     from memlife.log import get_logger
     from memlife.stack.connection import configured_connection, connect
 
@@ -71,7 +85,7 @@ async def serve(task_queue: str, max_concurrent_activities: int,
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     with ThreadPoolExecutor(max_workers=max_concurrent_activities) as executor:
-        worker = build_worker(client, task_queue, executor,
+        worker = build_worker(client, task_queue, executor, serve=serves,
                               max_concurrent_activities=max_concurrent_activities,
                               max_cached_workflows=max_cached_workflows,
                               graceful_shutdown_timeout=graceful_shutdown())
@@ -79,7 +93,7 @@ async def serve(task_queue: str, max_concurrent_activities: int,
             with heap.serving():
                 async with worker:
                     log.warning("worker running", address=connection["target_host"],
-                                task_queue=task_queue)
+                                task_queue=task_queue, serves=serves)
                     await stop.wait()
                     log.warning("worker stopping: draining in-flight activities")
         finally:
@@ -98,6 +112,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # suite; one evicted is replayed from history on its next task: CPU, not correctness.
     parser.add_argument("--max-cached-workflows", type=int, default=1000, metavar="N",
                         help="workflows kept in memory between tasks (default: %(default)s)")
+    parser.add_argument("--serve", choices=SERVES, default="all",
+                        help="what this worker polls for: all (default), workflows, or "
+                        "activities; run a `workflows` and an `activities` worker on the same "
+                        "task queue to keep target requests and recording out of the "
+                        "interpreter that runs workflow activations")
     parser.add_argument("--metrics", metavar="HOST:PORT",
                         help="serve the Temporal SDK's metrics for Prometheus at "
                         "http://HOST:PORT/metrics: workflow task latency "
@@ -120,7 +139,7 @@ def run_worker(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(serve(args.task_queue, args.max_concurrent_activities,
-                          args.max_cached_workflows))
+                          args.max_cached_workflows, args.serve))
     except MemlifeError as error:
         print(f"memlife worker: {error}", file=sys.stderr)
         return 2
