@@ -149,28 +149,32 @@ def cpu_seconds(pid: int, *, reaped_children: bool = False) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def start_worker(address: str, db_url: str, log: Path,
-                 metrics: str) -> subprocess.Popen[bytes]:
-    """A standalone worker (worker.py) on the task queue `memlife`, serving its metrics."""
+def start_worker(address: str, db_url: str, log: Path, metrics: str | None,
+                 serve: str = "all") -> subprocess.Popen[bytes]:
+    """A standalone worker (worker.py) on the task queue `memlife`, serving its metrics
+    when given an address; `serve` as `worker.py --serve`."""
     env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
            "MEMLIFE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
+    command = [sys.executable, str(REPO / "worker.py"), "--serve", serve]
+    if metrics:
+        command += ["--metrics", metrics]
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, str(REPO / "worker.py"), "--metrics", metrics],
-                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        return subprocess.Popen(command, cwd=REPO, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
 async def scale_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
                     cohort: int, max_concurrency: int | None = None,
-                    max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS) -> MemlifeRun:
+                    max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS,
+                    split_workers: bool = False) -> MemlifeRun:
     """The nightly at `pairs` pairs on the dev server (`client`, `address`), or in `skip`
     mode on a time-skipping server of its own, as `memlife run --clock skip` runs it."""
     if clock.mode != "skip":
         return await memlife_run(client, address, work, pairs, clock, cohort,
-                                 max_concurrency, max_active_pairs)
+                                 max_concurrency, max_active_pairs, split_workers)
     async with embedded.embedded_temporal(work / f"skip-{pairs}", skip_time=True) as own:
         return await memlife_run(own.client, own.address, work, pairs, clock, cohort,
-                                 max_concurrency, max_active_pairs)
+                                 max_concurrency, max_active_pairs, split_workers)
 
 
 def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort: int,
@@ -202,15 +206,23 @@ def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort
 
 async def memlife_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
                       cohort: int, max_concurrency: int | None = None,
-                      max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS) -> MemlifeRun:
-    """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it."""
-    db_path = work / f"memlife-{pairs}.db"
+                      max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS,
+                      split_workers: bool = False) -> MemlifeRun:
+    """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it: one worker, or
+    with `split_workers` a `workflows` worker and an `activities` worker (their memory
+    summed)."""
+    name = f"{pairs}-split" if split_workers else f"{pairs}"
+    db_path = work / f"memlife-{name}.db"
     db_url = f"sqlite:///{db_path}"
     # No access log: a line per request is 100 MB of disk at 10,000 pairs.
-    target_process = embedded.start_reference_target(work / f"target-{pairs}",
+    target_process = embedded.start_reference_target(work / f"target-{name}",
                                                      access_log=False)
-    metrics = f"{LOOPBACK}:{free_port()}"
-    worker = start_worker(address, db_url, work / f"worker-{pairs}.log", metrics)
+    metrics = f"{LOOPBACK}:{free_port()}"  # the worker that runs the workflow tasks
+    workers = [start_worker(address, db_url, work / f"worker-{name}.log", metrics,
+                            "workflows" if split_workers else "all")]
+    if split_workers:
+        workers.append(start_worker(address, db_url, work / f"worker-{name}-activities.log",
+                                    None, "activities"))
     try:
         target = reference_target(target_process.base_url)
         if max_concurrency is not None:
@@ -223,27 +235,36 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
             task_queue="memlife")
         result = asyncio.ensure_future(suite_result(handle))
         lifecycle_rss, last_said = 0.0, time.perf_counter()
-        while not result.done():
-            await asyncio.wait([result], timeout=5)
-            if result.done():
-                break
-            progress = await handle.query("progress")
-            if progress["phase"] == "lifecycles":
-                lifecycle_rss = max(lifecycle_rss, peak_rss_mb(worker.pid, "VmRSS"))
-            if time.perf_counter() - last_said >= 30:
-                last_said = time.perf_counter()
-                say(f"  {pairs} pairs: {progress['pairs_done']}/{progress['pairs']} done, "
-                    f"{time.perf_counter() - started:.0f} s")
+        try:
+            while not result.done():
+                await asyncio.wait([result], timeout=5)
+                if result.done():
+                    break
+                progress = await handle.query("progress")
+                if progress["phase"] == "lifecycles":
+                    lifecycle_rss = max(lifecycle_rss, sum(peak_rss_mb(worker.pid, "VmRSS")
+                                                           for worker in workers))
+                if time.perf_counter() - last_said >= 30:
+                    last_said = time.perf_counter()
+                    say(f"  {pairs} pairs: {progress['pairs_done']}/{progress['pairs']} "
+                        f"done, {time.perf_counter() - started:.0f} s")
+        finally:
+            # A bench stopped mid-run (SIGTERM to its process group stops the servers too)
+            # leaves no wait for the run's end to fail after the bench has said it stopped.
+            if not result.done():
+                result.cancel()
+                await asyncio.gather(result, return_exceptions=True)
         summary: RunSummary = result.result()
         seconds = time.perf_counter() - started
-        peak = peak_rss_mb(worker.pid)
+        peak = sum(peak_rss_mb(worker.pid) for worker in workers)
         tasks = await scrape(metrics)
         histories = await run_histories(client, suite_workflow_id(scenario.name, run_id), [
             cohort_workflow_id(scenario.name, run_id, first) if size
             else pair_workflow_id(scenario.name, run_id, first)
             for first in range(0, pairs, size or 1)])
     finally:
-        embedded.stop_process(worker, grace=30)
+        for worker in workers:
+            embedded.stop_process(worker, grace=30)
         target_process.stop()
     engine = recorder.engine_for(db_url)
     with engine.connect() as db:

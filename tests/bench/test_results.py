@@ -70,6 +70,15 @@ def test_the_same_client_runner_gets_its_own_row_once_measured() -> None:
     assert "memlife / plain = **0.50** | ≥ 0.9 ❌ missed" in text  # the goal stays on httpx
 
 
+def test_memlife_on_two_workers_is_held_to_the_same_goal_once_measured() -> None:
+    assert "two worker processes" not in render(RESULTS)  # from before it was measured
+    split = {"pairs": 100, "requests": 20800, "seconds": 44.0, "worker_peak_rss_mb": 400.0}
+    text = render({**RESULTS, "throughput_split": split})
+    assert "| 473 target requests/s (20,800 requests in 44.0 s) |" in text
+    assert "memlife split / plain = **0.91** | ≥ 0.9 ✅ met" in text  # 473/s against 520/s
+    assert "memlife / plain = **0.50** | ≥ 0.9 ❌ missed" in text  # one worker's row stays
+
+
 def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
     before = copy.deepcopy(RESULTS)
     alone = "./scripts/bench --scale-only --scale 10000,1000"
