@@ -5,7 +5,7 @@ and the standalone worker process (`python worker.py`, `memlife worker`).
 
 `--serve workflows` and `--serve activities` split one worker's work over two processes
 on the same task queue, so that target requests and recording never wait for workflow
-activations in the same interpreter (docs/operations.md, "Workers").
+activations in the same interpreter (docs/scale.md, "Running on a cluster").
 
 Connection settings come from TEMPORAL_ADDRESS or a Temporal envconfig profile
 (TEMPORAL_PROFILE, TLS, API key). Ctrl-C or SIGTERM drains in-flight activities and exits.
