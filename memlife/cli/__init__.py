@@ -59,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A long-running stack (dev, worker) logs its work as a worker would; other commands
     # show only what their user needs.
     service = args.command in ("dev", "worker")
+    if service or args.command == "run":  # a worker in this process, at any scale
+        from memlife.stack.heap import limit_malloc_arenas
+
+        limit_malloc_arenas()  # before any thread: one keeps the arena it first used
     configure(level="INFO" if service else "WARNING",
               sdk_level="WARNING" if service else "ERROR")
     # Commands that never reach Temporal (set_defaults(temporal=False)) skip starting the

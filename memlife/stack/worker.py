@@ -128,6 +128,8 @@ def run_worker(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM; exit 2 when Temporal cannot be reached."""
     from memlife.log import configure, forward_sdk_core_logs
 
+    heap.limit_malloc_arenas()  # before the SDK's runtime starts its threads
+
     # A worker says what it does, and what the SDK warns about; MEMLIFE_LOG_LEVEL overrides.
     configure(level="INFO", sdk_level="WARNING")
     try:

@@ -4,6 +4,9 @@ block, overlapping workers share it, and the process is left as it was found."""
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
@@ -74,3 +77,51 @@ async def test_the_worker_memlife_run_starts_serves_tuned_and_stops_untuned(
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+# Eight threads alive at once, each allocating from malloc (4 KiB: past CPython's
+# small-object allocator, below glibc's mmap threshold); then glibc's own count of arenas.
+_ARENAS = """
+import ctypes, sys, threading
+from memlife.stack import heap
+applied = heap.limit_malloc_arenas() if sys.argv[1] == "limit" else None
+barrier, held = threading.Barrier(9), []
+def allocate():
+    held.append([bytearray(4096) for _ in range(64)])
+    barrier.wait()
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads:
+    thread.start()
+barrier.wait()
+libc = ctypes.CDLL(None)
+libc.open_memstream.restype = ctypes.c_void_p
+libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_size_t)]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+text, size = ctypes.c_char_p(), ctypes.c_size_t()
+stream = libc.open_memstream(ctypes.byref(text), ctypes.byref(size))
+libc.malloc_info(0, stream)
+libc.fclose(stream)
+print(applied, text.value.decode().count("<heap nr="))
+for thread in threads:
+    thread.join()
+"""
+
+
+def _arenas(mode: str, **env: str) -> tuple[str, int]:
+    environment = {key: value for key, value in os.environ.items()
+                   if key != "MALLOC_ARENA_MAX"}
+    done = subprocess.run([sys.executable, "-c", _ARENAS, mode], env={**environment, **env},
+                          capture_output=True, text=True, timeout=60, check=True)
+    applied, arenas = done.stdout.split()
+    return applied, int(arenas)
+
+
+def test_a_worker_process_keeps_to_two_malloc_arenas_however_many_threads_allocate() -> None:
+    # The main thread's, and one for each thread (glibc allows eight per core).
+    assert _arenas("default") == ("None", min(9, 8 * (os.cpu_count() or 1)))
+    assert _arenas("limit") == ("True", heap.MALLOC_ARENAS)
+
+
+def test_an_operators_malloc_arena_max_is_left_as_set() -> None:
+    assert _arenas("limit", MALLOC_ARENA_MAX="4") == ("False", 4)
