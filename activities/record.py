@@ -24,7 +24,7 @@ from memlife.recorder.values import foreign_values, forget_run_values
 from memlife.rules.erasure import ErasureReceipt
 from memlife.rules.evidence import Observation
 from memlife.rules.judging import judge_step
-from memlife.rules.pairs import TenantIdentity, pair_values
+from memlife.rules.pairs import TenantIdentity, generated_pairs, pair_values
 from memlife.rules.scenario import Pair, Scenario
 from memlife.rules.target import Target
 from memlife.rules.tracing import trace_ids
@@ -46,7 +46,7 @@ def record_run_started(run: RunInput) -> None:
         ))
         db.merge(recorder.RunExperimentRow(run_id=run.run_id,
                                            experiment=run.meta.experiment or ""))
-    _write_chunked(recorder.RunValueRow, _value_rows(run.run_id, run.scenario.pairs), 2000)
+    _write_chunked(recorder.RunValueRow, _value_rows(run.run_id, run.scenario.pairs, 0), 2000)
 
 
 @activity.defn(name=contracts.MATERIALIZE_PAIRS)
@@ -63,13 +63,27 @@ def materialize_pairs(run_id: str, scenario: Scenario, seed: str,
     from memlife.recorder.claims import materialize_unclaimed
     from memlife.recorder.values import run_shared_target
 
-    pairs = materialize_unclaimed(scenario, seed, run_id, run_shared_target(run_id)).pairs
-    pair_rows = ({"id": f"{run_id}/{index}", "run_id": run_id, "pair_index": index,
-                  "pair_json": pair.model_dump_json()} for index, pair in enumerate(pairs))
-    _write_chunked(recorder.RunPairRow, pair_rows)
-    _write_chunked(recorder.RunValueRow, _value_rows(run_id, pairs))
-    log.info("pairs materialized", run=run_id, pairs=len(pairs))
-    return len(pairs)
+    shared = run_shared_target(run_id)
+    pairs: Iterable[Pair]
+    if shared is None and scenario.generate is not None:
+        # Drawn and written a chunk at a time: ten thousand pairs held at once took a
+        # worker's memory up by about 200 MB, its peak (docs/scale.md, "Memory").
+        pairs = generated_pairs(scenario, seed)
+    else:  # values claimed against a shared target are claimed all at once
+        pairs = materialize_unclaimed(scenario, seed, run_id, shared).pairs
+    iterator, written = iter(pairs), 0
+    while chunk := list(islice(iterator, _PAIRS_PER_CHUNK)):
+        _write_chunked(recorder.RunPairRow, (
+            {"id": f"{run_id}/{index}", "run_id": run_id, "pair_index": index,
+             "pair_json": pair.model_dump_json()}
+            for index, pair in enumerate(chunk, start=written)))
+        _write_chunked(recorder.RunValueRow, _value_rows(run_id, chunk, written))
+        written += len(chunk)
+    log.info("pairs materialized", run=run_id, pairs=written)
+    return written
+
+
+_PAIRS_PER_CHUNK = 500  # a few MB of pairs at a time; about 6,000 value rows
 
 
 def _write_chunked(model: type[Any], rows: Iterable[dict[str, Any]],
@@ -109,8 +123,8 @@ def load_cohort(run_id: str, first: int, count: int) -> CohortSetup:
                        pairs=load_pairs(run_id, first, count))
 
 
-def _value_rows(run_id: str, pairs: list[Pair]) -> Iterator[dict[str, Any]]:
-    for v in pair_values(pairs):
+def _value_rows(run_id: str, pairs: list[Pair], first: int) -> Iterator[dict[str, Any]]:
+    for v in pair_values(pairs, first):
         yield {"id": f"{run_id}/{v.pair}/{v.role}/{v.domain}/{v.position}", "run_id": run_id,
                "pair_index": v.pair, "role": v.role, "alias": v.alias, "domain": v.domain,
                "text": v.text}

@@ -204,12 +204,16 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
     base_seed = plan.seed or session.experiment or ""
     seed = (f"{base_seed}-r{repetition}" if plan.repeat > 1 else base_seed) or run_id
     target, identity = configuration.target, {}
-    if target is None:
-        scenario = materialize(plan.scenario, seed)
-    else:  # a service other runs use too: values none of them used (recorder/claims.py)
-        scenario = materialize_unclaimed(plan.scenario, seed, run_id, target.base_url)
-    cohort = (cohort_size(len(scenario.pairs), scenario.acting_steps())
+    written = plan.scenario
+    pairs = written.generate.count if written.generate else len(written.pairs)
+    cohort = (cohort_size(pairs, written.acting_steps())
               if plan.cohort == "auto" else int(plan.cohort))
+    if cohort:  # the suite draws the pairs into the recorder (activities/record.py)
+        scenario = written
+    elif target is None:
+        scenario = materialize(written, seed)
+    else:  # a service other runs use too: values none of them used (recorder/claims.py)
+        scenario = materialize_unclaimed(written, seed, run_id, target.base_url)
     if target is None:
         # A fresh database per run: needle searches see this run's data only.
         faults = plan.faults if configuration.faults is None else configuration.faults
@@ -240,11 +244,11 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
             f"{quote(workflow_id, safe='')}" if session.web_ui else None)
     where = f" · {configuration.label} #{repetition}" if experiment else ""
     print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
-          f"({len(scenario.pairs)} pair(s)) · target {target.name} at {target.base_url} "
+          f"({pairs} pair(s)) · target {target.name} at {target.base_url} "
           f"· clock {clock.describe()}{where}", flush=True)
     handle = await session.client.start_workflow(
         SuiteWorkflow.run,
-        RunInput(run_id=run_id, scenario=plan.scenario if cohort else scenario, target=target,
+        RunInput(run_id=run_id, scenario=scenario, target=target,
                  clock=clock, meta=meta, search_attributes=session.search_attributes,
                  review_queue=plan.review_queue, cohort_size=cohort,
                  seed=seed if cohort else None, max_active_pairs=plan.max_active_pairs),

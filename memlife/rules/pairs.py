@@ -34,6 +34,15 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
     kept."""
     if scenario.generate is None:
         return scenario
+    return scenario.model_copy(update={"pairs": list(generated_pairs(scenario, seed, avoid)),
+                                       "generate": None})
+
+
+def generated_pairs(scenario: Scenario, seed: str, avoid: Iterable[str] = ()
+                    ) -> Iterator[Pair]:
+    """`materialize`'s pairs one at a time, in order: a run of ten thousand pairs is
+    written to the recorder as it is drawn, never held whole (activities/record.py)."""
+    assert scenario.generate is not None
     questions = [q for domain in scenario.domains.values()
                  for templates in domain.templates.values()
                  for q in (*templates.question, *templates.question_dev)]
@@ -41,7 +50,6 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
     updates = scenario.update_counts()
     generation = scenario.generate
     language = generation.language or scenario.language
-    pairs = []
     for index in range(generation.count):
         tenants = {}
         for role in ("a", "b"):
@@ -57,9 +65,8 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
         spaces = {space: {d: FactValue(value=pool.draw(_canary(scenario, d), language))
                           for d in spec.domains}
                   for space, spec in scenario.spaces.items()}
-        pairs.append(Pair(a=tenants["a"], b=tenants["b"], collide_phones=generation.collide,
-                          spaces=spaces))
-    return scenario.model_copy(update={"pairs": pairs, "generate": None})
+        yield Pair(a=tenants["a"], b=tenants["b"], collide_phones=generation.collide,
+                   spaces=spaces)
 
 
 def _canary(scenario: Scenario, domain: str) -> str:
@@ -90,10 +97,11 @@ class PairValue(NamedTuple):
     text: str
 
 
-def pair_values(pairs: list[Pair]) -> Iterator[PairValue]:
+def pair_values(pairs: Iterable[Pair], first: int = 0) -> Iterator[PairValue]:
     """Every fact value the pairs state, updates included; a shared space's values are
-    attributed to the tenant that creates it (a), named as the space's."""
-    for index, pair in enumerate(pairs):
+    attributed to the tenant that creates it (a), named as the space's. The pairs are the
+    run's from pair `first` on."""
+    for index, pair in enumerate(pairs, start=first):
         for role in ("a", "b"):
             tenant = pair.tenant(role)
             for domain, fact in tenant.facts.items():

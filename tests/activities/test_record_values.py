@@ -3,12 +3,14 @@ checked against every other pair's values, found exactly as written, never its o
 
 from __future__ import annotations
 
+import pytest
 from memlife.activities.record import materialize_pairs
 from sqlalchemy import text
 
 from memlife import recorder
 from memlife.recorder.values import _foreign_cache, foreign_values
-from memlife.rules.pairs import materialize
+from memlife.rules.pairs import materialize, pair_values
+from memlife.rules.scenario import Pair
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.scoring import normalize
 from tests.reliability.helpers import NIGHTLY
@@ -37,3 +39,27 @@ def test_values_are_written_in_chunks_and_found_for_other_pairs_only(db_url: str
         (theirs, "foreign", "pet", f"{pairs[2].b.alias} (pair 2)")]
     assert [f.text for f in foreign_values(run_id, 2).found_in(reply)] == [mine]
     assert (recorder.database_url(), run_id) in _foreign_cache  # indexed once
+
+
+def test_pairs_drawn_a_chunk_at_a_time_are_the_pairs_drawn_at_once(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlife.activities import record
+
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    scenario = scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": 5})})
+    monkeypatch.setattr(record, "_PAIRS_PER_CHUNK", 2)  # chunks of 2, 2 and 1
+    assert materialize_pairs("chunked-run", scenario, "chunk-seed") == 5
+
+    at_once = materialize(scenario, "chunk-seed").pairs
+    with recorder.engine_for(db_url).connect() as db:
+        pairs = db.execute(text("SELECT pair_index, pair_json FROM run_pairs WHERE run_id = "
+                                "'chunked-run' ORDER BY pair_index")).all()
+        values = db.execute(text("SELECT pair_index, alias, domain, text FROM run_values "
+                                 "WHERE run_id = 'chunked-run'")).all()
+    assert [(index, Pair.model_validate_json(json)) for index, json in pairs] == list(
+        enumerate(at_once))
+    assert sorted(map(tuple, values)) == sorted(
+        (v.pair, v.alias, v.domain, v.text) for v in pair_values(at_once))
+    assert len({v.text for v in pair_values(at_once)}) == len(values)  # all drawn distinct
