@@ -166,15 +166,15 @@ def start_worker(address: str, db_url: str, log: Path, metrics: str | None,
 async def scale_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
                     cohort: int, max_concurrency: int | None = None,
                     max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS,
-                    split_workers: bool = False) -> MemlifeRun:
+                    split_workers: bool = False, tag: str = "") -> MemlifeRun:
     """The nightly at `pairs` pairs on the dev server (`client`, `address`), or in `skip`
     mode on a time-skipping server of its own, as `memlife run --clock skip` runs it."""
     if clock.mode != "skip":
         return await memlife_run(client, address, work, pairs, clock, cohort,
-                                 max_concurrency, max_active_pairs, split_workers)
-    async with embedded.embedded_temporal(work / f"skip-{pairs}", skip_time=True) as own:
+                                 max_concurrency, max_active_pairs, split_workers, tag)
+    async with embedded.embedded_temporal(work / f"skip-{pairs}{tag}", skip_time=True) as own:
         return await memlife_run(own.client, own.address, work, pairs, clock, cohort,
-                                 max_concurrency, max_active_pairs, split_workers)
+                                 max_concurrency, max_active_pairs, split_workers, tag)
 
 
 def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort: int,
@@ -207,11 +207,11 @@ def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort
 async def memlife_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
                       cohort: int, max_concurrency: int | None = None,
                       max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS,
-                      split_workers: bool = False) -> MemlifeRun:
+                      split_workers: bool = False, tag: str = "") -> MemlifeRun:
     """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it: one worker, or
     with `split_workers` a `workflows` worker and an `activities` worker (their memory
-    summed)."""
-    name = f"{pairs}-split" if split_workers else f"{pairs}"
+    summed). `tag` tells apart the files of runs of the same size."""
+    name = f"{pairs}{'-split' if split_workers else ''}{tag}"
     db_path = work / f"memlife-{name}.db"
     db_url = f"sqlite:///{db_path}"
     # No access log: a line per request is 100 MB of disk at 10,000 pairs.
