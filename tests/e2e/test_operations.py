@@ -214,7 +214,10 @@ def _waiting(stack: DevStack, run_id: str) -> bool:
 @pytest.mark.parametrize("cohort", ["auto", "1"])
 def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack, cohort: str) -> None:
     scenario = dev_stack.home / f"seed-6h-{cohort}.yaml"
-    scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 6h"))
+    # The run must pass; what it checks is the wake-up, not latency, which a loaded machine
+    # took past the seed's 700 ms (the L check has its own tests: tests/rules/test_judge.py).
+    scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 6h")
+                        .replace("latency_budget: 700ms", "latency_budget: 60s"))
     process, run_id = _start_long_run(dev_stack, scenario, cohort)
     try:
         wait_for(lambda: _waiting(dev_stack, run_id))
