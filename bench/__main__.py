@@ -99,6 +99,11 @@ def _same_client_row(results: dict[str, Any], memlife_rate: float) -> list[str]:
             "costs |"]
 
 
+def _verdict(met: bool) -> str:
+    """A goal's cell: met or missed."""
+    return "✅ met" if met else "❌ missed"
+
+
 def _memlife_rates(results: dict[str, Any], split: bool) -> list[tuple[int, float]]:
     """(position, requests/s) of each throughput run one way: one worker or split."""
     runs = results.get("throughput_runs") or [{"split": False, **results["throughput"]}]
@@ -123,11 +128,11 @@ def _split_row(results: dict[str, Any], plain_rate: float) -> list[str]:
         return []
     rate = statistics.mean(rate for _, rate in rates)
     ratio = rate / plain_rate
-    met = "✅ met" if ratio >= PLAIN_RATIO_GOAL else "❌ missed"
     return [f"| memlife: the same nightly, workflows and activities in two worker processes "
             f"(`worker.py --serve workflows`, `--serve activities`) | {rate:,.0f} target "
             f"requests/s {_rates_text(rates, results['throughput']['requests'])} | "
-            f"memlife split / plain = **{ratio:.2f}** | ≥ {PLAIN_RATIO_GOAL} {met} |"]
+            f"memlife split / plain = **{ratio:.2f}** | ≥ {PLAIN_RATIO_GOAL} "
+            f"{_verdict(ratio >= PLAIN_RATIO_GOAL)} |"]
 
 
 def _mb(value: float) -> str:
@@ -142,7 +147,6 @@ def render(results: dict[str, Any]) -> str:
                           "the rest.", "", *_scale_lines(results),
                           *report_lines(results.get("reports", [])),
                           *scaleout_lines(results.get("scaleout", []))])
-    verdict = lambda ok: "✅ met" if ok else "❌ missed"  # noqa: E731
     steps = len(load_scenario(NIGHTLY).timeline)
     throughput, plain, noop = results["throughput"], results["plain"], results["noop"]
     one_worker = _memlife_rates(results, split=False)
@@ -171,13 +175,13 @@ def render(results: dict[str, Any]) -> str:
         f"concurrency ({throughput['concurrency']}), fresh target | {plain_rate:,.0f} "
         f"requests/s ({plain['seconds']:,.1f} s, {plain['errors']} error(s)) | memlife / "
         f"plain = **{memlife_rate / plain_rate:.2f}** | ≥ {PLAIN_RATIO_GOAL} "
-        f"{verdict(memlife_rate / plain_rate >= PLAIN_RATIO_GOAL)} |",
+        f"{_verdict(memlife_rate / plain_rate >= PLAIN_RATIO_GOAL)} |",
         *_same_client_row(results, memlife_rate),
         *_split_row(results, plain_rate),
         f"| Temporal dev server ceiling: no-op activities, {noop['workflows']} workflows × "
         f"{noop['activities']} in turn | {noop['rate']:,.0f} activities/s | memlife "
         f"requests/s / ceiling = **{memlife_rate / noop['rate']:.2f}** | ≥ 0.8 "
-        f"{verdict(memlife_rate / noop['rate'] >= 0.8)} |", "",
+        f"{_verdict(memlife_rate / noop['rate'] >= 0.8)} |", "",
         "memlife's rate counts every recorded target request (conversation turns, "
         "registrations, deletions and status polls, and every store read by scope and by "
         "needle) over the run's whole wall time, waits included. The plain runner replays "
@@ -227,7 +231,7 @@ def render(results: dict[str, Any]) -> str:
                 ("one request at a time", rest, results["fidelity"]["rest_pairs"], plain_rest),
                 ("under full load", load, throughput["pairs"], plain_load)):
             lines.append(row(f"{label}: nightly, {pairs} pairs", figures,
-                             f"median ≤ 1 ms {verdict(figures['median'] <= 1.0)}"))
+                             f"median ≤ 1 ms {_verdict(figures['median'] <= 1.0)}"))
             if plain.get("count"):
                 lines.append(row(f"{label}: the plain aiohttp runner, the same requests",
                                  plain, "none: the client and target alone"))
@@ -269,7 +273,6 @@ def _clock_text(results: dict[str, Any]) -> str:
 
 
 def _scale_lines(results: dict[str, Any]) -> list[str]:
-    verdict = lambda ok: "✅ met" if ok else "❌ missed"  # noqa: E731
     scale = sorted(results["scale"], key=lambda point: point["pairs"])
     lines = [
         "## Scale: the nightly at growing numbers of pairs", "",
@@ -312,7 +315,7 @@ def _scale_lines(results: dict[str, Any]) -> list[str]:
                       f"rate it takes about {hours:.1f} h on this machine; "
                       "`./scripts/bench --scale-only --scale 10000` measures it and adds its "
                       "row."]
-        goal = (verdict(largest["worker_peak_rss_mb"] <= 400) if largest["pairs"] >= 10_000
+        goal = (_verdict(largest["worker_peak_rss_mb"] <= 400) if largest["pairs"] >= 10_000
                 else "not measured at 10,000 here")
         lines += ["", f"Worker peak RSS at {largest['pairs']:,} pairs: "
                   f"{largest['worker_peak_rss_mb']:,.0f} MB (goal ≤ 400 MB at 10,000 pairs: "

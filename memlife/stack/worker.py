@@ -128,8 +128,6 @@ def run_worker(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM; exit 2 when Temporal cannot be reached."""
     from memlife.log import configure, forward_sdk_core_logs
 
-    heap.limit_malloc_arenas()  # before the SDK's runtime starts its threads
-
     # A worker says what it does, and what the SDK warns about; MEMLIFE_LOG_LEVEL overrides.
     configure(level="INFO", sdk_level="WARNING")
     try:
@@ -155,4 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="worker.py", description="A standalone memlife worker for a Temporal cluster "
         "(TEMPORAL_ADDRESS or an envconfig profile; MEMLIFE_DB_URL for the recorder).")
     add_arguments(parser)
-    return run_worker(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    # Before the SDK's runtime starts its threads; `memlife worker` does it in cli/__init__.py.
+    heap.limit_malloc_arenas()
+    return run_worker(args)
