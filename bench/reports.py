@@ -4,6 +4,10 @@ a process of its own, side by side in one invocation. The rows go into BENCHMARK
 ("reports"), replacing those of the same runs, and BENCHMARKS.md is rendered again.
 
     ./scripts/bench reports RUN [RUN ...]    # runs of the recorder MEMLIFE_DB_URL names
+    ./scripts/bench reports FILE.db [...]    # every run of these SQLite recorders
+
+`./scripts/bench --scale-only --scale N` leaves each run's SQLite recorder in its working
+directory (it says where), so runs measured on their own can be set side by side here.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,29 +39,64 @@ ARTIFACT = ("import sys; from pathlib import Path; from memlife.cli.render impor
             "write_immutable(Path(sys.argv[2]), artifact_chunks(sys.argv[1]))")
 
 
-def _run_facts(run_id: str) -> dict[str, Any]:
-    with recorder.engine_for().connect() as db:
+@dataclass(frozen=True)
+class RecordedRun:
+    """A run to report on, and the recorder that holds it (None: MEMLIFE_DB_URL's)."""
+
+    run_id: str
+    db_url: str | None = None
+
+
+def recorded_runs(names: list[str]) -> list[RecordedRun]:
+    """Each name is a run id in MEMLIFE_DB_URL's recorder, or an SQLite recorder file, whose
+    runs are all taken, oldest first."""
+    runs: list[RecordedRun] = []
+    for name in names:
+        path = Path(name)
+        if not path.is_file():
+            runs.append(RecordedRun(name))
+            continue
+        db_url = f"sqlite:///{path.resolve()}"
+        engine = recorder.engine_for(db_url)
+        try:
+            with engine.connect() as db:
+                ids = db.execute(text("SELECT id FROM runs ORDER BY started_at")).scalars().all()
+        finally:
+            engine.dispose()
+        if not ids:
+            raise SystemExit(f"bench reports: {name}: no run in this recorder")
+        runs += [RecordedRun(run_id, db_url) for run_id in ids]
+    return runs
+
+
+def _run_facts(run: RecordedRun) -> dict[str, Any]:
+    run_id = run.run_id
+    with recorder.engine_for(run.db_url).connect() as db:
         pairs, cases, failures = db.execute(text(
             "SELECT (SELECT count(DISTINCT pair_index) FROM tenants WHERE run_id = :r), "
             "(SELECT count(*) FROM verdicts WHERE run_id = :r), "
             "(SELECT count(*) FROM verdicts WHERE run_id = :r AND outcome != 'pass')"),
             {"r": run_id}).one()
     if not pairs:
-        raise SystemExit(f"bench reports: no run {run_id!r} in {recorder.database_url()}")
+        raise SystemExit(f"bench reports: no run {run_id!r} in "
+                         f"{run.db_url or recorder.database_url()}")
     return {"pairs": pairs, "cases": cases, "not_passed": failures}
 
 
-def measure(run_id: str, fmt: str, out: Path) -> dict[str, float]:
+def measure(run: RecordedRun, fmt: str, out: Path) -> dict[str, float]:
     """Wall time and peak RSS (the kernel's, from wait4) of one report of one run."""
-    command = ([sys.executable, "-c", ARTIFACT, run_id, str(out)] if fmt == "artifact" else
-               [sys.executable, "-m", "memlife", "report", run_id, "--format", fmt,
-                "--out", str(out)])
+    command = ([sys.executable, "-c", ARTIFACT, run.run_id, str(out)] if fmt == "artifact"
+               else [sys.executable, "-m", "memlife", "report", run.run_id, "--format", fmt,
+                     "--out", str(out)])
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if run.db_url:
+        env["MEMLIFE_DB_URL"] = run.db_url
     # Errors go to a file, not a pipe: wait4 reaps the child, and a child blocked on a full
     # pipe nobody reads would never end.
     with tempfile.TemporaryFile() as errors:
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
-                                   stderr=errors, env={**os.environ, "PYTHONPATH": str(REPO)})
+                                   stderr=errors, env=env)
         try:
             _, status, usage = os.wait4(process.pid, 0)
         except BaseException:  # stopped (SIGTERM, Ctrl-C): the report goes too
@@ -74,20 +114,12 @@ def measure(run_id: str, fmt: str, out: Path) -> dict[str, float]:
             "output_bytes": size}
 
 
-def render_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The section of BENCHMARKS.md: each format's cost by number of pairs, and the ratio
-    of the largest run's to the smallest's."""
-    if not rows:
-        return []
+def _table(rows: list[dict[str, Any]]) -> list[str]:
+    """One invocation's rows: each format's cost by number of pairs, beside its smallest."""
     by_format: dict[str, list[dict[str, Any]]] = {}
     for row in sorted(rows, key=lambda row: row["pairs"]):
         by_format.setdefault(row["format"], []).append(row)
-    lines = ["## Reports and artifacts at growing numbers of pairs", "",
-             "Each a process of its own on the recorder of one finished nightly "
-             "(`memlife report RUN --format F --out FILE`; `artifact` is what "
-             "`memlife run --out` writes once the run has finished). Time and peak RSS "
-             "(the kernel's) beside the smallest run's, measured in one invocation.", "",
-             "| format | pairs | cases (not passed) | time | peak RSS | written | time ÷ "
+    lines = ["| format | pairs | cases (not passed) | time | peak RSS | written | time ÷ "
              "smallest | RSS ÷ smallest |", "|---|---|---|---|---|---|---|---|"]
     for fmt in FORMATS:
         measured = by_format.get(fmt, [])
@@ -98,35 +130,64 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
                 f"{row['seconds']:,.1f} s | {row['peak_rss_mb']:,.0f} MB | "
                 f"{row['output_bytes'] / 1e6:,.1f} MB | {row['seconds'] / base['seconds']:.2f}"
                 f" | {row['peak_rss_mb'] / base['peak_rss_mb']:.2f} |")
-    commands = sorted({row["command"] for row in rows})
-    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + " (with the "
-              "nightlies' recorder as MEMLIFE_DB_URL; the runs come from "
-              "`memlife run scenarios/lifecycle-nightly.yaml --pairs N --clock skip`).", ""]
+    command = rows[0]["command"]
+    where = ("each file the SQLite recorder of one scale run, in the working directory that "
+             "`./scripts/bench --scale-only --scale N` names as it starts" if ".db" in command
+             else "with the nightlies' recorder as MEMLIFE_DB_URL; the runs come from "
+             "`memlife run scenarios/lifecycle-nightly.yaml --pairs N --clock skip`")
+    return [*lines, "", f"Measured {rows[0]['measured_at']}. Reproduce: `{command}` ({where}).",
+            ""]
+
+
+def render_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The section of BENCHMARKS.md: a table per invocation, newest first, each format's
+    cost beside the smallest run's of that invocation (never another's: the machine and
+    its load change between them)."""
+    if not rows:
+        return []
+    invocations: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        invocations.setdefault((row["measured_at"], row["command"]), []).append(row)
+    lines = ["## Reports and artifacts at growing numbers of pairs", "",
+             "Each a process of its own on the recorder of one finished nightly "
+             "(`memlife report RUN --format F --out FILE`; `artifact` is what "
+             "`memlife run --out` writes once the run has finished). Time and peak RSS "
+             "(the kernel's) beside the smallest run's, measured in one invocation; a table "
+             "per invocation, the newest first.", ""]
+    for key in sorted(invocations, reverse=True):
+        lines += _table(invocations[key])
     return lines
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench reports", description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="run ids in the recorder")
+    parser.add_argument("runs", nargs="+", metavar="RUN",
+                        help="a run id in MEMLIFE_DB_URL's recorder, or an SQLite recorder "
+                        "file (every run in it)")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
                         help="the report to render again; its figures are beside it as .json")
     args = parser.parse_args(argv)
     results_path = Path(args.out).with_suffix(".json")
     results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() \
         else {"scale": []}
-    command = f"./scripts/bench reports {shlex.join(args.runs)}"
+    runs = recorded_runs(args.runs)
+    # A recorder file is named as the scale bench names it, not by this machine's path.
+    command = "./scripts/bench reports " + shlex.join(
+        Path(name).name if Path(name).is_file() else name for name in args.runs)
     measured_at = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    facts = {run: _run_facts(run) for run in runs}  # every run found before any is measured
     rows = []
     with tempfile.TemporaryDirectory(prefix="memlife-bench-reports-") as work:
-        for run_id in args.runs:
-            facts = _run_facts(run_id)
+        for run in runs:
             for fmt in FORMATS:
-                figures = measure(run_id, fmt, Path(work) / f"{run_id}.{fmt}")
-                print(f"{facts['pairs']:>6,} pairs · {fmt:<8} {figures['seconds']:>7.1f} s "
-                      f"{figures['peak_rss_mb']:>7.0f} MB", flush=True)
-                rows.append({"run_id": run_id, "format": fmt, **facts, **figures,
+                figures = measure(run, fmt, Path(work) / f"{run.run_id}.{fmt}")
+                print(f"{facts[run]['pairs']:>6,} pairs · {fmt:<8} "
+                      f"{figures['seconds']:>7.1f} s {figures['peak_rss_mb']:>7.0f} MB",
+                      flush=True)
+                rows.append({"run_id": run.run_id, "format": fmt, **facts[run], **figures,
                              "command": command, "measured_at": measured_at})
-    kept = [row for row in results.get("reports", []) if row["run_id"] not in args.runs]
+    measured = {run.run_id for run in runs}
+    kept = [row for row in results.get("reports", []) if row["run_id"] not in measured]
     results["reports"] = kept + rows
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     from bench.__main__ import render

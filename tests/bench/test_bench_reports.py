@@ -1,14 +1,25 @@
-"""The reports section of BENCHMARKS.md: each format's cost beside the smallest run's."""
+"""The reports bench: each format's cost beside the smallest run's of the same invocation,
+and runs found in the SQLite recorders the scale bench leaves, one per run."""
 
 from __future__ import annotations
 
-from bench.reports import render_lines
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from bench.reports import RecordedRun, _run_facts, measure, recorded_runs, render_lines
+from memlife.rules.scenario import Scenario
+from memlife.rules.target import Target
+from tests.workflows.helpers import run_input, run_suite
 
 
-def row(fmt: str, pairs: int, seconds: float, rss: float) -> dict:
-    return {"run_id": f"r{pairs}", "format": fmt, "pairs": pairs, "cases": pairs * 145,
+def row(fmt: str, pairs: int, seconds: float, rss: float,
+        command: str = "./scripts/bench reports r100 r400",
+        when: str = "2026-12-01 06:00 UTC") -> dict:
+    return {"run_id": f"r{pairs}-{when[:10]}", "format": fmt, "pairs": pairs, "cases": pairs * 145,
             "not_passed": 0, "seconds": seconds, "peak_rss_mb": rss, "output_bytes": 10**6,
-            "command": "./scripts/bench reports r100 r400", "measured_at": "now"}
+            "command": command, "measured_at": when}
 
 
 def test_each_format_is_shown_beside_its_smallest_run() -> None:
@@ -22,3 +33,44 @@ def test_each_format_is_shown_beside_its_smallest_run() -> None:
         "| html | 400 | 58,000 (0) | 8.0 s | 99 MB | 1.0 MB | 4.00 | 1.10 |"]
     assert any("`./scripts/bench reports r100 r400`" in line for line in lines)
     assert render_lines([]) == []
+
+
+def test_each_invocation_has_a_table_of_its_own_the_newest_first() -> None:
+    newer, now = "./scripts/bench reports memlife-100.db memlife-10000.db", "2026-12-03 10:00 UTC"
+    lines = render_lines([
+        row("json", 100, 2.0, 80.0), row("json", 400, 6.0, 88.0),
+        row("json", 100, 1.0, 70.0, newer, now), row("json", 10_000, 50.0, 84.0, newer, now)])
+    table = [line for line in lines if line.startswith("| json") or "Reproduce" in line]
+    assert table[:3] == [
+        "| json | 100 | 14,500 (0) | 1.0 s | 70 MB | 1.0 MB | 1.00 | 1.00 |",
+        "| json | 10,000 | 1,450,000 (0) | 50.0 s | 84 MB | 1.0 MB | 50.00 | 1.20 |",
+        f"Measured {now}. Reproduce: `{newer}` (each file the SQLite recorder of one scale run, "
+        "in the working directory that `./scripts/bench --scale-only --scale N` names as it "
+        "starts)."]
+    # The older invocation's ratios are to its own smallest run, not to today's.
+    assert table[4] == "| json | 400 | 58,000 (0) | 6.0 s | 88 MB | 1.0 MB | 3.00 | 1.10 |"
+    assert "MEMLIFE_DB_URL" in table[5]
+
+
+async def test_a_run_is_reported_from_the_recorder_file_that_holds_it(
+        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
+        clean_target: Target, db_url: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    run = run_input(seed_scenario, clean_target)
+    await run_suite(skip_env.client, skip_worker, run)
+    # The default recorder is now another, empty one: only the file can hold the run.
+    monkeypatch.setenv("MEMLIFE_DB_URL", f"sqlite:///{tmp_path / 'other.db'}")
+    found = recorded_runs([db_url.removeprefix("sqlite:///"), "a-run-id"])
+    assert found == [RecordedRun(run.run_id, db_url), RecordedRun("a-run-id")]
+    assert _run_facts(found[0]) == {"pairs": 1, "cases": 6, "not_passed": 0}
+    figures = measure(found[0], "json", tmp_path / "report.json")
+    assert figures["output_bytes"] > 1000 and figures["peak_rss_mb"] > 10
+    with pytest.raises(SystemExit, match="no run 'a-run-id' in sqlite:///.*other.db"):
+        _run_facts(found[1])
+
+
+def test_a_recorder_file_without_runs_is_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with pytest.raises(SystemExit, match=r"empty.db: no run in this recorder"):
+        recorded_runs([str(empty)])
