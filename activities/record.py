@@ -274,6 +274,9 @@ def finish_run(run_id: str, failed_pairs: list[int],
     """Close the run and compute its summary from what was recorded. A run with a failed
     or cancelled pair lifecycle is not `finished`, and never passes."""
     recorder.drop_staged_reads(run_id)  # every step is recorded: nothing loads them again
+    # Nor looks a value up: the index (48 MB at 10,000 pairs) goes before the summary, so
+    # the summary reuses its memory instead of adding to the worker's peak (BENCHMARKS.md).
+    forget_run_values(run_id)
     with recorder.session() as db:
         run = db.get(recorder.RunRow, run_id)
         if run is None:
@@ -299,7 +302,6 @@ def finish_run(run_id: str, failed_pairs: list[int],
         assert run is not None
         run.summary_json = json.dumps(summary)
         db.add(run)
-    forget_run_values(run_id)
     failures = builder.failure_count
     log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures)
     return RunSummary(

@@ -63,3 +63,37 @@ def test_pairs_drawn_a_chunk_at_a_time_are_the_pairs_drawn_at_once(
     assert sorted(map(tuple, values)) == sorted(
         (v.pair, v.alias, v.domain, v.text) for v in pair_values(at_once))
     assert len({v.text for v in pair_values(at_once)}) == len(values)  # all drawn distinct
+
+
+def test_a_finished_run_forgets_its_values_before_it_is_summarized(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary is the worker's last peak of a large run: the index (48 MB at 10,000
+    pairs) must be gone before it, not after."""
+    from memlife.activities.record import finish_run, record_run_started
+
+    from memlife.bundled.reference.target_file import reference_target
+    from tests.workflows.helpers import run_input
+
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    scenario = scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": 2})})
+    run = run_input(scenario, reference_target("http://127.0.0.1:9"))
+    record_run_started(run)
+    materialize_pairs(run.run_id, scenario, "finish-seed")
+    foreign_values(run.run_id, 0)  # a probe's judging indexed the run's values
+    key = (recorder.database_url(), run.run_id)
+    assert key in _foreign_cache
+
+    held_at_summary: list[bool] = []
+    run_builder = recorder.run_builder
+
+    def summarizing(run_id: str, **options: object) -> object:
+        held_at_summary.append(key in _foreign_cache)
+        return run_builder(run_id, **options)
+
+    monkeypatch.setattr(recorder, "run_builder", summarizing)
+    summary = finish_run(run.run_id, [])
+    assert held_at_summary == [False]
+    assert key not in _foreign_cache
+    assert summary.run_id == run.run_id and summary.cases == 0
