@@ -13,7 +13,7 @@ from memlife.rules.pairs import materialize, pair_values
 from memlife.rules.scenario import Pair
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.scoring import normalize
-from tests.reliability.helpers import NIGHTLY
+from tests.reliability.helpers import NIGHTLY, recorded_nightly_values
 
 
 def test_values_are_written_in_chunks_and_found_for_other_pairs_only(db_url: str) -> None:
@@ -69,20 +69,11 @@ def test_a_finished_run_forgets_its_values_before_it_is_summarized(
         db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The summary is the worker's last peak of a large run: the index (48 MB at 10,000
     pairs) must be gone before it, not after."""
-    from memlife.activities.record import finish_run, record_run_started
+    from memlife.activities.record import finish_run
 
-    from memlife.bundled.reference.target_file import reference_target
-    from tests.workflows.helpers import run_input
-
-    scenario = load_scenario(NIGHTLY)
-    assert scenario.generate is not None
-    scenario = scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": 2})})
-    run = run_input(scenario, reference_target("http://127.0.0.1:9"))
-    record_run_started(run)
-    materialize_pairs(run.run_id, scenario, "finish-seed")
-    foreign_values(run.run_id, 0)  # a probe's judging indexed the run's values
-    key = (recorder.database_url(), run.run_id)
+    run_id = recorded_nightly_values(2, "finish-seed")
+    foreign_values(run_id, 0)  # a probe's judging indexed the run's values
+    key = (recorder.database_url(), run_id)
     assert key in _foreign_cache
 
     held_at_summary: list[bool] = []
@@ -93,7 +84,7 @@ def test_a_finished_run_forgets_its_values_before_it_is_summarized(
         return run_builder(run_id, **options)
 
     monkeypatch.setattr(recorder, "run_builder", summarizing)
-    summary = finish_run(run.run_id, [])
+    summary = finish_run(run_id, [])
     assert held_at_summary == [False]
     assert key not in _foreign_cache
-    assert summary.run_id == run.run_id and summary.cases == 0
+    assert summary.run_id == run_id and summary.cases == 0

@@ -29,6 +29,21 @@ def written_nightly(pairs: int) -> Scenario:
         "generate": scenario.generate.model_copy(update={"count": pairs})})
 
 
+def recorded_nightly_values(pairs: int, seed: str) -> str:
+    """A run of the nightly started in the recorder (MEMLIFE_DB_URL's) with its pairs and
+    their values written, as the suite's first activities leave it: its run id."""
+    from memlife.activities.record import materialize_pairs, record_run_started
+
+    from memlife.bundled.reference.target_file import reference_target
+    from tests.workflows.helpers import run_input
+
+    scenario = written_nightly(pairs)
+    run = run_input(scenario, reference_target("http://127.0.0.1:9"))
+    record_run_started(run)
+    assert materialize_pairs(run.run_id, scenario, seed) == pairs
+    return run.run_id
+
+
 def small_nightly(seed: str, pairs: int = 2) -> Scenario:
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
