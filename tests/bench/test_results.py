@@ -113,6 +113,15 @@ def test_a_scale_point_alone_renders_before_any_full_run() -> None:
     assert "`./scripts/bench` measures the rest" in text
     assert "| 10,000 [1] |" in text
     assert "620 MB (goal ≤ 400 MB at 10,000 pairs: ❌ missed)" in text
+    # 20 MB over the lifecycles' largest: said where the peak came.
+    assert "the peak came after the lifecycles, 20 MB over their largest" in text
+
+
+def test_a_peak_within_the_lifecycles_is_not_put_on_the_summary() -> None:
+    point = {**_point(10_000, 9000.0, peak=390.0), "worker_lifecycle_rss_mb": 385.0}
+    text = render(merge_scale({"scale": []}, [point]))
+    assert "390 MB (goal ≤ 400 MB at 10,000 pairs: ✅ met)" in text
+    assert "after the lifecycles" not in text
 
 
 def test_a_skip_run_shows_its_clock_its_histories_and_its_workflow_tasks() -> None:
