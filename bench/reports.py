@@ -131,10 +131,12 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
                 f"{row['output_bytes'] / 1e6:,.1f} MB | {row['seconds'] / base['seconds']:.2f}"
                 f" | {row['peak_rss_mb'] / base['peak_rss_mb']:.2f} |")
     command = rows[0]["command"]
-    where = ("each file the SQLite recorder of one scale run, in the working directory that "
-             "`./scripts/bench --scale-only --scale N` names as it starts" if ".db" in command
-             else "with the nightlies' recorder as MEMLIFE_DB_URL; the runs come from "
-             "`memlife run scenarios/lifecycle-nightly.yaml --pairs N --clock skip`")
+    nightly = "`memlife run scenarios/lifecycle-nightly.yaml --pairs N --clock skip`"
+    where = ("each file an SQLite recorder: `memlife-N.db` one scale run's, in the working "
+             "directory that `./scripts/bench --scale-only --scale N` names as it starts; "
+             f"`memlife-run-N.db` written by {nightly} with MEMLIFE_DB_URL=sqlite:///"
+             "memlife-run-N.db" if ".db" in command
+             else f"with the nightlies' recorder as MEMLIFE_DB_URL; the runs come from {nightly}")
     return [*lines, "", f"Measured {rows[0]['measured_at']}. Reproduce: `{command}` ({where}).",
             ""]
 

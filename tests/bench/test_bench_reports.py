@@ -44,9 +44,11 @@ def test_each_invocation_has_a_table_of_its_own_the_newest_first() -> None:
     assert table[:3] == [
         "| json | 100 | 14,500 (0) | 1.0 s | 70 MB | 1.0 MB | 1.00 | 1.00 |",
         "| json | 10,000 | 1,450,000 (0) | 50.0 s | 84 MB | 1.0 MB | 50.00 | 1.20 |",
-        f"Measured {now}. Reproduce: `{newer}` (each file the SQLite recorder of one scale run, "
-        "in the working directory that `./scripts/bench --scale-only --scale N` names as it "
-        "starts)."]
+        f"Measured {now}. Reproduce: `{newer}` (each file an SQLite recorder: `memlife-N.db` "
+        "one scale run's, in the working directory that `./scripts/bench --scale-only --scale "
+        "N` names as it starts; `memlife-run-N.db` written by `memlife run scenarios/"
+        "lifecycle-nightly.yaml --pairs N --clock skip` with MEMLIFE_DB_URL=sqlite:///"
+        "memlife-run-N.db)."]
     # The older invocation's ratios are to its own smallest run, not to today's.
     assert table[4] == "| json | 400 | 58,000 (0) | 6.0 s | 88 MB | 1.0 MB | 3.00 | 1.10 |"
     assert "MEMLIFE_DB_URL" in table[5]
