@@ -14,15 +14,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+# Neither loads the Temporal client into the measured process.
+from bench.materialize import REPO, status_mb
+
 MODES = ("index-held", "index-dropped")
-
-
-def _status_mb(field: str) -> float:
-    text = Path("/proc/self/status").read_text()
-    return int(text.split(f"{field}:", 1)[1].split()[0]) / 1024
 
 
 def measure(mode: str, run_id: str) -> dict[str, float]:
@@ -31,9 +27,9 @@ def measure(mode: str, run_id: str) -> dict[str, float]:
     from memlife import recorder
     from memlife.recorder.values import foreign_values, forget_run_values
 
-    before = _status_mb("VmRSS")
+    before = status_mb("VmRSS")
     foreign_values(run_id, 0)
-    indexed = _status_mb("VmRSS")
+    indexed = status_mb("VmRSS")
     if mode == "index-dropped":
         forget_run_values(run_id)
     built = recorder.run_builder(run_id, summary_only=True)
@@ -41,7 +37,7 @@ def measure(mode: str, run_id: str) -> dict[str, float]:
         raise SystemExit(f"bench finish: no run {run_id!r} in {recorder.database_url()}")
     summary = built[0].summary()
     return {"cases": summary["cases"], "rss_before_mb": before, "rss_indexed_mb": indexed,
-            "peak_mb": _status_mb("VmHWM")}
+            "peak_mb": status_mb("VmHWM")}
 
 
 def measure_in_process(mode: str, run_id: str, db_url: str | None) -> dict[str, float]:

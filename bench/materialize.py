@@ -22,7 +22,8 @@ NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
 MODES = ("chunked", "whole")
 
 
-def _status_mb(field: str) -> float:
+def status_mb(field: str) -> float:
+    """This process's VmRSS or VmHWM, in MB, from the kernel."""
     text = Path("/proc/self/status").read_text()
     return int(text.split(f"{field}:", 1)[1].split()[0]) / 1024
 
@@ -38,7 +39,7 @@ def measure(mode: str, pairs: int) -> dict[str, float]:
     assert scenario.generate is not None
     scenario = scenario.model_copy(update={
         "generate": scenario.generate.model_copy(update={"count": pairs})})
-    before, started = _status_mb("VmRSS"), time.perf_counter()
+    before, started = status_mb("VmRSS"), time.perf_counter()
     if mode == "chunked":
         written = record.materialize_pairs("bench-materialize", scenario, "bench-seed")
     else:  # every pair held while all are written: what materialize_pairs did before
@@ -51,8 +52,8 @@ def measure(mode: str, pairs: int) -> dict[str, float]:
                               record._value_rows("bench-materialize", held, 0))
         written = len(held)
     return {"pairs": written, "seconds": time.perf_counter() - started,
-            "rss_before_mb": before, "peak_mb": _status_mb("VmHWM"),
-            "rss_after_mb": _status_mb("VmRSS")}
+            "rss_before_mb": before, "peak_mb": status_mb("VmHWM"),
+            "rss_after_mb": status_mb("VmRSS")}
 
 
 def measure_in_process(mode: str, pairs: int) -> dict[str, float]:
