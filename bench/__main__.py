@@ -41,6 +41,7 @@ from bench.runs import (
     NIGHTLY,
     REPO,
     MemlifeRun,
+    cpu_seconds,
     difference_figures,
     fidelity,
     run_until_stopped,
@@ -135,6 +136,68 @@ def _split_row(results: dict[str, Any], plain_rate: float) -> list[str]:
             f"{_verdict(ratio >= PLAIN_RATIO_GOAL)} |"]
 
 
+# A process's part in the CPU table: (its key in cpu_seconds, its column heading).
+_CPU_PARTS = (("tester", "memlife's worker(s) or the plain runner"),
+              ("target", "the reference target"), ("temporal", "Temporal server"))
+
+
+def _cpu_row(label: str, runs: list[dict[str, Any]]) -> tuple[str, float]:
+    """A row of the CPU table for `runs` (summed), and their CPU ms per request in all."""
+    requests = sum(run["requests"] for run in runs)
+    seconds = sum(run["seconds"] for run in runs)
+    used = {"tester": sum(run["cpu_seconds"].get("workers", run["cpu_seconds"].get(
+                "runner", 0.0)) for run in runs),
+            "target": sum(run["cpu_seconds"]["target"] for run in runs),
+            "temporal": sum(run["cpu_seconds"].get("temporal", 0.0) for run in runs)}
+    per_request = {part: used[part] / requests * 1000 for part in used}
+    cells = " | ".join(f"{per_request[part]:.2f} ms ({used[part] / seconds:.2f})"
+                       for part, _ in _CPU_PARTS)
+    total = sum(per_request.values())
+    return (f"| {label} | {requests / seconds:,.0f} | {cells} | **{total:.2f} ms** "
+            f"({sum(used.values()) / seconds:.2f}) |", total)
+
+
+def _cores(machine: str) -> int:
+    """The measured machine's CPU count, from its description ("2 CPU(s) (…), …")."""
+    return int(machine.split(" CPU(s)", 1)[0])
+
+
+def cpu_lines(results: dict[str, Any]) -> list[str]:
+    """Where the CPU of each throughput run went, per request and in cores: what a machine
+    of this size allows memlife at the plain runner's rate (runs since it was measured)."""
+    runs = results.get("throughput_runs") or []
+    plains = [(label, results[key]) for label, key in (
+        ("plain asyncio + httpx runner", "plain"),
+        ("plain asyncio + aiohttp runner", "plain_aiohttp")) if key in results]
+    if not runs or any("cpu_seconds" not in run for run in runs + [p for _, p in plains]):
+        return []
+    one_worker, memlife_total = _cpu_row(
+        "memlife, one worker", [run for run in runs if not run["split"]])
+    rows = [one_worker]
+    if any(run["split"] for run in runs):
+        rows.append(_cpu_row("memlife, workflows and activities in two workers",
+                             [run for run in runs if run["split"]])[0])
+    rows += [_cpu_row(label, [plain])[0] for label, plain in plains]
+    plain = results["plain"]
+    wanted = PLAIN_RATIO_GOAL * plain["requests"] / plain["seconds"]
+    cores = _cores(results["machine"])
+    needed = wanted * memlife_total / 1000
+    return [
+        "", "Where the CPU went in those runs: each process's own user and system time "
+        "(from /proc) over the run, per target request and, in brackets, in cores busy "
+        f"on average (the machine has {cores}). The Temporal server is the run's "
+        "time-skipping server; the plain runners use none.", "",
+        "| run | requests/s | " + " | ".join(heading for _, heading in _CPU_PARTS)
+        + " | all |", "|---|---|---|---|---|---|", *rows, "",
+        f"At {PLAIN_RATIO_GOAL} of the plain httpx runner's rate ({wanted:,.0f} requests/s) "
+        f"memlife's CPU per request, as measured here with one worker, would keep "
+        f"**{needed:.2f} cores** busy, of the machine's {cores}"
+        + (": more than the machine has, so on it the goal asks for less CPU per request, "
+           "not only less waiting." if needed > cores else
+           ": the machine could hold it; what is missing is time a request waits, not "
+           "CPU.")]
+
+
 def _mb(value: float) -> str:
     return f"{value / 1024 / 1024:,.1f} MB"
 
@@ -209,6 +272,7 @@ def render(results: dict[str, Any]) -> str:
            "baseline issue #20 set; the aiohttp runner's row holds memlife to the same "
            "client, so that its ratio is what Temporal, judging and recording cost."]
           if "plain_aiohttp" in results else []),
+        *cpu_lines(results),
         "", "## Latency fidelity", "",
     ]
     rest, load = results["fidelity"]["rest"], results["fidelity"]["load"]
@@ -412,11 +476,15 @@ def _results_path(out: str) -> Path:
 
 async def _replay_on_fresh_target(state: Path, run: MemlifeRun, concurrency: int,
                                   client: str) -> PlainResult:
-    """The plain runner sending `run`'s requests again, to a reference target of its own."""
+    """The plain runner sending `run`'s requests again, to a reference target of its own
+    (whose CPU time over the replay goes beside the runner's)."""
     target = embedded.start_reference_target(state, access_log=False)
     try:
-        return await replay_in_process(target.base_url, run.run_id, run.db_url,
-                                       concurrency=concurrency, client=client)
+        target_cpu = cpu_seconds(target.process.pid)
+        result = await replay_in_process(target.base_url, run.run_id, run.db_url,
+                                         concurrency=concurrency, client=client)
+        result.cpu_seconds["target"] = cpu_seconds(target.process.pid) - target_cpu
+        return result
     finally:
         target.stop()
 
@@ -459,7 +527,7 @@ async def main(args: argparse.Namespace) -> int:
             # One worker, two split, one again: a rate that drifts over the minutes, or a
             # first run's handicap, then weighs on both ways alike.
             throughput_runs = [{"split": False, "requests": baseline.requests,
-                                "seconds": baseline.seconds}]
+                                "seconds": baseline.seconds, "cpu_seconds": baseline.cpu}]
             for order, split_workers in enumerate((True, True, False), start=2):
                 served = ("workflows and activities in two workers" if split_workers
                           else "one worker")
@@ -470,7 +538,7 @@ async def main(args: argparse.Namespace) -> int:
                 say(f"  {again.requests:,} requests in {again.seconds:,.1f} s: "
                     f"{again.requests_per_second:,.0f}/s")
                 throughput_runs.append({"split": split_workers, "requests": again.requests,
-                                        "seconds": again.seconds})
+                                        "seconds": again.seconds, "cpu_seconds": again.cpu})
             concurrency = reference_target("http://127.0.0.1").max_concurrency
             say("plain asyncio + httpx: the same requests against a fresh target")
             plain = await _replay_on_fresh_target(work / "target-plain", baseline,
@@ -524,10 +592,11 @@ async def main(args: argparse.Namespace) -> int:
                            "seconds": baseline.seconds, "concurrency": concurrency},
             "throughput_runs": throughput_runs,
             "plain": {"requests": plain.requests, "seconds": plain.seconds,
-                      "errors": plain.errors},
+                      "errors": plain.errors, "cpu_seconds": plain.cpu_seconds},
             "plain_aiohttp": {"requests": plain_aiohttp.requests,
                               "seconds": plain_aiohttp.seconds,
-                              "errors": plain_aiohttp.errors},
+                              "errors": plain_aiohttp.errors,
+                              "cpu_seconds": plain_aiohttp.cpu_seconds},
             "fidelity": fidelity_figures,
             "scale": [],
             "reports": (previous or {}).get("reports", []),  # `./scripts/bench reports`

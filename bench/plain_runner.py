@@ -61,6 +61,9 @@ class PlainResult:
     requests: int
     errors: int
     seconds: float
+    # CPU seconds (user and system) over those seconds: the runner's own, and the target's
+    # where the caller measured it (`replay_in_process` does).
+    cpu_seconds: dict[str, float]
     # Per conversation request (aiohttp only): (latency as memlife records it, the
     # target's Server-Timing total), in ms.
     timed: list[tuple[float, float]] = field(default_factory=list)
@@ -215,13 +218,14 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int,
         # Step by step, every pair at once (as memlife's lifecycles go): the target's clock
         # then moves as it did under memlife, and does the same background work.
         steps = sorted({r.step for requests in by_pair.values() for r in requests})
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for step in steps:
             await asyncio.gather(*(pair(index, [r for r in requests if r.step == step])
                                    for index, requests in by_pair.items()))
         seconds = time.perf_counter() - started
+        runner_cpu = time.process_time() - cpu_started
     return PlainResult(requests=sum(len(r) for r in by_pair.values()), errors=errors,
-                       seconds=seconds, timed=timed)
+                       seconds=seconds, cpu_seconds={"runner": runner_cpu}, timed=timed)
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -253,7 +257,7 @@ async def replay_in_process(base_url: str, run_id: str, url: str, concurrency: i
                                f"{errors_path.read_text(errors='replace')[-2000:]}")
         figures = json.loads(out.read_text(encoding="utf-8"))
     return PlainResult(requests=figures["requests"], errors=figures["errors"],
-                       seconds=figures["seconds"],
+                       seconds=figures["seconds"], cpu_seconds=figures["cpu_seconds"],
                        timed=[(latency, total) for latency, total in figures["timed"]])
 
 
@@ -280,7 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.plain_runner: {error}", file=sys.stderr)
         return 2
     args.out.write_text(json.dumps({"requests": result.requests, "errors": result.errors,
-                                    "seconds": result.seconds, "timed": result.timed}),
+                                    "seconds": result.seconds,
+                                    "cpu_seconds": result.cpu_seconds,
+                                    "timed": result.timed}),
                         encoding="utf-8")
     return 0
 

@@ -76,6 +76,9 @@ class MemlifeRun:
     clock: str
     histories: RunHistories
     tasks: TaskLatency
+    # CPU seconds (user and system) from the run's start to its summary, by process:
+    # "workers", "target", "temporal" (the time-skipping server, or the dev server).
+    cpu: dict[str, float]
 
     @property
     def requests_per_second(self) -> float:
@@ -94,6 +97,7 @@ class MemlifeRun:
             "clock": self.clock, "latency_budget_ms": LATENCY_BUDGET / timedelta(milliseconds=1),
             "histories": self.histories.figures(),
             "workflow_tasks": self.tasks.figures(),
+            "cpu_seconds": {part: round(value, 2) for part, value in self.cpu.items()},
             "measured_at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "command": command,
         }
 
@@ -149,6 +153,23 @@ def cpu_seconds(pid: int, *, reaped_children: bool = False) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def children_named(fragment: str) -> list[int]:
+    """PIDs of this process's children whose command line holds `fragment` (to read their
+    CPU time; nothing is stopped by name)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        if parent == os.getpid() and fragment in command:
+            found.append(int(entry.name))
+    return found
+
+
 def start_worker(address: str, db_url: str, log: Path, metrics: str | None,
                  serve: str = "all") -> subprocess.Popen[bytes]:
     """A standalone worker (worker.py) on the task queue `memlife`, serving its metrics
@@ -171,10 +192,14 @@ async def scale_run(client: Client, address: str, work: Path, pairs: int, clock:
     mode on a time-skipping server of its own, as `memlife run --clock skip` runs it."""
     if clock.mode != "skip":
         return await memlife_run(client, address, work, pairs, clock, cohort,
-                                 max_concurrency, max_active_pairs, split_workers, tag)
+                                 max_concurrency, max_active_pairs, split_workers, tag,
+                                 server_pids=children_named("temporal"))
+    earlier = set(children_named("temporal"))  # the bench's own dev server
     async with embedded.embedded_temporal(work / f"skip-{pairs}{tag}", skip_time=True) as own:
         return await memlife_run(own.client, own.address, work, pairs, clock, cohort,
-                                 max_concurrency, max_active_pairs, split_workers, tag)
+                                 max_concurrency, max_active_pairs, split_workers, tag,
+                                 server_pids=[pid for pid in children_named("temporal")
+                                              if pid not in earlier])
 
 
 def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort: int,
@@ -207,10 +232,13 @@ def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort
 async def memlife_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
                       cohort: int, max_concurrency: int | None = None,
                       max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS,
-                      split_workers: bool = False, tag: str = "") -> MemlifeRun:
+                      split_workers: bool = False, tag: str = "",
+                      server_pids: list[int] | None = None) -> MemlifeRun:
     """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it: one worker, or
     with `split_workers` a `workflows` worker and an `activities` worker (their memory
-    summed). `tag` tells apart the files of runs of the same size."""
+    summed). `tag` tells apart the files of runs of the same size; `server_pids` are the
+    Temporal server's processes, whose CPU time is counted with the workers' and the
+    target's."""
     name = f"{pairs}{'-split' if split_workers else ''}{tag}"
     db_path = work / f"memlife-{name}.db"
     db_url = f"sqlite:///{db_path}"
@@ -229,6 +257,13 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
             target = target.model_copy(update={"max_concurrency": max_concurrency})
         run = nightly_input(pairs, target, clock, address, cohort, max_active_pairs)
         run_id, scenario, size = run.run_id, run.scenario, run.cohort_size or 0
+
+        def cpu_now() -> dict[str, float]:
+            return {"workers": sum(cpu_seconds(worker.pid) for worker in workers),
+                    "target": cpu_seconds(target_process.process.pid),
+                    "temporal": sum(cpu_seconds(pid) for pid in server_pids or [])}
+
+        cpu_before = cpu_now()  # the workers' imports and start are not the run's
         started = time.perf_counter()
         handle = await client.start_workflow(
             SuiteWorkflow.run, run, id=suite_workflow_id(scenario.name, run_id),
@@ -256,6 +291,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
                 await asyncio.gather(result, return_exceptions=True)
         summary: RunSummary = result.result()
         seconds = time.perf_counter() - started
+        cpu = {part: used - cpu_before[part] for part, used in cpu_now().items()}
         peak = sum(peak_rss_mb(worker.pid) for worker in workers)
         tasks = await scrape(metrics)
         histories = await run_histories(client, suite_workflow_id(scenario.name, run_id), [
@@ -277,7 +313,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
     db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
     return MemlifeRun(pairs, run_id, db_url, db_path, seconds, summary, peak, lifecycle_rss,
                       requests, rows, db_bytes, size, max_active_pairs,
-                      clock.describe(), histories, tasks)
+                      clock.describe(), histories, tasks, cpu)
 
 
 def fidelity(run: MemlifeRun) -> dict[str, float]:

@@ -35,6 +35,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from bench.postgres import PostgresServer, running_postgres
 from bench.runs import (
     REPO,
+    children_named,
     cpu_seconds,
     nightly_input,
     peak_rss_mb,
@@ -74,23 +75,6 @@ async def temporal(clock: Clock, work: Path) -> AsyncIterator[tuple[Client, str]
         yield server.client, server.address
 
 
-def _children_named(fragment: str) -> list[int]:
-    """PIDs of this process's children whose command line holds `fragment` (to read their
-    CPU time; nothing is stopped by name)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
-        if parent == os.getpid() and fragment in command:
-            found.append(int(entry.name))
-    return found
-
-
 async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: int,
                   database: PostgresServer, work: Path, command: str) -> dict[str, Any]:
     """One row: `pairs` nightly pairs in `shards` runs, served by `workers` workers."""
@@ -99,7 +83,7 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
     database_cpu = database_cpu_seconds(database)
     sizes = [pairs // shards + (1 if shard < pairs % shards else 0) for shard in range(shards)]
     async with temporal(clock, work / "temporal") as (client, address):
-        server_pids = _children_named("temporal")
+        server_pids = children_named("temporal")
         metrics = [f"{LOOPBACK}:{free_port()}" for _ in range(workers)]
         served_by: list[Any] = []  # worker processes, stopped however this ends
         targets: list[embedded.ReferenceTargetProcess] = []

@@ -64,6 +64,8 @@ async def test_replay_sends_the_recorded_requests_to_the_same_effect(
         assert result.requests == len(loaded["observations"]) > 100, client
         assert result.errors == 0, client
         assert after_plain == after_memlife, client
+        # The runner's own CPU over the replay, within its wall time (one thread sends).
+        assert 0 < result.cpu_seconds["runner"] <= result.seconds * 1.1, client
 
     # On aiohttp every conversation request is timed as memlife times it, beside the
     # target's own time for it, which lies within it.

@@ -87,6 +87,28 @@ def test_memlife_on_two_workers_is_held_to_the_same_goal_once_measured() -> None
         {**RESULTS, "throughput_runs": runs})
 
 
+def test_where_the_cpu_went_is_shown_per_request_and_against_the_machine() -> None:
+    assert "Where the CPU went" not in render(RESULTS)  # from before it was measured
+    runs = [{"split": split, "requests": 20800, "seconds": 80.0,
+             "cpu_seconds": {"workers": workers, "target": 41.6, "temporal": 4.16}}
+            for split, workers in ((False, 62.4), (True, 83.2), (True, 83.2), (False, 62.4))]
+    plain = {"requests": 20800, "seconds": 40.0, "errors": 0,
+             "cpu_seconds": {"runner": 10.4, "target": 36.4}}
+    text = render({**RESULTS, "throughput_runs": runs, "plain": plain})
+    # One worker: 3 ms of the worker's CPU per request, 2 of the target's, 0.2 of Temporal's.
+    assert ("| memlife, one worker | 260 | 3.00 ms (0.78) | 2.00 ms (0.52) | 0.20 ms (0.05) "
+            "| **5.20 ms** (1.35) |") in text
+    assert "| memlife, workflows and activities in two workers | 260 | 4.00 ms (1.04) |" in text
+    assert ("| plain asyncio + httpx runner | 520 | 0.50 ms (0.26) | 1.75 ms (0.91) | "
+            "0.00 ms (0.00) | **2.25 ms** (1.17) |") in text
+    # 0.9 of 520/s is 468/s; at 5.2 ms each that is 2.43 cores.
+    assert "(468 requests/s)" in text and "**2.43 cores** busy, of the machine's 2: more" in text
+    # The measured machine's size, not the one rendering: 4 cores would hold it.
+    roomier = render({**RESULTS, "machine": "4 CPU(s) (x)", "throughput_runs": runs,
+                      "plain": plain})
+    assert "of the machine's 4: the machine could hold it" in roomier
+
+
 def test_a_separate_scale_point_replaces_only_its_own_row() -> None:
     before = copy.deepcopy(RESULTS)
     alone = "./scripts/bench --scale-only --scale 10000,1000"
