@@ -141,14 +141,20 @@ _CPU_PARTS = (("tester", "memlife's worker(s) or the plain runner"),
               ("target", "the reference target"), ("temporal", "Temporal server"))
 
 
+def _cpu_of(cpu: dict[str, float], part: str) -> float:
+    """A part's CPU seconds: the tester is memlife's "workers" or a plain "runner"; the
+    plain runners have no Temporal server."""
+    if part == "tester":
+        return cpu["workers"] if "workers" in cpu else cpu["runner"]
+    return cpu.get(part, 0.0)
+
+
 def _cpu_row(label: str, runs: list[dict[str, Any]]) -> tuple[str, float]:
     """A row of the CPU table for `runs` (summed), and their CPU ms per request in all."""
     requests = sum(run["requests"] for run in runs)
     seconds = sum(run["seconds"] for run in runs)
-    used = {"tester": sum(run["cpu_seconds"].get("workers", run["cpu_seconds"].get(
-                "runner", 0.0)) for run in runs),
-            "target": sum(run["cpu_seconds"]["target"] for run in runs),
-            "temporal": sum(run["cpu_seconds"].get("temporal", 0.0) for run in runs)}
+    used = {part: sum(_cpu_of(run["cpu_seconds"], part) for run in runs)
+            for part, _ in _CPU_PARTS}
     per_request = {part: used[part] / requests * 1000 for part in used}
     cells = " | ".join(f"{per_request[part]:.2f} ms ({used[part] / seconds:.2f})"
                        for part, _ in _CPU_PARTS)
@@ -185,8 +191,8 @@ def cpu_lines(results: dict[str, Any]) -> list[str]:
     return [
         "", "Where the CPU went in those runs: each process's own user and system time "
         "(from /proc) over the run, per target request and, in brackets, in cores busy "
-        f"on average (the machine has {cores}). The Temporal server is the run's "
-        "time-skipping server; the plain runners use none.", "",
+        f"on average (the machine has {cores}). The Temporal server is the one each run "
+        "used (its own time-skipping server in `skip`); the plain runners use none.", "",
         "| run | requests/s | " + " | ".join(heading for _, heading in _CPU_PARTS)
         + " | all |", "|---|---|---|---|---|---|", *rows, "",
         f"At {PLAIN_RATIO_GOAL} of the plain httpx runner's rate ({wanted:,.0f} requests/s) "
