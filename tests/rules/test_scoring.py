@@ -9,6 +9,7 @@ from memlife.rules.scoring import (
     Expectation,
     ValueIndex,
     contains,
+    latency_within_target,
     median,
     normalize,
     percentile_upper_rank,
@@ -95,6 +96,23 @@ def test_latency_summary_and_target_rule() -> None:
     assert summarize_latency([700.0], target_ms=700).within_target
     empty = summarize_latency([], target_ms=700)
     assert empty.count == 0 and empty.mean is None and empty.within_target
+
+
+@given(st.lists(st.floats(min_value=0, max_value=2000, allow_nan=False)),
+       st.floats(min_value=0, max_value=2000, allow_nan=False))
+def test_the_summary_latency_rule_is_the_latency_summarys(values: list[float],
+                                                          target: float) -> None:
+    # finish_run judges latency with the one-pass rule; reports show summarize_latency's.
+    assert latency_within_target(values, target) == summarize_latency(values, target).within_target
+
+
+@given(st.lists(st.floats(min_value=0, max_value=2000, allow_nan=False), min_size=1))
+def test_latency_summary_agrees_with_median_and_percentile(values: list[float]) -> None:
+    summary = summarize_latency(values, target_ms=700)
+    assert summary.median == round(median(values), 3)
+    assert summary.p95 == round(percentile_upper_rank(values, 0.95), 3)
+    assert summary.max == round(max(values), 3)
+    assert summary.share_within_target == round(sum(v <= 700 for v in values) / len(values), 6)
 
 
 def test_value_index_finds_exactly_what_contains_finds() -> None:
