@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,9 @@ if TYPE_CHECKING:
     from memlife.recorder.artifact import Artifact, ExperimentDocument, Tally
 
 FAILURES_SHOWN = 25
+# A large run's artifact takes minutes to write (2.7 GB in about 4 min at 10,000 pairs,
+# BENCHMARKS.md): how far it got is said this often.
+PROGRESS_EVERY_S = 10.0
 
 
 def print_comparison(document: ExperimentDocument) -> None:
@@ -145,10 +149,11 @@ def write_immutable_json(path: Path,
     write_immutable(path, [text])
 
 
-def write_immutable(path: Path, chunks: Iterable[str]) -> None:
+def write_immutable(path: Path, chunks: Iterable[str],
+                    progress: Callable[[str], None] | None = None) -> int:
     """Write pieces of text as they come, atomically and read-only: a reader never sees
-    half a file, and a failure midway leaves none."""
-    write_chunks(path, _ending(chunks), mode=0o444)
+    half a file, and a failure midway leaves none. Returns the bytes written."""
+    return write_chunks(path, _ending(chunks), mode=0o444, progress=progress)
 
 
 def _ending(chunks: Iterable[str]) -> Iterator[str]:
@@ -156,17 +161,36 @@ def _ending(chunks: Iterable[str]) -> Iterator[str]:
     yield "\n"
 
 
-def write_chunks(path: Path, chunks: Iterable[str], mode: int | None = None) -> None:
+def write_chunks(path: Path, chunks: Iterable[str], mode: int | None = None,
+                 progress: Callable[[str], None] | None = None,
+                 every_s: float = PROGRESS_EVERY_S) -> int:
     """Write pieces of text as they come, atomically: a file is replaced only once it is
-    whole, and a failure midway leaves the old one (or none)."""
+    whole, and a failure midway leaves the old one (or none). Every `every_s` seconds
+    `progress` hears how much is written so far. Returns the bytes written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(temporary, "w", encoding="utf-8") as out:
+            started = last = time.monotonic()
             for chunk in chunks:
                 out.write(chunk)
+                if progress is not None and time.monotonic() - last >= every_s:
+                    last = time.monotonic()
+                    # What reached the file; the little still buffered comes next time.
+                    progress(f"writing {path}: {file_size(os.fstat(out.fileno()).st_size)} "
+                             f"so far ({last - started:.0f} s)")
         if mode is not None:
             temporary.chmod(mode)
+        size = temporary.stat().st_size
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+    return size
+
+
+def file_size(size: int) -> str:
+    """`2.7 GB`, `215.3 MB`, `12.0 KB`, `812 bytes` (binary units, as BENCHMARKS.md's)."""
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"

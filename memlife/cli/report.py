@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlife.cli.common import EXIT_OK, add_command, problems_exit
+from memlife.cli.common import EXIT_OK, add_command, err, problems_exit
 from memlife.errors import InputError, Problem
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def load_experiment(experiment: str) -> ExperimentDocument | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from memlife.cli.render import write_chunks
+    from memlife.cli.render import file_size, write_chunks
     from memlife.recorder.artifact import ExperimentDocument
     from memlife.reports import render_chunks
     from memlife.reports.experiment import render_experiment
@@ -138,8 +138,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         chunks = render_chunks(artifact, args.format, redacted=not args.no_redact,
                                web_ui=args.web_ui, samples=samples, lists=lists)
     if args.out:
-        write_chunks(Path(args.out), chunks)
-        print(f"report ({args.format}): {args.out}")
+        size = write_chunks(Path(args.out), chunks, progress=err)
+        print(f"report ({args.format}): {args.out} ({file_size(size)})")
     else:
         for chunk in chunks:
             sys.stdout.write(chunk)

@@ -175,8 +175,8 @@ async def execute(plan: RunPlan) -> int:
 
             chunks = artifact_chunks(started[0].run_id)
             assert chunks is not None  # its digest was just read
-            render.write_immutable(Path(plan.out), chunks)
-            print(f"artifact: {plan.out}")
+            size = render.write_immutable(Path(plan.out), chunks, progress=err)
+            print(f"artifact: {plan.out} ({render.file_size(size)})")
         else:
             render.write_immutable_json(Path(plan.out), document)
             print(f"artifact: {plan.out}")

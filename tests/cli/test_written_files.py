@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memlife.cli.render import write_chunks, write_immutable
+from memlife.cli.render import file_size, write_chunks, write_immutable
 
 
 def failing() -> Iterator[str]:
@@ -32,3 +32,25 @@ def test_a_report_that_fails_midway_leaves_the_previous_one(tmp_path: Path) -> N
         write_chunks(target, failing())
     assert target.read_text() == "<p>before</p>"
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_a_long_write_says_how_far_it_got_and_what_it_wrote(tmp_path: Path) -> None:
+    heard: list[str] = []
+    target = tmp_path / "artifact.json"
+    written = write_immutable(target, iter(["ñ" * 1000, "a" * 5000]), progress=heard.append)
+    assert written == target.stat().st_size == 2000 + 5000 + 1  # bytes, not characters
+    assert heard == []  # written in less than the interval: nothing to say
+
+    heard.clear()
+    write_chunks(tmp_path / "report.html", iter(["x" * 10, "y" * 10, "z"]),
+                 progress=heard.append, every_s=0)
+    assert len(heard) == 3
+    assert all(line.startswith(f"writing {tmp_path / 'report.html'}: ") for line in heard)
+    assert all(line.endswith(" so far (0 s)") for line in heard)
+
+
+def test_file_sizes_read_as_a_person_would_say_them() -> None:
+    assert file_size(812) == "812 bytes"
+    assert file_size(12 * 1024) == "12.0 KB"
+    assert file_size(int(215.3 * 2**20)) == "215.3 MB"
+    assert file_size(int(2.7 * 2**30)) == "2.7 GB"
