@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterator
 from datetime import datetime
 
 from memlife.recorder.artifact import TimelineStep
@@ -113,19 +114,24 @@ def histogram_svg(card: Scorecard, bins: int = 30) -> str:
     """Probe latencies on a logarithmic axis that always reaches the budget: fast targets
     answer in a few ms against a budget of hundreds, and both must be readable. The budget
     is a red line; bars past it are red too."""
-    samples = [value for value in card.samples if value > 0]
-    if not samples:
+    # Read in passes, never copied: 600,000 latencies at 10,000 pairs are 4.8 MB as the
+    # samples' array and 19 MB as a list of Python floats.
+    def positive() -> Iterator[float]:
+        return (value for value in card.samples if value > 0)
+
+    smallest = min(positive(), default=None)
+    if smallest is None:
         return "<p class=muted>No probe latencies.</p>"
     budget = card.latency_ms.target_ms or None
-    low = 10 ** math.floor(math.log10(min(samples)))
-    high = 10 ** math.ceil(math.log10(max(max(samples), budget or 0) * 1.05))
+    low = 10 ** math.floor(math.log10(smallest))
+    high = 10 ** math.ceil(math.log10(max(max(positive()), budget or 0) * 1.05))
     span = math.log10(high) - math.log10(low)
 
     def position(value: float) -> float:  # 0 … 1 along the axis
         return (math.log10(value) - math.log10(low)) / span
 
     counts = [0] * bins
-    for value in samples:
+    for value in positive():
         counts[min(int(position(value) * bins), bins - 1)] += 1
     width, height, left, right, top, bottom = 640, 240, 44, 24, 26, 44
     plot_w, plot_h = width - left - right, height - top - bottom
