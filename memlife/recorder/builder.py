@@ -29,16 +29,21 @@ class ArtifactBuilder:
     latencies, target errors and costs in any order. With `keep_entries=False` it keeps
     no per-case, per-observation or per-pair entries (the digest: summary, matrix,
     deletions, failures, latency). With `keep_findings=False` it only counts failures and
-    inconclusive checks (the summary)."""
+    inconclusive checks (the summary). With `keep_samples=False` it counts the probes and
+    their cost and keeps the slowest latency, but not the latencies: whoever reads them
+    sorted from the recorder sets `latency_summary` and `stage_summary`
+    (recorder/queries.py)."""
 
     def __init__(self, run: Any, step_labels: dict[tuple[int, int], str], *,
-                 keep_entries: bool = True, keep_findings: bool = True) -> None:
+                 keep_entries: bool = True, keep_findings: bool = True,
+                 keep_samples: bool = True) -> None:
         self.run = run
         self.meta = json.loads(run.meta_json)
         self.budget_ms = float(self.meta.get("latency_budget_ms", 700.0))
         self.step_labels = step_labels
         self.keep_entries = keep_entries
         self.keep_findings = keep_findings
+        self.keep_samples = keep_samples
         self.failure_count = self.inconclusive_count = 0
         # Every invariant appears, checked or not, so a reader sees what was not covered.
         self.tallies = Tallies({name: InvariantTally() for name in INVARIANTS})
@@ -52,11 +57,15 @@ class ArtifactBuilder:
         self.step_outcomes: dict[tuple[int, int], dict[str, int]] = {}
         self.cases = self.cases_passed = self.cases_failed = self.cases_inconclusive = 0
         self.probe_cases = self.target_errors = 0
+        self.probe_count = 0
+        self.probe_max: float | None = None
         # Compact arrays, not a dict per probe: a run of 10,000 pairs answers 600,000.
         self.probe_latencies: array[float] = array("d")
         self.stage_samples: dict[str, array[float]] = {}
-        self.probe_costs: array[float] = array("d")
-        self.probe_tokens: array[float] = array("d")
+        self.latency_summary: LatencySummary | None = None
+        self.stage_summary: dict[str, dict[str, Any]] | None = None
+        self.probe_costs = _Sum()
+        self.probe_tokens = _Sum()
         self.cost_by_pair: dict[int, float] = {}
 
     def add_verdict(self, verdict: Any) -> None:
@@ -122,15 +131,19 @@ class ArtifactBuilder:
 
     def add_probe(self, latency_ms: float, metrics: dict[str, float]) -> None:
         """A probe the target answered (status ok, with its latency)."""
-        self.probe_latencies.append(latency_ms)
-        # The probes that reported no metrics add nothing to stages or cost.
-        for name, value in metrics.items():
-            if name.startswith("stage:"):
-                self.stage_samples.setdefault(name[6:], array("d")).append(value)
+        self.probe_count += 1
+        if self.probe_max is None or latency_ms > self.probe_max:
+            self.probe_max = latency_ms
+        if self.keep_samples:
+            self.probe_latencies.append(latency_ms)
+            # The probes that reported no metrics add nothing to stages or cost.
+            for name, value in metrics.items():
+                if name.startswith("stage:"):
+                    self.stage_samples.setdefault(name[6:], array("d")).append(value)
         if "cost" in metrics:
-            self.probe_costs.append(metrics["cost"])
+            self.probe_costs.add(metrics["cost"])
         if "tokens" in metrics:
-            self.probe_tokens.append(metrics["tokens"])
+            self.probe_tokens.add(metrics["tokens"])
 
     def add_target_error(self) -> None:
         self.target_errors += 1
@@ -140,12 +153,24 @@ class ArtifactBuilder:
         self.cost_by_pair[pair_index] = self.cost_by_pair.get(pair_index, 0.0) + cost
 
     def latency(self) -> LatencySummary:
+        if self.latency_summary is not None:
+            return self.latency_summary
+        if not self.keep_samples:  # a figure of no probes would pass for the run's
+            raise RuntimeError("the probe latencies were not kept: set latency_summary")
         return summarize_latency(self.probe_latencies, self.budget_ms)
+
+    def stages_latency(self) -> dict[str, dict[str, Any]]:
+        if self.stage_summary is not None:
+            return self.stage_summary
+        if not self.keep_samples:
+            raise RuntimeError("the stage latencies were not kept: set stage_summary")
+        return _stage_summaries(self.stage_samples)
 
     def summary(self) -> dict[str, Any]:
         # Only the latency rule, not the summary of latencies: finish_run calls this in the
         # worker, where sorting every probe was the peak of a 10,000-pair run (docs/scale.md).
-        within_target = latency_within_target(self.probe_latencies, self.budget_ms)
+        within_target = latency_within_target(
+            () if self.probe_max is None else (self.probe_max,), self.budget_ms)
         passed = (
             self.run.status == "finished"
             and self.cases > 0
@@ -189,8 +214,7 @@ class ArtifactBuilder:
             "summary": self.summary(),
             "stages": self.stages,
             "matrix": self.matrix,
-            "latency_ms": {**self.latency().as_dict(),
-                           "stages": _stage_summaries(self.stage_samples)},
+            "latency_ms": {**self.latency().as_dict(), "stages": self.stages_latency()},
             "cost": _cost(self.probe_costs, self.probe_tokens, self.cost_by_pair),
             "deletions": self.deletions,
             "failures": self.failures,
@@ -350,30 +374,54 @@ def stage_latency(probe_metrics: list[dict[str, float]]) -> dict[str, dict[str, 
 
 
 def _stage_summaries(by_stage: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {stage: {key: value for key, value in summarize_latency(values).as_dict().items()
-                    if key not in ("share_within_target", "target_ms")}
+    return {stage: stage_fields(summarize_latency(values))
             for stage, values in sorted(by_stage.items())}
+
+
+def stage_fields(summary: LatencySummary) -> dict[str, Any]:
+    """What the artifact shows of one Server-Timing stage: no budget applies to a stage."""
+    return {key: value for key, value in summary.as_dict().items()
+            if key not in ("share_within_target", "target_ms")}
 
 
 def cost_summary(probe_metrics: list[dict[str, float]],
                  cost_by_pair: dict[int, float]) -> dict[str, Any] | None:
     """Cost per probe, and per lifecycle (every turn of a pair: writes, updates, probes),
     when the target reports it (in its own unit, e.g. USD)."""
-    return _cost([m["cost"] for m in probe_metrics if "cost" in m],
-                 [m["tokens"] for m in probe_metrics if "tokens" in m], cost_by_pair)
+    costs, tokens = _Sum(), _Sum()
+    for metrics in probe_metrics:
+        if "cost" in metrics:
+            costs.add(metrics["cost"])
+        if "tokens" in metrics:
+            tokens.add(metrics["tokens"])
+    return _cost(costs, tokens, cost_by_pair)
 
 
-def _cost(costs: Any, tokens: Any, cost_by_pair: dict[int, float]) -> dict[str, Any] | None:
-    if not costs and not tokens:
+class _Sum:
+    """A count and a running total: a mean without the values."""
+
+    def __init__(self) -> None:
+        self.count, self.total = 0, 0.0
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+
+    def mean(self, digits: int) -> float | None:
+        return round(self.total / self.count, digits) if self.count else None
+
+
+def _cost(costs: _Sum, tokens: _Sum, cost_by_pair: dict[int, float]) -> dict[str, Any] | None:
+    if not costs.count and not tokens.count:
         return None
     lifecycles = list(cost_by_pair.values())
     return {
-        "probes_reporting": len(costs),
-        "per_probe_mean": round(sum(costs) / len(costs), 9) if costs else None,
+        "probes_reporting": costs.count,
+        "per_probe_mean": costs.mean(9),
         "per_lifecycle_mean": round(sum(lifecycles) / len(lifecycles), 9)
-        if costs and lifecycles else None,
-        "total": round(sum(lifecycles), 9) if costs else None,
-        "tokens_per_probe_mean": round(sum(tokens) / len(tokens), 2) if tokens else None,
+        if costs.count and lifecycles else None,
+        "total": round(sum(lifecycles), 9) if costs.count else None,
+        "tokens_per_probe_mean": tokens.mean(2),
     }
 
 

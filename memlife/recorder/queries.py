@@ -11,7 +11,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, select
 
-from memlife.recorder.builder import ArtifactBuilder
+from memlife.recorder.builder import ArtifactBuilder, stage_fields
 from memlife.recorder.database import engine_for, session
 from memlife.recorder.tables import (
     AdjudicationRow,
@@ -25,6 +25,7 @@ from memlife.recorder.tables import (
     TenantRow,
     VerdictRow,
 )
+from memlife.rules.scoring import summarize_ordered_latency
 
 
 def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None:
@@ -53,8 +54,8 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
     """An `ArtifactBuilder` fed with a run's rows streamed from the database, a few
     thousand at a time, and the run's number of pairs: the summary (and the digest) of a
     run of any size in bounded memory. `summary_only` skips what the summary does not
-    need: Server-Timing stages, costs, and the findings themselves (they are counted).
-    The run's lists are read by recorder/streams.py."""
+    need: latency figures but the slowest, Server-Timing stages, costs, and the findings
+    themselves (they are counted). The run's lists are read by recorder/streams.py."""
     chunk = 5000
     engine = engine_for(url)
     with Session(engine) as db:
@@ -68,7 +69,7 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
             select(TenantRow.pair_index).where(TenantRow.run_id == run_id).distinct()
         ).scalars())
         builder = ArtifactBuilder(run, labels, keep_entries=False,
-                                  keep_findings=not summary_only)
+                                  keep_findings=not summary_only, keep_samples=False)
         verdicts = connection.execution_options(yield_per=chunk).execute(
             select(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id,
                    VerdictRow.stage, VerdictRow.tenant_alias, VerdictRow.domain,
@@ -82,17 +83,18 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
             select(func.count()).select_from(ObservationRow)
             .where(ObservationRow.run_id == run_id, ObservationRow.status != "ok")
         ).scalar_one()
+        answered = _answered_probes(run_id)
+        if summary_only:  # the latency rule needs the slowest probe only
+            builder.probe_count, builder.probe_max = connection.execute(
+                select(func.count(), func.max(ObservationRow.latency_ms)).where(*answered)
+            ).one()
+            return builder, len(pair_indexes)
         probes = connection.execution_options(yield_per=chunk).execute(
             select(ObservationRow.pair_index, ObservationRow.step_index, ObservationRow.seq,
                    ObservationRow.latency_ms)
-            .where(ObservationRow.run_id == run_id, ObservationRow.kind == "probe",
-                   ObservationRow.status == "ok", ObservationRow.latency_ms.is_not(None))
+            .where(*answered)
             .order_by(ObservationRow.pair_index, ObservationRow.step_index,
                       ObservationRow.seq))
-        if summary_only:
-            for *_, latency in probes:
-                builder.add_probe(latency, {})
-            return builder, len(pair_indexes)
         # Metrics in the same (integer) order as the probes, merged as both streams go by.
         metrics = iter(connection.execution_options(yield_per=chunk).execute(
             select(ObservationMetricRow.pair_index, ObservationMetricRow.step_index,
@@ -116,7 +118,50 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
             if pending.name == "cost":
                 builder.add_cost(pending.pair_index, pending.value)
             pending = next(metrics, None)
+        _summarize_latencies(connection, builder, run_id, chunk)
     return builder, len(pair_indexes)
+
+
+def _answered_probes(run_id: str) -> tuple[Any, ...]:
+    """The probes the target answered, whose latencies the run is judged by."""
+    return (ObservationRow.run_id == run_id, ObservationRow.kind == "probe",
+            ObservationRow.status == "ok", ObservationRow.latency_ms.is_not(None))
+
+
+def _summarize_latencies(connection: Connection, builder: ArtifactBuilder, run_id: str,
+                         chunk: int) -> None:
+    """The probes' latency figures, and each Server-Timing stage's, from values the
+    database sorts: sorted here as Python floats, the 600,000 probes of 10,000 pairs took
+    about 20 MB at once, and each stage as much again (docs/scale.md). The probes'
+    latencies are kept as the builder's compact samples (the report's histogram)."""
+    samples = builder.probe_latencies
+    answered = _answered_probes(run_id)
+
+    def kept(values: Iterator[float]) -> Iterator[float]:
+        for value in values:
+            samples.append(value)
+            yield value
+
+    ordered = connection.execution_options(yield_per=chunk).execute(
+        select(ObservationRow.latency_ms).where(*answered)
+        .order_by(ObservationRow.latency_ms)).scalars()
+    builder.latency_summary = summarize_ordered_latency(
+        kept(iter(ordered)), builder.probe_count, builder.budget_ms)
+    # A stage counts where its probe was answered, as in the builder (builder.py).
+    of_answered = (ObservationMetricRow.run_id == run_id,
+                   ObservationMetricRow.name.startswith("stage:"), *answered)
+    joined = (ObservationRow, ObservationRow.id == ObservationMetricRow.observation_id)
+    counts = connection.execute(
+        select(ObservationMetricRow.name, func.count()).join(*joined).where(*of_answered)
+        .group_by(ObservationMetricRow.name)).all()
+    builder.stage_summary = {}
+    for name, count in sorted(counts):
+        values = connection.execution_options(yield_per=chunk).execute(
+            select(ObservationMetricRow.value).join(*joined)
+            .where(*of_answered, ObservationMetricRow.name == name)
+            .order_by(ObservationMetricRow.value)).scalars()
+        builder.stage_summary[name[len("stage:"):]] = stage_fields(
+            summarize_ordered_latency(values, count))
 
 
 def stage_labels(connection: Connection, run_id: str) -> dict[tuple[int, int], str]:
