@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -45,7 +46,7 @@ def contains(haystack_normalized: str, needle: str) -> bool:
 
 class ValueIndex(Generic[T]):
     """Which of many values occur in a text: exactly `contains` for each value, without
-    trying every value (a run's values number 48 per pair: half a million at 10,000 pairs).
+    trying every value (a run's values number 12 per pair: 120,000 at 10,000 pairs).
 
     A value of three words or more is indexed by its first two words, then by the first
     characters of the rest: where it occurs in a text, the text from that position up to
@@ -54,44 +55,61 @@ class ValueIndex(Generic[T]):
     Values drawn from word lists share their first three characters by the thousand (every
     "Panadería …"), and their first two words by the ten thousand at 10,000 pairs (every
     "Colegio San …"): keys any shorter were slow at scale. Shorter values are indexed by
-    their first three characters."""
+    their first three characters.
+
+    Flat, because a worker holds the run's index for the whole run: values and items in
+    two lists, each key to a position in them (an array of positions where values share
+    it), and per first two words the lengths their rests are keyed by, as bits. Nested
+    dictionaries and a list per value took 620 bytes a value, this 340 (docs/scale.md,
+    "Memory")."""
 
     _KEY = 3
     _REST_KEY = 8
 
     def __init__(self, entries: Iterable[tuple[str, T]]):
-        # first two words -> length of the rest's key -> the rest's key -> values
-        self._by_words: dict[str, dict[int, dict[str, list[tuple[str, T]]]]] = {}
-        self._by_prefix: dict[str, list[tuple[str, T]]] = {}
-        self._short: list[tuple[str, T]] = []
+        self._values: list[str] = []  # normalized
+        self._items: list[T] = []
+        self._rest_lengths: dict[str, int] = {}  # first two words -> bit n: a rest of n
+        self._by_words: dict[str, int | array[int]] = {}  # first two words, rest's key
+        self._by_prefix: dict[str, int | array[int]] = {}
+        self._short: list[int] = []
         self.size = 0
         for text, item in entries:
             normalized = normalize(text)
             if not normalized:
                 continue  # an empty needle never matches
+            position = self.size
             self.size += 1
+            self._values.append(normalized)
+            self._items.append(item)
             words = normalized.split(" ", 2)
             if len(words) == 3:
-                rest = words[2][: self._REST_KEY]
-                self._by_words.setdefault(f"{words[0]} {words[1]}", {}).setdefault(
-                    len(rest), {}).setdefault(rest, []).append((normalized, item))
+                head = len(words[0]) + 1 + len(words[1])
+                rest = min(len(words[2]), self._REST_KEY)
+                first_two = normalized[:head]
+                self._rest_lengths[first_two] = self._rest_lengths.get(first_two, 0) | 1 << rest
+                _add_position(self._by_words, normalized[:head + 1 + rest], position)
             elif len(normalized) < self._KEY:
-                self._short.append((normalized, item))
+                self._short.append(position)
             else:
-                self._by_prefix.setdefault(normalized[: self._KEY], []).append(
-                    (normalized, item))
+                _add_position(self._by_prefix, normalized[: self._KEY], position)
 
     def found_in(self, haystack_normalized: str) -> list[T]:
         """Every indexed item whose value occurs in the (normalized) text, each once."""
         text = haystack_normalized
+        values, items = self._values, self._items
         found: dict[int, T] = {}
 
-        def take(candidates: list[tuple[str, T]] | None, position: int) -> None:
-            for normalized, item in candidates or ():
-                if text.startswith(normalized, position):
+        def take(held: int | array[int] | None, at: int) -> None:
+            if held is None:
+                return
+            for position in (held,) if isinstance(held, int) else held:
+                if text.startswith(values[position], at):
+                    item = items[position]
                     found.setdefault(id(item), item)
 
         if self._by_words:
+            rest_lengths, by_words = self._rest_lengths, self._by_words
             spaces = [index for index, char in enumerate(text) if char == " "]
             following = 0  # index in `spaces` of the first space at or after the position
             for position in range(len(text)):
@@ -100,18 +118,35 @@ class ValueIndex(Generic[T]):
                 if following + 1 >= len(spaces):
                     break  # fewer than two spaces left: no three-word value starts here
                 second_space = spaces[following + 1]
-                bucket = self._by_words.get(text[position:second_space])
-                if bucket:
+                lengths = rest_lengths.get(text[position:second_space])
+                if lengths:
                     rest = second_space + 1
-                    for length, by_rest in bucket.items():
-                        take(by_rest.get(text[rest:rest + length]), position)
+                    for length in _LENGTHS_OF[lengths]:
+                        take(by_words.get(text[position:rest + length]), position)
         if self._by_prefix:
+            by_prefix = self._by_prefix
             for position in range(len(text) - self._KEY + 1):
-                take(self._by_prefix.get(text[position:position + self._KEY]), position)
-        for normalized, item in self._short:
-            if normalized in text:
+                take(by_prefix.get(text[position:position + self._KEY]), position)
+        for position in self._short:
+            if values[position] in text:
+                item = items[position]
                 found.setdefault(id(item), item)
         return list(found.values())
+
+
+# The lengths a bit mask of ValueIndex._rest_lengths holds, for every mask.
+_LENGTHS_OF = [tuple(n for n in range(ValueIndex._REST_KEY + 1) if mask >> n & 1)
+               for mask in range(1 << (ValueIndex._REST_KEY + 1))]
+
+
+def _add_position(keys: dict[str, int | array[int]], key: str, position: int) -> None:
+    held = keys.get(key)
+    if held is None:
+        keys[key] = position
+    elif isinstance(held, int):
+        keys[key] = array("i", (held, position))
+    else:
+        held.append(position)
 
 
 @dataclass(frozen=True)
