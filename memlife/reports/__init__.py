@@ -10,7 +10,6 @@ tenants and cases) are read as they are written, from the artifact or from the r
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from memlife.recorder.artifact import (
     Artifact,
@@ -21,28 +20,12 @@ from memlife.recorder.artifact import (
 )
 from memlife.reports.html import html_page
 from memlife.reports.lists import ArtifactLists, Lists
-from memlife.reports.scorecard import Redactor, Scorecard, redact, scorecard
+from memlife.reports.scorecard import RedactedLists, Redactor, Scorecard, redact, scorecard
 from memlife.reports.text import junit_chunks, markdown
 
 FORMATS = ("json", "md", "html", "junit")
 # What the JSON report writes from the lists rather than from the scorecard it holds.
 _STREAMED = {"timeline", "tenants", "cases", "samples", "every_pair", "tenant_count"}
-
-
-class _RedactedLists:
-    """Lists whose every entry is redacted as it is read."""
-
-    def __init__(self, lists: Lists, redactor: Redactor) -> None:
-        self.lists, self.redactor = lists, redactor
-
-    def tenants(self) -> Iterator[dict[str, Any]]:
-        return (self.redactor.scrub(entry) for entry in self.lists.tenants())
-
-    def timeline(self, pairs: Any = None) -> Iterator[dict[str, Any]]:
-        return (self.redactor.scrub(entry) for entry in self.lists.timeline(pairs))
-
-    def cases(self) -> Iterator[dict[str, Any]]:
-        return (self.redactor.scrub(entry) for entry in self.lists.cases())
 
 
 def render(artifact: Artifact, fmt: str, *, redacted: bool = True,
@@ -69,7 +52,7 @@ def render_chunks(artifact: Artifact, fmt: str, *, redacted: bool = True,
         lists = ArtifactLists(artifact)
     elif redacted:
         redactor = Redactor(lists.tenants())
-        artifact, lists = redact(artifact, redactor), _RedactedLists(lists, redactor)
+        artifact, lists = redact(artifact, redactor), RedactedLists(lists, redactor)
     card = scorecard(artifact, samples, lists=lists, drawn=fmt == "html")
     if fmt == "json":
         yield from json_chunks(card.model_dump(mode="json", exclude=_STREAMED), [

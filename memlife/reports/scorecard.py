@@ -130,6 +130,22 @@ def redact(artifact: Artifact, redactor: Redactor | None = None) -> Artifact:
     return redacted
 
 
+class RedactedLists:
+    """Lists whose every entry is redacted as it is read."""
+
+    def __init__(self, lists: Lists, redactor: Redactor) -> None:
+        self.lists, self.redactor = lists, redactor
+
+    def tenants(self) -> Iterator[dict[str, Any]]:
+        return (self.redactor.scrub(entry) for entry in self.lists.tenants())
+
+    def timeline(self, pairs: Any = None) -> Iterator[dict[str, Any]]:
+        return (self.redactor.scrub(entry) for entry in self.lists.timeline(pairs))
+
+    def cases(self) -> Iterator[dict[str, Any]]:
+        return (self.redactor.scrub(entry) for entry in self.lists.cases())
+
+
 # -- the scorecard -------------------------------------------------------------------------
 
 

@@ -156,6 +156,29 @@ def junit_chunks(card: Scorecard, cases: Iterable[dict[str, Any]]) -> Iterator[s
     """`junit(card)` for the cases given, written piece by piece: each invariant's test
     cases are spooled to a temporary file (on disk past a megabyte) as the cases are read,
     so a run of any size is listed in bounded memory."""
+    return junit_runs_chunks(f"memlife {card.meta.run_id}", [("", card, cases)])
+
+
+def junit_runs_chunks(name: str, runs: Iterable[tuple[str, Scorecard, Iterable[dict[str, Any]]]],
+                      ) -> Iterator[str]:
+    """`junit_document(name, ...)` for runs given with their cases (label, card, cases),
+    written piece by piece, one run's cases spooled at a time (`junit_chunks`)."""
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n'
+    root = ElementTree.Element("testsuites", name=name)
+    opened = False
+    for label, card, cases in runs:
+        for suite in _spooled_suites(card, cases, f"{label} " if label else ""):
+            if not opened:
+                yield _opening(root)
+                opened = True
+            yield suite
+    yield "\n</testsuites>\n" if opened else ElementTree.tostring(root, encoding="unicode") + "\n"
+
+
+def _spooled_suites(card: Scorecard, cases: Iterable[dict[str, Any]], prefix: str,
+                    ) -> Iterator[str]:
+    """One run's test suites, each invariant's test cases spooled while the cases are read
+    and written out once they all have been."""
     findings = _findings_by_check(card)
     spools: dict[str, Any] = {}
     counts: dict[str, list[int]] = {}  # tests, failures, errors
@@ -176,23 +199,16 @@ def junit_chunks(card: Scorecard, cases: Iterable[dict[str, Any]]) -> Iterator[s
                 tally[0] += 1
                 tally[1] += check.outcome == "fail"
                 tally[2] += check.outcome == "inconclusive"
-        yield '<?xml version="1.0" encoding="UTF-8"?>\n'
-        root = ElementTree.Element("testsuites", name=f"memlife {card.meta.run_id}")
-        if not spools:
-            yield ElementTree.tostring(root, encoding="unicode") + "\n"
-            return
-        yield _opening(root)
         for invariant in invariant_order(spools):
             tests, failed, errors = counts[invariant]
             yield "\n  " + _opening(ElementTree.Element(
-                "testsuite", name=invariant, tests=str(tests), failures=str(failed),
-                errors=str(errors), skipped="0"))
+                "testsuite", name=f"{prefix}{invariant}", tests=str(tests),
+                failures=str(failed), errors=str(errors), skipped="0"))
             spool = spools[invariant]
             spool.seek(0)
             while chunk := spool.read(1 << 16):
                 yield chunk
             yield "\n  </testsuite>"
-        yield "\n</testsuites>\n"
 
 
 def _opening(element: ElementTree.Element) -> str:
