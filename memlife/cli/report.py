@@ -8,7 +8,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,11 +44,13 @@ def add_parsers(commands: Any) -> None:
     report.set_defaults(handler=cmd_report, temporal=False)
 
 
-def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument,
-                                           Sequence[float] | None, Lists | None]:
-    """A run id (or `latest`) from the recorder, or an artifact file written by `run`. A
-    run from the recorder comes without its lists and observations, with the probes'
-    latencies and its lists to read as the report is written (recorder.report_artifact)."""
+def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument, Sequence[float] | None,
+                                           Lists | Mapping[str, Lists] | None]:
+    """A run id (or `latest`) from the recorder, an experiment id, or an artifact file
+    written by `run`. A run from the recorder comes without its lists and observations,
+    with the probes' latencies and its lists to read as the report is written
+    (recorder.report_artifact); an experiment's runs come as digests, with each run's lists
+    by run id (recorder.report_experiment)."""
     from sqlmodel import select
 
     from memlife import recorder
@@ -69,9 +71,9 @@ def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument,
     # Of each pair's tallies, a report reads those its rates are drawn from.
     reported = recorder.report_artifact(run_id, invariants=set(RATES.values()))
     if reported is None:
-        experiment = load_experiment(run_id)
+        experiment = recorder.report_experiment(run_id)
         if experiment is not None:
-            return experiment, None, None
+            return experiment[0], None, experiment[1]
         raise InputError([Problem("command line", "RUN", f"no run {run_id!r} in "
                                   f"{recorder.database_url()}; give a run id, an experiment "
                                   "id, `latest`, or an artifact file")])
@@ -104,37 +106,22 @@ def read_artifact_file(path: Path) -> Artifact | ExperimentDocument:
         raise InputError(pydantic_problems(error, str(path))) from None
 
 
-def load_experiment(experiment: str) -> ExperimentDocument | None:
-    """Every run of an experiment, from the recorder, as one comparison document."""
-    from memlife import recorder
-    from memlife.recorder.builder import build_artifact
-    from memlife.recorder.experiment import experiment_document
-
-    run_ids = recorder.experiment_run_ids(experiment)
-    if not run_ids:
-        return None
-    artifacts = []
-    for run_id in run_ids:
-        loaded = recorder.load_run(run_id)
-        assert loaded is not None
-        artifacts.append(build_artifact(loaded))
-    artifacts.sort(key=lambda a: (a.meta.repetition or 0, a.meta.started_at or ""))
-    return experiment_document(experiment, artifacts)
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     from memlife.cli.render import file_size, write_chunks
     from memlife.recorder.artifact import ExperimentDocument
     from memlife.reports import render_chunks
-    from memlife.reports.experiment import render_experiment
+    from memlife.reports.experiment import render_experiment_chunks
 
     if args.web_ui and not re.match(r"^https?://[^\s/]+", args.web_ui):
         return problems_exit([Problem("command line", "--web-ui", f"{args.web_ui!r} is not "
                                       "an http(s) address, e.g. http://127.0.0.1:8233")])
     artifact, samples, lists = load_artifact(args.run)
     if isinstance(artifact, ExperimentDocument):
-        chunks = iter([render_experiment(artifact, args.format, redacted=not args.no_redact)])
+        assert lists is None or isinstance(lists, Mapping)
+        chunks = render_experiment_chunks(artifact, args.format, redacted=not args.no_redact,
+                                          lists=lists)
     else:
+        assert not isinstance(lists, Mapping)
         chunks = render_chunks(artifact, args.format, redacted=not args.no_redact,
                                web_ui=args.web_ui, samples=samples, lists=lists)
     if args.out:

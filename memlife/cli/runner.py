@@ -131,16 +131,23 @@ async def execute(plan: RunPlan) -> int:
             await _await_runs(client, started)
 
     artifacts = []
-    # The whole artifact (every case and observation) in memory only where it is compared
-    # or signed; the summary needs the digest alone, and one run's artifact is written
-    # streaming from the recorder (recorder/streams.py), both at any size.
-    whole = experiment is not None or (bool(plan.out) and plan.signing_key is not None)
+    # The whole artifact (every case and observation) in memory only where it is signed;
+    # the summary needs the digest alone, an experiment's comparison the digests and the
+    # probes' figures the database pools, and what --out writes is streamed from the
+    # recorder (recorder/streams.py), all at any size.
+    whole = bool(plan.out) and plan.signing_key is not None
     for run in started:
         if whole:
             from memlife.recorder.builder import build_artifact
 
             loaded = recorder.load_run(run.run_id)
             artifact = None if loaded is None else build_artifact(loaded)
+        elif experiment is not None:
+            from memlife.recorder.experiment import FAMILIES
+
+            reported = recorder.report_artifact(run.run_id,
+                                                invariants=set(FAMILIES.values()))
+            artifact = None if reported is None else reported[0]
         else:
             artifact = recorder.run_digest(run.run_id)
         if artifact is None:
@@ -160,7 +167,8 @@ async def execute(plan: RunPlan) -> int:
     else:
         from memlife.recorder.experiment import experiment_document
 
-        document = experiment_document(experiment, artifacts)
+        document = experiment_document(experiment, artifacts,
+                                       None if whole else recorder.recorded_probes())
         render.print_comparison(document)
     if plan.out:
         if plan.signing_key is not None:
@@ -170,16 +178,14 @@ async def execute(plan: RunPlan) -> int:
                 document.model_dump(mode="json"), plan.signing_key, datetime.now(UTC)))
             print(f"artifact: {plan.out} (signed; `{command()} verify {plan.out} "
                   "--public-key PUBFILE` checks it)")
-        elif experiment is None:
-            from memlife.recorder.streams import artifact_chunks
-
-            chunks = artifact_chunks(started[0].run_id)
-            assert chunks is not None  # its digest was just read
+        else:
+            if experiment is None:
+                chunks = recorder.artifact_chunks(started[0].run_id)
+                assert chunks is not None  # its digest was just read
+            else:
+                chunks = recorder.experiment_chunks(document)
             size = render.write_immutable(Path(plan.out), chunks, progress=err)
             print(f"artifact: {plan.out} ({render.file_size(size)})")
-        else:
-            render.write_immutable_json(Path(plan.out), document)
-            print(f"artifact: {plan.out}")
     if plan.enforce and not all(a.summary.passed for a in artifacts):
         return EXIT_FAILED
     return EXIT_OK

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -300,10 +301,19 @@ def as_written(model: type[BaseModel], entries: Iterable[dict[str, Any]]
         yield model.model_validate(entry).model_dump(mode="json")
 
 
+@dataclass(frozen=True)
+class JsonText:
+    """A list entry already written as JSON text, in pieces, as `json.dumps(value,
+    indent=2, ensure_ascii=False)` writes it at the top level: a whole run's artifact in
+    an experiment's `runs` (recorder/streams.py, `experiment_chunks`)."""
+
+    chunks: Iterable[str]
+
+
 def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]]
                 ) -> Iterator[str]:
     """`json.dumps({**head, **lists}, indent=2, ensure_ascii=False)`, byte for byte, each
-    list written an entry at a time as it is read."""
+    list written an entry at a time as it is read (a JsonText entry a piece at a time)."""
     def dumped(value: Any, depth: int) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False).replace(
             "\n", "\n" + "  " * depth)
@@ -317,7 +327,12 @@ def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]]
         yield ("" if first else ",") + f"\n  {json.dumps(key)}: ["
         first, empty = False, True
         for entry in entries:
-            yield ("\n" if empty else ",\n") + "    " + dumped(entry, 2)
+            yield ("\n" if empty else ",\n") + "    "
+            if isinstance(entry, JsonText):
+                # JSON escapes a newline inside a string: every one here is indentation.
+                yield from (chunk.replace("\n", "\n    ") for chunk in entry.chunks)
+            else:
+                yield dumped(entry, 2)
             empty = False
         yield "]" if empty else "\n  ]"
     yield "\n}" if not first else "}"

@@ -11,8 +11,10 @@ from sqlalchemy import func
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, select
 
+from memlife.recorder.artifact import Artifact
 from memlife.recorder.builder import ArtifactBuilder, stage_fields
 from memlife.recorder.database import engine_for, session
+from memlife.recorder.experiment import ProbeFigures, spread
 from memlife.recorder.tables import (
     AdjudicationRow,
     ObservationMetricRow,
@@ -215,3 +217,47 @@ def experiment_run_ids(experiment: str, url: str | None = None) -> list[str]:
         return list(db.exec(select(RunExperimentRow.run_id).where(
             RunExperimentRow.experiment == experiment).order_by(
             RunExperimentRow.run_id)).all())
+
+
+def recorded_probes(url: str | None = None) -> ProbeFigures:
+    """An experiment's ProbeFigures (recorder/experiment.py) from the recorder: the
+    answered probes of a configuration's runs, their latencies and each Server-Timing
+    stage sorted by the database and read once, their costs summed as they are read. The
+    same figures as from the runs' whole artifacts, in bounded memory at any size."""
+    def figures(runs: list[Artifact]) -> dict[str, Any]:
+        run_ids = [run.meta.run_id for run in runs]
+        answered = (ObservationRow.run_id.in_(run_ids), ObservationRow.kind == "probe",
+                    ObservationRow.status == "ok", ObservationRow.latency_ms.is_not(None))
+        joined = (ObservationRow, ObservationRow.id == ObservationMetricRow.observation_id)
+        with engine_for(url).connect() as connection:
+            count = connection.execute(
+                select(func.count()).select_from(ObservationRow).where(*answered)
+            ).scalar_one()
+            latencies = connection.execution_options(yield_per=5000).execute(
+                select(ObservationRow.latency_ms).where(*answered)
+                .order_by(ObservationRow.latency_ms)).scalars()
+            latency = spread(latencies, count)
+            stages = (ObservationMetricRow.name.startswith("stage:"), *answered)
+            stages_ms = {}
+            for name, stage_count in sorted(connection.execute(
+                    select(ObservationMetricRow.name, func.count()).join(*joined)
+                    .where(*stages).group_by(ObservationMetricRow.name)).all()):
+                values = connection.execution_options(yield_per=5000).execute(
+                    select(ObservationMetricRow.value).join(*joined)
+                    .where(*stages, ObservationMetricRow.name == name)
+                    .order_by(ObservationMetricRow.value)).scalars()
+                stages_ms[name[len("stage:"):]] = spread(values, stage_count)
+            # Summed run by run in the artifact's order, as the whole artifacts sum them.
+            total, costs = 0.0, 0
+            for run_id in run_ids:
+                for value in connection.execution_options(yield_per=5000).execute(
+                        select(ObservationMetricRow.value).join(*joined)
+                        .where(*answered, ObservationRow.run_id == run_id,
+                               ObservationMetricRow.name == "cost")
+                        .order_by(ObservationRow.pair_index, ObservationRow.step_index,
+                                  ObservationRow.seq)).scalars():
+                    total, costs = total + value, costs + 1
+        return {"latency_ms": latency, "stages_ms": stages_ms,
+                "cost_per_probe": round(total / costs, 9) if costs else None}
+
+    return figures

@@ -17,6 +17,8 @@ from memlife.recorder.artifact import (
     AdjudicationEntry,
     Artifact,
     CaseEntry,
+    ExperimentDocument,
+    JsonText,
     ObservationEntry,
     PairTallies,
     TenantEntry,
@@ -33,7 +35,13 @@ from memlife.recorder.builder import (
     timeline_entry,
 )
 from memlife.recorder.database import engine_for
-from memlife.recorder.queries import run_builder, stage_labels
+from memlife.recorder.experiment import FAMILIES, experiment_document
+from memlife.recorder.queries import (
+    experiment_run_ids,
+    recorded_probes,
+    run_builder,
+    stage_labels,
+)
 from memlife.recorder.tables import (
     AdjudicationRow,
     ObservationMetricRow,
@@ -244,3 +252,38 @@ def artifact_chunks(run_id: str, url: str | None = None) -> Iterator[str] | None
         ("observations", as_written(ObservationEntry, observation_entries(run_id, url))),
     ]
     return json_chunks(head, lists)
+
+
+def report_experiment(experiment: str, url: str | None = None,
+                      ) -> tuple[ExperimentDocument, dict[str, RunLists]] | None:
+    """An experiment's comparison from the recorder, and each run's lists by run id. The
+    document's runs are digests with each pair's tallies of the checks the comparison
+    rates (report_artifact); the probes' figures are the database's, pooled by
+    configuration (recorded_probes). Its memory grows with the runs' findings, not with
+    their cases or requests. None for an experiment the recorder has no run of."""
+    digests, lists = [], {}
+    for run_id in experiment_run_ids(experiment, url):
+        reported = report_artifact(run_id, url, invariants=set(FAMILIES.values()))
+        if reported is None:  # indexed, then deleted from the runs table by hand
+            continue
+        digests.append(reported[0])
+        lists[run_id] = reported[2]
+    if not digests:
+        return None
+    digests.sort(key=lambda a: (a.meta.repetition or 0, a.meta.started_at or ""))
+    return experiment_document(experiment, digests, recorded_probes(url)), lists
+
+
+def experiment_chunks(document: ExperimentDocument, url: str | None = None) -> Iterator[str]:
+    """The whole experiment document (what `memlife run --experiment --out` writes: the
+    comparison, then every run's whole artifact) as pieces of JSON text, each run's
+    artifact streamed from the recorder as `artifact_chunks` writes it."""
+    def whole_runs() -> Iterator[JsonText]:
+        for run in document.runs:
+            chunks = artifact_chunks(run.meta.run_id, url)
+            if chunks is None:
+                raise LookupError(f"run {run.meta.run_id} is not in the recorder")
+            yield JsonText(chunks)
+
+    return json_chunks(document.model_dump(mode="json", exclude={"runs"}),
+                       [("runs", whole_runs())])

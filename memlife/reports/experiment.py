@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from memlife.recorder.artifact import ExperimentDocument, FindingEntry, Rate
 from memlife.recorder.experiment import FAMILIES, configuration_label
 from memlife.reports.html import STYLE
-from memlife.reports.scorecard import pct, redact, scorecard
-from memlife.reports.text import junit_document
+from memlife.reports.lists import ArtifactLists, Lists
+from memlife.reports.scorecard import RedactedLists, Redactor, pct, redact, scorecard
+from memlife.reports.text import junit_runs_chunks
 from memlife.rules.verdicts import LEAK_REASONS, RESIDUE_REASONS
 
 
@@ -21,10 +23,6 @@ class RunFinding:
 
     finding: FindingEntry
     repetition: int | None
-
-
-def redact_document(document: ExperimentDocument) -> ExperimentDocument:
-    return document.model_copy(update={"runs": [redact(run) for run in document.runs]})
 
 
 def _rate_text(rate: Rate) -> str:
@@ -141,20 +139,38 @@ are counted apart.</p>
 """
 
 
-def render_experiment(document: ExperimentDocument, fmt: str, *, redacted: bool = True) -> str:
-    """The experiment in a report format: the comparison (json, md, html), or every run's
-    checks with one JUnit suite per configuration × invariant."""
+def render_experiment(document: ExperimentDocument, fmt: str, *, redacted: bool = True,
+                      lists: Mapping[str, Lists] | None = None) -> str:
+    """The whole rendering as one string (`render_experiment_chunks`)."""
+    return "".join(render_experiment_chunks(document, fmt, redacted=redacted, lists=lists))
+
+
+def render_experiment_chunks(document: ExperimentDocument, fmt: str, *, redacted: bool = True,
+                             lists: Mapping[str, Lists] | None = None) -> Iterator[str]:
+    """The experiment in a report format, piece by piece: the comparison (json, md, html),
+    or every run's checks with one JUnit suite per configuration × invariant. `lists`: each
+    run's tenants and cases by run id, for runs that come as digests
+    (recorder.report_experiment); without it the runs are whole artifacts."""
+    if lists is None:
+        lists = {run.meta.run_id: ArtifactLists(run) for run in document.runs}
     if redacted:
-        document = redact_document(document)
+        redactors = {run.meta.run_id: Redactor(lists[run.meta.run_id].tenants())
+                     for run in document.runs}
+        document = document.model_copy(update={"runs": [
+            redact(run, redactors[run.meta.run_id]) for run in document.runs]})
+        lists = {run_id: RedactedLists(lists[run_id], redactor)
+                 for run_id, redactor in redactors.items()}
     if fmt == "json":
         shown = document.model_dump(mode="json", exclude={"runs"})
         shown["runs"] = [run.meta.run_id for run in document.runs]
-        return json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
-    if fmt == "md":
-        return comparison_markdown(document)
-    if fmt == "html":
-        return comparison_html(document)
-    return junit_document(
-        f"memlife experiment {document.experiment.id}",
-        [(f"{run.meta.configuration}#{run.meta.repetition}", scorecard(run))
-         for run in document.runs])
+        yield json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "md":
+        yield comparison_markdown(document)
+    elif fmt == "html":
+        yield comparison_html(document)
+    else:
+        yield from junit_runs_chunks(f"memlife experiment {document.experiment.id}", (
+            (f"{run.meta.configuration}#{run.meta.repetition}",
+             scorecard(run, lists=lists[run.meta.run_id], drawn=False),
+             lists[run.meta.run_id].cases())
+            for run in document.runs))

@@ -56,3 +56,9 @@ def test_configurations_side_by_side_with_a_fault_visible_in_its_column(
     assert page.count('<td class="fail">FAIL</td>') == 1
     junit = memlife("report", "experiment.json", "--format", "junit", cwd=tmp_path)
     assert junit.stdout.count("<testsuite ") >= 6 and 'name="leaky#1 I3"' in junit.stdout
+    # From the recorder the runs come as digests, their cases read as they are written:
+    # the same file.
+    junit_by_id = memlife("report", document["experiment"]["id"], "--format", "junit",
+                          cwd=tmp_path)
+    assert junit_by_id.returncode == 0, junit_by_id.stderr
+    assert junit_by_id.stdout == junit.stdout

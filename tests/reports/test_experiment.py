@@ -17,6 +17,8 @@ from memlife.recorder.artifact import Artifact
 from memlife.recorder.builder import cost_summary, stage_latency
 from memlife.recorder.experiment import experiment_document
 from memlife.reports import experiment
+from memlife.reports.scorecard import redact, scorecard
+from memlife.reports.text import junit_document
 from memlife.rules.matrix import load_matrix
 from memlife.targets.http import parse_server_timing
 
@@ -102,3 +104,9 @@ def test_the_comparison_keeps_configurations_apart_and_pools_repetitions() -> No
     residues = sum(1 for f in clean["failures"] if f["reason"] in ("residue", "resurrected"))
     assert len(found["stale"]) == 2 * residues
     assert text.count("- #") == len(found["leaky"]) + len(found["stale"])
+    # JUnit is written a run at a time, each run's cases spooled: the same file as the
+    # whole tree of every run's suites.
+    assert experiment.render_experiment(document, "junit") == junit_document(
+        "memlife experiment exp-1",
+        [(f"{run.meta.configuration}#{run.meta.repetition}", scorecard(redact(run)))
+         for run in document.runs])
