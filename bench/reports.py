@@ -4,7 +4,11 @@ a process of its own, side by side in one invocation. The rows go into BENCHMARK
 ("reports"), replacing those of the same runs, and BENCHMARKS.md is rendered again.
 
     ./scripts/bench reports RUN [RUN ...]    # runs of the recorder MEMLIFE_DB_URL names
-    ./scripts/bench reports FILE.db [...]    # every run of these SQLite recorders
+    ./scripts/bench reports FILE.db [...]    # every run and experiment of these recorders
+
+An experiment in a recorder file (`memlife run ... --matrix M` with MEMLIFE_DB_URL set to
+it) is measured as one: `memlife report EXPERIMENT` in each format, and the document
+`memlife run --experiment --out` writes; its runs are not measured one by one.
 
 `./scripts/bench --scale-only --scale N` leaves each run's SQLite recorder in its working
 directory (it says where), so runs measured on their own can be set side by side here.
@@ -37,19 +41,27 @@ FORMATS = ("json", "html", "junit", "artifact")
 ARTIFACT = ("import sys; from pathlib import Path; from memlife.cli.render import "
             "write_immutable; from memlife.recorder.streams import artifact_chunks; "
             "write_immutable(Path(sys.argv[2]), artifact_chunks(sys.argv[1]))")
+# What `memlife run --experiment --out` does once the experiment's runs have finished.
+EXPERIMENT_ARTIFACT = (
+    "import sys; from pathlib import Path; from memlife.cli.render import write_immutable; "
+    "from memlife.recorder.streams import experiment_chunks, report_experiment; "
+    "write_immutable(Path(sys.argv[2]), experiment_chunks(report_experiment(sys.argv[1])[0]))")
 
 
 @dataclass(frozen=True)
 class RecordedRun:
-    """A run to report on, and the recorder that holds it (None: MEMLIFE_DB_URL's)."""
+    """A run to report on, and the recorder that holds it (None: MEMLIFE_DB_URL's); or,
+    with `experiment`, an experiment of that id."""
 
     run_id: str
     db_url: str | None = None
+    experiment: bool = False
 
 
 def recorded_runs(names: list[str]) -> list[RecordedRun]:
     """Each name is a run id in MEMLIFE_DB_URL's recorder, or an SQLite recorder file, whose
-    runs are all taken, oldest first."""
+    runs are all taken, oldest first: each run of no experiment on its own, then each
+    experiment as one."""
     runs: list[RecordedRun] = []
     for name in names:
         path = Path(name)
@@ -61,21 +73,30 @@ def recorded_runs(names: list[str]) -> list[RecordedRun]:
         try:
             with engine.connect() as db:
                 ids = db.execute(text("SELECT id FROM runs ORDER BY started_at")).scalars().all()
+                experiments = dict(db.execute(text(
+                    "SELECT run_id, experiment FROM run_experiments")).all()) if ids else {}
         finally:
             engine.dispose()
         if not ids:
             raise SystemExit(f"bench reports: {name}: no run in this recorder")
-        runs += [RecordedRun(run_id, db_url) for run_id in ids]
+        runs += [RecordedRun(run_id, db_url) for run_id in ids if not experiments.get(run_id)]
+        runs += [RecordedRun(experiment, db_url, experiment=True)
+                 for experiment in dict.fromkeys(experiments[run_id] for run_id in ids
+                                                 if experiments.get(run_id))]
     return runs
 
 
 def _run_facts(run: RecordedRun) -> dict[str, Any]:
+    """Pairs, cases and cases not passed of a run, or of all an experiment's runs."""
     run_id = run.run_id
+    runs = ("(SELECT run_id FROM run_experiments WHERE experiment = :r)" if run.experiment
+            else "(:r)")
     with recorder.engine_for(run.db_url).connect() as db:
         pairs, cases, failures = db.execute(text(
-            "SELECT (SELECT count(DISTINCT pair_index) FROM tenants WHERE run_id = :r), "
-            "(SELECT count(*) FROM verdicts WHERE run_id = :r), "
-            "(SELECT count(*) FROM verdicts WHERE run_id = :r AND outcome != 'pass')"),
+            "SELECT (SELECT count(*) FROM (SELECT DISTINCT run_id, pair_index FROM tenants "
+            f"WHERE run_id IN {runs})), "  # noqa: S608 (no input in the text)
+            f"(SELECT count(*) FROM verdicts WHERE run_id IN {runs}), "
+            f"(SELECT count(*) FROM verdicts WHERE run_id IN {runs} AND outcome != 'pass')"),
             {"r": run_id}).one()
     if not pairs:
         raise SystemExit(f"bench reports: no run {run_id!r} in "
@@ -85,7 +106,8 @@ def _run_facts(run: RecordedRun) -> dict[str, Any]:
 
 def measure(run: RecordedRun, fmt: str, out: Path) -> dict[str, float]:
     """Wall time and peak RSS (the kernel's, from wait4) of one report of one run."""
-    command = ([sys.executable, "-c", ARTIFACT, run.run_id, str(out)] if fmt == "artifact"
+    artifact = EXPERIMENT_ARTIFACT if run.experiment else ARTIFACT
+    command = ([sys.executable, "-c", artifact, run.run_id, str(out)] if fmt == "artifact"
                else [sys.executable, "-m", "memlife", "report", run.run_id, "--format", fmt,
                      "--out", str(out)])
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -121,7 +143,7 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
         by_format.setdefault(row["format"], []).append(row)
     lines = ["| format | pairs | cases (not passed) | time | peak RSS | written | time ÷ "
              "smallest | RSS ÷ smallest |", "|---|---|---|---|---|---|---|---|"]
-    for fmt in FORMATS:
+    for fmt in (*FORMATS, *(f"experiment {fmt}" for fmt in FORMATS)):
         measured = by_format.get(fmt, [])
         for row in measured:
             base = measured[0]
@@ -137,6 +159,10 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
              f"`memlife-run-N.db` written by {nightly} with MEMLIFE_DB_URL=sqlite:///"
              "memlife-run-N.db" if ".db" in command
              else f"with the nightlies' recorder as MEMLIFE_DB_URL; the runs come from {nightly}")
+    if any(row["format"].startswith("experiment") for row in rows):
+        where += ("; an experiment's pairs are those of all its runs, and `experiment-N.db` "
+                  "holds one written by `memlife run scenarios/lifecycle-nightly.yaml --pairs "
+                  "N --repeat 2 --clock skip` with MEMLIFE_DB_URL=sqlite:///experiment-N.db")
     return [*lines, "", f"Measured {rows[0]['measured_at']}. Reproduce: `{command}` ({where}).",
             ""]
 
@@ -183,10 +209,11 @@ def main(argv: list[str]) -> int:
         for run in runs:
             for fmt in FORMATS:
                 figures = measure(run, fmt, Path(work) / f"{run.run_id}.{fmt}")
-                print(f"{facts[run]['pairs']:>6,} pairs · {fmt:<8} "
+                shown = f"experiment {fmt}" if run.experiment else fmt
+                print(f"{facts[run]['pairs']:>6,} pairs · {shown:<19} "
                       f"{figures['seconds']:>7.1f} s {figures['peak_rss_mb']:>7.0f} MB",
                       flush=True)
-                rows.append({"run_id": run.run_id, "format": fmt, **facts[run], **figures,
+                rows.append({"run_id": run.run_id, "format": shown, **facts[run], **figures,
                              "command": command, "measured_at": measured_at})
     measured = {run.run_id for run in runs}
     kept = [row for row in results.get("reports", []) if row["run_id"] not in measured]

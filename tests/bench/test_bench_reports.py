@@ -76,3 +76,27 @@ def test_a_recorder_file_without_runs_is_refused(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     with pytest.raises(SystemExit, match=r"empty.db: no run in this recorder"):
         recorded_runs([str(empty)])
+
+
+async def test_an_experiment_in_a_recorder_file_is_measured_as_one(
+        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
+        clean_target: Target, db_url: str, tmp_path: Path) -> None:
+    alone = run_input(seed_scenario, clean_target)
+    await run_suite(skip_env.client, skip_worker, alone)
+    for repetition in (1, 2):
+        run = run_input(seed_scenario, clean_target)
+        await run_suite(skip_env.client, skip_worker, run.model_copy(update={
+            "meta": run.meta.model_copy(update={"experiment": "exp-bench",
+                                                "repetition": repetition})}))
+    found = recorded_runs([db_url.removeprefix("sqlite:///")])
+    assert found == [RecordedRun(alone.run_id, db_url),
+                     RecordedRun("exp-bench", db_url, experiment=True)]
+    assert _run_facts(found[1]) == {"pairs": 2, "cases": 12, "not_passed": 0}
+    document = measure(found[1], "artifact", tmp_path / "experiment.json")
+    report = measure(found[1], "junit", tmp_path / "experiment.xml")
+    assert document["output_bytes"] > report["output_bytes"] > 0  # every run whole, in one
+    lines = render_lines([row("experiment json", 100, 2.0, 80.0),
+                          row("experiment json", 400, 4.0, 84.0)])
+    assert "| experiment json | 400 | 58,000 (0) | 4.0 s | 84 MB | 1.0 MB | 2.00 | 1.05 |" in (
+        lines)
+    assert any("--repeat 2" in line for line in lines)
