@@ -124,10 +124,36 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
     return builder, len(pair_indexes)
 
 
-def _answered_probes(run_id: str) -> tuple[Any, ...]:
-    """The probes the target answered, whose latencies the run is judged by."""
-    return (ObservationRow.run_id == run_id, ObservationRow.kind == "probe",
+def _answered_probes(*run_ids: str) -> tuple[Any, ...]:
+    """The probes the target answered, whose latencies the runs are judged by."""
+    return (ObservationRow.run_id.in_(run_ids), ObservationRow.kind == "probe",
             ObservationRow.status == "ok", ObservationRow.latency_ms.is_not(None))
+
+
+def _sorted_latencies(connection: Connection, chunk: int, *run_ids: str) -> Iterator[float]:
+    """The answered probes' latencies, in ascending order as the database sorts them."""
+    return connection.execution_options(yield_per=chunk).execute(
+        select(ObservationRow.latency_ms).where(*_answered_probes(*run_ids))
+        .order_by(ObservationRow.latency_ms)).scalars()
+
+
+def _sorted_stages(connection: Connection, chunk: int, *run_ids: str,
+                   ) -> Iterator[tuple[str, int, Iterator[float]]]:
+    """Each Server-Timing stage of the answered probes, by name: how many values it has,
+    and the values in ascending order as the database sorts them. A stage counts where
+    its probe was answered, as in the builder (builder.py)."""
+    of_answered = (ObservationMetricRow.run_id.in_(run_ids),
+                   ObservationMetricRow.name.startswith("stage:"), *_answered_probes(*run_ids))
+    joined = (ObservationRow, ObservationRow.id == ObservationMetricRow.observation_id)
+    counts = connection.execute(
+        select(ObservationMetricRow.name, func.count()).join(*joined).where(*of_answered)
+        .group_by(ObservationMetricRow.name)).all()
+    for name, count in sorted(counts):
+        values = connection.execution_options(yield_per=chunk).execute(
+            select(ObservationMetricRow.value).join(*joined)
+            .where(*of_answered, ObservationMetricRow.name == name)
+            .order_by(ObservationMetricRow.value)).scalars()
+        yield name[len("stage:"):], count, values
 
 
 def _summarize_latencies(connection: Connection, builder: ArtifactBuilder, run_id: str,
@@ -137,33 +163,18 @@ def _summarize_latencies(connection: Connection, builder: ArtifactBuilder, run_i
     about 20 MB at once, and each stage as much again (docs/scale.md). The probes'
     latencies are kept as the builder's compact samples (the report's histogram)."""
     samples = builder.probe_latencies
-    answered = _answered_probes(run_id)
 
     def kept(values: Iterator[float]) -> Iterator[float]:
         for value in values:
             samples.append(value)
             yield value
 
-    ordered = connection.execution_options(yield_per=chunk).execute(
-        select(ObservationRow.latency_ms).where(*answered)
-        .order_by(ObservationRow.latency_ms)).scalars()
     builder.latency_summary = summarize_ordered_latency(
-        kept(iter(ordered)), builder.probe_count, builder.budget_ms)
-    # A stage counts where its probe was answered, as in the builder (builder.py).
-    of_answered = (ObservationMetricRow.run_id == run_id,
-                   ObservationMetricRow.name.startswith("stage:"), *answered)
-    joined = (ObservationRow, ObservationRow.id == ObservationMetricRow.observation_id)
-    counts = connection.execute(
-        select(ObservationMetricRow.name, func.count()).join(*joined).where(*of_answered)
-        .group_by(ObservationMetricRow.name)).all()
-    builder.stage_summary = {}
-    for name, count in sorted(counts):
-        values = connection.execution_options(yield_per=chunk).execute(
-            select(ObservationMetricRow.value).join(*joined)
-            .where(*of_answered, ObservationMetricRow.name == name)
-            .order_by(ObservationMetricRow.value)).scalars()
-        builder.stage_summary[name[len("stage:"):]] = stage_fields(
-            summarize_ordered_latency(values, count))
+        kept(_sorted_latencies(connection, chunk, run_id)), builder.probe_count,
+        builder.budget_ms)
+    builder.stage_summary = {
+        stage: stage_fields(summarize_ordered_latency(values, count))
+        for stage, count, values in _sorted_stages(connection, chunk, run_id)}
 
 
 def stage_labels(connection: Connection, run_id: str) -> dict[tuple[int, int], str]:
@@ -226,34 +237,20 @@ def recorded_probes(url: str | None = None) -> ProbeFigures:
     same figures as from the runs' whole artifacts, in bounded memory at any size."""
     def figures(runs: list[Artifact]) -> dict[str, Any]:
         run_ids = [run.meta.run_id for run in runs]
-        answered = (ObservationRow.run_id.in_(run_ids), ObservationRow.kind == "probe",
-                    ObservationRow.status == "ok", ObservationRow.latency_ms.is_not(None))
-        joined = (ObservationRow, ObservationRow.id == ObservationMetricRow.observation_id)
         with engine_for(url).connect() as connection:
-            count = connection.execute(
-                select(func.count()).select_from(ObservationRow).where(*answered)
-            ).scalar_one()
-            latencies = connection.execution_options(yield_per=5000).execute(
-                select(ObservationRow.latency_ms).where(*answered)
-                .order_by(ObservationRow.latency_ms)).scalars()
-            latency = spread(latencies, count)
-            stages = (ObservationMetricRow.name.startswith("stage:"), *answered)
-            stages_ms = {}
-            for name, stage_count in sorted(connection.execute(
-                    select(ObservationMetricRow.name, func.count()).join(*joined)
-                    .where(*stages).group_by(ObservationMetricRow.name)).all()):
-                values = connection.execution_options(yield_per=5000).execute(
-                    select(ObservationMetricRow.value).join(*joined)
-                    .where(*stages, ObservationMetricRow.name == name)
-                    .order_by(ObservationMetricRow.value)).scalars()
-                stages_ms[name[len("stage:"):]] = spread(values, stage_count)
+            count = connection.execute(select(func.count()).select_from(ObservationRow)
+                                       .where(*_answered_probes(*run_ids))).scalar_one()
+            latency = spread(_sorted_latencies(connection, 5000, *run_ids), count)
+            stages_ms = {stage: spread(values, stage_count) for stage, stage_count, values
+                         in _sorted_stages(connection, 5000, *run_ids)}
             # Summed run by run in the artifact's order, as the whole artifacts sum them.
             total, costs = 0.0, 0
             for run_id in run_ids:
                 for value in connection.execution_options(yield_per=5000).execute(
-                        select(ObservationMetricRow.value).join(*joined)
-                        .where(*answered, ObservationRow.run_id == run_id,
-                               ObservationMetricRow.name == "cost")
+                        select(ObservationMetricRow.value)
+                        .join(ObservationRow,
+                              ObservationRow.id == ObservationMetricRow.observation_id)
+                        .where(*_answered_probes(run_id), ObservationMetricRow.name == "cost")
                         .order_by(ObservationRow.pair_index, ObservationRow.step_index,
                                   ObservationRow.seq)).scalars():
                     total, costs = total + value, costs + 1
