@@ -130,32 +130,35 @@ async def execute(plan: RunPlan) -> int:
         if clock.mode != "skip":
             await _await_runs(client, started)
 
-    artifacts = []
     # The whole artifact (every case and observation) in memory only where it is signed;
     # the summary needs the digest alone, an experiment's comparison the digests and the
-    # probes' figures the database pools, and what --out writes is streamed from the
-    # recorder (recorder/streams.py), all at any size.
+    # probes' figures the database pools (recorder.report_experiment), and what --out
+    # writes is streamed from the recorder (recorder/streams.py), all at any size.
     whole = bool(plan.out) and plan.signing_key is not None
-    for run in started:
-        if whole:
-            from memlife.recorder.builder import build_artifact
+    compared = None
+    if experiment is not None and not whole:
+        reported = recorder.report_experiment(experiment)
+        compared = None if reported is None else reported[0]
+        artifacts = [] if compared is None else list(compared.runs)
+    else:
+        artifacts = []
+        for run in started:
+            if whole:
+                from memlife.recorder.builder import build_artifact
 
-            loaded = recorder.load_run(run.run_id)
-            artifact = None if loaded is None else build_artifact(loaded)
-        elif experiment is not None:
-            from memlife.recorder.experiment import FAMILIES
-
-            reported = recorder.report_artifact(run.run_id,
-                                                invariants=set(FAMILIES.values()))
-            artifact = None if reported is None else reported[0]
-        else:
-            artifact = recorder.run_digest(run.run_id)
-        if artifact is None:
-            err(f"recorder {recorder.database_url()}: run {run.run_id} finished but its "
-                "records are not here; is MEMLIFE_DB_URL the same for the workers and this "
-                "command?")
-            return EXIT_USAGE
-        artifacts.append(artifact)
+                loaded = recorder.load_run(run.run_id)
+                artifact = None if loaded is None else build_artifact(loaded)
+            else:
+                artifact = recorder.run_digest(run.run_id)
+            if artifact is not None:
+                artifacts.append(artifact)
+    found = {artifact.meta.run_id for artifact in artifacts}
+    missing = [run.run_id for run in started if run.run_id not in found]
+    if missing:
+        err(f"recorder {recorder.database_url()}: run {missing[0]} finished but its "
+            "records are not here; is MEMLIFE_DB_URL the same for the workers and this "
+            "command?")
+        return EXIT_USAGE
     if experiment is None:
         artifact = artifacts[0]
         link = started[0].link
@@ -167,8 +170,8 @@ async def execute(plan: RunPlan) -> int:
     else:
         from memlife.recorder.experiment import experiment_document
 
-        document = experiment_document(experiment, artifacts,
-                                       None if whole else recorder.recorded_probes())
+        document = (compared if compared is not None
+                    else experiment_document(experiment, artifacts))
         render.print_comparison(document)
     if plan.out:
         if plan.signing_key is not None:
@@ -179,11 +182,9 @@ async def execute(plan: RunPlan) -> int:
             print(f"artifact: {plan.out} (signed; `{command()} verify {plan.out} "
                   "--public-key PUBFILE` checks it)")
         else:
-            if experiment is None:
-                chunks = recorder.artifact_chunks(started[0].run_id)
-                assert chunks is not None  # its digest was just read
-            else:
-                chunks = recorder.experiment_chunks(document)
+            chunks = (recorder.experiment_chunks(document) if compared is not None
+                      else recorder.artifact_chunks(started[0].run_id))
+            assert chunks is not None  # its digest was just read
             size = render.write_immutable(Path(plan.out), chunks, progress=err)
             print(f"artifact: {plan.out} ({render.file_size(size)})")
     if plan.enforce and not all(a.summary.passed for a in artifacts):

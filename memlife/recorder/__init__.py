@@ -14,7 +14,6 @@ _PUBLIC = {
     "session": "database",
     "load_run": "queries", "run_builder": "queries", "run_digest": "queries",
     "run_value_tuples": "queries", "experiment_run_ids": "queries",
-    "recorded_probes": "queries",
     "report_artifact": "streams", "artifact_chunks": "streams", "RunLists": "streams",
     "report_experiment": "streams", "experiment_chunks": "streams",
     "AdjudicationRow": "tables", "ErasureReceiptRow": "tables",
