@@ -74,3 +74,54 @@ def test_a_step_without_staged_reads_is_recorded_as_it_came(db_url: str) -> None
 def store_url(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """A store to probe (the probe reads it with SQL), in the recorder's own database."""
     return fill_store(db_url, monkeypatch)
+
+
+def _reads(key: str, records: int = 1) -> list[StoreRead]:
+    return [StoreRead(store="memories", mode="scope", key=key, total=records,
+                      records=[StoreRecordView(id=f"m{i}", tenant_id=key, matches=[0])
+                               for i in range(records)])]
+
+
+def _delete_from_recorder(key: str) -> None:
+    from sqlalchemy import delete
+
+    with recorder.engine_for().begin() as db:
+        db.execute(delete(recorder.StagedReadsRow.__table__).where(  # type: ignore[attr-defined]
+            recorder.StagedReadsRow.__table__.c.id == key))  # type: ignore[attr-defined]
+
+
+def test_reads_staged_here_are_taken_from_memory_once_and_the_recorder_keeps_them(
+        db_url: str) -> None:
+    recorder.stage_reads("r1/0/5/s5-a", "r1", _reads("u_ana"))
+    recorder.stage_reads("r1/0/5/s5-b", "r1", _reads("u_bo"))
+    # A retried recording finds them in the recorder after the first took them here.
+    first = recorder.staged_reads(["r1/0/5/s5-a"])
+    assert recorder.staged_reads(["r1/0/5/s5-a"]) == first == {"r1/0/5/s5-a": _reads("u_ana")}
+    # Gone from the recorder, still here: taken from memory, not read back.
+    _delete_from_recorder("r1/0/5/s5-b")
+    assert recorder.staged_reads(["r1/0/5/s5-b"]) == {"r1/0/5/s5-b": _reads("u_bo")}
+    assert recorder.staged_reads(["r1/0/5/s5-b"]) == {}
+
+
+def test_memory_keeps_a_bounded_share_and_the_recorder_the_rest(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlife.recorder import staging
+
+    monkeypatch.setattr(staging, "KEPT_BYTES", len(
+        staging._READS.dump_json(_reads("u_0", records=20))) * 2)
+    for i in range(4):
+        recorder.stage_reads(f"r1/{i}/5/s5-a", "r1", _reads(f"u_{i}", records=20))
+    for i in range(4):
+        _delete_from_recorder(f"r1/{i}/5/s5-a")
+    # The two newest fit under the bound; the oldest were only in the recorder.
+    assert recorder.staged_reads([f"r1/{i}/5/s5-a" for i in range(4)]) == {
+        f"r1/{i}/5/s5-a": _reads(f"u_{i}", records=20) for i in (2, 3)}
+
+
+def test_a_finished_run_drops_its_reads_from_memory_too(db_url: str) -> None:
+    recorder.stage_reads("r1/0/5/s5-a", "r1", _reads("u_ana"))
+    recorder.stage_reads("r2/0/5/s5-a", "r2", _reads("u_ana"))
+    recorder.drop_staged_reads("r1")
+    _delete_from_recorder("r2/0/5/s5-a")
+    assert recorder.staged_reads(["r1/0/5/s5-a", "r2/0/5/s5-a"]) == {
+        "r2/0/5/s5-a": _reads("u_ana")}
