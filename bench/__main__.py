@@ -87,15 +87,36 @@ def _machine() -> str:
             f"Linux {platform.release()}, Python {platform.python_version()}, {temporal}")
 
 
+def _replays(results: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """A plain runner's replays: one (`plain`), or since 2026-12-04 a second one after
+    memlife's last run (`plain_again`), so that drift over the minutes weighs on the
+    baseline as on memlife's rate."""
+    return [results[k] for k in (key, f"{key}_again") if k in results]
+
+
+def _replay_rate(replays: list[dict[str, Any]]) -> float:
+    """The mean of the replays' rates, as memlife's is the mean of its runs'."""
+    return statistics.mean(replay["requests"] / replay["seconds"] for replay in replays)
+
+
+def _replays_text(replays: list[dict[str, Any]]) -> str:
+    errors = sum(replay["errors"] for replay in replays)
+    if len(replays) == 1:
+        return f"({replays[0]['seconds']:,.1f} s, {errors} error(s))"
+    each = ", ".join(f"{replay['requests'] / replay['seconds']:,.0f}" for replay in replays)
+    return (f"(the mean of a replay after memlife's first run and one after its last: "
+            f"{each}; {errors} error(s))")
+
+
 def _same_client_row(results: dict[str, Any], memlife_rate: float) -> list[str]:
     """The plain runner on aiohttp, memlife's own client (runs since it was measured)."""
-    if "plain_aiohttp" not in results:
+    replays = _replays(results, "plain_aiohttp")
+    if not replays:
         return []
-    plain = results["plain_aiohttp"]
-    rate = plain["requests"] / plain["seconds"]
+    rate = _replay_rate(replays)
     return [f"| plain asyncio + aiohttp runner (memlife's own HTTP client): the same "
-            f"{plain['requests']:,} requests, same concurrency, fresh target | {rate:,.0f} "
-            f"requests/s ({plain['seconds']:,.1f} s, {plain['errors']} error(s)) | memlife / "
+            f"{replays[0]['requests']:,} requests, same concurrency, fresh target | "
+            f"{rate:,.0f} requests/s {_replays_text(replays)} | memlife / "
             f"plain aiohttp = **{memlife_rate / rate:.2f}** | none: what orchestration "
             "costs |"]
 
@@ -172,10 +193,11 @@ def cpu_lines(results: dict[str, Any]) -> list[str]:
     """Where the CPU of each throughput run went, per request and in cores: what a machine
     of this size allows memlife at the plain runner's rate (runs since it was measured)."""
     runs = results.get("throughput_runs") or []
-    plains = [(label, results[key]) for label, key in (
+    plains = [(label, _replays(results, key)) for label, key in (
         ("plain asyncio + httpx runner", "plain"),
         ("plain asyncio + aiohttp runner", "plain_aiohttp")) if key in results]
-    if not runs or any("cpu_seconds" not in run for run in runs + [p for _, p in plains]):
+    if not runs or any("cpu_seconds" not in run
+                       for run in runs + [r for _, replays in plains for r in replays]):
         return []
     one_worker, memlife_total = _cpu_row(
         "memlife, one worker", [run for run in runs if not run["split"]])
@@ -183,9 +205,8 @@ def cpu_lines(results: dict[str, Any]) -> list[str]:
     if any(run["split"] for run in runs):
         rows.append(_cpu_row("memlife, workflows and activities in two workers",
                              [run for run in runs if run["split"]])[0])
-    rows += [_cpu_row(label, [plain])[0] for label, plain in plains]
-    plain = results["plain"]
-    wanted = PLAIN_RATIO_GOAL * plain["requests"] / plain["seconds"]
+    rows += [_cpu_row(label, replays)[0] for label, replays in plains]
+    wanted = PLAIN_RATIO_GOAL * _replay_rate(_replays(results, "plain"))
     cores = _cores(results["machine"])
     needed = wanted * memlife_total / 1000
     return [
@@ -217,10 +238,11 @@ def render(results: dict[str, Any]) -> str:
                           *report_lines(results.get("reports", [])),
                           *scaleout_lines(results.get("scaleout", []))])
     steps = len(load_scenario(NIGHTLY).timeline)
-    throughput, plain, noop = results["throughput"], results["plain"], results["noop"]
+    throughput, noop = results["throughput"], results["noop"]
+    plains = _replays(results, "plain")
     one_worker = _memlife_rates(results, split=False)
     memlife_rate = statistics.mean(rate for _, rate in one_worker)
-    plain_rate = plain["requests"] / plain["seconds"]
+    plain_rate = _replay_rate(plains)
     lines = [
         "# BENCHMARKS", "",
         f"Measured {results['measured_at']} in one run of {results['minutes']:.0f} min, on "
@@ -240,9 +262,9 @@ def render(results: dict[str, Any]) -> str:
         "| measurement | figure | ratio | goal |", "|---|---|---|---|",
         f"| memlife: nightly, {throughput['pairs']} pairs | {memlife_rate:,.0f} target "
         f"requests/s {_rates_text(one_worker, throughput['requests'])} | | |",
-        f"| plain asyncio + httpx runner: the same {plain['requests']:,} requests, same "
+        f"| plain asyncio + httpx runner: the same {plains[0]['requests']:,} requests, same "
         f"concurrency ({throughput['concurrency']}), fresh target | {plain_rate:,.0f} "
-        f"requests/s ({plain['seconds']:,.1f} s, {plain['errors']} error(s)) | memlife / "
+        f"requests/s {_replays_text(plains)} | memlife / "
         f"plain = **{memlife_rate / plain_rate:.2f}** | ≥ {PLAIN_RATIO_GOAL} "
         f"{_verdict(memlife_rate / plain_rate >= PLAIN_RATIO_GOAL)} |",
         *_same_client_row(results, memlife_rate),
@@ -258,7 +280,11 @@ def render(results: dict[str, Any]) -> str:
         "their recorded scenario clock (all pairs at once), and does nothing else: no "
         "Temporal, no judging, no recording. Each replay runs in a fresh process of its "
         "own (`python -m bench.plain_runner`), so the baseline owes nothing to the "
-        "bench's process. The ceiling is what one activity per request "
+        "bench's process"
+        + ("; each plain runner replays twice, after memlife's first run and after its "
+           "last, so that the machine's drift over the minutes weighs on the baseline as "
+           "on memlife" if "plain_again" in results else "")
+        + ". The ceiling is what one activity per request "
         "would allow at best: against it memlife's batched steps (one activity per step per "
         "cohort of pairs) are what lift the rate above what the dev server could schedule.",
         *(["", "memlife sends its target requests with aiohttp (memlife/targets/http.py), "
@@ -480,6 +506,22 @@ def _results_path(out: str) -> Path:
     return Path(out).with_suffix(".json")
 
 
+async def _baselines(work: Path, run: MemlifeRun, concurrency: int,
+                     tag: str) -> tuple[PlainResult, PlainResult]:
+    """The plain httpx runner, then the plain aiohttp runner, each replaying `run`'s
+    requests against a fresh target."""
+    replays = []
+    for client, label in (("httpx", "httpx"),
+                          ("aiohttp", "aiohttp (memlife's own client)")):
+        say(f"plain asyncio + {label}: the same requests against a fresh target")
+        replay = await _replay_on_fresh_target(work / f"target-plain-{client}{tag}", run,
+                                               concurrency, client)
+        say(f"  {replay.requests:,} requests in {replay.seconds:,.1f} s: "
+            f"{replay.per_second:,.0f}/s ({replay.errors} errors)")
+        replays.append(replay)
+    return replays[0], replays[1]
+
+
 async def _replay_on_fresh_target(state: Path, run: MemlifeRun, concurrency: int,
                                   client: str) -> PlainResult:
     """The plain runner sending `run`'s requests again, to a reference target of its own
@@ -530,10 +572,13 @@ async def main(args: argparse.Namespace) -> int:
                                        args.clock, args.cohort)
             say(f"  {baseline.requests:,} requests in {baseline.seconds:,.1f} s: "
                  f"{baseline.requests_per_second:,.0f}/s")
-            # One worker, two split, one again: a rate that drifts over the minutes, or a
-            # first run's handicap, then weighs on both ways alike.
+            concurrency = reference_target("http://127.0.0.1").max_concurrency
+            # One worker, the baselines, two split, one worker again, the baselines again:
+            # a rate that drifts over the minutes, or a first run's handicap, then weighs
+            # on every way alike. Every replay sends run 1's requests.
             throughput_runs = [{"split": False, "requests": baseline.requests,
                                 "seconds": baseline.seconds, "cpu_seconds": baseline.cpu}]
+            plain, plain_aiohttp = await _baselines(work, baseline, concurrency, "")
             for order, split_workers in enumerate((True, True, False), start=2):
                 served = ("workflows and activities in two workers" if split_workers
                           else "one worker")
@@ -545,18 +590,8 @@ async def main(args: argparse.Namespace) -> int:
                     f"{again.requests_per_second:,.0f}/s")
                 throughput_runs.append({"split": split_workers, "requests": again.requests,
                                         "seconds": again.seconds, "cpu_seconds": again.cpu})
-            concurrency = reference_target("http://127.0.0.1").max_concurrency
-            say("plain asyncio + httpx: the same requests against a fresh target")
-            plain = await _replay_on_fresh_target(work / "target-plain", baseline,
-                                                  concurrency, "httpx")
-            say(f"  {plain.requests:,} requests in {plain.seconds:,.1f} s: "
-                 f"{plain.per_second:,.0f}/s ({plain.errors} errors)")
-            say("plain asyncio + aiohttp (memlife's own client): the same requests, against "
-                "a fresh target")
-            plain_aiohttp = await _replay_on_fresh_target(work / "target-plain-aiohttp",
-                                                          baseline, concurrency, "aiohttp")
-            say(f"  {plain_aiohttp.requests:,} requests in {plain_aiohttp.seconds:,.1f} s: "
-                 f"{plain_aiohttp.per_second:,.0f}/s ({plain_aiohttp.errors} errors)")
+            plain_again, plain_aiohttp_again = await _baselines(work, baseline, concurrency,
+                                                                "-again")
             loaded_figures = fidelity(baseline)
             say(f"latency fidelity at rest: nightly at {args.fidelity_pairs} pairs")
             # One request at a time at the target: its own timing then covers all its time
@@ -597,12 +632,9 @@ async def main(args: argparse.Namespace) -> int:
             "throughput": {"pairs": baseline.pairs, "requests": baseline.requests,
                            "seconds": baseline.seconds, "concurrency": concurrency},
             "throughput_runs": throughput_runs,
-            "plain": {"requests": plain.requests, "seconds": plain.seconds,
-                      "errors": plain.errors, "cpu_seconds": plain.cpu_seconds},
-            "plain_aiohttp": {"requests": plain_aiohttp.requests,
-                              "seconds": plain_aiohttp.seconds,
-                              "errors": plain_aiohttp.errors,
-                              "cpu_seconds": plain_aiohttp.cpu_seconds},
+            "plain": plain.figures(), "plain_again": plain_again.figures(),
+            "plain_aiohttp": plain_aiohttp.figures(),
+            "plain_aiohttp_again": plain_aiohttp_again.figures(),
             "fidelity": fidelity_figures,
             "scale": [],
             "reports": (previous or {}).get("reports", []),  # `./scripts/bench reports`

@@ -72,6 +72,11 @@ class PlainResult:
     def per_second(self) -> float:
         return self.requests / self.seconds
 
+    def figures(self) -> dict[str, Any]:
+        """What BENCHMARKS.json keeps of a replay."""
+        return {"requests": self.requests, "seconds": self.seconds, "errors": self.errors,
+                "cpu_seconds": self.cpu_seconds}
+
 
 def recorded_requests(run_id: str, url: str) -> tuple[dict[int, list[Request]],
                                                      dict[tuple[int, str], str],

@@ -176,3 +176,34 @@ def test_a_row_measured_on_its_own_day_shows_that_days_ceiling() -> None:
             "activities/s; merged into BENCHMARKS.json)") in text
     # A row from before the bench kept its ceiling says nothing it does not know.
     assert f"with `{older}` (same machine; merged into BENCHMARKS.json)" in text
+
+
+def test_a_baseline_replayed_twice_is_the_mean_of_its_replays() -> None:
+    # Replays after memlife's first run and after its last: 520/s and 416/s.
+    again = {"requests": 20800, "seconds": 50.0, "errors": 1}
+    text = render({**RESULTS, "plain_again": again})
+    assert ("| 468 requests/s (the mean of a replay after memlife's first run and one after "
+            "its last: 520, 416; 1 error(s)) | memlife / plain = **0.56** | ≥ 0.9 ❌ missed |"
+            ) in text
+    assert "each plain runner replays twice" in text
+    assert "each plain runner replays twice" not in render(RESULTS)
+    text = render({**RESULTS, "plain_again": again,
+                   "plain_aiohttp": {"requests": 20800, "seconds": 20.0, "errors": 0},
+                   "plain_aiohttp_again": {"requests": 20800, "seconds": 26.0, "errors": 0}})
+    # 1040/s and 800/s: 920/s; memlife's 260/s is 0.28 of it.
+    assert "| 920 requests/s (the mean of a replay" in text
+    assert "memlife / plain aiohttp = **0.28** |" in text
+
+
+def test_where_the_cpu_went_sums_both_replays_of_a_baseline() -> None:
+    runs = [{"split": False, "requests": 20800, "seconds": 80.0,
+             "cpu_seconds": {"workers": 62.4, "target": 41.6, "temporal": 4.16}}]
+    plain = {"requests": 20800, "seconds": 40.0, "errors": 0,
+             "cpu_seconds": {"runner": 10.4, "target": 36.4}}
+    again = {**plain, "seconds": 60.0, "cpu_seconds": {"runner": 20.8, "target": 41.7}}
+    text = render({**RESULTS, "throughput_runs": runs, "plain": plain, "plain_again": again})
+    # 41,600 requests in 100 s; 31.2 s of the runner's CPU, 78.1 of the target's.
+    assert ("| plain asyncio + httpx runner | 416 | 0.75 ms (0.31) | 1.88 ms (0.78) | "
+            "0.00 ms (0.00) | **2.63 ms** (1.09) |") in text
+    # 0.9 of the mean rate (520/s and 347/s: 433/s) at memlife's 5.2 ms per request.
+    assert "(390 requests/s)" in text and "**2.03 cores**" in text
