@@ -377,13 +377,13 @@ def _scale_lines(results: dict[str, Any]) -> list[str]:
         "rows recorded/s | cases passed | failures | inconclusive |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    # (command, when) of rows measured on their own -> the dev server's no-op ceiling then
+    # (command, when, machine) of rows measured on their own -> the dev server's no-op ceiling then
     # (rows measured on other days are comparable only with what the machine then gave).
-    notes: dict[tuple[str, str], float | None] = {}
+    notes: dict[tuple[str, str, str | None], float | None] = {}
     for point in scale:
         mark = ""
         if point["command"] != results.get("command"):
-            note = (point["command"], point["measured_at"])
+            note = (point["command"], point["measured_at"], point.get("machine"))
             notes.setdefault(note, point.get("noop_rate"))
             mark = f" [{list(notes).index(note) + 1}]"
         lines.append(
@@ -397,11 +397,13 @@ def _scale_lines(results: dict[str, Any]) -> list[str]:
             f"{point['rows']:,} | {point['rows'] / point['seconds']:,.0f} | "
             f"{point['cases_passed']:,}/{point['cases']:,} | {point['failures']:,} | "
             f"{point['inconclusive']:,} |")
-    for number, ((command, measured_at), rate) in enumerate(notes.items(), start=1):
+    for number, ((command, measured_at, machine), rate) in enumerate(notes.items(), start=1):
         ceiling_then = (f"; the dev server's no-op ceiling then {rate:,.0f} activities/s"
                         if rate else "")
+        where = ("the same machine" if machine == results.get("machine")
+                 else "a machine not recorded" if machine is None else machine)
         lines += ["", f"[{number}] Measured on its own, {measured_at}, with `{command}` "
-                  f"(same machine{ceiling_then}; merged into BENCHMARKS.json)."]
+                  f"({where}{ceiling_then}; merged into BENCHMARKS.json)."]
     lines += _history_lines(scale)
     largest = scale[-1] if scale else None
     if largest is not None:
@@ -618,7 +620,8 @@ async def main(args: argparse.Namespace) -> int:
                  f"{scale[-1].worker_peak_rss_mb:,.0f} MB")
     finally:
         server.stop()
-    points = [{**run.point(_command()), "noop_rate": noop_rate} for run in scale]
+    points = [{**run.point(_command()), "noop_rate": noop_rate, "machine": machine}
+              for run in scale]
     if args.scale_only:
         results = merge_scale(previous or {"scale": []}, points)
     else:

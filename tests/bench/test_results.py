@@ -166,16 +166,19 @@ def test_a_skip_run_shows_its_clock_its_histories_and_its_workflow_tasks() -> No
     assert "| 10,000 | `skip` | 101 | 0.3 MB, 2,050 events (largest of 5 runs) |" in text
 
 
-def test_a_row_measured_on_its_own_day_shows_that_days_ceiling() -> None:
+def test_a_row_measured_on_its_own_day_shows_that_days_ceiling_and_machine() -> None:
     alone = "./scripts/bench --scale-only --scale 5000"
     older = "./scripts/bench --scale-only --scale 10000"
+    elsewhere = "./scripts/bench --scale-only --scale 1000"
     text = render(merge_scale(RESULTS, [
-        {**_point(5000, 3600.0, alone), "noop_rate": 61.4},
-        {**_point(10_000, 9000.0, older), "measured_at": "2026-11-29 09:00 UTC"}]))
-    assert (f"with `{alone}` (same machine; the dev server's no-op ceiling then 61 "
+        {**_point(5000, 3600.0, alone), "noop_rate": 61.4, "machine": RESULTS["machine"]},
+        {**_point(10_000, 9000.0, older), "measured_at": "2026-11-29 09:00 UTC"},
+        {**_point(1000, 900.0, elsewhere), "machine": "2 CPU(s) (AMD EPYC)"}]))
+    assert (f"with `{alone}` (the same machine; the dev server's no-op ceiling then 61 "
             "activities/s; merged into BENCHMARKS.json)") in text
-    # A row from before the bench kept its ceiling says nothing it does not know.
-    assert f"with `{older}` (same machine; merged into BENCHMARKS.json)" in text
+    # A row from before the bench kept its ceiling or machine says nothing it does not know.
+    assert f"with `{older}` (a machine not recorded; merged into BENCHMARKS.json)" in text
+    assert f"with `{elsewhere}` (2 CPU(s) (AMD EPYC); merged into BENCHMARKS.json)" in text
 
 
 def test_a_baseline_replayed_twice_is_the_mean_of_its_replays() -> None:
