@@ -7,9 +7,9 @@ reads are dropped once its summary is made.
 
 The recorder's copy is what any worker can load, and what survives a worker that stops
 between the two. The worker that inspected also keeps the reads it staged in memory, as
-they are, until its own recording takes them: most recordings run where their inspection
-did, and decoding the reads back from JSON took 4% of a busy worker's interpreter lock
-(docs/scale.md, "Cohorts and waves").
+they are, until its own recording takes them (at most KEPT_BYTES of them): most
+recordings run where their inspection did, and decoding the reads back from JSON took 4%
+of a busy worker's interpreter lock (docs/scale.md, "Cohorts and waves").
 """
 
 from __future__ import annotations
@@ -29,8 +29,11 @@ _READS = TypeAdapter(list[StoreRead])
 
 # (database, key) -> (run, reads, their size as JSON), oldest first. Bounded: reads that a
 # recording elsewhere takes from the recorder are never taken here, and the oldest go
-# first (they are still in the recorder) once the kept ones pass KEPT_BYTES of JSON.
-KEPT_BYTES = 16 * 1024 * 1024
+# first (they are still in the recorder) once the kept ones pass KEPT_BYTES of JSON. As
+# models they weigh about ten times their JSON; at 300 live pairs on one worker the most
+# kept at once was 0.8 MB of JSON (2026-12-04), and a worker beside others whose
+# recordings run elsewhere stays full, so the bound is small.
+KEPT_BYTES = 2 * 1024 * 1024
 _kept: OrderedDict[tuple[str, str], tuple[str, list[StoreRead], int]] = OrderedDict()
 _kept_bytes = 0
 _kept_lock = threading.Lock()
