@@ -27,47 +27,70 @@ from memlife.rules.evidence import StoreRead
 
 _READS = TypeAdapter(list[StoreRead])
 
-# (database, key) -> (run, reads, their size as JSON), oldest first. Bounded: reads that a
-# recording elsewhere takes from the recorder are never taken here, and the oldest go
-# first (they are still in the recorder) once the kept ones pass KEPT_BYTES of JSON. As
-# models they weigh about ten times their JSON; at 300 live pairs on one worker the most
+# Reads kept here that a recording elsewhere takes from the recorder are never taken here,
+# so the oldest go (they are still in the recorder) past KEPT_BYTES of JSON. As models
+# they weigh about ten times their JSON; at 300 live pairs on one worker the most
 # kept at once was 0.8 MB of JSON (2026-12-04), and a worker beside others whose
 # recordings run elsewhere stays full, so the bound is small.
 KEPT_BYTES = 2 * 1024 * 1024
-_kept: OrderedDict[tuple[str, str], tuple[str, list[StoreRead], int]] = OrderedDict()
-_kept_bytes = 0
-_kept_lock = threading.Lock()
+
+
+class _KeptReads:
+    """Reads by (database, key), oldest first, with their run and size as JSON; the
+    oldest go once the sizes pass KEPT_BYTES. Staging and recording run in different
+    threads of the worker's pools, hence the lock."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[str, str], tuple[str, list[StoreRead], int]] = (
+            OrderedDict())
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def put(self, key: tuple[str, str], run_id: str, reads: list[StoreRead],
+            size: int) -> None:
+        with self._lock:
+            self._remove(key)
+            self._entries[key] = (run_id, reads, size)
+            self._bytes += size
+            while self._bytes > KEPT_BYTES:
+                self._remove(next(iter(self._entries)))
+
+    def take(self, key: tuple[str, str]) -> list[StoreRead] | None:
+        with self._lock:
+            entry = self._remove(key)
+        return None if entry is None else entry[1]
+
+    def drop_run(self, url: str, run_id: str) -> None:
+        with self._lock:
+            for key in [key for key, (run, _, _) in self._entries.items()
+                        if key[0] == url and run == run_id]:
+                self._remove(key)
+
+    def _remove(self, key: tuple[str, str]) -> tuple[str, list[StoreRead], int] | None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= entry[2]
+        return entry
+
+
+_kept = _KeptReads()
 
 
 def stage_reads(key: str, run_id: str, reads: Sequence[StoreRead]) -> None:
     """Keep `reads` under `key`; staging the same key again (a retried activity) replaces
     them."""
-    global _kept_bytes
     reads = list(reads)
     text = _READS.dump_json(reads).decode()
     merge_values({StagedReadsRow: [{"id": key, "run_id": run_id, "reads_json": text}]})
-    with _kept_lock:
-        replaced = _kept.pop((database_url(), key), None)
-        _kept_bytes -= 0 if replaced is None else replaced[2]
-        _kept[(database_url(), key)] = (run_id, reads, len(text))
-        _kept_bytes += len(text)
-        while _kept_bytes > KEPT_BYTES:
-            _kept_bytes -= _kept.popitem(last=False)[1][2]
+    _kept.put((database_url(), key), run_id, reads, len(text))
 
 
 def staged_reads(keys: Sequence[str]) -> dict[str, list[StoreRead]]:
     """The reads staged under each of `keys` that is there: those this process staged
     from memory (once: a retried recording loads them from the recorder), the others from
     the recorder."""
-    global _kept_bytes
-    found = {}
     url = database_url()
-    with _kept_lock:
-        for key in keys:
-            kept = _kept.pop((url, key), None)
-            if kept is not None:
-                found[key] = kept[1]
-                _kept_bytes -= kept[2]
+    found = {key: reads for key in keys if (reads := _kept.take((url, key))) is not None}
     missing = [key for key in keys if key not in found]
     if not missing:
         return found
@@ -79,11 +102,7 @@ def staged_reads(keys: Sequence[str]) -> dict[str, list[StoreRead]]:
 
 
 def drop_staged_reads(run_id: str) -> None:
-    global _kept_bytes
-    url = database_url()
-    with _kept_lock:
-        for kept_key in [k for k, kept in _kept.items() if k[0] == url and kept[0] == run_id]:
-            _kept_bytes -= _kept.pop(kept_key)[2]
+    _kept.drop_run(database_url(), run_id)
     table = StagedReadsRow.__table__  # type: ignore[attr-defined]
     with engine_for().begin() as db:
         db.execute(delete(table).where(table.c.run_id == run_id))
