@@ -4,7 +4,6 @@ comparison; and the artifact, written once and read-only."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -139,14 +138,6 @@ def _print_matrix(console: Any, artifact: Artifact) -> None:
                 row.append(text)
             table.add_row(invariant, store, *row)
     console.print(table)
-
-
-def write_immutable_json(path: Path,
-                         document: Artifact | ExperimentDocument | dict[str, Any]) -> None:
-    """Write atomically and read-only: the artifact is a record, not a working file."""
-    text = (json.dumps(document, indent=2, ensure_ascii=False) if isinstance(document, dict)
-            else document.model_dump_json(indent=2))
-    write_immutable(path, [text])
 
 
 def write_immutable(path: Path, chunks: Iterable[str],

@@ -130,28 +130,18 @@ async def execute(plan: RunPlan) -> int:
         if clock.mode != "skip":
             await _await_runs(client, started)
 
-    # The whole artifact (every case and observation) in memory only where it is signed;
-    # the summary needs the digest alone, an experiment's comparison the digests and the
+    # The summary needs the digest alone, an experiment's comparison the digests and the
     # probes' figures the database pools (recorder.report_experiment), and what --out
-    # writes is streamed from the recorder (recorder/streams.py), all at any size.
-    whole = bool(plan.out) and plan.signing_key is not None
+    # writes, signed or not, is streamed from the recorder (recorder/streams.py), all at
+    # any size.
     compared = None
-    if experiment is not None and not whole:
+    if experiment is not None:
         reported = recorder.report_experiment(experiment)
         compared = None if reported is None else reported[0]
         artifacts = [] if compared is None else list(compared.runs)
     else:
-        artifacts = []
-        for run in started:
-            if whole:
-                from memlife.recorder.builder import build_artifact
-
-                loaded = recorder.load_run(run.run_id)
-                artifact = None if loaded is None else build_artifact(loaded)
-            else:
-                artifact = recorder.run_digest(run.run_id)
-            if artifact is not None:
-                artifacts.append(artifact)
+        digest = recorder.run_digest(started[0].run_id)
+        artifacts = [] if digest is None else [digest]
     found = {artifact.meta.run_id for artifact in artifacts}
     missing = [run.run_id for run in started if run.run_id not in found]
     if missing:
@@ -174,19 +164,21 @@ async def execute(plan: RunPlan) -> int:
                     else experiment_document(experiment, artifacts))
         render.print_comparison(document)
     if plan.out:
-        if plan.signing_key is not None:
-            from memlife.reports.signing import sign
+        if plan.signing_key is not None:  # one run's (run.py refuses an experiment's)
+            from memlife.reports.signing import signed_chunks
 
-            render.write_immutable_json(Path(plan.out), sign(
-                document.model_dump(mode="json"), plan.signing_key, datetime.now(UTC)))
-            print(f"artifact: {plan.out} (signed; `{command()} verify {plan.out} "
-                  "--public-key PUBFILE` checks it)")
+            parts = recorder.artifact_parts(started[0].run_id)
+            assert parts is not None  # its digest was just read
+            chunks = signed_chunks(*parts, plan.signing_key, "artifact",
+                                   lambda: datetime.now(UTC))
         else:
             chunks = (recorder.experiment_chunks(document) if compared is not None
                       else recorder.artifact_chunks(started[0].run_id))
             assert chunks is not None  # its digest was just read
-            size = render.write_immutable(Path(plan.out), chunks, progress=err)
-            print(f"artifact: {plan.out} ({render.file_size(size)})")
+        size = render.write_immutable(Path(plan.out), chunks, progress=err)
+        signed = (f", signed; `{command()} verify {plan.out} --public-key PUBFILE` checks it"
+                  if plan.signing_key is not None else "")
+        print(f"artifact: {plan.out} ({render.file_size(size)}{signed})")
     if plan.enforce and not all(a.summary.passed for a in artifacts):
         return EXIT_FAILED
     return EXIT_OK

@@ -8,7 +8,6 @@ file named on its command line: it never reaches a workflow's history, the recor
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -63,23 +62,30 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from memlife.reports.signing import SignatureError, key_id, verify
+    from memlife.reports.signing import SignatureError, chained_entries, key_id, verify_file
 
     ensure_signing_extra()
     public_pem = _read(args.public_key, "--public-key")
-    document = _read_json(args.file)
+    import ijson
+
     try:
-        problems = verify(document, public_pem)
+        problems, block = verify_file(Path(args.file), public_pem)
     except SignatureError as error:
         raise InputError([Problem(args.file, "signature", str(error))]) from None
+    except OSError as error:
+        raise InputError([Problem(args.file, "", f"cannot read: {error.strerror}")]) from None
+    except (ValueError, RecursionError, ijson.JSONError) as error:
+        # The C parser's message draws an arrow under the input on lines of its own.
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise InputError([Problem(args.file, "", f"not JSON ({reason})")]) from None
     if problems:
         for problem in problems:
             print(f"{args.file}: {problem}")
         print(f"NOT VERIFIED: {len(problems)} mismatch(es)")
         return EXIT_FAILED
-    block = document["signature"]
     print(f"VERIFIED: {block['kind']} signed by key {key_id(public_pem)} at "
-          f"{block['signed_at']}; {len(block['chain'])} {block['evidence']} entries chained")
+          f"{block['signed_at']}; {chained_entries(block)} {block['evidence']} entries "
+          "chained")
     return EXIT_OK
 
 
@@ -121,15 +127,3 @@ def _read(path: str, option: str) -> bytes:
     except OSError as error:
         raise InputError([Problem("command line", option, f"cannot read {path!r}: "
                                   f"{error.strerror}")]) from None
-
-
-def _read_json(path: str) -> dict[str, Any]:
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise InputError([Problem(path, "", f"cannot read: {error.strerror}")]) from None
-    except (ValueError, RecursionError) as error:
-        raise InputError([Problem(path, "", f"not JSON ({error})")]) from None
-    if not isinstance(document, dict):
-        raise InputError([Problem(path, "", "not a receipt or an artifact (not an object)")])
-    return document

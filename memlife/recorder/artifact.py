@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -310,19 +310,25 @@ class JsonText:
     chunks: Iterable[str]
 
 
-def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]]
-                ) -> Iterator[str]:
-    """`json.dumps({**head, **lists}, indent=2, ensure_ascii=False)`, byte for byte, each
-    list written an entry at a time as it is read (a JsonText entry a piece at a time)."""
+def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]],
+                tail: Callable[[], dict[str, Any]] | None = None) -> Iterator[str]:
+    """`json.dumps({**head, **lists, **tail()}, indent=2, ensure_ascii=False)`, byte for
+    byte, each list written an entry at a time as it is read (a JsonText entry a piece at
+    a time), and `tail` asked for its fields once every list is written (a signature
+    block: reports/signing.py)."""
     def dumped(value: Any, depth: int) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False).replace(
             "\n", "\n" + "  " * depth)
 
+    def fields(values: dict[str, Any]) -> Iterator[str]:
+        nonlocal first
+        for key, value in values.items():
+            yield ("" if first else ",") + f"\n  {json.dumps(key)}: {dumped(value, 1)}"
+            first = False
+
     yield "{"
     first = True
-    for key, value in head.items():
-        yield ("" if first else ",") + f"\n  {json.dumps(key)}: {dumped(value, 1)}"
-        first = False
+    yield from fields(head)
     for key, entries in lists:
         yield ("" if first else ",") + f"\n  {json.dumps(key)}: ["
         first, empty = False, True
@@ -335,6 +341,8 @@ def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]]
                 yield dumped(entry, 2)
             empty = False
         yield "]" if empty else "\n  ]"
+    if tail is not None:
+        yield from fields(tail())
     yield "\n}" if not first else "}"
 
 

@@ -232,10 +232,11 @@ def report_artifact(run_id: str, url: str | None = None, *,
     return Artifact.model_validate(document), builder.probe_latencies, RunLists(run_id, url)
 
 
-def artifact_chunks(run_id: str, url: str | None = None) -> Iterator[str] | None:
-    """The run's whole artifact (what `memlife run --out` writes) as pieces of JSON text,
-    built from the recorder's rows streamed: its digest is held, never its lists. None for
-    a run the recorder does not hold."""
+def artifact_parts(run_id: str, url: str | None = None
+                   ) -> tuple[dict[str, Any], list[tuple[str, Iterable[dict[str, Any]]]]] | None:
+    """The run's whole artifact as its fields but the lists, and each list as entries read
+    from the recorder as they are taken: its digest is held, never its lists. None for a
+    run the recorder does not hold."""
     built = run_builder(run_id, url)
     if built is None:
         return None
@@ -243,7 +244,7 @@ def artifact_chunks(run_id: str, url: str | None = None) -> Iterator[str] | None
     head = Artifact.model_validate(builder.digest_fields(pairs)).model_dump(mode="json")
     for name in LISTS:
         head.pop(name)
-    lists: list[tuple[str, Iterable[dict[str, Any]]]] = [
+    return head, [
         ("tenants", as_written(TenantEntry, tenant_entries(run_id, url))),
         ("pairs", as_written(PairTallies, pair_entries(run_id, url))),
         ("timeline", as_written(TimelineStep, timeline_entries(run_id, url))),
@@ -251,7 +252,13 @@ def artifact_chunks(run_id: str, url: str | None = None) -> Iterator[str] | None
         ("adjudications", as_written(AdjudicationEntry, adjudication_entries(run_id, url))),
         ("observations", as_written(ObservationEntry, observation_entries(run_id, url))),
     ]
-    return json_chunks(head, lists)
+
+
+def artifact_chunks(run_id: str, url: str | None = None) -> Iterator[str] | None:
+    """The run's whole artifact (what `memlife run --out` writes) as pieces of JSON text,
+    written from `artifact_parts`. None for a run the recorder does not hold."""
+    parts = artifact_parts(run_id, url)
+    return None if parts is None else json_chunks(*parts)
 
 
 def report_experiment(experiment: str, url: str | None = None,

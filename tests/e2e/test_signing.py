@@ -4,6 +4,7 @@ bad input refused before anything starts (the receipt's turn is in test_operatio
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def test_keygen_sign_a_run_verify_it_and_catch_an_edit(tmp_path: Path) -> None:
 
     run = memlife("run", str(SEED), "--out", "r.json", "--sign", str(private), cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "artifact: r.json (signed;" in run.stdout
+    assert re.search(r"artifact: r.json \(\d+(\.\d)? KB, signed; ", run.stdout), run.stdout
     verified = memlife("verify", "r.json", "--public-key", public, cwd=tmp_path)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "VERIFIED: artifact signed by key" in verified.stdout
@@ -45,3 +46,9 @@ def test_keygen_sign_a_run_verify_it_and_catch_an_edit(tmp_path: Path) -> None:
     plain = memlife("verify", "plain.json", "--public-key", public, cwd=tmp_path)
     assert plain.returncode == 2 and "not signed" in plain.stderr
     assert len(plain.stderr.strip().splitlines()) == 1
+    # A file cut short: not JSON, exit 2, one line, no traceback.
+    text = (tmp_path / "r.json").read_text()
+    (tmp_path / "cut.json").write_text(text[: len(text) // 2])
+    cut = memlife("verify", "cut.json", "--public-key", public, cwd=tmp_path)
+    assert cut.returncode == 2 and "cut.json: not JSON (" in cut.stderr, cut.stderr
+    assert len(cut.stderr.strip().splitlines()) == 1 and "Traceback" not in cut.stderr

@@ -1,5 +1,6 @@
-"""Signed artifacts and receipts (memlife/reports/signing.py): what verifies, and that any
-change to evidence, a verdict, a timestamp or the order of observations is named."""
+"""Signed artifacts and receipts (memlife/reports/signing.py): what verifies, whole or read
+from a file as a stream, and that any change to evidence, a verdict, a timestamp or the
+order of observations is named; documents signed in format 1 still verify."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from memlife.reports import signing
 from memlife.reports.signing import (
     SignatureError,
     canonical,
     generate_key_pair,
     sign,
     verify,
+    verify_file,
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -56,7 +59,11 @@ def test_a_signed_artifact_and_receipt_verify(keys: tuple[bytes, bytes],
         assert verify(json.loads(json.dumps(signed, indent=2)), public) == []
         block = signed["signature"]
         assert block["algorithm"] == "Ed25519" and block["evidence"] == evidence
-        assert len(block["chain"]) == len(document[evidence])
+        assert block["format"] == 2 and block["entries"] == len(document[evidence])
+        # Few entries: every link is kept, so a change is named to the entry.
+        assert block["checkpoint_every"] == 1
+        assert len(block["checkpoints"]) == len(document[evidence])
+        assert block["checkpoints"][-1] == block["head"]
         assert {k: v for k, v in signed.items() if k != "signature"} == document
 
 
@@ -85,12 +92,21 @@ def _swap(entries: list[Any]) -> None:
      "the signature does not match: the signature block was altered"),
 ])
 def test_every_change_is_named(keys: tuple[bytes, bytes], artifact: dict[str, Any],
-                               change: Any, expected: str) -> None:
+                               change: Any, expected: str, tmp_path: Path) -> None:
     private, public = keys
     signed = sign(artifact, private, SIGNED_AT)
     assert len(signed["observations"]) == 14
-    problems = verify(_tampered(signed, change), public)
+    tampered = _tampered(signed, change)
+    problems = verify(tampered, public)
     assert problems and any(expected in problem for problem in problems), problems
+    # Read from a file as a stream, the same document gets the same words.
+    assert _from_file(tampered, public, tmp_path) == problems
+
+
+def _from_file(document: dict[str, Any], public: bytes, tmp_path: Path) -> list[str]:
+    path = tmp_path / "document.json"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False))
+    return verify_file(path, public)[0]
 
 
 def test_a_receipts_changed_evidence_or_verdict_is_named(keys: tuple[bytes, bytes]) -> None:
@@ -122,10 +138,74 @@ def test_the_hashes_are_salted_so_they_confirm_no_guess(keys: tuple[bytes, bytes
     private, _ = keys
     first, second = (sign(receipt(), private, SIGNED_AT)["signature"] for _ in range(2))
     assert first["salt"] != second["salt"]
-    assert set(first["chain"]).isdisjoint(second["chain"])
+    assert set(first["checkpoints"]).isdisjoint(second["checkpoints"])
     assert set(first["sections"].values()).isdisjoint(second["sections"].values())
     # No hash is a plain digest of what it covers.
     import hashlib
 
     plain = {hashlib.sha256(canonical(entry)).hexdigest() for entry in receipt()["stores"]}
-    assert plain.isdisjoint(first["chain"])
+    assert plain.isdisjoint(first["checkpoints"])
+
+
+def test_documents_signed_in_format_1_still_verify(tmp_path: Path) -> None:
+    """Signed by memlife 8d731af, before format 2: every link in `chain`, the signature
+    over the whole document."""
+    folder = FIXTURES / "signed-format-1"
+    public = (folder / "memlife-signing.pub").read_bytes()
+    for name, evidence in (("artifact.json", "observations"), ("receipt.json", "stores")):
+        problems, block = verify_file(folder / name, public)
+        assert problems == [] and block["evidence"] == evidence and "format" not in block
+        document = json.loads((folder / name).read_text())
+        document[evidence][1]["changed"] = True
+        assert verify(document, public) == _from_file(document, public, tmp_path) == [
+            f"{evidence} entry 1 ({signing.describe(document, evidence, 1)}) changed, moved "
+            "or was replaced after signing: the hash chain breaks there"]
+
+
+def _many_observations(artifact: dict[str, Any], count: int) -> dict[str, Any]:
+    template = artifact["observations"][0]
+    return {**artifact, "observations": [{**template, "seq": seq} for seq in range(count)]}
+
+
+def test_a_long_chain_keeps_a_bounded_number_of_links_and_still_finds_a_change(
+        keys: tuple[bytes, bytes], artifact: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    private, public = keys
+    monkeypatch.setattr(signing, "MOST_CHECKPOINTS", 8)  # 8 links, not 2,048: a small test
+    signed = sign(_many_observations(artifact, 100), private, SIGNED_AT)
+    block = signed["signature"]
+    # 100 entries over at most 8 links: every 16th (links 15, 31, ..., 95) and the head.
+    assert block["checkpoint_every"] == 16 and len(block["checkpoints"]) == 6
+    assert block["entries"] == 100 and verify(signed, public) == []
+
+    def reply(index: int) -> Any:
+        return lambda d: d["observations"][index].update(reply="changed")
+
+    for change, expected in (
+            (reply(40), "observations entries 32 to 47 (the first: pair 0, step -1, seq 32, "
+             "register; the last: pair 0, step -1, seq 47, register): one of them changed"),
+            (reply(97), "observations entries 96 to 99 (the first: pair 0, step -1, seq 96, "),
+            (lambda d: d["observations"].append(d["observations"][-1]),
+             "observations: 100 entries were signed, the document has 101")):
+        tampered = _tampered(signed, change)
+        problems = verify(tampered, public)
+        assert len(problems) == 1 and problems[0].startswith(expected), problems
+        assert _from_file(tampered, public, tmp_path) == problems
+
+
+def test_a_file_that_repeats_a_field_or_is_not_whole_is_refused(
+        keys: tuple[bytes, bytes], tmp_path: Path) -> None:
+    private, public = keys
+    text = json.dumps(sign(receipt(), private, SIGNED_AT), indent=2)
+    repeated = tmp_path / "repeated.json"
+    # JSON keeps the last of two equal keys; a second verdict must not pass unseen.
+    repeated.write_text(text.replace('"verdict": "fail"', '"verdict": "pass", "verdict": "fail"'))
+    assert "field 'verdict' appears twice in the document" in verify_file(repeated, public)[0]
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    with pytest.raises(Exception, match="[Ii]ncomplete|premature"):
+        verify_file(cut, public)
+    never = tmp_path / "never.json"
+    never.write_text(json.dumps(receipt()))
+    with pytest.raises(SignatureError, match="not signed"):
+        verify_file(never, public)
