@@ -36,7 +36,9 @@ from memlife import recorder
 from memlife.stack.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
-FORMATS = ("json", "html", "junit", "artifact")
+FORMATS = ("json", "html", "junit", "artifact", "signed artifact", "verify")
+# An experiment's document is not signed (`memlife run --sign` refuses one).
+SIGNED = ("signed artifact", "verify")
 # What `memlife run --out` does once the run has finished (memlife/cli/runner.py).
 ARTIFACT = ("import sys; from pathlib import Path; from memlife.cli.render import "
             "write_immutable; from memlife.recorder.streams import artifact_chunks; "
@@ -46,6 +48,14 @@ EXPERIMENT_ARTIFACT = (
     "import sys; from pathlib import Path; from memlife.cli.render import write_immutable; "
     "from memlife.recorder.streams import experiment_chunks, report_experiment; "
     "write_immutable(Path(sys.argv[2]), experiment_chunks(report_experiment(sys.argv[1])[0]))")
+# What `memlife run --out --sign KEYFILE` does once the run has finished.
+SIGNED_ARTIFACT = (
+    "import sys; from datetime import UTC, datetime; from pathlib import Path; "
+    "from memlife.cli.render import write_immutable; "
+    "from memlife.recorder.streams import artifact_parts; "
+    "from memlife.reports.signing import signed_chunks; "
+    "write_immutable(Path(sys.argv[2]), signed_chunks(*artifact_parts(sys.argv[1]), "
+    "Path(sys.argv[3]).read_bytes(), 'artifact', lambda: datetime.now(UTC)))")
 
 
 @dataclass(frozen=True)
@@ -104,12 +114,37 @@ def _run_facts(run: RecordedRun) -> dict[str, Any]:
     return {"pairs": pairs, "cases": cases, "not_passed": failures}
 
 
-def measure(run: RecordedRun, fmt: str, out: Path) -> dict[str, float]:
-    """Wall time and peak RSS (the kernel's, from wait4) of one report of one run."""
-    artifact = EXPERIMENT_ARTIFACT if run.experiment else ARTIFACT
-    command = ([sys.executable, "-c", artifact, run.run_id, str(out)] if fmt == "artifact"
-               else [sys.executable, "-m", "memlife", "report", run.run_id, "--format", fmt,
-                     "--out", str(out)])
+def write_keys(folder: Path) -> Path:
+    """A fresh key pair for the signed artifact, as `memlife keygen --out folder` names it."""
+    from memlife.reports.signing import generate_key_pair
+
+    folder.mkdir(parents=True)
+    for name, pem in zip(("memlife-signing.key", "memlife-signing.pub"), generate_key_pair(),
+                         strict=True):
+        (folder / name).write_bytes(pem)
+    return folder
+
+
+def _command(run: RecordedRun, fmt: str, out: Path, keys: Path) -> list[str]:
+    """The command that writes (or, for `verify`, reads) `out` in this format."""
+    if fmt == "artifact":
+        artifact = EXPERIMENT_ARTIFACT if run.experiment else ARTIFACT
+        return [sys.executable, "-c", artifact, run.run_id, str(out)]
+    if fmt == "signed artifact":
+        return [sys.executable, "-c", SIGNED_ARTIFACT, run.run_id, str(out),
+                str(keys / "memlife-signing.key")]
+    if fmt == "verify":  # of the signed artifact just written; it must verify
+        return [sys.executable, "-m", "memlife", "verify", str(out), "--public-key",
+                str(keys / "memlife-signing.pub")]
+    return [sys.executable, "-m", "memlife", "report", run.run_id, "--format", fmt,
+            "--out", str(out)]
+
+
+def measure(run: RecordedRun, fmt: str, out: Path, keys: Path) -> dict[str, float]:
+    """Wall time and peak RSS (the kernel's, from wait4) of one report of one run. The
+    file a format writes is removed once measured, but the signed artifact, which `verify`
+    reads next and then removes."""
+    command = _command(run, fmt, out, keys)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if run.db_url:
         env["MEMLIFE_DB_URL"] = run.db_url
@@ -131,7 +166,8 @@ def measure(run: RecordedRun, fmt: str, out: Path) -> dict[str, float]:
             raise SystemExit(f"bench reports: {shlex.join(command)} failed:\n"
                              f"{errors.read().decode(errors='replace')[-2000:]}")
     size = out.stat().st_size
-    out.unlink()
+    if fmt != "signed artifact":
+        out.unlink()
     return {"seconds": round(seconds, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
             "output_bytes": size}
 
@@ -179,7 +215,9 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["## Reports and artifacts at growing numbers of pairs", "",
              "Each a process of its own on the recorder of one finished nightly "
              "(`memlife report RUN --format F --out FILE`; `artifact` is what "
-             "`memlife run --out` writes once the run has finished). Time and peak RSS "
+             "`memlife run --out` writes once the run has finished, `signed artifact` what "
+             "`memlife run --out --sign KEYFILE` writes, and `verify` is `memlife verify` "
+             "of that file, its size the file read). Time and peak RSS "
              "(the kernel's) beside the smallest run's, measured in one invocation; a table "
              "per invocation, the newest first.", ""]
     for key in sorted(invocations, reverse=True):
@@ -206,9 +244,14 @@ def main(argv: list[str]) -> int:
     facts = {run: _run_facts(run) for run in runs}  # every run found before any is measured
     rows = []
     with tempfile.TemporaryDirectory(prefix="memlife-bench-reports-") as work:
+        keys = write_keys(Path(work) / "keys")
         for run in runs:
             for fmt in FORMATS:
-                figures = measure(run, fmt, Path(work) / f"{run.run_id}.{fmt}")
+                if run.experiment and fmt in SIGNED:
+                    continue
+                out = Path(work) / (f"{run.run_id}.signed.json" if fmt in SIGNED
+                                    else f"{run.run_id}.{fmt}")
+                figures = measure(run, fmt, out, keys)
                 shown = f"experiment {fmt}" if run.experiment else fmt
                 print(f"{facts[run]['pairs']:>6,} pairs · {shown:<19} "
                       f"{figures['seconds']:>7.1f} s {figures['peak_rss_mb']:>7.0f} MB",

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from bench.reports import RecordedRun, _run_facts, measure, recorded_runs, render_lines
+from bench.reports import (
+    RecordedRun,
+    _run_facts,
+    measure,
+    recorded_runs,
+    render_lines,
+    write_keys,
+)
 from memlife.rules.scenario import Scenario
 from memlife.rules.target import Target
 from tests.workflows.helpers import run_input, run_suite
@@ -65,8 +72,22 @@ async def test_a_run_is_reported_from_the_recorder_file_that_holds_it(
     found = recorded_runs([db_url.removeprefix("sqlite:///"), "a-run-id"])
     assert found == [RecordedRun(run.run_id, db_url), RecordedRun("a-run-id")]
     assert _run_facts(found[0]) == {"pairs": 1, "cases": 6, "not_passed": 0}
-    figures = measure(found[0], "json", tmp_path / "report.json")
+    keys = write_keys(tmp_path / "keys")
+    figures = measure(found[0], "json", tmp_path / "report.json", keys)
     assert figures["output_bytes"] > 1000 and figures["peak_rss_mb"] > 10
+    assert not (tmp_path / "report.json").exists()
+    # The signed artifact stays for `verify`, which must find it whole (or the bench
+    # stops), and then removes it.
+    signed = tmp_path / "signed.json"
+    written = measure(found[0], "signed artifact", signed, keys)
+    assert signed.exists() and '"signature": {' in signed.read_text()
+    assert measure(found[0], "verify", signed, keys)["output_bytes"] == written["output_bytes"]
+    assert not signed.exists()
+    with pytest.raises(SystemExit, match="memlife verify .*signed.json .* failed"):
+        measure(found[0], "signed artifact", signed, keys)
+        signed.chmod(0o644)
+        signed.write_text(signed.read_text().replace('"pass"', '"fail"', 1))
+        measure(found[0], "verify", signed, keys)
     with pytest.raises(SystemExit, match="no run 'a-run-id' in sqlite:///.*other.db"):
         _run_facts(found[1])
 
@@ -92,8 +113,9 @@ async def test_an_experiment_in_a_recorder_file_is_measured_as_one(
     assert found == [RecordedRun(alone.run_id, db_url),
                      RecordedRun("exp-bench", db_url, experiment=True)]
     assert _run_facts(found[1]) == {"pairs": 2, "cases": 12, "not_passed": 0}
-    document = measure(found[1], "artifact", tmp_path / "experiment.json")
-    report = measure(found[1], "junit", tmp_path / "experiment.xml")
+    keys = write_keys(tmp_path / "keys")
+    document = measure(found[1], "artifact", tmp_path / "experiment.json", keys)
+    report = measure(found[1], "junit", tmp_path / "experiment.xml", keys)
     assert document["output_bytes"] > report["output_bytes"] > 0  # every run whole, in one
     lines = render_lines([row("experiment json", 100, 2.0, 80.0),
                           row("experiment json", 400, 4.0, 84.0)])
