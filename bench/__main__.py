@@ -17,11 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +31,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench.histories import HISTORY_WARN_BYTES, HISTORY_WARN_EVENTS
+from bench.machine import describe_machine
 from bench.noop import NoopWorkflow, noop
 from bench.plain_runner import PlainResult, replay_in_process
 from bench.reports import render_lines as report_lines
@@ -73,18 +71,6 @@ async def ceiling(client: Client, workflows: int, activities: int) -> float:
 # memlife's target requests/s over the plain runner's on the same requests, at the same
 # concurrency (issue #20: at least 0.9).
 PLAIN_RATIO_GOAL = 0.9
-
-
-def _machine() -> str:
-    memory = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
-                   if line.startswith("MemTotal:")), "0")
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown")
-    temporal = subprocess.run([embedded.bundled_binary("temporal"), "--version"],
-                              capture_output=True, text=True).stdout.strip()
-    return (f"{os.cpu_count()} CPU(s) ({cpu}), {int(memory) / 1024 / 1024:.0f} GiB, "
-            f"Linux {platform.release()}, Python {platform.python_version()}, {temporal}")
 
 
 def _replays(results: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -555,7 +541,7 @@ async def main(args: argparse.Namespace) -> int:
             return 2
     started_at = datetime.now(UTC)
     clock = time.perf_counter()
-    machine = _machine()
+    machine = describe_machine()
     work = Path(tempfile.mkdtemp(prefix="memlife-bench-"))
     say(f"working in {work}; {machine}")
     server = embedded.start_dev_server(work / "temporal", ui_port=None)

@@ -32,6 +32,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from bench.machine import describe_machine
 from memlife import recorder
 from memlife.stack.processes import stop_process
 
@@ -199,8 +200,10 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
         where += ("; an experiment's pairs are those of all its runs, and `experiment-N.db` "
                   "holds one written by `memlife run scenarios/lifecycle-nightly.yaml --pairs "
                   "N --repeat 2 --clock skip` with MEMLIFE_DB_URL=sqlite:///experiment-N.db")
-    return [*lines, "", f"Measured {rows[0]['measured_at']}. Reproduce: `{command}` ({where}).",
-            ""]
+    machine = rows[0].get("machine")  # rows before 2026-12-04 did not record it
+    on = f" on {machine}" if machine else ""
+    return [*lines, "", f"Measured {rows[0]['measured_at']}{on}. Reproduce: `{command}` "
+            f"({where}).", ""]
 
 
 def render_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -241,6 +244,7 @@ def main(argv: list[str]) -> int:
     command = "./scripts/bench reports " + shlex.join(
         Path(name).name if Path(name).is_file() else name for name in args.runs)
     measured_at = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    machine = describe_machine()
     facts = {run: _run_facts(run) for run in runs}  # every run found before any is measured
     rows = []
     with tempfile.TemporaryDirectory(prefix="memlife-bench-reports-") as work:
@@ -257,7 +261,8 @@ def main(argv: list[str]) -> int:
                       f"{figures['seconds']:>7.1f} s {figures['peak_rss_mb']:>7.0f} MB",
                       flush=True)
                 rows.append({"run_id": run.run_id, "format": shown, **facts[run], **figures,
-                             "command": command, "measured_at": measured_at})
+                             "command": command, "measured_at": measured_at,
+                             "machine": machine})
     measured = {run.run_id for run in runs}
     kept = [row for row in results.get("reports", []) if row["run_id"] not in measured]
     results["reports"] = kept + rows

@@ -56,6 +56,10 @@ def test_each_invocation_has_a_table_of_its_own_the_newest_first() -> None:
         "N` names as it starts; `memlife-run-N.db` written by `memlife run scenarios/"
         "lifecycle-nightly.yaml --pairs N --clock skip` with MEMLIFE_DB_URL=sqlite:///"
         "memlife-run-N.db)."]
+    # A row that names its machine says so; older rows did not record one.
+    named = render_lines([{**row("json", 100, 1.0, 70.0), "machine": "2 CPU(s) (AMD EPYC)"}])
+    assert any(line.startswith("Measured 2026-12-01 06:00 UTC on 2 CPU(s) (AMD EPYC). "
+                               "Reproduce:") for line in named)
     # The older invocation's ratios are to its own smallest run, not to today's.
     assert table[4] == "| json | 400 | 58,000 (0) | 6.0 s | 88 MB | 1.0 MB | 3.00 | 1.10 |"
     assert "MEMLIFE_DB_URL" in table[5]
