@@ -100,6 +100,8 @@ def read_artifact_file(path: Path) -> Artifact | ExperimentDocument:
                                               or {"experiment", "runs"} <= set(document)):
         raise InputError([Problem(str(path), "", "not a memlife artifact (no meta/summary)")])
     model = ExperimentDocument if "runs" in document else Artifact
+    # A signed artifact's block is for `memlife verify`; the report is of the artifact.
+    document.pop("signature", None)
     try:
         return model.model_validate(document)
     except ValidationError as error:

@@ -356,6 +356,11 @@ def schema() -> dict[str, Any]:
     experiment = ExperimentDocument.model_json_schema(ref_template="#/$defs/{model}")
     definitions = experiment.pop("$defs")
     definitions["ExperimentDocument"] = experiment
+    # `memlife run --out --sign` adds its signature block as the artifact's last field; its
+    # fields are docs/signing.md's, checked by `memlife verify`, not by this schema.
+    definitions["Artifact"]["properties"]["signature"] = {
+        "type": "object", "title": "Signature",
+        "description": "The signature block `--sign` adds (docs/signing.md)."}
     document["$defs"] = dict(sorted(definitions.items()))
     document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return document

@@ -27,5 +27,7 @@ def test_recorded_artifacts_of_earlier_versions_validate_and_broken_ones_do_not(
         (fixtures / "artifact-nightly-2pairs-resurrection-stale.json.gz").read_bytes()))
     validator.validate(nightly)
     validator.validate(json.loads((fixtures / "artifact-seed-leak.json").read_text()))
+    # Signed, an artifact has one more field, the signature block.
+    validator.validate(json.loads((fixtures / "signed-format-1" / "artifact.json").read_text()))
     broken = {**nightly, "summary": {**nightly["summary"], "cases": "many"}}
     assert [e.path for e in validator.iter_errors(broken)]
