@@ -24,7 +24,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +39,21 @@ REPO = Path(__file__).resolve().parents[1]
 FORMATS = ("json", "html", "junit", "artifact", "signed artifact", "verify")
 # An experiment's document is not signed (`memlife run --sign` refuses one).
 SIGNED = ("signed artifact", "verify")
+# Linux counts a child's peak RSS from the process it was forked from: under this bench
+# (about 100 MB with what it imports) no report could measure less. Each one runs under
+# this launcher instead, about 10 MB, which times it, reaps it and writes what wait4 says.
+LAUNCHER = """
+import json, os, signal, sys, time
+started = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGTERM))
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    json.dump({"seconds": time.perf_counter() - started, "peak_rss_kb": usage.ru_maxrss,
+               "code": os.waitstatus_to_exitcode(status)}, out)
+"""
 # What `memlife run --out` does once the run has finished (memlife/cli/runner.py).
 ARTIFACT = ("import sys; from pathlib import Path; from memlife.cli.render import "
             "write_immutable; from memlife.recorder.streams import artifact_chunks; "
@@ -126,6 +140,29 @@ def write_keys(folder: Path) -> Path:
     return folder
 
 
+def launch(command: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Run `command` under the launcher: its wall time and its own peak RSS in KB. Exits
+    with its errors where it fails."""
+    # Errors go to a file, not a pipe: a child blocked on a full pipe nobody reads would
+    # never end.
+    with tempfile.TemporaryFile() as errors, tempfile.TemporaryDirectory() as work:
+        result = Path(work) / "result.json"
+        process = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(result), *command],
+                                   cwd=REPO, stdout=subprocess.DEVNULL, stderr=errors,
+                                   env=env)
+        try:
+            process.wait()
+        except BaseException:  # stopped (SIGTERM, Ctrl-C): the report goes too
+            stop_process(process, grace=5)
+            raise
+        launched = json.loads(result.read_text()) if result.exists() else {"code": -1}
+        if process.returncode or launched["code"]:
+            errors.seek(0)
+            raise SystemExit(f"bench reports: {shlex.join(command)} failed:\n"
+                             f"{errors.read().decode(errors='replace')[-2000:]}")
+    return launched["seconds"], launched["peak_rss_kb"]
+
+
 def _command(run: RecordedRun, fmt: str, out: Path, keys: Path) -> list[str]:
     """The command that writes (or, for `verify`, reads) `out` in this format."""
     if fmt == "artifact":
@@ -149,27 +186,11 @@ def measure(run: RecordedRun, fmt: str, out: Path, keys: Path) -> dict[str, floa
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if run.db_url:
         env["MEMLIFE_DB_URL"] = run.db_url
-    # Errors go to a file, not a pipe: wait4 reaps the child, and a child blocked on a full
-    # pipe nobody reads would never end.
-    with tempfile.TemporaryFile() as errors:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
-                                   stderr=errors, env=env)
-        try:
-            _, status, usage = os.wait4(process.pid, 0)
-        except BaseException:  # stopped (SIGTERM, Ctrl-C): the report goes too
-            stop_process(process, grace=5)
-            raise
-        seconds = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode:
-            errors.seek(0)
-            raise SystemExit(f"bench reports: {shlex.join(command)} failed:\n"
-                             f"{errors.read().decode(errors='replace')[-2000:]}")
+    seconds, peak_kb = launch(command, env)
     size = out.stat().st_size
     if fmt != "signed artifact":
         out.unlink()
-    return {"seconds": round(seconds, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak_kb / 1024, 1),
             "output_bytes": size}
 
 

@@ -3,6 +3,8 @@ and runs found in the SQLite recorders the scale bench leaves, one per run."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from bench.reports import (
     RecordedRun,
     _run_facts,
+    launch,
     measure,
     recorded_runs,
     render_lines,
@@ -126,3 +129,16 @@ async def test_an_experiment_in_a_recorder_file_is_measured_as_one(
     assert "| experiment json | 400 | 58,000 (0) | 4.0 s | 84 MB | 1.0 MB | 2.00 | 1.05 |" in (
         lines)
     assert any("--repeat 2" in line for line in lines)
+
+
+def test_a_report_is_measured_apart_from_the_bench_that_starts_it() -> None:
+    # Linux carries the parent's RSS into a forked child's peak: held here, 200 MB would
+    # be every child's floor without the launcher.
+    held = b"x" * (200 * 2**20)
+    seconds, peak_kb = launch([sys.executable, "-c", "pass"], dict(os.environ))
+    assert len(held) and seconds > 0 and peak_kb < 100 * 1024
+    _, grown_kb = launch([sys.executable, "-c", "b = b'x' * (150 * 2**20)"],
+                         dict(os.environ))
+    assert grown_kb > 150 * 1024  # and the child's own peak is all there
+    with pytest.raises(SystemExit, match="(?s)failed:.*ZeroDivisionError"):
+        launch([sys.executable, "-c", "1 / 0"], dict(os.environ))
