@@ -337,11 +337,10 @@ class _Verifier:
         if first == last:
             return (f"{self.evidence} entry {first} ({self._window_end}) changed, moved or "
                     "was replaced after signing: the hash chain breaks there")
-        return (f"{self.evidence} entries {first} to {last} (the first: "
+        return (f"{self.evidence} entries {first:,} to {last:,} (the first: "
                 f"{self._window_start}; the last: {self._window_end}): one of them "
-                "changed, moved or was replaced after "
-                "signing; the hash chain breaks there (the signature keeps one link in "
-                f"{self._chain.every})")
+                "changed, moved or was replaced after signing; the hash chain breaks there "
+                f"(the signature keeps one link in {self._chain.every:,})")
 
     def problems(self) -> list[str]:
         """Every way the document does not match its signature; empty when it verifies."""
