@@ -223,8 +223,12 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
                   "N --repeat 2 --clock skip` with MEMLIFE_DB_URL=sqlite:///experiment-N.db")
     machine = rows[0].get("machine")  # rows before 2026-12-04 did not record it
     on = f" on {machine}" if machine else ""
+    floor = ("" if rows[0].get("launched") else
+             " Measured before the launcher (46d77ff): each peak RSS here counts the bench's "
+             "own too, which Linux carries into a child's, so figures near the smallest are "
+             "the bench's floor rather than the report's.")
     return [*lines, "", f"Measured {rows[0]['measured_at']}{on}. Reproduce: `{command}` "
-            f"({where}).", ""]
+            f"({where}).{floor}", ""]
 
 
 def render_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -283,7 +287,7 @@ def main(argv: list[str]) -> int:
                       flush=True)
                 rows.append({"run_id": run.run_id, "format": shown, **facts[run], **figures,
                              "command": command, "measured_at": measured_at,
-                             "machine": machine})
+                             "machine": machine, "launched": True})
     measured = {run.run_id for run in runs}
     kept = [row for row in results.get("reports", []) if row["run_id"] not in measured]
     results["reports"] = kept + rows

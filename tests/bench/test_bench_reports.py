@@ -58,11 +58,16 @@ def test_each_invocation_has_a_table_of_its_own_the_newest_first() -> None:
         "one scale run's, in the working directory that `./scripts/bench --scale-only --scale "
         "N` names as it starts; `memlife-run-N.db` written by `memlife run scenarios/"
         "lifecycle-nightly.yaml --pairs N --clock skip` with MEMLIFE_DB_URL=sqlite:///"
-        "memlife-run-N.db)."]
-    # A row that names its machine says so; older rows did not record one.
-    named = render_lines([{**row("json", 100, 1.0, 70.0), "machine": "2 CPU(s) (AMD EPYC)"}])
-    assert any(line.startswith("Measured 2026-12-01 06:00 UTC on 2 CPU(s) (AMD EPYC). "
-                               "Reproduce:") for line in named)
+        "memlife-run-N.db). Measured before the launcher (46d77ff): each peak RSS here counts "
+        "the bench's own too, which Linux carries into a child's, so figures near the "
+        "smallest are the bench's floor rather than the report's."]
+    # A row that names its machine says so; older rows did not record one. Rows measured
+    # before the launcher say that their peaks count the bench's own.
+    named = render_lines([{**row("json", 100, 1.0, 70.0), "machine": "2 CPU(s) (AMD EPYC)",
+                           "launched": True}])
+    note = next(line for line in named if line.startswith("Measured"))
+    assert note.startswith("Measured 2026-12-01 06:00 UTC on 2 CPU(s) (AMD EPYC). Reproduce:")
+    assert "floor" not in note and "the bench's floor" in table[2]
     # The older invocation's ratios are to its own smallest run, not to today's.
     assert table[4] == "| json | 400 | 58,000 (0) | 6.0 s | 88 MB | 1.0 MB | 3.00 | 1.10 |"
     assert "MEMLIFE_DB_URL" in table[5]
