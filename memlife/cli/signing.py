@@ -62,7 +62,8 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from memlife.reports.signing import SignatureError, chained_entries, key_id, verify_file
+    from memlife.reports.signing import SignatureError, key_id
+    from memlife.reports.verifying import chained_entries, verify_file
 
     ensure_signing_extra()
     public_pem = _read(args.public_key, "--public-key")

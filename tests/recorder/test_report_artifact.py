@@ -18,7 +18,8 @@ from memlife import recorder
 from memlife.recorder.artifact import json_chunks
 from memlife.recorder.builder import build_artifact
 from memlife.reports import FORMATS, render
-from memlife.reports.signing import generate_key_pair, signed_chunks, verify_file
+from memlife.reports.signing import generate_key_pair, signed_chunks
+from memlife.reports.verifying import verify_file
 from memlife.rules.scenario import Scenario
 from memlife.rules.target import Target
 from tests.workflows.helpers import run_input, run_suite

@@ -1,6 +1,7 @@
-"""Signed artifacts and receipts (memlife/reports/signing.py): what verifies, whole or read
-from a file as a stream, and that any change to evidence, a verdict, a timestamp or the
-order of observations is named; documents signed in format 1 still verify."""
+"""Signed artifacts and receipts (memlife/reports/signing.py, verifying.py): what verifies,
+whole or read from a file as a stream, and that any change to evidence, a verdict, a
+timestamp or the order of observations is named; documents signed in format 1 still
+verify."""
 
 from __future__ import annotations
 
@@ -13,14 +14,8 @@ from typing import Any
 import pytest
 
 from memlife.reports import signing
-from memlife.reports.signing import (
-    SignatureError,
-    canonical,
-    generate_key_pair,
-    sign,
-    verify,
-    verify_file,
-)
+from memlife.reports.signing import SignatureError, canonical, generate_key_pair, sign
+from memlife.reports.verifying import verify, verify_file
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SIGNED_AT = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
