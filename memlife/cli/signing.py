@@ -32,7 +32,9 @@ def add_parsers(commands: Any) -> None:
         "Check a signed erasure receipt or run artifact against a public key, offline: the "
         "Ed25519 signature and the hash chain over its evidence. Exits 0 when both hold, 1 "
         "naming every part that does not match (a section, the first changed evidence "
-        "entry), 2 when the file or the key cannot be used.")
+        "entry or, in a large artifact, the span of entries it is in), 2 when the file or "
+        "the key cannot be used. The file is read as a stream: an artifact of any size "
+        "verifies in bounded memory.")
     verify.add_argument("file", metavar="FILE", help="the signed JSON document")
     verify.add_argument("--public-key", required=True, metavar="PUBFILE",
                         help=f"the signer's public key ({PUBLIC_FILE})")
