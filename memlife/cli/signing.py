@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memlife.cli.common import EXIT_FAILED, EXIT_OK, add_command, problems_exit
+from memlife.cli.common import EXIT_FAILED, EXIT_OK, add_command, err, problems_exit
 from memlife.errors import InputError, Problem
 
 PRIVATE_FILE = "memlife-signing.key"
@@ -72,7 +72,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     import ijson
 
     try:
-        problems, block = verify_file(Path(args.file), public_pem)
+        problems, block = verify_file(Path(args.file), public_pem, progress=err)
     except SignatureError as error:
         raise InputError([Problem(args.file, "signature", str(error))]) from None
     except OSError as error:

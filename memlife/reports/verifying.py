@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -184,15 +185,19 @@ def verify(document: dict[str, Any], public_pem: bytes) -> list[str]:
     return verifier.problems()
 
 
-def verify_file(path: Path, public_pem: bytes) -> tuple[list[str], dict[str, Any]]:
+def verify_file(path: Path, public_pem: bytes,
+                progress: Callable[[str], None] | None = None,
+                every_s: float = 10.0) -> tuple[list[str], dict[str, Any]]:
     """Every way the JSON document at `path` does not match its signature (empty when it
     verifies), and its signature block. A format-2 document is read twice as a stream
     (its block, then the rest), never held whole; a format-1 one is read whole, as it was
-    signed. Raises ValueError where the file is not JSON, SignatureError where it is not
-    signed or its block cannot be used."""
+    signed. Every `every_s` seconds `progress` hears how far the reading is. Raises
+    ValueError (or ijson's JSONError) where the file is not JSON, SignatureError where it
+    is not signed or its block cannot be used."""
     import ijson
 
-    with open(path, "rb") as stream:
+    size = path.stat().st_size
+    with _Reading(path, "finding the signature block", size, progress, every_s) as stream:
         block = next(ijson.items(stream, SIGNATURE_KEY, use_float=True), None)
     if not isinstance(block, dict):
         raise SignatureError("the document is not signed (it has no signature block)")
@@ -200,9 +205,38 @@ def verify_file(path: Path, public_pem: bytes) -> tuple[list[str], dict[str, Any
         document = json.loads(path.read_text(encoding="utf-8"))
         return verify(document, public_pem), signature_block(document)
     verifier = _Verifier(block, public_pem)
-    with open(path, "rb") as stream:
+    with _Reading(path, "checking", size, progress, every_s) as stream:
         _feed(ijson.parse(stream, use_float=True), verifier)
     return verifier.problems(), block
+
+
+class _Reading:
+    """A file read as a stream, telling `progress` how far it is every `every_s` seconds."""
+
+    def __init__(self, path: Path, doing: str, size: int,
+                 progress: Callable[[str], None] | None, every_s: float) -> None:
+        self._stream = open(path, "rb")  # noqa: SIM115 (closed by __exit__)
+        self._path, self._doing, self._size = path, doing, size
+        self._progress, self._every_s = progress, every_s
+        self._read = 0
+        self._started = self._last = time.monotonic()
+
+    def __enter__(self) -> _Reading:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stream.close()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self._read += len(data)
+        now = time.monotonic()
+        if self._progress is not None and now - self._last >= self._every_s:
+            self._last = now
+            self._progress(f"verifying {self._path}: {self._doing}, "
+                           f"{self._read / max(self._size, 1):.0%} read "
+                           f"({now - self._started:.0f} s)")
+        return data
 
 
 _OPENS, _CLOSES = ("start_map", "start_array"), ("end_map", "end_array")

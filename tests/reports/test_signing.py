@@ -204,3 +204,15 @@ def test_a_file_that_repeats_a_field_or_is_not_whole_is_refused(
     never.write_text(json.dumps(receipt()))
     with pytest.raises(SignatureError, match="not signed"):
         verify_file(never, public)
+
+
+def test_a_long_verification_tells_how_far_it_has_read(
+        keys: tuple[bytes, bytes], artifact: dict[str, Any], tmp_path: Path) -> None:
+    private, public = keys
+    path = tmp_path / "signed.json"
+    path.write_text(json.dumps(sign(artifact, private, SIGNED_AT), indent=2))
+    heard: list[str] = []
+    problems, _ = verify_file(path, public, progress=heard.append, every_s=0)
+    assert problems == []
+    assert heard[0].startswith(f"verifying {path}: finding the signature block, ")
+    assert heard[-1].startswith(f"verifying {path}: checking, 100% read (")
