@@ -58,7 +58,7 @@ def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument, Sequen
 
     path = Path(reference)
     if path.suffix == ".json" or path.exists():
-        return read_artifact_file(path), None, None
+        return read_artifact_file(path)
     run_id = reference
     if reference == "latest":
         with recorder.session() as db:
@@ -80,15 +80,38 @@ def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument, Sequen
     return reported
 
 
-def read_artifact_file(path: Path) -> Artifact | ExperimentDocument:
-    """An artifact file, validated against its model: every problem names its field."""
+def read_artifact_file(path: Path) -> tuple[Artifact | ExperimentDocument,
+                                           Sequence[float] | None, Lists | None]:
+    """An artifact file, validated against its model: every problem names its field. A
+    run's artifact is read as a stream (recorder/files.py): its digest and its probes'
+    latencies held, its lists read again as the report is written, so a file of any size
+    is reported in bounded memory. An experiment's document is read whole."""
+    import ijson
+
+    from memlife.recorder.files import NotARunArtifact, read_run_file
+
+    if not path.exists():
+        raise InputError([Problem(str(path), "", "no such file")])
+    try:
+        return read_run_file(path)
+    except NotARunArtifact:
+        pass  # below, whole, with the reason it is not an artifact
+    except OSError as error:
+        raise InputError([Problem(str(path), "", f"not a JSON artifact ({error})")]) from None
+    except (ValueError, ijson.JSONError) as error:
+        # The C parser's message draws an arrow under the input on lines of its own.
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise InputError([Problem(str(path), "", f"not a JSON artifact ({reason})")]
+                         ) from None
+    return _read_whole(path), None, None
+
+
+def _read_whole(path: Path) -> Artifact | ExperimentDocument:
     from pydantic import ValidationError
 
     from memlife.recorder.artifact import Artifact, ExperimentDocument
     from memlife.rules.documents import pydantic_problems
 
-    if not path.exists():
-        raise InputError([Problem(str(path), "", "no such file")])
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -100,8 +123,6 @@ def read_artifact_file(path: Path) -> Artifact | ExperimentDocument:
                                               or {"experiment", "runs"} <= set(document)):
         raise InputError([Problem(str(path), "", "not a memlife artifact (no meta/summary)")])
     model = ExperimentDocument if "runs" in document else Artifact
-    # A signed artifact's block is for `memlife verify`; the report is of the artifact.
-    document.pop("signature", None)
     try:
         return model.model_validate(document)
     except ValidationError as error:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memlife.recorder.files import visit_fields
 from memlife.reports.signing import (
     ALGORITHM,
     EVIDENCE,
@@ -206,7 +207,7 @@ def verify_file(path: Path, public_pem: bytes,
         return verify(document, public_pem), signature_block(document)
     verifier = _Verifier(block, public_pem)
     with _Reading(path, "checking", size, progress, every_s) as stream:
-        _feed(ijson.parse(stream, use_float=True), verifier)
+        visit_fields(ijson.basic_parse(stream, use_float=True), verifier)
     return verifier.problems(), block
 
 
@@ -237,48 +238,6 @@ class _Reading:
                            f"{self._read / max(self._size, 1):.0%} read "
                            f"({now - self._started:.0f} s)")
         return data
-
-
-_OPENS, _CLOSES = ("start_map", "start_array"), ("end_map", "end_array")
-
-
-def _feed(events: Iterable[tuple[str, str, Any]], verifier: _Verifier) -> None:
-    """Give a parsed document's events to the verifier as top-level fields, each list an
-    entry at a time: nothing bigger than one entry (or one non-list field) is built."""
-    import ijson
-
-    events = iter(events)
-    _, event, _ = next(events)
-    if event != "start_map":
-        raise SignatureError("neither a run artifact nor an erasure receipt (not an object)")
-    for _, event, name in events:
-        if event == "end_map":
-            return
-        _, event, value = next(events)
-        if event != "start_array":
-            verifier.field(name, _built(event, value, events, ijson.ObjectBuilder))
-            continue
-        verifier.begin(name)
-        for _, event, value in events:
-            if event == "end_array":
-                break
-            verifier.entry(name, _built(event, value, events, ijson.ObjectBuilder))
-        verifier.end(name)
-
-
-def _built(event: str, value: Any, events: Iterator[tuple[str, str, Any]],
-           builder_type: Callable[[], Any]) -> Any:
-    """The value that starts with this event, built from the events that follow."""
-    if event not in _OPENS:
-        return value
-    builder, depth = builder_type(), 1
-    builder.event(event, value)
-    for _, event, value in events:
-        builder.event(event, value)
-        depth += (event in _OPENS) - (event in _CLOSES)
-        if depth == 0:
-            return builder.value
-    raise ValueError("the document ends inside a value")
 
 
 def _verify_format_1(document: dict[str, Any], public_pem: bytes) -> list[str]:
