@@ -36,9 +36,11 @@ from memlife import recorder
 from memlife.stack.processes import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
-FORMATS = ("json", "html", "junit", "artifact", "signed artifact", "verify")
-# An experiment's document is not signed (`memlife run --sign` refuses one).
-SIGNED = ("signed artifact", "verify")
+FORMATS = ("json", "html", "junit", "artifact", "signed artifact", "html of the file",
+           "verify")
+# What reads the signed artifact once written; an experiment's document is not signed
+# (`memlife run --sign` refuses one), so an experiment has none of these.
+SIGNED = ("signed artifact", "html of the file", "verify")
 # Linux counts a child's peak RSS from the process it was forked from: under this bench
 # (about 100 MB with what it imports) no report could measure less. Each one runs under
 # this launcher instead, about 10 MB, which times it, reaps it and writes what wait4 says.
@@ -163,33 +165,40 @@ def launch(command: list[str], env: dict[str, str]) -> tuple[float, int]:
     return launched["seconds"], launched["peak_rss_kb"]
 
 
-def _command(run: RecordedRun, fmt: str, out: Path, keys: Path) -> list[str]:
-    """The command that writes (or, for `verify`, reads) `out` in this format."""
+def _command(run: RecordedRun, fmt: str, out: Path, keys: Path, signed: Path) -> list[str]:
+    """The command that writes `out` in this format (`verify` writes nothing)."""
     if fmt == "artifact":
         artifact = EXPERIMENT_ARTIFACT if run.experiment else ARTIFACT
         return [sys.executable, "-c", artifact, run.run_id, str(out)]
     if fmt == "signed artifact":
-        return [sys.executable, "-c", SIGNED_ARTIFACT, run.run_id, str(out),
+        return [sys.executable, "-c", SIGNED_ARTIFACT, run.run_id, str(signed),
                 str(keys / "memlife-signing.key")]
-    if fmt == "verify":  # of the signed artifact just written; it must verify
-        return [sys.executable, "-m", "memlife", "verify", str(out), "--public-key",
+    if fmt == "html of the file":  # `memlife report FILE`, the file as a stream
+        return [sys.executable, "-m", "memlife", "report", str(signed), "--format", "html",
+                "--out", str(out)]
+    if fmt == "verify":  # it must verify
+        return [sys.executable, "-m", "memlife", "verify", str(signed), "--public-key",
                 str(keys / "memlife-signing.pub")]
     return [sys.executable, "-m", "memlife", "report", run.run_id, "--format", fmt,
             "--out", str(out)]
 
 
-def measure(run: RecordedRun, fmt: str, out: Path, keys: Path) -> dict[str, float]:
-    """Wall time and peak RSS (the kernel's, from wait4) of one report of one run. The
-    file a format writes is removed once measured, but the signed artifact, which `verify`
-    reads next and then removes."""
-    command = _command(run, fmt, out, keys)
+def measure(run: RecordedRun, fmt: str, out: Path, keys: Path,
+            signed: Path | None = None) -> dict[str, float]:
+    """Wall time and peak RSS (the kernel's, from wait4) of one report of one run, and the
+    size of what it wrote (of what it read, for `verify`). The file a format writes is
+    removed once measured. The signed artifact (at `signed`) stays for the formats that
+    read it; `verify`, the last, removes it."""
+    signed = signed or out.with_suffix(".signed.json")
+    command = _command(run, fmt, out, keys, signed)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if run.db_url:
         env["MEMLIFE_DB_URL"] = run.db_url
     seconds, peak_kb = launch(command, env)
-    size = out.stat().st_size
+    written = signed if fmt in ("signed artifact", "verify") else out
+    size = written.stat().st_size
     if fmt != "signed artifact":
-        out.unlink()
+        written.unlink()
     return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak_kb / 1024, 1),
             "output_bytes": size}
 
@@ -244,8 +253,9 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
              "Each a process of its own on the recorder of one finished nightly "
              "(`memlife report RUN --format F --out FILE`; `artifact` is what "
              "`memlife run --out` writes once the run has finished, `signed artifact` what "
-             "`memlife run --out --sign KEYFILE` writes, and `verify` is `memlife verify` "
-             "of that file, its size the file read). Time and peak RSS "
+             "`memlife run --out --sign KEYFILE` writes, `html of the file` is `memlife "
+             "report FILE --format html` of that file, and `verify` is `memlife verify` of "
+             "it, its size the file read). Time and peak RSS "
              "(the kernel's) beside the smallest run's, measured in one invocation; a table "
              "per invocation, the newest first.", ""]
     for key in sorted(invocations, reverse=True):
@@ -278,9 +288,8 @@ def main(argv: list[str]) -> int:
             for fmt in FORMATS:
                 if run.experiment and fmt in SIGNED:
                     continue
-                out = Path(work) / (f"{run.run_id}.signed.json" if fmt in SIGNED
-                                    else f"{run.run_id}.{fmt}")
-                figures = measure(run, fmt, out, keys)
+                out = Path(work) / f"{run.run_id}.{fmt.replace(' ', '-')}"
+                figures = measure(run, fmt, out, keys, Path(work) / f"{run.run_id}.signed.json")
                 shown = f"experiment {fmt}" if run.experiment else fmt
                 print(f"{facts[run]['pairs']:>6,} pairs · {shown:<19} "
                       f"{figures['seconds']:>7.1f} s {figures['peak_rss_mb']:>7.0f} MB",

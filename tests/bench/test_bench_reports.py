@@ -88,18 +88,21 @@ async def test_a_run_is_reported_from_the_recorder_file_that_holds_it(
     figures = measure(found[0], "json", tmp_path / "report.json", keys)
     assert figures["output_bytes"] > 1000 and figures["peak_rss_mb"] > 10
     assert not (tmp_path / "report.json").exists()
-    # The signed artifact stays for `verify`, which must find it whole (or the bench
-    # stops), and then removes it.
+    # The signed artifact stays for what reads it (the report of the file, then `verify`,
+    # which must find it whole, or the bench stops), and `verify` removes it.
     signed = tmp_path / "signed.json"
-    written = measure(found[0], "signed artifact", signed, keys)
+    written = measure(found[0], "signed artifact", tmp_path / "x", keys, signed)
     assert signed.exists() and '"signature": {' in signed.read_text()
-    assert measure(found[0], "verify", signed, keys)["output_bytes"] == written["output_bytes"]
+    page = measure(found[0], "html of the file", tmp_path / "page.html", keys, signed)
+    assert page["output_bytes"] > 1000 and not (tmp_path / "page.html").exists()
+    assert measure(found[0], "verify", tmp_path / "x", keys, signed)["output_bytes"] == (
+        written["output_bytes"])
     assert not signed.exists()
     with pytest.raises(SystemExit, match="memlife verify .*signed.json .* failed"):
-        measure(found[0], "signed artifact", signed, keys)
+        measure(found[0], "signed artifact", tmp_path / "x", keys, signed)
         signed.chmod(0o644)
         signed.write_text(signed.read_text().replace('"pass"', '"fail"', 1))
-        measure(found[0], "verify", signed, keys)
+        measure(found[0], "verify", tmp_path / "x", keys, signed)
     with pytest.raises(SystemExit, match="no run 'a-run-id' in sqlite:///.*other.db"):
         _run_facts(found[1])
 
