@@ -268,15 +268,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("runs", nargs="+", metavar="RUN",
                         help="a run id in MEMLIFE_DB_URL's recorder, or an SQLite recorder "
                         "file (every run in it)")
+    parser.add_argument("--formats", default=",".join(FORMATS), metavar="F,F",
+                        help="the formats to measure, comma-separated (default: all; "
+                        "those after `signed artifact` need it)")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
                         help="the report to render again; its figures are beside it as .json")
     args = parser.parse_args(argv)
+    formats = [fmt.strip() for fmt in args.formats.split(",") if fmt.strip()]
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown or not formats:
+        parser.error(f"--formats: unknown {', '.join(map(repr, unknown)) or 'nothing'}; "
+                     f"some of {', '.join(FORMATS)}")
+    if (set(formats) & set(SIGNED[1:])) and SIGNED[0] not in formats:
+        parser.error(f"--formats: {', '.join(SIGNED[1:])} read the signed artifact: add "
+                     f"{SIGNED[0]!r}")
     results_path = Path(args.out).with_suffix(".json")
     results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() \
         else {"scale": []}
     runs = recorded_runs(args.runs)
     # A recorder file is named as the scale bench names it, not by this machine's path.
-    command = "./scripts/bench reports " + shlex.join(
+    chosen = "" if len(formats) == len(FORMATS) else f"--formats {shlex.quote(args.formats)} "
+    command = f"./scripts/bench reports {chosen}" + shlex.join(
         Path(name).name if Path(name).is_file() else name for name in args.runs)
     measured_at = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     machine = describe_machine()
@@ -285,7 +297,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="memlife-bench-reports-") as work:
         keys = write_keys(Path(work) / "keys")
         for run in runs:
-            for fmt in FORMATS:
+            for fmt in (fmt for fmt in FORMATS if fmt in formats):
                 if run.experiment and fmt in SIGNED:
                     continue
                 out = Path(work) / f"{run.run_id}.{fmt.replace(' ', '-')}"

@@ -150,3 +150,14 @@ def test_a_report_is_measured_apart_from_the_bench_that_starts_it() -> None:
     assert grown_kb > 150 * 1024  # and the child's own peak is all there
     with pytest.raises(SystemExit, match="(?s)failed:.*ZeroDivisionError"):
         launch([sys.executable, "-c", "1 / 0"], dict(os.environ))
+
+
+def test_formats_that_read_the_signed_artifact_need_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.reports import main
+
+    for formats, reason in (("verify", "read the signed artifact: add 'signed artifact'"),
+                            ("json,pdf", "unknown 'pdf'")):
+        with pytest.raises(SystemExit) as exited:
+            main(["--formats", formats, "a-run-id"])
+        assert exited.value.code == 2 and reason in capsys.readouterr().err
