@@ -236,8 +236,9 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
              " Measured before the launcher (46d77ff): each peak RSS here counts the bench's "
              "own too, which Linux carries into a child's, so figures near the smallest are "
              "the bench's floor rather than the report's.")
+    note = f" {rows[0]['note'].rstrip('.')}." if rows[0].get("note") else ""
     return [*lines, "", f"Measured {rows[0]['measured_at']}{on}. Reproduce: `{command}` "
-            f"({where}).{floor}", ""]
+            f"({where}).{floor}{note}", ""]
 
 
 def render_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -271,6 +272,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--formats", default=",".join(FORMATS), metavar="F,F",
                         help="the formats to measure, comma-separated (default: all; "
                         "those after `signed artifact` need it)")
+    parser.add_argument("--note", default="", metavar="TEXT",
+                        help="what the reader should know of this invocation (what else "
+                        "ran on the machine, say), shown under its table")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
                         help="the report to render again; its figures are beside it as .json")
     args = parser.parse_args(argv)
@@ -308,7 +312,8 @@ def main(argv: list[str]) -> int:
                       flush=True)
                 rows.append({"run_id": run.run_id, "format": shown, **facts[run], **figures,
                              "command": command, "measured_at": measured_at,
-                             "machine": machine, "launched": True})
+                             "machine": machine, "launched": True,
+                             **({"note": args.note} if args.note else {})})
     measured = {run.run_id for run in runs}
     kept = [row for row in results.get("reports", []) if row["run_id"] not in measured]
     results["reports"] = kept + rows

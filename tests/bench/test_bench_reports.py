@@ -68,6 +68,9 @@ def test_each_invocation_has_a_table_of_its_own_the_newest_first() -> None:
     note = next(line for line in named if line.startswith("Measured"))
     assert note.startswith("Measured 2026-12-01 06:00 UTC on 2 CPU(s) (AMD EPYC). Reproduce:")
     assert "floor" not in note and "the bench's floor" in table[2]
+    noted = render_lines([{**row("json", 100, 1.0, 70.0), "note": "A run went on beside"}])
+    assert next(line for line in noted if line.startswith("Measured")).endswith(
+        "the report's. A run went on beside.")
     # The older invocation's ratios are to its own smallest run, not to today's.
     assert table[4] == "| json | 400 | 58,000 (0) | 6.0 s | 88 MB | 1.0 MB | 3.00 | 1.10 |"
     assert "MEMLIFE_DB_URL" in table[5]
