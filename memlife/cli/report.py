@@ -92,8 +92,10 @@ def read_artifact_file(path: Path) -> tuple[Artifact | ExperimentDocument,
 
     if not path.exists():
         raise InputError([Problem(str(path), "", "no such file")])
-    try:
-        return read_run_file(path)
+    from memlife.reports.scorecard import RATES
+
+    try:  # of each pair's tallies, those the report's rates are drawn from
+        return read_run_file(path, invariants=set(RATES.values()))
     except NotARunArtifact:
         pass  # below, whole, with the reason it is not an artifact
     except OSError as error:

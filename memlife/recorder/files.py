@@ -125,8 +125,8 @@ class _RunFileReader:
     """Checks every entry of a run artifact file against its model as it passes, and keeps
     the digest's fields and the answered probes' latencies."""
 
-    def __init__(self, file: str) -> None:
-        self.file = file
+    def __init__(self, file: str, invariants: Collection[str] | None) -> None:
+        self.file, self.invariants = file, invariants
         self.digest: dict[str, Any] = {}
         self.samples: array[float] = array("d")
         self.problems: list[Problem] = []
@@ -146,6 +146,10 @@ class _RunFileReader:
         model = STREAMED.get(name)
         index, self._index = self._index, self._index + 1
         if model is None:
+            if (name == "pairs" and self.invariants is not None and isinstance(value, dict)
+                    and isinstance(value.get("by_invariant"), dict)):
+                value["by_invariant"] = {k: v for k, v in value["by_invariant"].items()
+                                         if k in self.invariants}
             self.digest[name].append(value)
             return
         try:
@@ -166,10 +170,12 @@ class _RunFileReader:
         pass
 
 
-def read_run_file(path: Path) -> tuple[Artifact, array[float], FileLists]:
+def read_run_file(path: Path, invariants: Collection[str] | None = None,
+                  ) -> tuple[Artifact, array[float], FileLists]:
     """A run artifact file as a report reads a run: its digest (every field but the long
-    lists: each pair's tallies and the reviewers' decisions held), the answered probes'
-    latencies, and its lists to read as the report is written. Every entry is checked
+    lists: each pair's tallies, of `invariants` only when given, and the reviewers'
+    decisions held), the answered probes' latencies, and its lists to read as the report
+    is written. Every entry is checked
     against its model on the way; raises InputError naming the entries that do not fit,
     NotARunArtifact where the file is JSON but not a run's artifact, ValueError (or
     ijson's JSONError) where it is not JSON."""
@@ -177,7 +183,7 @@ def read_run_file(path: Path) -> tuple[Artifact, array[float], FileLists]:
 
     from memlife.rules.documents import pydantic_problems
 
-    reader = _RunFileReader(str(path))
+    reader = _RunFileReader(str(path), invariants)
     with open(path, "rb") as stream:
         try:
             visit_fields(ijson.basic_parse(stream, use_float=True), reader)

@@ -16,6 +16,7 @@ from memlife.errors import InputError
 from memlife.recorder.artifact import Artifact, ExperimentDocument
 from memlife.recorder.experiment import experiment_document
 from memlife.reports import FORMATS, render, render_chunks
+from memlife.reports.scorecard import RATES
 from memlife.reports.signing import generate_key_pair, sign
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -56,7 +57,10 @@ def test_an_artifact_file_read_as_a_stream_gives_the_whole_artifacts_report(
         digest, samples, lists = read_artifact_file(path)
         assert isinstance(digest, Artifact) and lists is not None and samples is not None
         assert digest.cases == digest.observations == digest.tenants == []  # not held
-        assert digest.pairs == whole.pairs
+        # Of each pair's tallies, those the rates are drawn from.
+        assert [p.pair for p in digest.pairs] == [p.pair for p in whole.pairs]
+        assert set(digest.pairs[0].by_invariant) == set(whole.pairs[0].by_invariant) & set(
+            RATES.values()) != set(whole.pairs[0].by_invariant)
         for (fmt, redacted), report in expected.items():
             assert "".join(render_chunks(digest, fmt, samples=samples, lists=lists,
                                          redacted=redacted)) == report, (path.name, fmt)
