@@ -9,7 +9,7 @@ guessed value, nor be matched across documents. The block holds:
   receipt's `stores`): link i hashes link i-1 and entry i, so a changed, added, removed or
   reordered entry breaks the chain from there on. The block keeps the last link (`head`)
   and every `checkpoint_every`-th link (`checkpoints`), at most 2,048 of them: every link
-  of a receipt or a small run, one in a thousand of a 10,000-pair run's;
+  of a receipt or a small run, one in 2,048 of a 10,000-pair run's 2.1 million;
 - `value`: the Ed25519 signature over the canonical JSON of the block itself.
 
 So a document of any size is signed a part at a time as it is written (`signed_chunks`),
