@@ -22,6 +22,12 @@ def err(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def not_json_reason(error: BaseException) -> str:
+    """A JSON parser's complaint in one line: ijson's C parser draws an arrow under the
+    input on lines of their own."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def problems_exit(problems: list[Problem]) -> int:
     """Print each problem on its own line (`where: what: why`) and return exit 2."""
     for problem in problems:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlife.cli.common import EXIT_OK, add_command, err, problems_exit
+from memlife.cli.common import EXIT_OK, add_command, err, not_json_reason, problems_exit
 from memlife.errors import InputError, Problem
 
 if TYPE_CHECKING:
@@ -101,10 +101,8 @@ def read_artifact_file(path: Path) -> tuple[Artifact | ExperimentDocument,
     except OSError as error:
         raise InputError([Problem(str(path), "", f"not a JSON artifact ({error})")]) from None
     except (ValueError, ijson.JSONError) as error:
-        # The C parser's message draws an arrow under the input on lines of its own.
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise InputError([Problem(str(path), "", f"not a JSON artifact ({reason})")]
-                         ) from None
+        raise InputError([Problem(str(path), "", "not a JSON artifact "
+                                  f"({not_json_reason(error)})")]) from None
     return _read_whole(path), None, None
 
 

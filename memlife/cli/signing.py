@@ -12,7 +12,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memlife.cli.common import EXIT_FAILED, EXIT_OK, add_command, err, problems_exit
+from memlife.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_command,
+    err,
+    not_json_reason,
+    problems_exit,
+)
 from memlife.errors import InputError, Problem
 
 PRIVATE_FILE = "memlife-signing.key"
@@ -78,9 +85,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except OSError as error:
         raise InputError([Problem(args.file, "", f"cannot read: {error.strerror}")]) from None
     except (ValueError, RecursionError, ijson.JSONError) as error:
-        # The C parser's message draws an arrow under the input on lines of its own.
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise InputError([Problem(args.file, "", f"not JSON ({reason})")]) from None
+        raise InputError([Problem(args.file, "", f"not JSON ({not_json_reason(error)})")]
+                         ) from None
     if problems:
         for problem in problems:
             print(f"{args.file}: {problem}")
