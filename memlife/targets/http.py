@@ -26,6 +26,7 @@ from yarl import URL
 
 from memlife.rules.target import PLACEHOLDER, EnvRef, HeaderValue, Operation, Target
 from memlife.rules.tracing import traceparent
+from memlife.targets.lanes import Lane, LaneClosed
 
 NOW_HEADER = "X-Memlife-Now"
 TRACE_HEADER = "traceparent"
@@ -221,15 +222,44 @@ class _Pooled:
 # One pooled session per worker process, event loop and base URL; a session belongs to the
 # loop it was made on (tests run several loops in one process).
 _clients: dict[tuple[int, str, float], _Pooled] = {}
-_limits: dict[tuple[str, int], asyncio.Semaphore] = {}
+# Each target's requests in flight, per loop: `max_concurrency` of them (lanes.py).
+_lanes: dict[tuple[int, str, int], Lane[_Job, tuple[aiohttp.ClientResponse, bytes, float]]] = {}
 
 
-def _limit_for(target: Target) -> asyncio.Semaphore:
-    key = (target.base_url, target.max_concurrency)
-    limit = _limits.get(key)
-    if limit is None:
-        limit = _limits[key] = asyncio.Semaphore(target.max_concurrency)
-    return limit
+@dataclass(frozen=True)
+class _Job:
+    """One request as a lane's sender sends it."""
+
+    client: _Pooled
+    method: str
+    url: URL
+    params: list[tuple[str, str]] | None
+    body: Any
+    headers: dict[str, str]
+    max_body_bytes: int
+
+
+def _lane_for(target: Target) -> Lane[_Job, tuple[aiohttp.ClientResponse, bytes, float]]:
+    key = (id(asyncio.get_running_loop()), target.base_url, target.max_concurrency)
+    lane = _lanes.get(key)
+    if lane is None or not lane.open:
+        lane = _lanes[key] = Lane(target.max_concurrency, _send)
+    return lane
+
+
+async def _send(job: _Job) -> tuple[aiohttp.ClientResponse, bytes, float]:
+    """(response, body, latency in ms)."""
+    # The latency recorded is the exchange on the wire: from the moment the request's
+    # headers are written to just after the response's last byte is read, not the
+    # client's own work before it.
+    marks: dict[str, float] = {}
+    started = time.perf_counter()
+    async with job.client.session.request(
+            job.method, job.url, params=job.params, json=job.body, headers=job.headers,
+            allow_redirects=False, proxy=job.client.proxy, proxy_auth=job.client.proxy_auth,
+            trace_request_ctx=marks) as response:
+        payload = await _read_capped(response, job.max_body_bytes)
+    return response, payload, (time.perf_counter() - marks.get("sent", started)) * 1000
 
 
 async def mark_headers_sent(_session: aiohttp.ClientSession, context: Any,
@@ -282,8 +312,11 @@ def client_for(target: Target) -> _Pooled:
 
 
 async def close_clients() -> None:
-    """Close the sessions of the running loop (those of other loops are theirs to close)."""
+    """Close the lanes and sessions of the running loop (those of other loops are theirs to
+    close); a request still waiting for a sender fails as unreachable."""
     loop = id(asyncio.get_running_loop())
+    for key in [key for key in _lanes if key[0] == loop]:
+        await _lanes.pop(key).close()
     for key in [key for key in _clients if key[0] == loop]:
         await _clients.pop(key).session.close()
 
@@ -356,27 +389,17 @@ async def _exchange(target: Target, operation: Operation, variables: dict[str, A
     params = [(name, value) for name, template in operation.query.items()
               for value in _query_values(template, variables)]
     body = render_body(operation.body, variables) if operation.body is not None else None
-    client = client_for(target)
-    # The latency recorded is the exchange on the wire: from the moment the request's
-    # headers are written to just after the response's last byte is read, not the
-    # client's own work before it.
-    marks: dict[str, float] = {}
+    job = _Job(client_for(target), operation.method, _url(target.base_url, path),
+               params or None, body, headers, target.max_body_bytes)
     try:
-        async with _limit_for(target):  # waiting here is not the target's latency
-            started = time.perf_counter()
-            async with client.session.request(
-                    operation.method, _url(target.base_url, path), params=params or None,
-                    json=body, headers=headers, allow_redirects=False, proxy=client.proxy,
-                    proxy_auth=client.proxy_auth, trace_request_ctx=marks) as response:
-                payload = await _read_capped(response, target.max_body_bytes)
-            finished = time.perf_counter()
-            latency_ms = (finished - marks.get("sent", started)) * 1000
+        # Waiting for the lane is not the target's latency.
+        response, payload, latency_ms = await _lane_for(target).submit(job)
     except TimeoutError as exc:
         raise TargetTimeout(
             f"{operation.method} {path}: no answer within {target.timeout.total_seconds():g}s "
             f"({type(exc).__name__})"
         ) from None
-    except aiohttp.ClientError as exc:
+    except (aiohttp.ClientError, LaneClosed) as exc:
         raise TargetUnreachable(
             f"{operation.method} {target.base_url}{path}: {type(exc).__name__}: {exc or 'failed'}"
         ) from None

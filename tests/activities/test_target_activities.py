@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,34 @@ async def test_timeout_and_refused_connection(misbehaving_url: str) -> None:
     refused = target_for(f"http://127.0.0.1:{closed_port}", "/ok")
     with pytest.raises(http.TargetUnreachable):
         await http.call(refused, refused.operations.say, {"message": "hola"})
+
+
+async def test_no_more_requests_than_max_concurrency_are_in_flight() -> None:
+    """The target file's max_concurrency bounds what the target sees at once, and a request
+    that waited for its turn still counts its latency from when it was sent."""
+    app = FastAPI()
+    in_flight, most = 0, 0
+
+    @app.post("/ok")
+    async def ok() -> dict[str, str]:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.05)
+        in_flight -= 1
+        return {"reply": "fine"}
+
+    with serve_in_thread(app) as url:
+        target = target_for(url, "/ok").model_copy(update={"max_concurrency": 2})
+        started = time.perf_counter()
+        responses = await asyncio.gather(*(
+            http.call(target, target.operations.say, {"message": str(i)}) for i in range(8)))
+        elapsed_ms = (time.perf_counter() - started) * 1000  # four turns of 50 ms at least
+        await http.close_clients()
+    assert most == 2
+    assert all(r.fields == {"reply": "fine"} for r in responses)
+    # The last pair waited three turns: counted from its turn, not from the call.
+    assert max(r.latency_ms for r in responses) < elapsed_ms * 0.75
 
 
 async def test_latency_is_measured_and_now_header_sent(misbehaving_url: str) -> None:

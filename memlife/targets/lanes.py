@@ -1,0 +1,82 @@
+"""A fixed number of requests in flight, handed on without a gap: `senders` tasks, each
+taking the next queued job the moment it has finished its last one.
+
+A semaphore bounds concurrency as well, but its slot, once released, waits for the next
+holder to be scheduled on the event loop, behind everything else ready to run there: on a
+busy worker that was 5 to 7% of a target's slot time (docs/scale.md, "Where a target slot's
+time goes"). Here the sender that finished starts the next job in the same step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+
+class LaneClosed(Exception):
+    """The lane closed before the job was done."""
+
+
+class Lane(Generic[J, R]):
+    """`senders` jobs at a time through `send`, first come first served. A job whose caller
+    stopped waiting before it started is dropped; one already started runs to its end and
+    its result is dropped."""
+
+    def __init__(self, senders: int, send: Callable[[J], Awaitable[R]]) -> None:
+        self._send = send
+        self._queue: asyncio.Queue[tuple[J, asyncio.Future[R]]] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+        # A context of their own: the senders outlive the caller that started them.
+        self._senders = [self._loop.create_task(self._send_each(),
+                                                context=contextvars.Context())
+                         for _ in range(senders)]
+
+    @property
+    def open(self) -> bool:
+        """Whether jobs submitted on the running loop will be sent: its senders run on it
+        (a loop's id can be another's after it is gone) and none has stopped."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return running is self._loop and not any(s.done() for s in self._senders)
+
+    async def submit(self, job: J) -> R:
+        """The job's result, or the exception its `send` raised."""
+        answer: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((job, answer))
+        return await answer
+
+    async def _send_each(self) -> None:
+        while True:
+            job, answer = await self._queue.get()
+            if answer.done():  # its caller stopped waiting
+                continue
+            try:
+                result = await self._send(job)
+            except asyncio.CancelledError:
+                _fail(answer, LaneClosed("closed while the job was in flight"))
+                raise
+            except Exception as error:  # the caller's to raise
+                _fail(answer, error)
+            else:
+                if not answer.done():
+                    answer.set_result(result)
+
+    async def close(self) -> None:
+        """Stop the senders; jobs in flight or queued fail with LaneClosed."""
+        for sender in self._senders:
+            sender.cancel()
+        await asyncio.gather(*self._senders, return_exceptions=True)
+        while not self._queue.empty():
+            _fail(self._queue.get_nowait()[1], LaneClosed("closed before the job started"))
+
+
+def _fail(answer: asyncio.Future[R], error: BaseException) -> None:
+    if not answer.done():
+        answer.set_exception(error)
