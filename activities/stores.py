@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from datetime import UTC, datetime
 from typing import Any
 
 from memlife.activities.calls import (
@@ -45,6 +46,7 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
     probe = store.probe
     trace: str | None = None  # an HTTP read's traceparent
     async with limit:
+        wall_time = datetime.now(UTC)
         try:
             if isinstance(probe, SqlProbe):
                 raw, total, latency_ms = await _sql_read(probe, mode, key, request.max_records)
@@ -68,7 +70,8 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
             reason = (f"no records at {getattr(probe, 'records', '?')!r}"
                       if isinstance(error, KeyError) else f"{type(error).__name__}: {error}")
             return StoreRead(store=store.name, mode=mode, key=key, status="error",
-                             error=reason, traceparent=getattr(error, "traceparent", None))
+                             error=reason, traceparent=getattr(error, "traceparent", None),
+                             wall_time=wall_time)
     views = []
     for record in raw[: request.max_records]:
         value = _field(record, probe.content)
@@ -90,7 +93,7 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
             excerpt=content[:EXCERPT_CHARS] if matched else "",
         ))
     return StoreRead(store=store.name, mode=mode, key=key, total=total, records=views,
-                     latency_ms=latency_ms, traceparent=trace)
+                     latency_ms=latency_ms, traceparent=trace, wall_time=wall_time)
 
 
 def _field(record: Any, pointer: str | None) -> Any:

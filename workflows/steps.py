@@ -469,8 +469,9 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
             request=f"{read.store} {read.mode} {read.key}",
             reply=f"{read.total} record(s)" if read.status == "ok" else None,
             status="ok" if read.status == "ok" else "target-error", error=read.error,
-            latency_ms=read.latency_ms, scenario_time=now, wall_time=workflow.now(),
-            traceparent=read.traceparent)
+            latency_ms=read.latency_ms, scenario_time=now,
+            # workflow.now() is the skipped clock in skip mode, not when the read was made.
+            wall_time=read.wall_time or workflow.now(), traceparent=read.traceparent)
         for case, reads in results for read in reads
     ]
     return StepWork(observations=observations,

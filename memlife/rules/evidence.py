@@ -105,3 +105,5 @@ class StoreRead(_Model):
     records: list[StoreRecordView] = Field(default_factory=list)
     latency_ms: float | None = None
     traceparent: str | None = None  # an HTTP read's; other probes send no request of it
+    # When the read was made (the worker's clock); None in reads from before it was kept.
+    wall_time: datetime | None = None

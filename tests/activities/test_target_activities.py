@@ -10,6 +10,7 @@ import asyncio
 import socket
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -216,11 +217,13 @@ async def test_register_converse_and_inspect_against_the_reference_target(
     assert [r.status for r in replies] == ["ok", "ok"]
     assert "turquesa" in (replies[1].reply or "") and replies[1].latency_ms
     assert replies[1].context is not None and "turquesa" in replies[1].context
+    before = datetime.now(UTC)
     reads = await env.run(inspect_stores, InspectRequest(
         target=clean_target, identities=[registered.user_id], needles=["turquesa", "granate"],
         watch=["turquesa", "granate"], scenario_now="2026-12-03T00:00:00Z"))
     assert {r.store for r in reads} == {s.name for s in clean_target.stores}
     assert all(r.status == "ok" for r in reads)
+    assert all(r.wall_time and before <= r.wall_time <= datetime.now(UTC) for r in reads)
     # The target file has a `needles` read: one request per store for both values.
     assert sorted(r.mode for r in reads if r.store == "memory") == ["needles", "scope"]
     memory = [r for r in reads if r.store == "memory" and r.mode == "needles"][0]

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import jsonschema
@@ -159,8 +159,10 @@ def test_full_nightly_lifecycle_in_skip_mode_is_clean(tmp_path: Path) -> None:
     assert "latency_budget: 700ms" in scenario
     (tmp_path / "nightly.yaml").write_text(
         scenario.replace("latency_budget: 700ms", "latency_budget: 60s"))
+    started = datetime.now(UTC)
     result = memlife("run", "nightly.yaml", "--clock", "skip", "--enforce", "--out", "r.json",
                      cwd=tmp_path, timeout=600)
+    ended = datetime.now(UTC)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     artifact = json.loads((tmp_path / "r.json").read_text())
     assert artifact["meta"]["pairs"] == 20 and artifact["meta"]["clock"] == "skip"
@@ -171,6 +173,11 @@ def test_full_nightly_lifecycle_in_skip_mode_is_clean(tmp_path: Path) -> None:
     first = datetime.fromisoformat(min(scenario_times).replace("Z", "+00:00"))
     last = datetime.fromisoformat(max(scenario_times).replace("Z", "+00:00"))
     assert last - first > timedelta(days=3, hours=6)
+    # Wall time is when each request was made, not the skipped clock (a store read's was
+    # the workflow's clock, three days on).
+    walls = [datetime.fromisoformat(o["wall_time"].replace("Z", "+00:00"))
+             for o in artifact["observations"]]
+    assert started <= min(walls) and max(walls) <= ended
 
 
 def test_nightly_against_a_deletion_fault_names_invariant_and_store(tmp_path: Path) -> None:
