@@ -9,7 +9,7 @@ report of a 10,000-pair run's 2.7 GB artifact holds what the report draws, not t
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,38 +51,41 @@ class FieldVisitor(Protocol):
         """The list field `name` has ended."""
 
 
+class NotAnObject(ValueError):
+    """The JSON document is not an object."""
+
+
 def visit_fields(events: Iterable[tuple[str, Any]], visitor: FieldVisitor) -> None:
     """Give a parsed JSON object's events (ijson's `basic_parse`: no prefixes, whose cost
     grows with the depth) to the visitor as its top-level fields, each list an entry at a
     time: nothing bigger than one entry (or one field that is not a list) is built.
-    Raises ValueError where the document is not an object."""
-    import ijson
-
+    Raises NotAnObject where the document is not an object."""
     events = iter(events)
     event, _ = next(events)
     if event != "start_map":
-        raise ValueError("not a JSON object")
+        raise NotAnObject("not a JSON object")
     for event, name in events:
         if event == "end_map":
             return
         event, value = next(events)
         if event != "start_array":
-            visitor.field(name, _built(event, value, events, ijson.ObjectBuilder))
+            visitor.field(name, _built(event, value, events))
             continue
         visitor.begin(name)
         for event, value in events:
             if event == "end_array":
                 break
-            visitor.entry(name, _built(event, value, events, ijson.ObjectBuilder))
+            visitor.entry(name, _built(event, value, events))
         visitor.end(name)
 
 
-def _built(event: str, value: Any, events: Iterator[tuple[str, Any]],
-           builder_type: Callable[[], Any]) -> Any:
+def _built(event: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any:
     """The value that starts with this event, built from the events that follow."""
+    import ijson
+
     if event not in _OPENS:
         return value
-    builder, depth = builder_type(), 1
+    builder, depth = ijson.ObjectBuilder(), 1
     builder.event(event, value)
     for event, value in events:
         builder.event(event, value)
@@ -187,12 +190,8 @@ def read_run_file(path: Path, invariants: Collection[str] | None = None,
     with open(path, "rb") as stream:
         try:
             visit_fields(ijson.basic_parse(stream, use_float=True), reader)
-        except NotARunArtifact:
-            raise
-        except ValueError as error:
-            if str(error) == "not a JSON object":
-                raise NotARunArtifact(str(error)) from None
-            raise
+        except NotAnObject as error:
+            raise NotARunArtifact(str(error)) from None
     if not {"meta", "summary"} <= set(reader.digest):
         raise NotARunArtifact("no meta/summary")
     reader.digest.pop("signature", None)  # for `memlife verify`; the report is of the run

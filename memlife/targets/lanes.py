@@ -31,10 +31,16 @@ class Lane(Generic[J, R]):
         self._send = send
         self._queue: asyncio.Queue[tuple[J, asyncio.Future[R]]] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
+        self._stopped = False  # a sender has ended (closed, or failed past its catch)
         # A context of their own: the senders outlive the caller that started them.
         self._senders = [self._loop.create_task(self._send_each(),
                                                 context=contextvars.Context())
                          for _ in range(senders)]
+        for sender in self._senders:
+            sender.add_done_callback(self._sender_ended)
+
+    def _sender_ended(self, _sender: asyncio.Task[None]) -> None:
+        self._stopped = True
 
     @property
     def open(self) -> bool:
@@ -44,7 +50,7 @@ class Lane(Generic[J, R]):
             running = asyncio.get_running_loop()
         except RuntimeError:
             return False
-        return running is self._loop and not any(s.done() for s in self._senders)
+        return running is self._loop and not self._stopped
 
     async def submit(self, job: J) -> R:
         """The job's result, or the exception its `send` raised."""
@@ -70,6 +76,7 @@ class Lane(Generic[J, R]):
 
     async def close(self) -> None:
         """Stop the senders; jobs in flight or queued fail with LaneClosed."""
+        self._stopped = True
         for sender in self._senders:
             sender.cancel()
         await asyncio.gather(*self._senders, return_exceptions=True)
