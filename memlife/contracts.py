@@ -142,6 +142,9 @@ class RunInput(_Model):
     # Suite history events after which it stops starting cohorts, waits for those in
     # flight and continues as new (0: rules/sizing.py's SUITE_CONTINUE_AT_EVENTS).
     continue_at_events: int = 0
+    # The task queue the run's target requests go through, served by workers of their own
+    # (`memlife run --target-worker`, docs/scale.md); None: the run's own queue.
+    target_task_queue: str | None = None
 
 class CohortInput(_Model):
     """Pairs first_pair … first_pair + pair_count - 1 of a run, read from the recorder.
@@ -158,6 +161,7 @@ class CohortInput(_Model):
     clock: Clock
     clock_origin: datetime
     review_queue: str | None = None
+    target_task_queue: str | None = None  # RunInput.target_task_queue
 
 class CohortSetup(_Model):
     """What a cohort reads from the recorder: its run's scenario and target, its pairs."""
@@ -176,6 +180,7 @@ class PairInput(_Model):
     tenants: list[TenantIdentity]
     search_attributes: bool = False
     review_queue: str | None = None
+    target_task_queue: str | None = None  # RunInput.target_task_queue
 
 # -- activity requests and results ------------------------------------------------------
 

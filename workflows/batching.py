@@ -207,7 +207,7 @@ class Batcher:
             start_to_close_timeout=batch_timeout(target, kind,
                                                  [call.payload for call in calls]),
             heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=RESUMABLE_RETRY,
-            summary=f"{kind} × {len(calls)}")
+            task_queue=self._cohort.target_task_queue, summary=f"{kind} × {len(calls)}")
         return [_read_outcome(outcome, result_type) for outcome in outcomes]
 
 

@@ -72,9 +72,11 @@ class DirectCalls:
     def __init__(self, cancelled: Any) -> None:
         self._cancelled = cancelled  # () -> bool: the lifecycle was cancelled
         self.skip_requested = False
+        self.target_task_queue: str | None = None  # PairInput.target_task_queue
 
     async def activity(self, name: str, arg: Any, result_type: Any, **options: Any) -> Any:
-        return await workflow.execute_activity(name, arg, result_type=result_type, **options)
+        return await workflow.execute_activity(name, arg, result_type=result_type,
+                                               task_queue=self.target_task_queue, **options)
 
     async def local_activity(self, name: str, args: list[Any], result_type: Any,
                              **options: Any) -> Any:

@@ -100,6 +100,7 @@ class PairLifecycleWorkflow:
     @workflow.run
     async def run(self, pair_input: PairInput) -> PairResult:
         self._observer = _ShownInTheWebUI(pair_input.search_attributes)
+        self._calls.target_task_queue = pair_input.target_task_queue
         runner = self._runner = LifecycleRunner(pair_input, self._calls, self._observer)
         runner.cancel_reason = self._cancel_reason
         scenario = pair_input.scenario

@@ -152,7 +152,8 @@ class SuiteWorkflow:
                 pair_count=min(run.cohort_size, self._pairs_total - first),
                 scenario=None if by_reference else scenario,
                 target=None if by_reference else run.target, clock=run.clock,
-                clock_origin=origin, review_queue=run.review_queue)
+                clock_origin=origin, review_queue=run.review_queue,
+                target_task_queue=run.target_task_queue)
                 for first in range(0, self._pairs_total, run.cohort_size)]
             if carried is not None or workflow.patched("suite-continue-as-new"):
                 window = active_cohorts(run.cohort_size, run.max_active_pairs, len(cohorts))
@@ -177,6 +178,7 @@ class SuiteWorkflow:
                 scenario=scenario.model_copy(update={"pairs": [pair]}),
                 target=run.target, clock=run.clock, clock_origin=origin, tenants=tenants,
                 search_attributes=run.search_attributes, review_queue=run.review_queue,
+                target_task_queue=run.target_task_queue,
             )
             children.append(self._pair(pair_input))
         await asyncio.gather(*children)
