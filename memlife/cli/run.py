@@ -83,6 +83,15 @@ def add_parsers(commands: Any) -> None:
                      help="the task queue the run's workflows go to (default: memlife)")
     run.add_argument("--no-worker", action="store_true",
                      help="start no worker in this process: standalone workers serve the run")
+    run.add_argument("--target-worker", action="store_true",
+                     help="send the target requests from a worker process of their own, "
+                     "which this command starts beside its own worker and stops at the end "
+                     "(task queue QUEUE-targets): faster on a machine with a core to spare "
+                     "(docs/scale.md)")
+    run.add_argument("--target-queue", default=None, metavar="QUEUE",
+                     help="send the target requests through this task queue, which "
+                     "standalone workers serve (`memlife worker --serve activities "
+                     "--task-queue QUEUE`); for a cluster's workers, with --no-worker")
     run.set_defaults(handler=cmd_run)
 
 
@@ -190,6 +199,17 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
                                     "configured (TEMPORAL_ADDRESS, TEMPORAL_PROFILE or an "
                                     "envconfig file); use --clock compress=N there, or unset "
                                     "them"))
+    if args.target_worker and args.no_worker:
+        problems.append(Problem("command line", "--target-worker", "starts a worker beside "
+                                "this command's own, and --no-worker starts none; start "
+                                "`memlife worker --serve activities --task-queue QUEUE` "
+                                "yourself and pass --target-queue QUEUE instead"))
+    if args.target_worker and args.target_queue:
+        problems.append(Problem("command line", "--target-queue", "names a queue your own "
+                                "workers serve, and --target-worker starts one for "
+                                "QUEUE-targets: use one of them"))
+    if args.target_queue is not None and not args.target_queue.strip():
+        problems.append(Problem("command line", "--target-queue", "must name a task queue"))
     signing_key = None
     if args.sign:
         from memlife.cli.signing import check_sign_option, load_private_key
@@ -208,7 +228,8 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
         clock=clock, repeat=args.repeat or scenario.repetitions, faults=list(args.fault),
         seed=args.seed, out=args.out, enforce=args.enforce, review_queue=args.review,
         cohort=args.cohort, max_active_pairs=args.max_active_pairs,
-        task_queue=args.task_queue, worker=not args.no_worker, signing_key=signing_key)
+        task_queue=args.task_queue, worker=not args.no_worker, signing_key=signing_key,
+        target_worker=args.target_worker, target_queue=args.target_queue)
 
 
 def _matrix_configurations(path: str) -> list[Configuration]:

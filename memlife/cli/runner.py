@@ -54,6 +54,10 @@ class RunPlan:
     max_active_pairs: int = 0
     task_queue: str | None = None
     worker: bool = True
+    # Target requests from a worker process this command starts (--target-worker), or
+    # through a task queue standalone workers serve (--target-queue).
+    target_worker: bool = False
+    target_queue: str | None = None
     # The private key (PEM) `--sign` names, read here and never sent anywhere else.
     signing_key: bytes | None = field(default=None, repr=False)
 
@@ -68,6 +72,7 @@ class Session:
     task_queue: str
     search_attributes: bool
     experiment: str | None
+    target_queue: str | None = None
 
 
 @dataclass
@@ -111,12 +116,16 @@ async def execute(plan: RunPlan) -> int:
             client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
             embedded_ui = web_ui is not None
         task_queue = plan.task_queue or DEFAULT_TASK_QUEUE
+        target_queue = plan.target_queue
+        if plan.target_worker:
+            target_queue = await _start_target_worker(
+                stack, task_queue, None if connection is not None else address)
         if plan.worker:
             await stack.enter_async_context(embedded.running_worker(client, task_queue))
         # The time-skipping server has no custom search attributes.
         session = Session(client, address, web_ui, task_queue,
                           clock.mode != "skip" and await _search_attributes(client),
-                          experiment)
+                          experiment, target_queue)
         if experiment:
             print(f"memlife {__version__} · experiment {experiment} · scenario "
                   f"{plan.scenario.name} · {len(plan.configurations)} configuration(s) × "
@@ -182,6 +191,21 @@ async def execute(plan: RunPlan) -> int:
     if plan.enforce and not all(a.summary.passed for a in artifacts):
         return EXIT_FAILED
     return EXIT_OK
+
+
+async def _start_target_worker(stack: AsyncExitStack, task_queue: str,
+                               address: str | None) -> str:
+    """A worker process of their own for the run's target requests, polling before the
+    run starts and stopped when this command ends: its task queue."""
+    from memlife import recorder
+    from memlife.stack.worker_process import target_task_queue, worker_process
+
+    queue = target_task_queue(task_queue)
+    child = await stack.enter_async_context(worker_process(
+        queue, STATE_DIR, db_url=recorder.database_url(), address=address, say=err))
+    err(f"target requests: from worker pid {child.pid} on task queue {queue} "
+        f"(its log: {child.log_path})")
+    return queue
 
 
 async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
@@ -250,7 +274,8 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
         RunInput(run_id=run_id, scenario=scenario, target=target,
                  clock=clock, meta=meta, search_attributes=session.search_attributes,
                  review_queue=plan.review_queue, cohort_size=cohort,
-                 seed=seed if cohort else None, max_active_pairs=plan.max_active_pairs),
+                 seed=seed if cohort else None, max_active_pairs=plan.max_active_pairs,
+                 target_task_queue=session.target_queue),
         id=workflow_id, task_queue=session.task_queue,
         static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
         search_attributes=attributes.start_attributes(

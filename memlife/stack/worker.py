@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlife import DEFAULT_TASK_QUEUE
@@ -73,7 +74,8 @@ def graceful_shutdown() -> timedelta:
 
 
 async def serve(task_queue: str, max_concurrent_activities: int,
-                max_cached_workflows: int, serves: str = "all") -> None:
+                max_cached_workflows: int, serves: str = "all",
+                ready_file: Path | None = None) -> None:
     from memlife.log import get_logger
     from memlife.stack.connection import configured_connection, connect
 
@@ -94,10 +96,23 @@ async def serve(task_queue: str, max_concurrent_activities: int,
                 async with worker:
                     log.warning("worker running", address=connection["target_host"],
                                 task_queue=task_queue, serves=serves)
+                    if ready_file is not None:
+                        _write_ready_file(ready_file, task_queue, serves)
                     await stop.wait()
                     log.warning("worker stopping: draining in-flight activities")
+                    if ready_file is not None:
+                        ready_file.unlink(missing_ok=True)
         finally:
             await http.close_clients()
+
+
+def _write_ready_file(path: Path, task_queue: str, serves: str) -> None:
+    """Whole or not at all (written aside, then renamed): a reader that sees the file
+    sees every line of it."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(f"pid {os.getpid()}\ntask_queue {task_queue}\nserves {serves}\n",
+                       encoding="utf-8")
+    partial.replace(path)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,6 +137,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "http://HOST:PORT/metrics: workflow task latency "
                         "(temporal_workflow_task_execution_latency, local activities "
                         "included), activity latency, slots, polls (docs/operations.md)")
+    parser.add_argument("--ready-file", type=Path, metavar="PATH",
+                        help="write PATH (its pid, task queue and what it serves) once the "
+                        "worker polls, and remove it when it stops: for a readiness probe, "
+                        "or a command that starts the worker and waits for it")
 
 
 def run_worker(args: argparse.Namespace) -> int:
@@ -139,7 +158,7 @@ def run_worker(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(serve(args.task_queue, args.max_concurrent_activities,
-                          args.max_cached_workflows, args.serve))
+                          args.max_cached_workflows, args.serve, args.ready_file))
     except MemlifeError as error:
         print(f"memlife worker: {error}", file=sys.stderr)
         return 2

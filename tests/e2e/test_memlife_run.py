@@ -90,6 +90,24 @@ operations:
 """
 
 
+def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> None:
+    result = memlife("run", str(SEED), "--target-worker", "--enforce", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS: 6/6 cases passed" in result.stdout
+    said = next(line for line in result.stderr.splitlines()
+                if line.startswith("target requests: from worker pid "))
+    pid = int(said.split()[5])
+    assert " on task queue memlife-targets (its log: " in said
+    log = tmp_path / said.rsplit("(its log: ", 1)[1].rstrip(")")
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    # It polled the run's target queue, and was stopped (it drained) when the run ended.
+    assert [line["event"] for line in lines] == [
+        "worker running", "worker stopping: draining in-flight activities"]
+    assert (lines[0]["task_queue"], lines[0]["serves"]) == ("memlife-targets", "activities")
+    assert not Path(f"/proc/{pid}").exists() or "memlife" not in Path(
+        f"/proc/{pid}/cmdline").read_text(errors="replace")
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -124,6 +142,10 @@ operations:
                                   "'compact'; reference names: reindex"),
         (["run", "compact.yaml", "--target", "plain.yaml"], "plain.yaml: operations.maintain: "
                                                             "the scenario triggers maintenance"),
+        (["run", str(SEED), "--target-worker", "--no-worker"], "command line: --target-worker: "
+         "starts a worker beside this command's own, and --no-worker starts none"),
+        (["run", str(SEED), "--target-worker", "--target-queue", "mine"],
+         "command line: --target-queue: names a queue your own workers serve"),
     ],
 )
 def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args: list[str],
