@@ -112,11 +112,42 @@ def _verdict(met: bool) -> str:
     return "✅ met" if met else "❌ missed"
 
 
-def _memlife_rates(results: dict[str, Any], split: bool) -> list[tuple[int, float]]:
-    """(position, requests/s) of each throughput run one way: one worker or split."""
-    runs = results.get("throughput_runs") or [{"split": False, **results["throughput"]}]
+# How memlife's workers were laid out in a throughput run, as the CPU table names it.
+LAYOUTS = {
+    "one": "one worker",
+    "split": "workflows and activities in two workers",
+    "target worker": "one worker and a worker for the target requests",
+    "three": "workflows, activities and target requests in three workers",
+}
+# The throughput table's row for each layout but one worker, and its ratio's name.
+_LAYOUT_ROWS = {
+    "split": ("workflows and activities in two worker processes (`worker.py --serve "
+              "workflows`, `--serve activities`)", "memlife split"),
+    "target worker": ("the target requests from a worker process of their own, as `memlife "
+                      "run --target-worker` sends them (`worker.py`, and `worker.py --serve "
+                      "activities --task-queue memlife-targets`)", "memlife + target worker"),
+    "three": ("workflows, activities and target requests in three worker processes "
+              "(`--serve workflows`, `--serve activities`, and `--serve activities` on the "
+              "target requests' queue), as a cluster's workers would serve them",
+              "memlife in three"),
+}
+# What bench.runs.scale_run is given for each layout.
+LAYOUT_OPTIONS: dict[str, dict[str, bool]] = {
+    "one": {}, "split": {"split_workers": True}, "target worker": {"target_worker": True},
+    "three": {"split_workers": True, "target_worker": True}}
+
+
+def _layout(run: dict[str, Any]) -> str:
+    """A run's layout; runs recorded before layouts had names say only whether they were
+    split."""
+    return run.get("layout") or ("split" if run.get("split") else "one")
+
+
+def _memlife_rates(results: dict[str, Any], layout: str) -> list[tuple[int, float]]:
+    """(position, requests/s) of each throughput run of one layout."""
+    runs = results.get("throughput_runs") or [{"layout": "one", **results["throughput"]}]
     return [(position, run["requests"] / run["seconds"])
-            for position, run in enumerate(runs, start=1) if run["split"] == split]
+            for position, run in enumerate(runs, start=1) if _layout(run) == layout]
 
 
 def _rates_text(rates: list[tuple[int, float]], requests: int) -> str:
@@ -128,19 +159,21 @@ def _rates_text(rates: list[tuple[int, float]], requests: int) -> str:
     return f"(the mean of runs {which} of {requests:,} requests each: {each})"
 
 
-def _split_row(results: dict[str, Any], plain_rate: float) -> list[str]:
-    """memlife with its workflows and its activities in two worker processes (runs since it
-    was measured)."""
-    rates = _memlife_rates(results, split=True)
-    if not rates:
-        return []
-    rate = statistics.mean(rate for _, rate in rates)
-    ratio = rate / plain_rate
-    return [f"| memlife: the same nightly, workflows and activities in two worker processes "
-            f"(`worker.py --serve workflows`, `--serve activities`) | {rate:,.0f} target "
-            f"requests/s {_rates_text(rates, results['throughput']['requests'])} | "
-            f"memlife split / plain = **{ratio:.2f}** | ≥ {PLAIN_RATIO_GOAL} "
-            f"{_verdict(ratio >= PLAIN_RATIO_GOAL)} |"]
+def _layout_rows(results: dict[str, Any], plain_rate: float) -> list[str]:
+    """memlife with its work in more than one worker process, each layout measured held to
+    the same goal."""
+    rows = []
+    for layout, (described, ratio_name) in _LAYOUT_ROWS.items():
+        rates = _memlife_rates(results, layout)
+        if not rates:
+            continue
+        rate = statistics.mean(rate for _, rate in rates)
+        ratio = rate / plain_rate
+        rows.append(f"| memlife: the same nightly, {described} | {rate:,.0f} target "
+                    f"requests/s {_rates_text(rates, results['throughput']['requests'])} | "
+                    f"{ratio_name} / plain = **{ratio:.2f}** | ≥ {PLAIN_RATIO_GOAL} "
+                    f"{_verdict(ratio >= PLAIN_RATIO_GOAL)} |")
+    return rows
 
 
 # A process's part in the CPU table: (its key in cpu_seconds, its column heading).
@@ -186,11 +219,12 @@ def cpu_lines(results: dict[str, Any]) -> list[str]:
                        for run in runs + [r for _, replays in plains for r in replays]):
         return []
     one_worker, memlife_total = _cpu_row(
-        "memlife, one worker", [run for run in runs if not run["split"]])
+        "memlife, one worker", [run for run in runs if _layout(run) == "one"])
     rows = [one_worker]
-    if any(run["split"] for run in runs):
-        rows.append(_cpu_row("memlife, workflows and activities in two workers",
-                             [run for run in runs if run["split"]])[0])
+    for layout, described in LAYOUTS.items():
+        laid_out = [run for run in runs if _layout(run) == layout]
+        if layout != "one" and laid_out:
+            rows.append(_cpu_row(f"memlife, {described}", laid_out)[0])
     rows += [_cpu_row(label, replays)[0] for label, replays in plains]
     wanted = PLAIN_RATIO_GOAL * _replay_rate(_replays(results, "plain"))
     cores = _cores(results["machine"])
@@ -226,7 +260,7 @@ def render(results: dict[str, Any]) -> str:
     steps = len(load_scenario(NIGHTLY).timeline)
     throughput, noop = results["throughput"], results["noop"]
     plains = _replays(results, "plain")
-    one_worker = _memlife_rates(results, split=False)
+    one_worker = _memlife_rates(results, "one")
     memlife_rate = statistics.mean(rate for _, rate in one_worker)
     plain_rate = _replay_rate(plains)
     lines = [
@@ -241,7 +275,7 @@ def render(results: dict[str, Any]) -> str:
         f"steps over 3 days 6 hours of scenario time) with the clock "
         f"{_clock_text(results)}, against a fresh bundled reference target (one "
         f"process, one lock; `max_concurrency: {throughput['concurrency']}`), served by one "
-        "standalone worker process (`worker.py`; two where a row says so) recording to "
+        "standalone worker process (`worker.py`; more where a row says so) recording to "
         "SQLite. Every figure is also "
         "in `BENCHMARKS.json`, which this file is rendered from.", "",
         "## Throughput against the baseline and the ceiling", "",
@@ -254,7 +288,7 @@ def render(results: dict[str, Any]) -> str:
         f"plain = **{memlife_rate / plain_rate:.2f}** | ≥ {PLAIN_RATIO_GOAL} "
         f"{_verdict(memlife_rate / plain_rate >= PLAIN_RATIO_GOAL)} |",
         *_same_client_row(results, memlife_rate),
-        *_split_row(results, plain_rate),
+        *_layout_rows(results, plain_rate),
         f"| Temporal dev server ceiling: no-op activities, {noop['workflows']} workflows × "
         f"{noop['activities']} in turn | {noop['rate']:,.0f} activities/s | memlife "
         f"requests/s / ceiling = **{memlife_rate / noop['rate']:.2f}** | ≥ 0.8 "
@@ -557,28 +591,29 @@ async def main(args: argparse.Namespace) -> int:
             noop_rate = await ceiling(client, args.noop_workflows, args.noop_activities)
             say(f"  {noop_rate:,.0f} no-op activities/s")
         if not args.scale_only:
-            say(f"memlife (one worker, run 1 of 4): nightly at {args.pairs} pairs")
+            say(f"memlife (one worker, run 1 of 6): nightly at {args.pairs} pairs")
             baseline = await scale_run(client, server.address, work, args.pairs,
                                        args.clock, args.cohort)
             say(f"  {baseline.requests:,} requests in {baseline.seconds:,.1f} s: "
                  f"{baseline.requests_per_second:,.0f}/s")
             concurrency = reference_target("http://127.0.0.1").max_concurrency
-            # One worker, the baselines, two split, one worker again, the baselines again:
-            # a rate that drifts over the minutes, or a first run's handicap, then weighs
-            # on every way alike. Every replay sends run 1's requests.
-            throughput_runs = [{"split": False, "requests": baseline.requests,
+            # One worker, the baselines, then a worker for the target requests and three
+            # workers, each twice in mirrored order, one worker again, the baselines again:
+            # a rate that drifts over the minutes, or a first run's handicap, then weighs on
+            # every way alike. Every replay sends run 1's requests.
+            throughput_runs = [{"layout": "one", "requests": baseline.requests,
                                 "seconds": baseline.seconds, "cpu_seconds": baseline.cpu}]
             plain, plain_aiohttp = await _baselines(work, baseline, concurrency, "")
-            for order, split_workers in enumerate((True, True, False), start=2):
-                served = ("workflows and activities in two workers" if split_workers
-                          else "one worker")
-                say(f"memlife ({served}, run {order} of 4): nightly at {args.pairs} pairs")
+            layouts = ("target worker", "three", "three", "target worker", "one")
+            for order, layout in enumerate(layouts, start=2):
+                say(f"memlife ({LAYOUTS[layout]}, run {order} of {len(layouts) + 1}): "
+                    f"nightly at {args.pairs} pairs")
                 again = await scale_run(client, server.address, work, args.pairs,
-                                        args.clock, args.cohort,
-                                        split_workers=split_workers, tag=f"-{order}")
+                                        args.clock, args.cohort, tag=f"-{order}",
+                                        **LAYOUT_OPTIONS[layout])
                 say(f"  {again.requests:,} requests in {again.seconds:,.1f} s: "
                     f"{again.requests_per_second:,.0f}/s")
-                throughput_runs.append({"split": split_workers, "requests": again.requests,
+                throughput_runs.append({"layout": layout, "requests": again.requests,
                                         "seconds": again.seconds, "cpu_seconds": again.cpu})
             plain_again, plain_aiohttp_again = await _baselines(work, baseline, concurrency,
                                                                 "-again")

@@ -52,6 +52,8 @@ NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
 # budget would count those waits as the target's latency findings; the bench's runs are
 # about correctness and cost, and latency fidelity is measured on its own.
 LATENCY_BUDGET = timedelta(seconds=5)
+# The task queue of the target requests when a worker of their own sends them.
+TARGET_TASK_QUEUE = "memlife-targets"
 TABLES = ("runs", "tenants", "steps", "observations", "observation_metrics", "verdicts",
           "run_values", "run_pairs")
 
@@ -171,12 +173,13 @@ def children_named(fragment: str) -> list[int]:
 
 
 def start_worker(address: str, db_url: str, log: Path, metrics: str | None,
-                 serve: str = "all") -> subprocess.Popen[bytes]:
-    """A standalone worker (worker.py) on the task queue `memlife`, serving its metrics
-    when given an address; `serve` as `worker.py --serve`."""
+                 serve: str = "all", task_queue: str = "memlife") -> subprocess.Popen[bytes]:
+    """A standalone worker (worker.py) on `task_queue`, serving its metrics when given an
+    address; `serve` as `worker.py --serve`."""
     env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
            "MEMLIFE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
-    command = [sys.executable, str(REPO / "worker.py"), "--serve", serve]
+    command = [sys.executable, str(REPO / "worker.py"), "--serve", serve,
+               "--task-queue", task_queue]
     if metrics:
         command += ["--metrics", metrics]
     with open(log, "ab") as out:
@@ -187,19 +190,22 @@ def start_worker(address: str, db_url: str, log: Path, metrics: str | None,
 async def scale_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
                     cohort: int, max_concurrency: int | None = None,
                     max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS,
-                    split_workers: bool = False, tag: str = "") -> MemlifeRun:
+                    split_workers: bool = False, tag: str = "",
+                    target_worker: bool = False) -> MemlifeRun:
     """The nightly at `pairs` pairs on the dev server (`client`, `address`), or in `skip`
     mode on a time-skipping server of its own, as `memlife run --clock skip` runs it."""
     if clock.mode != "skip":
         return await memlife_run(client, address, work, pairs, clock, cohort,
                                  max_concurrency, max_active_pairs, split_workers, tag,
-                                 server_pids=children_named("temporal"))
+                                 server_pids=children_named("temporal"),
+                                 target_worker=target_worker)
     earlier = set(children_named("temporal"))  # the bench's own dev server
     async with embedded.embedded_temporal(work / f"skip-{pairs}{tag}", skip_time=True) as own:
         return await memlife_run(own.client, own.address, work, pairs, clock, cohort,
                                  max_concurrency, max_active_pairs, split_workers, tag,
                                  server_pids=[pid for pid in children_named("temporal")
-                                              if pid not in earlier])
+                                              if pid not in earlier],
+                                 target_worker=target_worker)
 
 
 def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort: int,
@@ -233,13 +239,15 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
                       cohort: int, max_concurrency: int | None = None,
                       max_active_pairs: int = DEFAULT_MAX_ACTIVE_PAIRS,
                       split_workers: bool = False, tag: str = "",
-                      server_pids: list[int] | None = None) -> MemlifeRun:
+                      server_pids: list[int] | None = None,
+                      target_worker: bool = False) -> MemlifeRun:
     """The nightly lifecycle at `pairs` pairs, as `memlife run` starts it: one worker, or
     with `split_workers` a `workflows` worker and an `activities` worker (their memory
     summed). `tag` tells apart the files of runs of the same size; `server_pids` are the
     Temporal server's processes, whose CPU time is counted with the workers' and the
     target's."""
-    name = f"{pairs}{'-split' if split_workers else ''}{tag}"
+    name = (f"{pairs}{'-split' if split_workers else ''}"
+            f"{'-targets' if target_worker else ''}{tag}")
     db_path = work / f"memlife-{name}.db"
     db_url = f"sqlite:///{db_path}"
     # No access log: a line per request is 100 MB of disk at 10,000 pairs.
@@ -251,11 +259,16 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
     if split_workers:
         workers.append(start_worker(address, db_url, work / f"worker-{name}-activities.log",
                                     None, "activities"))
+    if target_worker:
+        workers.append(start_worker(address, db_url, work / f"worker-{name}-targets.log",
+                                    None, "activities", TARGET_TASK_QUEUE))
     try:
         target = reference_target(target_process.base_url)
         if max_concurrency is not None:
             target = target.model_copy(update={"max_concurrency": max_concurrency})
         run = nightly_input(pairs, target, clock, address, cohort, max_active_pairs)
+        if target_worker:
+            run = run.model_copy(update={"target_task_queue": TARGET_TASK_QUEUE})
         run_id, scenario, size = run.run_id, run.scenario, run.cohort_size or 0
 
         def cpu_now() -> dict[str, float]:

@@ -87,6 +87,29 @@ def test_memlife_on_two_workers_is_held_to_the_same_goal_once_measured() -> None
         {**RESULTS, "throughput_runs": runs})
 
 
+def test_each_layout_of_workers_gets_its_row_and_the_same_goal() -> None:
+    # One worker; a target worker and three workers each twice, mirrored; one worker again.
+    runs = [{"layout": layout, "requests": 20800, "seconds": seconds,
+             "cpu_seconds": {"workers": 62.4, "target": 41.6, "temporal": 4.16}}
+            for layout, seconds in (("one", 80.0), ("target worker", 44.0), ("three", 40.0),
+                                    ("three", 42.0), ("target worker", 46.0), ("one", 70.0))]
+    text = render({**RESULTS, "throughput_runs": runs})
+    assert "memlife / plain = **0.54** | ≥ 0.9 ❌ missed" in text  # runs 1 and 6: 279/s
+    assert ("`memlife run --target-worker` sends them (`worker.py`, and `worker.py --serve "
+            "activities --task-queue memlife-targets`) | 462 target requests/s (the mean of "
+            "runs 2 and 5 of 20,800 requests each: 473, 452) | memlife + target worker / "
+            "plain = **0.89** | ≥ 0.9 ❌ missed |") in text
+    assert ("| 508 target requests/s (the mean of runs 3 and 4 of 20,800 requests each: "
+            "520, 495) | memlife in three / plain = **0.98** | ≥ 0.9 ✅ met |") in text
+    assert "two worker processes" not in text  # no split runs in these results
+    plain = {"requests": 20800, "seconds": 40.0, "errors": 0,
+             "cpu_seconds": {"runner": 10.4, "target": 36.4}}
+    text = render({**RESULTS, "throughput_runs": runs, "plain": plain})
+    assert "| memlife, one worker and a worker for the target requests | 462 |" in text
+    assert ("| memlife, workflows, activities and target requests in three workers | 507 |"
+            in text)
+
+
 def test_where_the_cpu_went_is_shown_per_request_and_against_the_machine() -> None:
     assert "Where the CPU went" not in render(RESULTS)  # from before it was measured
     runs = [{"split": split, "requests": 20800, "seconds": 80.0,
