@@ -11,7 +11,7 @@ from memlife.activities.calls import (
     heartbeating,
     send_retrying,
 )
-from memlife.activities.stores import inspect_and_stage
+from memlife.activities.stores import inspect, stage_and_strip
 from memlife.activities.target import (
     IdentityTaken,
     change_space,
@@ -36,8 +36,9 @@ from memlife.contracts import (
     SpaceRequest,
     TargetBatch,
 )
-from memlife.rules.evidence import Reply
+from memlife.rules.evidence import Reply, StoreRead
 from memlife.targets.http import MissingSecret, TargetError
+from memlife.targets.lanes import WORK_BEGAN
 
 # Items of a batch in flight at once; the target's own max_concurrency bounds the requests.
 BATCH_ITEMS_IN_FLIGHT = 64
@@ -71,7 +72,7 @@ async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
         return await maintain(request, send_retrying)
     if kind == "space":
         return await change_space(request, send_retrying)
-    return await inspect_and_stage(request)
+    return await inspect(request)  # staged with the batch's others (target_batch)
 
 
 @activity.defn(name=contracts.TARGET_BATCH)
@@ -100,6 +101,10 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
                 "partial": {str(k): [r.model_dump(mode="json") for r in v]
                             for k, v in partial.items() if v}}
 
+    # An inspection's reads, staged for its step's recording once every item has read:
+    # one write for the batch (activities/stores.py, stage_and_strip).
+    inspected: dict[int, tuple[InspectRequest, list[StoreRead]]] = {}
+
     async def run(index: int, item: dict[str, Any]) -> None:
         if index in done:
             return
@@ -107,6 +112,9 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
         async with limit:
             try:
                 value = await _batch_item(batch.kind, request, partial.setdefault(index, []))
+                if batch.kind == "inspect":
+                    inspected[index] = (request, value)
+                    return
                 outcome = BatchOutcome(value=_jsonable(value))
             except MissingSecret as error:  # the same for every item: the batch fails
                 raise application_error(error) from None
@@ -117,6 +125,13 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
                 done_json[str(index)] = outcome.model_dump(mode="json")
             partial.pop(index, None)
 
+    # Every request of the batch counts as old as the batch (memlife/targets/lanes.py).
+    WORK_BEGAN.set(asyncio.get_running_loop().time())
     async with heartbeating(progress):
         await asyncio.gather(*(run(i, item) for i, item in enumerate(batch.items)))
+        if inspected:
+            indexes = list(inspected)
+            stripped = await stage_and_strip([inspected[i] for i in indexes])
+            done.update({i: BatchOutcome(value=_jsonable(reads))
+                         for i, reads in zip(indexes, stripped, strict=True)})
     return [done[i] for i in range(len(batch.items))]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -168,11 +169,20 @@ async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
 async def inspect_and_stage(request: InspectRequest) -> list[StoreRead]:
     """`inspect`; with a stage key, the whole reads go to the recorder and the workflow gets
     them without their records (recorder/staging.py)."""
-    reads = await inspect(request)
-    if request.stage_key is None:
-        return reads
-    await asyncio.to_thread(recorder.stage_reads, request.stage_key, request.run_id, reads)
-    return [read.model_copy(update={"records": []}) for read in reads]
+    return (await stage_and_strip([(request, await inspect(request))]))[0]
+
+
+async def stage_and_strip(inspected: Sequence[tuple[InspectRequest, list[StoreRead]]],
+                          ) -> list[list[StoreRead]]:
+    """Each inspection's reads, staged under its request's stage key (those that have one)
+    in one write, and returned without their records."""
+    staged = [(request.stage_key, request.run_id, reads) for request, reads in inspected
+              if request.stage_key is not None]
+    if staged:
+        await asyncio.to_thread(recorder.stage_many_reads, staged)
+    return [reads if request.stage_key is None else
+            [read.model_copy(update={"records": []}) for read in reads]
+            for request, reads in inspected]
 
 
 async def inspect(request: InspectRequest) -> list[StoreRead]:

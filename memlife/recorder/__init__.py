@@ -24,7 +24,8 @@ _PUBLIC = {
     "StepRow": "tables", "TenantRow": "tables",
     "TargetClaimRow": "tables", "VerdictRow": "tables", "StagedReadsRow": "tables",
     "RunSetupRow": "tables",
-    "stage_reads": "staging", "staged_reads": "staging", "drop_staged_reads": "staging",
+    "stage_reads": "staging", "stage_many_reads": "staging", "staged_reads": "staging",
+    "drop_staged_reads": "staging",
 }
 __all__ = sorted(_PUBLIC)
 

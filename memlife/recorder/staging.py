@@ -79,10 +79,25 @@ _kept = _KeptReads()
 def stage_reads(key: str, run_id: str, reads: Sequence[StoreRead]) -> None:
     """Keep `reads` under `key`; staging the same key again (a retried activity) replaces
     them."""
-    reads = list(reads)
-    text = _READS.dump_json(reads).decode()
-    merge_values({StagedReadsRow: [{"id": key, "run_id": run_id, "reads_json": text}]})
-    _kept.put((database_url(), key), run_id, reads, len(text))
+    stage_many_reads([(key, run_id, reads)])
+
+
+def stage_many_reads(staged: Sequence[tuple[str, str, Sequence[StoreRead]]]) -> None:
+    """`stage_reads` for each (key, run id, reads), in one transaction: a cohort's batch
+    of inspections stages its twenty in one write. Each in a write of its own, they held
+    the worker's interpreter lock between them for about 45 ms at the end of every such
+    batch, and no target request went out meanwhile (docs/scale.md, "Oldest batch
+    first")."""
+    url = database_url()
+    rows, kept = [], []
+    for key, run_id, reads in staged:
+        reads = list(reads)
+        text = _READS.dump_json(reads).decode()
+        rows.append({"id": key, "run_id": run_id, "reads_json": text})
+        kept.append(((url, key), run_id, reads, len(text)))
+    merge_values({StagedReadsRow: rows})
+    for entry in kept:
+        _kept.put(*entry)
 
 
 def staged_reads(keys: Sequence[str]) -> dict[str, list[StoreRead]]:

@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 J = TypeVar("J")
 R = TypeVar("R")
+
+# When the work a job belongs to began, on the event loop's clock: queued jobs are sent
+# oldest work first, and in the order they came within one piece of work. A cohort's
+# batch of a step sets it once for all its requests (activities/batch.py), so the batch
+# that started first ends first and its cohort's next step is on its way while the
+# others' requests go out; first come first served request by request had every
+# cohort's batch end at about the same moment, and the target idle while they all went
+# through Temporal to their next step (docs/scale.md, "Oldest batch first"). A job
+# submitted outside any such work counts from when it was submitted.
+WORK_BEGAN: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "memlife_work_began", default=None)
 
 
 class LaneClosed(Exception):
@@ -29,7 +41,9 @@ class Lane(Generic[J, R]):
 
     def __init__(self, senders: int, send: Callable[[J], Awaitable[R]]) -> None:
         self._send = send
-        self._queue: asyncio.Queue[tuple[J, asyncio.Future[R]]] = asyncio.Queue()
+        self._queue: asyncio.PriorityQueue[tuple[float, int, J, asyncio.Future[R]]] = (
+            asyncio.PriorityQueue())
+        self._order = itertools.count()
         self._loop = asyncio.get_running_loop()
         self._stopped = False  # a sender has ended (closed, or failed past its catch)
         # A context of their own: the senders outlive the caller that started them.
@@ -54,13 +68,16 @@ class Lane(Generic[J, R]):
 
     async def submit(self, job: J) -> R:
         """The job's result, or the exception its `send` raised."""
-        answer: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((job, answer))
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[R] = loop.create_future()
+        began = WORK_BEGAN.get()
+        self._queue.put_nowait((loop.time() if began is None else began, next(self._order),
+                                job, answer))
         return await answer
 
     async def _send_each(self) -> None:
         while True:
-            job, answer = await self._queue.get()
+            _, _, job, answer = await self._queue.get()
             if answer.done():  # its caller stopped waiting
                 continue
             try:
@@ -81,7 +98,7 @@ class Lane(Generic[J, R]):
             sender.cancel()
         await asyncio.gather(*self._senders, return_exceptions=True)
         while not self._queue.empty():
-            _fail(self._queue.get_nowait()[1], LaneClosed("closed before the job started"))
+            _fail(self._queue.get_nowait()[3], LaneClosed("closed before the job started"))
 
 
 def _fail(answer: asyncio.Future[R], error: BaseException) -> None:

@@ -125,3 +125,36 @@ def test_a_finished_run_drops_its_reads_from_memory_too(db_url: str) -> None:
     _delete_from_recorder("r2/0/5/s5-a")
     assert recorder.staged_reads(["r1/0/5/s5-a", "r2/0/5/s5-a"]) == {
         "r2/0/5/s5-a": _reads("u_ana")}
+
+
+async def test_a_batch_of_inspections_stages_every_items_reads_in_one_write(
+        store_url: str) -> None:
+    from memlife.activities.batch import target_batch
+    from sqlalchemy import event
+
+    from memlife.contracts import TargetBatch
+
+    keys = [f"r1/{pair}/5/s5-a" for pair in range(3)]
+    requests = [_request(key) for key in keys]
+    whole = await ActivityEnvironment().run(inspect_stores, _request(None))
+    commits: list[int] = []
+
+    def committed(_connection: object) -> None:
+        commits.append(1)
+
+    engine = recorder.engine_for()
+    event.listen(engine, "commit", committed)
+    try:
+        outcomes = await ActivityEnvironment().run(target_batch, TargetBatch(
+            kind="inspect", target=requests[0].target,
+            items=[r.model_dump(mode="json", exclude={"target"}) for r in requests]))
+    finally:
+        event.remove(engine, "commit", committed)
+    assert len(commits) == 1  # the three inspections' reads, in one transaction
+    # The workflow gets counts; the recorder (and this worker's memory) the whole reads.
+    for outcome in outcomes:
+        assert outcome.ok and [read["records"] for read in outcome.value] == [
+            [] for _ in whole]
+    staged = recorder.staged_reads(keys)
+    assert sorted(staged) == sorted(keys)
+    assert all(_shape(reads) == _shape(whole) for reads in staged.values())

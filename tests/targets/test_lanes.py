@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from memlife.targets.lanes import Lane, LaneClosed
+from memlife.targets.lanes import WORK_BEGAN, Lane, LaneClosed
 
 
 async def test_at_most_senders_jobs_run_at_once_first_come_first_served() -> None:
@@ -30,6 +30,43 @@ async def test_at_most_senders_jobs_run_at_once_first_come_first_served() -> Non
     assert results == [job * 10 for job in range(20)]
     assert most == 3
     assert started == list(range(20))
+
+
+async def test_queued_jobs_go_oldest_work_first_and_in_order_within_one_piece() -> None:
+    """Two batches' requests queued together: the batch that began first is sent whole
+    first, so it ends first (its cohort moves on while the other's requests go out)."""
+    started: list[str] = []
+    gate = asyncio.Event()
+
+    async def send(job: str) -> str:
+        started.append(job)
+        if job == "blocker":
+            await gate.wait()
+        return job
+
+    async def batch(name: str, began: float, requests: int) -> list[str]:
+        WORK_BEGAN.set(began)  # in this task's context, as a batch activity sets it
+        return await asyncio.gather(*(lane.submit(f"{name}{i}") for i in range(requests)))
+
+    lane: Lane[str, str] = Lane(1, send)
+    try:
+        blocker = asyncio.create_task(lane.submit("blocker"))  # holds the one sender
+        await asyncio.sleep(0)
+        now = asyncio.get_running_loop().time()
+        # The younger batch's requests are queued first, and interleaved with the older
+        # one's; a request outside any batch counts from when it was submitted.
+        young = asyncio.create_task(batch("young", now - 1, 3))
+        await asyncio.sleep(0)
+        loose = asyncio.create_task(lane.submit("loose"))
+        old = asyncio.create_task(batch("old", now - 2, 3))
+        await asyncio.sleep(0)
+        gate.set()
+        assert await old == ["old0", "old1", "old2"]
+        await asyncio.gather(blocker, young, loose)
+    finally:
+        await lane.close()
+    assert started == ["blocker", "old0", "old1", "old2", "young0", "young1", "young2",
+                       "loose"]
 
 
 async def test_the_next_job_starts_before_the_finished_jobs_caller_resumes() -> None:
