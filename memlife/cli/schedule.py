@@ -55,6 +55,10 @@ def add_parsers(commands: Any) -> None:
                         help="scenario time: real, or compress=N (every wait / N)")
     create.add_argument("--task-queue", default="memlife", metavar="QUEUE",
                         help="the task queue the runs go to")
+    create.add_argument("--target-queue", default=None, metavar="QUEUE",
+                        help="send each run's target requests through this task queue, "
+                        "which workers of their own serve (`memlife worker --serve "
+                        "activities --task-queue QUEUE`; docs/scale.md)")
     create.add_argument("--paused", action="store_true", help="create it paused")
     create.set_defaults(handler=cmd_schedule_create)
     listing = add_command(actions, "list", "list schedules",
@@ -130,7 +134,8 @@ def cmd_schedule_create(args: argparse.Namespace) -> int:
         ready = await search_attributes_ready(client)
         run = schedules.scheduled_run_input(
             scenario, target, clock, args.scenario,
-            shlex.join(["memlife", *sys.argv[1:]]), address, ready)
+            shlex.join(["memlife", *sys.argv[1:]]), address, ready,
+            target_task_queue=args.target_queue)
         assert catchup is not None
         await schedules.create_schedule(
             client, args.name, run, cron=args.cron, timezone=args.timezone, catchup=catchup,
@@ -209,7 +214,9 @@ def _schedule_action(args: argparse.Namespace) -> int:
             print(json.dumps(described, indent=2))
             return EXIT_OK
         for key in ("name", "scenario", "target", "clock", "spec", "jitter", "catchup_window",
-                    "overlap", "paused", "note", "task_queue", "created"):
+                    "overlap", "paused", "note", "task_queue", "target_queue", "created"):
+            if key == "target_queue" and described[key] is None:
+                continue  # the run's own queue
             print(f"{key:>15}: {described[key]}")
         print(f"{'next runs':>15}: " + (", ".join(described["next_runs"]) or "-"))
         print(f"{'running':>15}: " + (", ".join(described["running"]) or "-"))

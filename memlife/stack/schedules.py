@@ -61,8 +61,10 @@ def check_schedule_options(name: str, cron: str, timezone: str | None) -> list[P
 
 
 def scheduled_run_input(scenario: Scenario, target: Target, clock: Clock, scenario_file: str,
-                        command: str, address: str, search_attributes: bool) -> RunInput:
-    """The action's input: run id, seed and tenants are left for each start to assign."""
+                        command: str, address: str, search_attributes: bool,
+                        target_task_queue: str | None = None) -> RunInput:
+    """The action's input: run id, seed and tenants are left for each start to assign.
+    `target_task_queue`: the task queue of its target requests (None: the run's)."""
     pairs = scenario.generate.count if scenario.generate else len(scenario.pairs)
     cohort = cohort_size(pairs, scenario.acting_steps())
     meta = RunMeta(
@@ -75,7 +77,8 @@ def scheduled_run_input(scenario: Scenario, target: Target, clock: Clock, scenar
     )
     return RunInput(run_id="", scenario=scenario, target=target, clock=clock, meta=meta,
                     search_attributes=search_attributes,
-                    cohort_size=cohort, max_active_pairs=DEFAULT_MAX_ACTIVE_PAIRS)
+                    cohort_size=cohort, max_active_pairs=DEFAULT_MAX_ACTIVE_PAIRS,
+                    target_task_queue=target_task_queue)
 
 
 async def create_schedule(client: Client, name: str, run: RunInput, *, cron: str,
@@ -174,6 +177,8 @@ async def describe_schedule(client: Client, name: str) -> dict[str, Any]:
         else None,
         "workflow": action.workflow if isinstance(action, ScheduleActionStartWorkflow) else None,
         "task_queue": action.task_queue if isinstance(action, ScheduleActionStartWorkflow)
+        else None,
+        "target_queue": run_input.get("target_task_queue") if isinstance(run_input, dict)
         else None,
         "next_runs": [_when(moment) for moment in info.next_action_times[:5]],
         "recent_runs": [{"scheduled": _when(a.scheduled_at), "started": _when(a.started_at),

@@ -60,6 +60,17 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
                                              "--json").stdout)
     assert (described["overlap"], described["paused"]) == ("ALLOW_ALL", False)
     assert described["catchup_window"] == "2:00:00" and described["jitter"] == "0:10:00"
+    assert described["target_queue"] is None  # the run's own queue
+
+    # Its runs' target requests can go to workers of their own; describe says where.
+    routed = dev_stack.memlife(
+        "schedule", "create", "nightly-targets", "--scenario", str(SEED), "--target",
+        str(dev_stack.target_file), "--cron", "0 3 * * *", "--paused",
+        "--target-queue", "memlife-targets")
+    assert routed.returncode == 0, routed.stderr
+    shown = dev_stack.memlife("schedule", "describe", "nightly-targets")
+    assert "   target_queue: memlife-targets" in shown.stdout, shown.stdout
+    assert dev_stack.memlife("schedule", "delete", "nightly-targets").returncode == 0
 
     # Two triggers: two runs, each with its own run id and fresh tenants.
     for _ in range(2):
