@@ -84,10 +84,9 @@ def stage_reads(key: str, run_id: str, reads: Sequence[StoreRead]) -> None:
 
 def stage_many_reads(staged: Sequence[tuple[str, str, Sequence[StoreRead]]]) -> None:
     """`stage_reads` for each (key, run id, reads), in one transaction: a cohort's batch
-    of inspections stages its twenty in one write. Each in a write of its own, they held
-    the worker's interpreter lock between them for about 45 ms at the end of every such
-    batch, and no target request went out meanwhile (docs/scale.md, "Oldest batch
-    first")."""
+    of inspections (twenty of them at ten pairs) stages them in one write rather than
+    twenty, each of which paid a statement's and a commit's work under the worker's
+    interpreter lock while the target requests waited for it."""
     url = database_url()
     rows, kept = [], []
     for key, run_id, reads in staged:

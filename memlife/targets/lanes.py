@@ -21,11 +21,11 @@ R = TypeVar("R")
 # When the work a job belongs to began, on the event loop's clock: queued jobs are sent
 # oldest work first, and in the order they came within one piece of work. A cohort's
 # batch of a step sets it once for all its requests (activities/batch.py), so the batch
-# that started first ends first and its cohort's next step is on its way while the
-# others' requests go out; first come first served request by request had every
-# cohort's batch end at about the same moment, and the target idle while they all went
-# through Temporal to their next step (docs/scale.md, "Oldest batch first"). A job
-# submitted outside any such work counts from when it was submitted.
+# that began first ends first, and its cohort goes through Temporal to its next step
+# while the other cohorts' requests keep the target busy. First come first served, the
+# requests of every cohort's batch were interleaved and the batches ended together
+# (docs/scale.md, "Oldest batch first"). A job submitted outside any such work counts
+# from when it was submitted.
 WORK_BEGAN: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "memlife_work_began", default=None)
 
@@ -35,9 +35,9 @@ class LaneClosed(Exception):
 
 
 class Lane(Generic[J, R]):
-    """`senders` jobs at a time through `send`, first come first served. A job whose caller
-    stopped waiting before it started is dropped; one already started runs to its end and
-    its result is dropped."""
+    """`senders` jobs at a time through `send`, oldest work first (WORK_BEGAN). A job
+    whose caller stopped waiting before it started is dropped; one already started runs
+    to its end and its result is dropped."""
 
     def __init__(self, senders: int, send: Callable[[J], Awaitable[R]]) -> None:
         self._send = send
