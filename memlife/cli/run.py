@@ -7,11 +7,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+from datetime import timedelta
 from typing import Any
 
 from memlife.cli.common import (
     add_command,
     check_target_reachable,
+    duration_option,
     ensure_runtime_extras,
     problems_exit,
     scenario_target_problems,
@@ -92,6 +94,10 @@ def add_parsers(commands: Any) -> None:
                      help="send the target requests through this task queue, which "
                      "standalone workers serve (`memlife worker --serve activities "
                      "--task-queue QUEUE`); for a cluster's workers, with --no-worker")
+    run.add_argument("--worker-wait", default="30s", metavar="DURATION",
+                     help="with --no-worker or --target-queue: how long to wait for "
+                     "standalone workers to poll their task queues before refusing to "
+                     "start the run (default: %(default)s)")
     run.set_defaults(handler=cmd_run)
 
 
@@ -199,6 +205,12 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
                                     "configured (TEMPORAL_ADDRESS, TEMPORAL_PROFILE or an "
                                     "envconfig file); use --clock compress=N there, or unset "
                                     "them"))
+    if clock is not None and clock.mode == "skip" and args.no_worker:
+        problems.append(Problem("command line", "--no-worker", "a skip run goes to this "
+                                "command's own time-skipping server, which no standalone "
+                                "worker can reach; drop --no-worker, or use --clock "
+                                "compress=N on a cluster"))
+    worker_wait = duration_option(args.worker_wait, "--worker-wait", problems)
     if args.target_worker and args.no_worker:
         problems.append(Problem("command line", "--target-worker", "starts a worker beside "
                                 "this command's own, and --no-worker starts none; start "
@@ -229,7 +241,8 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
         seed=args.seed, out=args.out, enforce=args.enforce, review_queue=args.review,
         cohort=args.cohort, max_active_pairs=args.max_active_pairs,
         task_queue=args.task_queue, worker=not args.no_worker, signing_key=signing_key,
-        target_worker=args.target_worker, target_queue=args.target_queue)
+        target_worker=args.target_worker, target_queue=args.target_queue,
+        worker_wait=worker_wait or timedelta(0))
 
 
 def _matrix_configurations(path: str) -> list[Configuration]:

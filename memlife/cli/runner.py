@@ -14,7 +14,7 @@ import subprocess
 import sys
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -58,6 +58,8 @@ class RunPlan:
     # through a task queue standalone workers serve (--target-queue).
     target_worker: bool = False
     target_queue: str | None = None
+    # How long standalone workers get to poll the queues this command's own do not serve.
+    worker_wait: timedelta = timedelta(seconds=30)
     # The private key (PEM) `--sign` names, read here and never sent anywhere else.
     signing_key: bytes | None = field(default=None, repr=False)
 
@@ -122,6 +124,7 @@ async def execute(plan: RunPlan) -> int:
                 stack, task_queue, None if connection is not None else address)
         if plan.worker:
             await stack.enter_async_context(embedded.running_worker(client, task_queue))
+        await _check_served(client, address, plan, task_queue)
         # The time-skipping server has no custom search attributes.
         session = Session(client, address, web_ui, task_queue,
                           clock.mode != "skip" and await _search_attributes(client),
@@ -191,6 +194,36 @@ async def execute(plan: RunPlan) -> int:
     if plan.enforce and not all(a.summary.passed for a in artifacts):
         return EXIT_FAILED
     return EXIT_OK
+
+
+async def _check_served(client: Any, address: str, plan: RunPlan, task_queue: str) -> None:
+    """Refuse, before any run starts, work that standalone workers must do and none polls
+    for (memlife/stack/queues.py): the run would wait at its first step, unseen."""
+    from memlife.errors import MemlifeError, Problem
+    from memlife.stack.commands import command
+    from memlife.stack.queues import Need, unserved
+
+    remedies: dict[str, str] = {}
+    if not plan.worker:
+        remedies[task_queue] = (f"start `{command()} worker --task-queue {task_queue}` with "
+                                "this command's MEMLIFE_DB_URL, or run without --no-worker")
+    if plan.target_queue is not None:
+        remedies[plan.target_queue] = (
+            f"start `{command()} worker --serve activities --task-queue "
+            f"{plan.target_queue}` with this command's MEMLIFE_DB_URL, or use "
+            "--target-worker instead of --target-queue")
+    needs = [Need(task_queue, "workflow")] if not plan.worker else []
+    needs += [Need(queue, "activity") for queue in remedies]
+    if not needs:
+        return
+    wait = plan.worker_wait.total_seconds()
+    missing = await unserved(client, needs, within=wait, say=err)
+    if missing:
+        need = missing[0]
+        raise MemlifeError(str(Problem(
+            f"Temporal at {address}", f"task queue {need.queue}",
+            f"no worker polls it for {need.kind} tasks (waited {wait:g} s); "
+            f"{remedies[need.queue]}; no run was started")))
 
 
 async def _start_target_worker(stack: AsyncExitStack, task_queue: str,

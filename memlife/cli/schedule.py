@@ -145,9 +145,28 @@ def cmd_schedule_create(args: argparse.Namespace) -> int:
               f"{description['spec']} · next run {(description['next_runs'] or ['-'])[0]}"
               + (" · paused" if args.paused else ""))
         print(f"  run it now: {command()} schedule trigger {args.name}")
+        await _note_unserved(client, args.task_queue, args.target_queue)
 
     asyncio.run(create())
     return EXIT_OK
+
+
+async def _note_unserved(client: Any, task_queue: str, target_queue: str | None) -> None:
+    """A note for each queue of the schedule's runs that no worker polls now: its runs
+    would wait for one (memlife/stack/queues.py). Workers may well start before the first
+    run, so this warns and does not refuse."""
+    from memlife import DEFAULT_TASK_QUEUE
+    from memlife.stack.queues import Need, unserved
+
+    needs = [Need(task_queue, "workflow"), Need(task_queue, "activity")]
+    if target_queue is not None:
+        needs.append(Need(target_queue, "activity"))
+    missing = await unserved(client, needs, within=0, say=err)
+    for queue in dict.fromkeys(need.queue for need in missing):
+        serve = " --serve activities" if queue == target_queue != task_queue else ""
+        dev = (f" or `{command()} dev`" if queue == DEFAULT_TASK_QUEUE else "")
+        err(f"memlife: note: no worker polls task queue {queue} now; its runs wait until "
+            f"one does: start `{command()} worker{serve} --task-queue {queue}`{dev}")
 
 
 def cmd_schedule_list(args: argparse.Namespace) -> int:

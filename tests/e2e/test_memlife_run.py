@@ -144,6 +144,11 @@ def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> N
                                                             "the scenario triggers maintenance"),
         (["run", str(SEED), "--target-worker", "--no-worker"], "command line: --target-worker: "
          "starts a worker beside this command's own, and --no-worker starts none"),
+        (["run", str(SEED), "--no-worker", "--clock", "skip"], "command line: --no-worker: a "
+         "skip run goes to this command's own time-skipping server, which no standalone "
+         "worker can reach"),
+        (["run", str(SEED), "--target-queue", "q", "--worker-wait", "soon"],
+         "command line: --worker-wait:"),
         (["run", str(SEED), "--target-worker", "--target-queue", "mine"],
          "command line: --target-queue: names a queue your own workers serve"),
     ],

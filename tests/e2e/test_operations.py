@@ -50,6 +50,7 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
         "--jitter", "10m", "--catchup", "2h")
     assert created.returncode == 0, created.stderr
     assert "0 2 * * * (Europe/Madrid)" in created.stdout
+    assert "no worker polls" not in created.stderr  # the stack's worker serves memlife
     listed = json.loads(dev_stack.temporal("schedule", "list"))
     assert any(entry.get("scheduleId") == "nightly-seed" for entry in listed), listed
     again = dev_stack.memlife("schedule", "create", "nightly-seed", "--scenario", str(SEED),
@@ -66,10 +67,15 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
     routed = dev_stack.memlife(
         "schedule", "create", "nightly-targets", "--scenario", str(SEED), "--target",
         str(dev_stack.target_file), "--cron", "0 3 * * *", "--paused",
-        "--target-queue", "memlife-targets")
+        "--target-queue", "nightly-targets-queue")
     assert routed.returncode == 0, routed.stderr
+    # No worker polls that queue: created all the same, with a note on what to start.
+    assert routed.stderr.strip().splitlines()[-1] == (
+        "memlife: note: no worker polls task queue nightly-targets-queue now; its runs wait "
+        f"until one does: start `{' '.join(MEMLIFE)} worker --serve activities --task-queue "
+        "nightly-targets-queue`")
     shown = dev_stack.memlife("schedule", "describe", "nightly-targets")
-    assert "   target_queue: memlife-targets" in shown.stdout, shown.stdout
+    assert "   target_queue: nightly-targets-queue" in shown.stdout, shown.stdout
     assert dev_stack.memlife("schedule", "delete", "nightly-targets").returncode == 0
 
     # Two triggers: two runs, each with its own run id and fresh tenants.
