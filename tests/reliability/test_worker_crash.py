@@ -14,6 +14,7 @@ import signal
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from memlife.workflows.suite import SuiteWorkflow
 from temporalio.testing import WorkflowEnvironment
 
@@ -35,10 +36,17 @@ from tests.workflows.helpers import run_input, run_suite
 
 # Kill when pair 0 first reaches each of these timeline steps (-1 is registration): writes,
 # probes, inspections, the update, the erasures, and last the three-day wait (13 s of real
-# time at this compression, so that kill surely lands inside a durable timer).
-KILL_AT_STEPS = (-1, 0, 3, 5, 6, 8, 10, 11, 13, 15, 17, 20)
+# time at this compression, so that kill surely lands inside a durable timer). A step can
+# pass between two progress polls (a registration, an inspection: tens of milliseconds),
+# most often right after a restarted worker replays, and its kill then lands at the next
+# step polled; three or four of twelve points were missed that way on a quick machine.
+# More points than the ten asserted keep the count from resting on luck.
+KILL_AT_STEPS = (-1, 0, 1, 3, 4, 5, 6, 8, 10, 11, 12, 13, 15, 17, 18, 20)
 
 
+# Each kill inside a target call waits out that activity's timeout before its retry: about
+# 2.5 minutes alone, and the suite's 300 s limit was passed once with the cores shared.
+@pytest.mark.timeout(600)
 async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
         tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
     clock = Clock(mode="compress", factor=20_000)  # 3 scenario days in about 13 s
