@@ -64,7 +64,6 @@ async def unserved(client: Client, needs: Sequence[Need], *, within: float,
     Says once that it waits, and what for. A need the server cannot answer for counts as
     served: memlife cannot tell, and refusing would stop every run on such a server."""
     deadline = time.monotonic() + within
-    waiting: list[Need] = []
     said = False
     while True:
         waiting = [need for need in needs if await pollers(client, need) == []]

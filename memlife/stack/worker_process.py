@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from memlife.errors import MemlifeError
@@ -41,7 +41,6 @@ class WorkerProcess:
     serve: str = "activities"
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
-    started_at: float = field(default=0.0)
 
     @property
     def command(self) -> list[str]:
@@ -60,7 +59,6 @@ class WorkerProcess:
                                             stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL)
         self.starts += 1
-        self.started_at = time.monotonic()
 
     async def wait_ready(self, timeout: float) -> None:
         """Until the worker polls; WorkerProcessError when it exits first or takes longer
