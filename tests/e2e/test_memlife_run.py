@@ -244,15 +244,11 @@ def test_compressed_clock_divides_waits_and_reaches_the_target(tmp_path: Path) -
     assert wall_gap < timedelta(minutes=5)  # two scenario hours took about two seconds
 
 
-def test_run_against_a_configured_cluster_uses_it(tmp_path: Path) -> None:
+def test_run_against_a_configured_cluster_uses_it(tmp_path: Path, cluster: str) -> None:
     """With TEMPORAL_ADDRESS set, memlife connects there instead of starting a dev server."""
-    server = embedded.start_dev_server(tmp_path / "cluster", ui_port=None)
-    try:
-        result = memlife("run", str(SEED), "--out", "r.json", "--enforce", cwd=tmp_path,
-                         env={"TEMPORAL_ADDRESS": server.address})
-        assert result.returncode == 0, result.stdout + result.stderr
-        artifact = json.loads((tmp_path / "r.json").read_text())
-        assert artifact["meta"]["temporal_address"] == server.address
-        assert not (tmp_path / ".memlife" / "temporal.db").exists()  # no embedded server
-    finally:
-        server.stop()
+    result = memlife("run", str(SEED), "--out", "r.json", "--enforce", cwd=tmp_path,
+                     env={"TEMPORAL_ADDRESS": cluster})
+    assert result.returncode == 0, result.stdout + result.stderr
+    artifact = json.loads((tmp_path / "r.json").read_text())
+    assert artifact["meta"]["temporal_address"] == cluster
+    assert not (tmp_path / ".memlife" / "temporal.db").exists()  # no embedded server

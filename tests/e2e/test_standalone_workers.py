@@ -6,25 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
-from memlife.stack import embedded
 from memlife.stack.worker_process import worker_process
 from tests.e2e.test_memlife_run import MEMLIFE, SEED, memlife
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[str]:
-    """A dev server of the test's own: its address."""
-    server = embedded.start_dev_server(tmp_path / "cluster", ui_port=None)
-    try:
-        yield server.address
-    finally:
-        server.stop()
 
 
 async def _workflows(address: str) -> list[str]:
