@@ -175,16 +175,43 @@ def children_named(fragment: str) -> list[int]:
 def start_worker(address: str, db_url: str, log: Path, metrics: str | None,
                  serve: str = "all", task_queue: str = "memlife") -> subprocess.Popen[bytes]:
     """A standalone worker (worker.py) on `task_queue`, serving its metrics when given an
-    address; `serve` as `worker.py --serve`."""
+    address; `serve` as `worker.py --serve`. It says it polls through a file beside `log`
+    (`polling` waits for it)."""
     env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
            "MEMLIFE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(REPO)}
+    ready = _ready_file(log)
+    ready.unlink(missing_ok=True)
     command = [sys.executable, str(REPO / "worker.py"), "--serve", serve,
-               "--task-queue", task_queue]
+               "--task-queue", task_queue, "--ready-file", str(ready)]
     if metrics:
         command += ["--metrics", metrics]
     with open(log, "ab") as out:
         return subprocess.Popen(command, cwd=REPO, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def _ready_file(log: Path) -> Path:
+    return log.with_name(log.name + ".ready")
+
+
+async def polling(workers: list[tuple[subprocess.Popen[bytes], Path]],
+                  timeout: float = 120) -> None:
+    """Until every worker (each with the log it was started with) polls: `memlife worker
+    --ready-file`. A run's clock starts after this. The workers' interpreter start and
+    imports are the harness's, as the plain runner's process start is (its clock starts
+    at its first request: bench/plain_runner.py); and a workflow stays with the worker
+    that takes it first, so one worker up early would take a whole run alone.
+    RuntimeError names the log of a worker that exited or took longer than `timeout`
+    seconds."""
+    deadline = time.monotonic() + timeout
+    for worker, log in workers:
+        while not _ready_file(log).exists():
+            if worker.poll() is not None:
+                raise RuntimeError(f"worker exited at start (code {worker.returncode}); "
+                                   f"see {log}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"worker not polling after {timeout:g}s; see {log}")
+            await asyncio.sleep(0.05)
 
 
 async def scale_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,
@@ -254,14 +281,16 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
     target_process = embedded.start_reference_target(work / f"target-{name}",
                                                      access_log=False)
     metrics = f"{LOOPBACK}:{free_port()}"  # the worker that runs the workflow tasks
-    workers = [start_worker(address, db_url, work / f"worker-{name}.log", metrics,
+    logs = [work / f"worker-{name}.log"]
+    workers = [start_worker(address, db_url, logs[0], metrics,
                             "workflows" if split_workers else "all")]
     if split_workers:
-        workers.append(start_worker(address, db_url, work / f"worker-{name}-activities.log",
-                                    None, "activities"))
+        logs.append(work / f"worker-{name}-activities.log")
+        workers.append(start_worker(address, db_url, logs[-1], None, "activities"))
     if target_worker:
-        workers.append(start_worker(address, db_url, work / f"worker-{name}-targets.log",
-                                    None, "activities", TARGET_TASK_QUEUE))
+        logs.append(work / f"worker-{name}-targets.log")
+        workers.append(start_worker(address, db_url, logs[-1], None, "activities",
+                                    TARGET_TASK_QUEUE))
     try:
         target = reference_target(target_process.base_url)
         if max_concurrency is not None:
@@ -276,6 +305,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
                     "target": cpu_seconds(target_process.process.pid),
                     "temporal": sum(cpu_seconds(pid) for pid in server_pids or [])}
 
+        await polling(list(zip(workers, logs, strict=True)))
         cpu_before = cpu_now()  # the workers' imports and start are not the run's
         started = time.perf_counter()
         handle = await client.start_workflow(

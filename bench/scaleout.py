@@ -39,6 +39,7 @@ from bench.runs import (
     cpu_seconds,
     nightly_input,
     peak_rss_mb,
+    polling,
     run_until_stopped,
     say,
     start_worker,
@@ -88,15 +89,16 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
         served_by: list[Any] = []  # worker processes, stopped however this ends
         targets: list[embedded.ReferenceTargetProcess] = []
         try:
-            for n in range(workers):
-                served_by.append(start_worker(address, db_url, work / f"worker-{n}.log",
-                                              metrics[n]))
+            logs = [work / f"worker-{n}.log" for n in range(workers)]
+            for log, address_of_metrics in zip(logs, metrics, strict=True):
+                served_by.append(start_worker(address, db_url, log, address_of_metrics))
             for n in range(shards):
                 targets.append(embedded.start_reference_target(work / f"target-{n}",
                                                                access_log=False))
             runs = [nightly_input(size, reference_target(target.base_url), clock, address,
                                   cohort)
                     for size, target in zip(sizes, targets, strict=True)]
+            await polling(list(zip(served_by, logs, strict=True)))
             ids = [suite_workflow_id(run.scenario.name, run.run_id) for run in runs]
             started = time.perf_counter()
             for run, workflow_id in zip(runs, ids, strict=True):
