@@ -295,7 +295,11 @@ def render(results: dict[str, Any]) -> str:
         f"{_verdict(memlife_rate / noop['rate'] >= 0.8)} |", "",
         "memlife's rate counts every recorded target request (conversation turns, "
         "registrations, deletions and status polls, and every store read by scope and by "
-        "needle) over the run's whole wall time, waits included. The plain runner replays "
+        "needle) over the run's whole wall time, waits included"
+        + (", from the moment its workers poll: their interpreters' start is the "
+           "harness's, as the plain runner's process start is"
+           if throughput.get("clock_starts") == "workers polling" else "")
+        + ". The plain runner replays "
         "exactly those requests from the recorder, pair by pair in their recorded order with "
         "their recorded scenario clock (all pairs at once), and does nothing else: no "
         "Temporal, no judging, no recording. Each replay runs in a fresh process of its "
@@ -661,7 +665,9 @@ async def main(args: argparse.Namespace) -> int:
             "noop": {"rate": noop_rate, "workflows": args.noop_workflows,
                      "activities": args.noop_activities},
             "throughput": {"pairs": baseline.pairs, "requests": baseline.requests,
-                           "seconds": baseline.seconds, "concurrency": concurrency},
+                           "seconds": baseline.seconds, "concurrency": concurrency,
+                           # bench/runs.py `polling`: the clock waits for the workers.
+                           "clock_starts": "workers polling"},
             "throughput_runs": throughput_runs,
             "plain": plain.figures(), "plain_again": plain_again.figures(),
             "plain_aiohttp": plain_aiohttp.figures(),
