@@ -4,7 +4,7 @@ and how many pairs are live at once. Pure."""
 from __future__ import annotations
 
 # Runs of more pairs than this go in cohorts of AUTO_COHORT pairs per workflow.
-AUTO_COHORT = 10
+AUTO_COHORT = 20
 AUTO_COHORT_ABOVE = 64
 
 
@@ -20,11 +20,12 @@ COHORT_HISTORY_BUDGET = 5 * 2**20
 
 def cohort_size(pairs: int, steps: int) -> int:
     """A workflow per pair keeps small runs easy to read pair by pair in the Web UI; above
-    that, cohorts batch every step's calls (workflows/cohort.py). Measured on the nightly:
-    cohorts of 10 ran 100 pairs faster than cohorts of 50 (smaller batches pipeline, as
-    long as there are enough cohorts in flight), and at 10,000 pairs with 300 live pairs,
-    six cohorts of 50 ran at 110 requests/s where thirty of 10 ran 1,000 pairs at 270. Run
-    size no longer matters: the waves (max_active_pairs) bound the workflows in flight.
+    that, cohorts batch every step's calls (workflows/cohort.py). Measured on the nightly
+    (docs/scale.md): cohorts of 20 ran 100 and 1,000 pairs 3 to 6% faster than cohorts of
+    10 (fewer round trips through Temporal per request), and 10,000 pairs with no
+    workflow task over 0.5 s; cohorts of 50 were slower (too few cohorts in flight to keep
+    the target busy while each goes through Temporal). Run size no longer matters: the
+    waves (max_active_pairs) bound the workflows in flight.
     A scenario of many `steps` (those that are not waits) gets smaller cohorts, so that
     each history stays within the budget."""
     if pairs <= AUTO_COHORT_ABOVE:

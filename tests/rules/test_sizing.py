@@ -17,10 +17,10 @@ from memlife.rules.sizing import (
 NIGHTLY = Path(__file__).resolve().parents[2] / "scenarios" / "lifecycle-nightly.yaml"
 
 
-def test_small_runs_get_a_workflow_per_pair_larger_ones_cohorts_of_ten() -> None:
+def test_small_runs_get_a_workflow_per_pair_larger_ones_cohorts_of_twenty() -> None:
     assert [cohort_size(n, 19) for n in (1, 20, 64)] == [0, 0, 0]  # a workflow per pair
     # Any size: the waves, not the cohort size, bound the workflows in flight.
-    assert [cohort_size(n, 19) for n in (65, 100, 1000, 10_000, 20_000)] == [10] * 5
+    assert [cohort_size(n, 19) for n in (65, 100, 1000, 10_000, 20_000)] == [20] * 5
 
 
 def test_a_long_timeline_gets_cohorts_small_enough_for_its_history() -> None:
