@@ -23,11 +23,7 @@ def cluster(tmp_path: Path) -> Iterator[str]:
     a test that ran it while the server was still starting failed at random (CI, stop 44)."""
     server = embedded.start_dev_server(tmp_path / "cluster", ui_port=None)
     try:
-        asyncio.run(_answers(server))
+        asyncio.run(embedded.wait_for_client(server))
         yield server.address
     finally:
         server.stop()
-
-
-async def _answers(server: embedded.DevServerProcess) -> None:
-    await embedded.wait_for_client(server)
