@@ -1,0 +1,84 @@
+"""The bench's placement of processes on CPUs (bench/cpus.py): the target on a CPU of its
+own, every other process the bench starts meanwhile on the rest."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from bench import cpus
+
+# A child with a second thread, started before it is pinned: both must move.
+_THREADED = ("import threading, time; threading.Thread(target=time.sleep, args=(60,), "
+             "daemon=True).start(); print('ready', flush=True); time.sleep(60)")
+
+
+@pytest.fixture
+def threaded_child() -> Iterator[subprocess.Popen[str]]:
+    child = subprocess.Popen([sys.executable, "-c", _THREADED], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _threads(pid: int) -> list[int]:
+    return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+
+
+def test_the_target_gets_the_highest_cpu_and_its_drivers_the_rest() -> None:
+    assert cpus.split({0, 1}) == cpus.Placement(target=frozenset({1}),
+                                                drivers=frozenset({0}))
+    four = cpus.split({0, 1, 2, 3})
+    assert four is not None and four.describe() == {"target": [3], "drivers": [0, 1, 2]}
+    assert cpus.split({5}) is None  # one CPU: nothing to split
+
+
+def test_pinning_moves_every_thread_of_a_running_process(
+        threaded_child: subprocess.Popen[str]) -> None:
+    one = {min(os.sched_getaffinity(0))}
+    assert len(_threads(threaded_child.pid)) == 2
+    cpus.pin(threaded_child.pid, one)
+    assert all(os.sched_getaffinity(tid) == one for tid in _threads(threaded_child.pid))
+
+
+def test_what_is_started_while_placed_runs_on_the_drivers_cpus_and_a_target_on_its_own(
+        threaded_child: subprocess.Popen[str]) -> None:
+    everything = os.sched_getaffinity(0)
+    lowest = min(everything)
+    # Drivers and target on the lowest CPU: a placement every machine can take.
+    placement = cpus.Placement(target=frozenset({lowest}), drivers=frozenset({lowest}))
+    with cpus.placed(placement):
+        assert os.sched_getaffinity(0) == {lowest}
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            assert os.sched_getaffinity(child.pid) == {lowest}  # inherited at its fork
+        finally:
+            child.kill()
+            child.wait()
+        cpus.place_target(threaded_child.pid)
+        assert all(os.sched_getaffinity(tid) == {lowest}
+                   for tid in _threads(threaded_child.pid))
+    assert os.sched_getaffinity(0) == everything  # put back as it was
+
+
+def test_outside_a_placement_a_target_stays_where_it_is(
+        threaded_child: subprocess.Popen[str]) -> None:
+    before = os.sched_getaffinity(threaded_child.pid)
+    with cpus.placed(None):
+        cpus.place_target(threaded_child.pid)
+    cpus.place_target(threaded_child.pid)
+    assert os.sched_getaffinity(threaded_child.pid) == before
+
+
+def test_the_report_says_where_the_processes_ran() -> None:
+    assert cpus.describe(None) == "every process on every CPU"
+    assert cpus.describe({"target": [1], "drivers": [0]}) == (
+        "the target on CPU 1 alone, everything that drives it on CPU 0")
