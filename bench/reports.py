@@ -318,7 +318,7 @@ def main(argv: list[str]) -> int:
     kept = [row for row in results.get("reports", []) if row["run_id"] not in measured]
     results["reports"] = kept + rows
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    from bench.__main__ import render
+    from bench.render import render
 
     Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
     print(f"wrote {args.out} and {results_path}")

@@ -24,6 +24,7 @@ from memlife.workflows.suite import SuiteWorkflow
 from sqlalchemy import text
 from temporalio.client import Client
 
+from bench.cpus import place_target
 from bench.histories import RunHistories, run_histories
 from bench.task_latency import TaskLatency, scrape
 from memlife import __version__, recorder
@@ -292,6 +293,7 @@ async def memlife_run(client: Client, address: str, work: Path, pairs: int, cloc
         workers.append(start_worker(address, db_url, logs[-1], None, "activities",
                                     TARGET_TASK_QUEUE))
     try:
+        place_target(target_process.process.pid)  # bench/cpus.py
         target = reference_target(target_process.base_url)
         if max_concurrency is not None:
             target = target.model_copy(update={"max_concurrency": max_concurrency})

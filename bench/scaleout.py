@@ -278,7 +278,7 @@ async def main(argv: list[str]) -> int:
         else {"scale": []}
     results["scaleout"] = rows
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    from bench.__main__ import render
+    from bench.render import render
 
     Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
     say(f"wrote {args.out} and {results_path}")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bench.__main__ import merge_scale, render
+from bench.__main__ import merge_scale
+from bench.render import render
 
 FULL = "./scripts/bench --scale 100,1000"
 
@@ -233,3 +234,34 @@ def test_where_the_cpu_went_sums_both_replays_of_a_baseline() -> None:
             "0.00 ms (0.00) | **2.63 ms** (1.09) |") in text
     # 0.9 of the mean rate (520/s and 347/s: 433/s) at memlife's 5.2 ms per request.
     assert "(390 requests/s)" in text and "**2.03 cores**" in text
+
+
+def test_a_target_on_a_cpu_of_its_own_is_said_and_set_beside_shared_cpus() -> None:
+    runs = [{"layout": layout, "requests": 20800, "seconds": seconds,
+             "cpu_seconds": {"workers": 31.2, "target": 41.6, "temporal": 4.16}}
+            for layout, seconds in (("one", 40.0), ("target worker", 42.0),
+                                    ("target worker", 44.0), ("one", 42.0))]
+    plain = {"requests": 20800, "seconds": 40.0, "errors": 0,
+             "cpu_seconds": {"runner": 10.4, "target": 36.4}}
+    shared = {"memlife": {"layout": "target worker", "requests": 20800, "seconds": 52.0,
+                          "cpu_seconds": {"workers": 31.2, "target": 41.6, "temporal": 4.16}},
+              "plain": {"requests": 20800, "seconds": 41.6, "errors": 0}}
+    placed = {**RESULTS, "throughput": {**RESULTS["throughput"],
+                                        "cpus": {"target": [1], "drivers": [0]}},
+              "throughput_runs": runs, "plain": plain, "shared": shared}
+    text = render(placed)
+    assert ("In the side-by-side runs the target on CPU 1 alone, everything that drives it "
+            "on CPU 0, memlife's and the plain runners' alike") in text
+    # 20,800 requests in 52 s and in 41.6 s: 400/s and 500/s.
+    assert ("| 400 and 500 requests/s | memlife + target worker / plain, shared CPUs = "
+            "**0.80** | none: how the side-by-side was measured until 2026-12-04 |") in text
+    # Runs 2 and 3 (495/s and 473/s) against 520/s: 0.93.
+    assert "**0.80** on shared CPUs and **0.93** with the target on a CPU of its own" in text
+    assert "plain = **0.93** | ≥ 0.9 ✅ met |" in text
+    # memlife's own side: 1.5 ms of workers and 0.2 of Temporal per request at 468/s.
+    assert ("memlife's own CPU per request (its workers and Temporal server), as measured "
+            "here with one worker, would keep **0.80 cores** busy, of the 1 CPU(s) its side "
+            "has.") in text
+    unplaced = render({**placed, "throughput": RESULTS["throughput"]})
+    assert "on CPU 1 alone" not in unplaced and "shared CPUs =" in unplaced
+    assert "Where the target runs" not in unplaced
