@@ -294,9 +294,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--fidelity-pairs", type=int, default=4,
                         help="pairs of the light run that measures latency fidelity at rest")
     parser.add_argument("--cpus", choices=("split", "shared"), default="split",
-                        help="where the side-by-side runs' processes run: split (the "
-                        "reference target on a CPU of its own, everything that drives it on "
-                        "the others, as on hosts of their own; then once more with every "
+                        help="where the side-by-side runs' processes run: split (one CPU "
+                        "the reference target's alone, everything that drives it on the "
+                        "others, as on hosts of their own; then once more with every "
                         "process on every CPU, for comparison) or shared (every process on "
                         "every CPU) (default split)")
     parser.add_argument("--noop-workflows", type=int, default=20)

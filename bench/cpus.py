@@ -1,12 +1,14 @@
-"""Where the bench's processes run: the reference target on a CPU of its own, and on the
-others whatever drives it (memlife's workers and Temporal server, or a plain runner, and
-the bench itself), as a service and its tester run on hosts of their own.
+"""Where the bench's processes run: one CPU is the reference target's alone, and
+whatever drives it (memlife's workers and Temporal server, or a plain runner, and the bench
+itself) runs on the others, as a service and its tester run on hosts of their own. The
+target may use the drivers' CPUs too: its event loop and the thread running its SQLite
+work then run at once, as on a host of its own with more than one CPU.
 
 On a machine of 2 CPUs shared by all, the target got whatever CPU its driver left it:
 memlife, with more processes, left it less than the plain runner did, and the
 side-by-side ratio measured that as much as memlife's own pace (docs/scale.md, "Where the
 target runs"). Every child started while `placed` holds inherits the drivers' CPUs; a
-target is moved to its own with `place_target` once started.
+target is given its own with `place_target` once started.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Placement:
-    """The CPUs of the target and those of everything that drives it."""
+    """The CPUs the target may use (all) and those everything that drives it may use (all
+    but the target's own)."""
 
     target: frozenset[int]
     drivers: frozenset[int]
@@ -31,12 +34,13 @@ class Placement:
 
 
 def split(available: set[int] | frozenset[int]) -> Placement | None:
-    """The highest CPU for the target (one Python process with one lock: one CPU is all
-    it can keep busy), the rest for its drivers; None with fewer than 2 CPUs."""
+    """The highest CPU the target's alone (one Python process with one lock: one CPU is
+    about what it keeps busy), the rest the drivers', and the target's too; None with
+    fewer than 2 CPUs."""
     if len(available) < 2:
         return None
-    target = max(available)
-    return Placement(target=frozenset({target}), drivers=frozenset(available - {target}))
+    return Placement(target=frozenset(available),
+                     drivers=frozenset(available - {max(available)}))
 
 
 # The target's CPUs while `placed` holds (None: every process on every CPU).
@@ -87,7 +91,8 @@ def describe(placement: dict[str, Any] | None) -> str:
     """How BENCHMARKS.md says where the processes ran."""
     if not placement:
         return "every process on every CPU"
-    target = ", ".join(str(cpu) for cpu in placement["target"])
+    own = ", ".join(str(cpu) for cpu in placement["target"]
+                    if cpu not in placement["drivers"])
     drivers = ", ".join(str(cpu) for cpu in placement["drivers"])
-    return (f"the target on CPU {target} alone, everything that drives it on CPU "
-            f"{drivers}")
+    return (f"CPU {own} is the target's alone, and everything that drives it runs on CPU "
+            f"{drivers} (where the target may run too)")

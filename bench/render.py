@@ -25,9 +25,10 @@ def _placement_text(throughput: dict[str, Any]) -> str:
     placement = throughput.get("cpus")
     if not placement:
         return ""
-    return (f" In the side-by-side runs {cpus.describe(placement)}, memlife's and the plain "
-            "runners' alike, as a service and its tester run on hosts of their own "
-            "(bench/cpus.py); the table's last row but one has every process on every CPU.")
+    return (f" In the side-by-side runs {cpus.describe(placement)}, for memlife's processes "
+            "and the plain runners alike: a service and its tester run on hosts of their "
+            "own (bench/cpus.py). The table's last row but one has every process on every "
+            "CPU.")
 
 
 def _shared_row(results: dict[str, Any]) -> list[str]:
@@ -65,9 +66,9 @@ def _placement_lines(results: dict[str, Any]) -> list[str]:
             "ratio measured there: with a worker for the target requests it is "
             f"**{shared_ratio:.2f}** on shared CPUs and **{split_ratio:.2f}** with the "
             "target on a CPU of its own, in this one run. A team's target runs on hosts "
-            "of its own, so the goal is held with the target on its own CPU and every "
+            "of its own, so the goal is held with a CPU the target's alone and every "
             "driver, memlife's processes and each plain replay alike, on the other "
-            "(docs/scale.md, \"Where the target runs\")."]
+            "(docs/scale.md, \"Where the target runs\", has the placements measured)."]
 
 
 def _replays(results: dict[str, Any], key: str) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""The bench's placement of processes on CPUs (bench/cpus.py): the target on a CPU of its
-own, every other process the bench starts meanwhile on the rest."""
+"""The bench's placement of processes on CPUs (bench/cpus.py): a CPU the target's alone,
+every other process the bench starts meanwhile on the rest."""
 
 from __future__ import annotations
 
@@ -33,11 +33,12 @@ def _threads(pid: int) -> list[int]:
     return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
 
 
-def test_the_target_gets_the_highest_cpu_and_its_drivers_the_rest() -> None:
-    assert cpus.split({0, 1}) == cpus.Placement(target=frozenset({1}),
+def test_the_highest_cpu_is_the_targets_alone_and_the_rest_its_drivers() -> None:
+    assert cpus.split({0, 1}) == cpus.Placement(target=frozenset({0, 1}),
                                                 drivers=frozenset({0}))
     four = cpus.split({0, 1, 2, 3})
-    assert four is not None and four.describe() == {"target": [3], "drivers": [0, 1, 2]}
+    assert four is not None and four.describe() == {"target": [0, 1, 2, 3],
+                                                    "drivers": [0, 1, 2]}
     assert cpus.split({5}) is None  # one CPU: nothing to split
 
 
@@ -50,22 +51,24 @@ def test_pinning_moves_every_thread_of_a_running_process(
 
 
 def test_what_is_started_while_placed_runs_on_the_drivers_cpus_and_a_target_on_its_own(
-        threaded_child: subprocess.Popen[str]) -> None:
-    everything = os.sched_getaffinity(0)
-    lowest = min(everything)
-    # Drivers and target on the lowest CPU: a placement every machine can take.
-    placement = cpus.Placement(target=frozenset({lowest}), drivers=frozenset({lowest}))
-    with cpus.placed(placement):
-        assert os.sched_getaffinity(0) == {lowest}
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        ) -> None:
+    everything = frozenset(os.sched_getaffinity(0))
+    lowest = frozenset({min(everything)})
+    # The drivers on the lowest CPU, the target on every one: what `split` gives on 2.
+    with cpus.placed(cpus.Placement(target=everything, drivers=lowest)):
+        assert os.sched_getaffinity(0) == lowest
+        target = subprocess.Popen([sys.executable, "-c", _THREADED], stdout=subprocess.PIPE,
+                                  text=True)
         try:
-            assert os.sched_getaffinity(child.pid) == {lowest}  # inherited at its fork
+            assert target.stdout is not None and target.stdout.readline() == "ready\n"
+            assert all(os.sched_getaffinity(tid) == lowest  # inherited at its fork
+                       for tid in _threads(target.pid))
+            cpus.place_target(target.pid)
+            assert all(os.sched_getaffinity(tid) == everything
+                       for tid in _threads(target.pid))
         finally:
-            child.kill()
-            child.wait()
-        cpus.place_target(threaded_child.pid)
-        assert all(os.sched_getaffinity(tid) == {lowest}
-                   for tid in _threads(threaded_child.pid))
+            target.kill()
+            target.wait()
     assert os.sched_getaffinity(0) == everything  # put back as it was
 
 
@@ -80,5 +83,6 @@ def test_outside_a_placement_a_target_stays_where_it_is(
 
 def test_the_report_says_where_the_processes_ran() -> None:
     assert cpus.describe(None) == "every process on every CPU"
-    assert cpus.describe({"target": [1], "drivers": [0]}) == (
-        "the target on CPU 1 alone, everything that drives it on CPU 0")
+    assert cpus.describe({"target": [0, 1], "drivers": [0]}) == (
+        "CPU 1 is the target's alone, and everything that drives it runs on CPU 0 (where "
+        "the target may run too)")
