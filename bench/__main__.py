@@ -242,9 +242,11 @@ async def main(args: argparse.Namespace) -> int:
                 scale.append(baseline)
                 continue
             say(f"scale: nightly at {pairs:,} pairs")
+            # A target and recorder of its own: run 1's have its tenants in them already.
+            again = "-scale" if not args.scale_only and pairs == args.pairs else ""
             scale.append(await scale_run(client, server.address, work, pairs,
-                                         args.clock, args.cohort,
-                                           max_active_pairs=args.max_active_pairs))
+                                         args.clock, args.cohort, tag=again,
+                                         max_active_pairs=args.max_active_pairs))
             say(f"  {scale[-1].seconds / 60:,.1f} min, worker peak "
                  f"{scale[-1].worker_peak_rss_mb:,.0f} MB")
     finally:
