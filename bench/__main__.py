@@ -9,7 +9,8 @@ scale point measured on its own (hours at 10,000 pairs) replaces only its own ro
 
 One dev server serves every measurement; every memlife run gets a fresh reference target
 and a fresh recorder database, and is served by a standalone worker process (worker.py),
-whose peak RSS is read from /proc.
+whose peak RSS is read from /proc. The side-by-side runs keep a CPU for the target
+alone (bench/cpus.py); the rendering of BENCHMARKS.md is bench/render.py's.
 """
 
 from __future__ import annotations
