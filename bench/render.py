@@ -37,14 +37,18 @@ def _shared_row(results: dict[str, Any]) -> list[str]:
     shared = results.get("shared")
     if not shared:
         return []
-    memlife_rate = shared["memlife"]["requests"] / shared["memlife"]["seconds"]
-    plain_rate = shared["plain"]["requests"] / shared["plain"]["seconds"]
+    memlife_rate, plain_rate = _rate(shared["memlife"]), _rate(shared["plain"])
     return [f"| the same, every process on every CPU (the target sharing them with what "
             f"drives it): memlife {LAYOUTS['target worker']}, then the plain httpx runner "
             f"replaying run 1's requests, one run each | {memlife_rate:,.0f} and "
             f"{plain_rate:,.0f} requests/s | memlife + target worker / plain, shared CPUs "
             f"= **{memlife_rate / plain_rate:.2f}** | none: how the side-by-side was "
             "measured until 2026-12-04 |"]
+
+
+def _rate(figures: dict[str, Any]) -> float:
+    """A run's or a replay's requests per second."""
+    return float(figures["requests"] / figures["seconds"])
 
 
 def _placement_lines(results: dict[str, Any]) -> list[str]:
@@ -55,8 +59,7 @@ def _placement_lines(results: dict[str, Any]) -> list[str]:
         return []
     split_ratio = (statistics.mean(rate for _, rate in rates)
                    / _replay_rate(_replays(results, "plain")))
-    shared_ratio = ((shared["memlife"]["requests"] / shared["memlife"]["seconds"])
-                    / (shared["plain"]["requests"] / shared["plain"]["seconds"]))
+    shared_ratio = _rate(shared["memlife"]) / _rate(shared["plain"])
     return ["", "Where the target runs. The reference target is one Python process whose "
             "one lock serializes its work: its rate is the CPU it gets when a request "
             "comes. With every process on every CPU it gets what its driver leaves it, "
@@ -80,7 +83,7 @@ def _replays(results: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 def _replay_rate(replays: list[dict[str, Any]]) -> float:
     """The mean of the replays' rates, as memlife's is the mean of its runs'."""
-    return statistics.mean(replay["requests"] / replay["seconds"] for replay in replays)
+    return statistics.mean(_rate(replay) for replay in replays)
 
 
 def _replays_text(replays: list[dict[str, Any]]) -> str:
@@ -133,7 +136,7 @@ def _layout(run: dict[str, Any]) -> str:
 def _memlife_rates(results: dict[str, Any], layout: str) -> list[tuple[int, float]]:
     """(position, requests/s) of each throughput run of one layout."""
     runs = results.get("throughput_runs") or [{"layout": "one", **results["throughput"]}]
-    return [(position, run["requests"] / run["seconds"])
+    return [(position, _rate(run))
             for position, run in enumerate(runs, start=1) if _layout(run) == layout]
 
 
