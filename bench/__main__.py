@@ -174,7 +174,7 @@ async def side_by_side(args: argparse.Namespace, client: Client, address: str,
 
 
 async def shared_cpus(args: argparse.Namespace, client: Client, address: str, work: Path,
-                      baseline: MemlifeRun) -> dict[str, Any]:
+                      baseline: MemlifeRun, concurrency: int) -> dict[str, Any]:
     """memlife with a worker for the target requests, and the plain httpx runner replaying
     run 1's requests, once each with every process on every CPU: the side-by-side as it
     was measured before the target had a CPU of its own (bench/cpus.py)."""
@@ -185,7 +185,6 @@ async def shared_cpus(args: argparse.Namespace, client: Client, address: str, wo
     say(f"  {run.requests:,} requests in {run.seconds:,.1f} s: "
         f"{run.requests_per_second:,.0f}/s")
     say("plain asyncio + httpx, every process on every CPU: the same requests")
-    concurrency = reference_target("http://127.0.0.1").max_concurrency
     plain = await _replay_on_fresh_target(work / "target-plain-shared", baseline,
                                           concurrency, "httpx")
     say(f"  {plain.requests:,} requests in {plain.seconds:,.1f} s: "
@@ -235,18 +234,20 @@ async def main(args: argparse.Namespace) -> int:
                 measured, baseline = await side_by_side(args, client, server.address, work)
             if placement is not None:
                 measured["throughput"]["cpus"] = placement.describe()
-                measured["shared"] = await shared_cpus(args, client, server.address, work,
-                                                       baseline)
+                measured["shared"] = await shared_cpus(
+                    args, client, server.address, work, baseline,
+                    measured["throughput"]["concurrency"])
         for pairs in args.scale:
+            run_1_size = not args.scale_only and pairs == args.pairs
             # Run 1 is a scale row too, when it ran as the scale series runs: on every CPU.
-            if not args.scale_only and pairs == args.pairs and placement is None:
+            if run_1_size and placement is None:
                 scale.append(baseline)
                 continue
             say(f"scale: nightly at {pairs:,} pairs")
             # A target and recorder of its own: run 1's have its tenants in them already.
-            again = "-scale" if not args.scale_only and pairs == args.pairs else ""
             scale.append(await scale_run(client, server.address, work, pairs,
-                                         args.clock, args.cohort, tag=again,
+                                         args.clock, args.cohort,
+                                         tag="-scale" if run_1_size else "",
                                          max_active_pairs=args.max_active_pairs))
             say(f"  {scale[-1].seconds / 60:,.1f} min, worker peak "
                  f"{scale[-1].worker_peak_rss_mb:,.0f} MB")
