@@ -153,8 +153,11 @@ def start_dev_server(state_dir: Path, *, port: int | None = None,
         "--ip", LOOPBACK, "--port", str(port),
         "--db-filename", str(db_filename),
         "--log-level", "error",
-        "--metrics-port", str(free_port()),
-        "--http-port", str(free_port()),
+        # No --metrics-port or --http-port: the CLI picks those free ports itself, and
+        # holds each one it picks (in TIME_WAIT) so that its own internal services cannot
+        # be given it again. A port chosen here was released at once, and a restarted
+        # server's worker service was once handed the metrics port chosen for it: it
+        # failed to bind and panicked (tests/reliability/test_server_restart.py).
     ]
     from memlife.workflows.attributes import REGISTRATION
 
