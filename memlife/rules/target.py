@@ -27,8 +27,10 @@ from memlife.rules.operations import (  # re-exported: the target file's vocabul
     Headers,
     HeaderValue,
     Operation,
+    Select,
     Strict,
     check_pointer,
+    sequence_problems,
     template_variables,
 )
 from memlife.rules.probes import (  # re-exported
@@ -48,7 +50,8 @@ from memlife.rules.scenario import Slug
 __all__ = [
     "PLACEHOLDER", "PROBE_KINDS", "ChromaProbe", "DeleteOperation", "DeletionStatusOperation",
     "EnvRef", "FalkorDBProbe", "FilesProbe", "HeaderValue", "Headers", "Operation",
-    "Operations", "Probe", "QdrantProbe", "SqlProbe", "Store", "StoreProbe", "Target",
+    "Operations", "Probe", "QdrantProbe", "Select", "Sequence", "SqlProbe", "Store",
+    "StoreProbe", "Target", "steps_of",
     "check_pointer", "cypher_parameters", "load_target", "parse_target", "sql_parameters",
     "template_variables",
 ]
@@ -60,7 +63,7 @@ OPERATION_VARIABLES: dict[str, frozenset[str]] = {
     "ask": frozenset({"phone", "user_id", "message"}),
     "delete_tenant": frozenset({"phone", "user_id"}),
     "deletion_status": frozenset({"phone", "user_id", "deletion_id"}),
-    "forget": frozenset({"phone", "user_id", "value", "domain"}),
+    "forget": frozenset({"phone", "user_id", "value", "values", "domain"}),
     "maintain": frozenset({"phone", "user_id"}),
     "create_space": frozenset({"phone", "user_id", "space_name"}),
     "join_space": frozenset({"phone", "user_id", "space_id", "space_name"}),
@@ -91,41 +94,57 @@ REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A request, or several made in order: what an earlier one extracts (or selects) is a
+# variable of the later ones (operations.py: Select, sequence_problems).
+Sequence = Operation | list[Operation]
+def steps_of(operation: Sequence | None) -> list[Operation]:
+    """An operation's requests in order (none when the file has no such operation)."""
+    if operation is None:
+        return []
+    return operation if isinstance(operation, list) else [operation]
+
+
 class Operations(Strict):
     # `register` would shadow ABCMeta.register on the model class; the file still says it.
     # One request, or several in order (create the user, then its session): `user_id` is
     # the last one extracted so far (the phone before any).
-    registration: Operation | list[Operation] | None = Field(default=None, alias="register")
+    registration: Sequence | None = Field(default=None, alias="register")
 
     def register_steps(self) -> list[Operation]:
-        if self.registration is None:
-            return []
-        return (self.registration if isinstance(self.registration, list)
-                else [self.registration])
+        return steps_of(self.registration)
     say: Operation
     # Optional: where questions go, when the service answers them elsewhere than it takes
     # statements (a memory API's search beside its add). Without it, everything is `say`.
     ask: Operation | None = None
-    delete_tenant: DeleteOperation | None = None
+    # The last request is the deletion proper: its status is read against done_values.
+    delete_tenant: DeleteOperation | list[DeleteOperation] | None = None
     deletion_status: DeletionStatusOperation | None = None
-    # Forget one fact (a single-fact erasure): {value} and {domain} name it.
-    forget: Operation | None = None
+    # Forget one fact (a single-fact erasure): {value}, {values} and {domain} name it. A
+    # service that erases by id finds the id first (a sequence with `select`).
+    forget: Sequence | None = None
     # Maintenance the service runs on demand or on a schedule (a reindex, compaction,
     # re-embedding or rebuild), by name: a scenario's `maintain` step triggers them. With
     # {user_id} or {phone} a call is made per tenant; without, once per pair.
-    maintain: dict[Slug, Operation] = Field(default_factory=dict)
+    maintain: dict[Slug, Sequence] = Field(default_factory=dict)
     # Shared spaces (scenario `spaces`): a scope with members. `create_space` may extract
     # `space_id` (else the space is known by its {space_name}); `space_say` is a message
     # said inside the space, statement or question, and must extract `reply`.
-    create_space: Operation | None = None
-    join_space: Operation | None = None
-    leave_space: Operation | None = None
-    delete_space: Operation | None = None
+    create_space: Sequence | None = None
+    join_space: Sequence | None = None
+    leave_space: Sequence | None = None
+    delete_space: Sequence | None = None
     space_say: Operation | None = None
     # Optional: where questions inside a space go, when the service answers them elsewhere
     # than it takes statements (a group graph's search beside its add).
     space_ask: Operation | None = None
 
+    def sequence(self, name: str) -> list[Operation]:
+        """The requests of an operation by name (`forget`, `maintain.reindex`)."""
+        if name.startswith("maintain."):
+            return steps_of(self.maintain.get(name.removeprefix("maintain.")))
+        if name == "register":
+            return self.register_steps()
+        return steps_of(getattr(self, name))
 
 
 class Store(Strict):
@@ -151,6 +170,9 @@ class Target(Strict):
     # In-flight requests per worker process: memlife must not overload what it measures.
     max_concurrency: int = Field(default=8, ge=1, le=256)
     headers: Headers = Field(default_factory=dict)
+    # How the service answers a question: `assistant`, in sentences (it abstains in words),
+    # or `retrieval`, with the records a search found (docs/design.md, "Retrieval answers").
+    answers: Literal["assistant", "retrieval"] = "assistant"
     operations: Operations
     stores: list[Store] = Field(default_factory=list)
 
@@ -171,40 +193,39 @@ class Target(Strict):
 
     def all_operations(self) -> dict[str, Operation]:
         """Every request the file describes, by where it is written (`register.1` for the
-        second registration step)."""
+        second registration step, `forget.0` for the first request of a sequence)."""
         found: dict[str, Operation] = {}
-        steps = self.operations.register_steps()
-        for index, step in enumerate(steps):
-            found["register" if len(steps) == 1 else f"register.{index}"] = step
-        for name in OPERATION_VARIABLES:
-            if name in ("register", "maintain"):
-                continue
-            operation = getattr(self.operations, name)
-            if operation is not None:
-                found[name] = operation
-        for name, operation in self.operations.maintain.items():
-            found[f"maintain.{name}"] = operation
+        for name, steps in self.sequences().items():
+            for index, step in enumerate(steps):
+                found[name if len(steps) == 1 else f"{name}.{index}"] = step
         return found
+
+    def sequences(self) -> dict[str, list[Operation]]:
+        """Every operation the file has, by name, as its requests in order."""
+        names = [name for name in OPERATION_VARIABLES if name != "maintain"]
+        names += [f"maintain.{name}" for name in self.operations.maintain]
+        return {name: steps for name in names if (steps := self.operations.sequence(name))}
 
 
 def semantic_problems(target: Target, file: str) -> list[Problem]:
     problems: list[Problem] = []
-    for name, operation in target.all_operations().items():
+    for name, steps in target.sequences().items():
         kind = name.split(".")[0]
-        allowed = OPERATION_VARIABLES[kind]
-        for variable in sorted(template_variables(operation) - allowed):
-            problems.append(Problem(
-                file, f"operations.{name}",
-                f"unknown placeholder {{{variable}}}; this operation may use: "
-                + ", ".join(f"{{{v}}}" for v in sorted(allowed)),
-            ))
+        where = [f"operations.{name}" if len(steps) == 1 else f"operations.{name}.{index}"
+                 for index in range(len(steps))]
+        for index, reason in sequence_problems(steps, OPERATION_VARIABLES[kind]):
+            problems.append(Problem(file, where[index], reason))
         for field in REQUIRED_EXTRACTS[kind]:
-            if field not in operation.extract:
+            if field not in steps[-1].extract:
                 problems.append(Problem(
-                    file, f"operations.{name}.extract",
+                    file, f"{where[-1]}.extract",
                     f"must name where the response holds {field!r} (a JSON pointer such as "
                     f"'/{field}')",
                 ))
+        if steps[-1].select is not None:
+            problems.append(Problem(file, f"{where[-1]}.select", "the last request of a "
+                                    "sequence selects for nothing: the requests that run "
+                                    "per selected record come after it"))
     names = [store.name for store in target.stores]
     for index, store in enumerate(target.stores):
         if names.count(store.name) > 1:

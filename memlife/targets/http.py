@@ -92,6 +92,8 @@ class Response:
     fields: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)  # Server-Timing, ms per stage
     traceparent: str | None = None  # what the request carried (rules/tracing.py)
+    # The status is one the operation lists as `refused`: an answer that holds nothing.
+    refused: bool = False
 
 
 def parse_server_timing(header: str | None) -> dict[str, float]:
@@ -405,6 +407,10 @@ async def _exchange(target: Target, operation: Operation, variables: dict[str, A
         ) from None
     excerpt = payload[:_BODY_EXCERPT].decode("utf-8", "replace")
     status = response.status
+    if status in operation.refused:
+        # Refused (a non-member's 403, a deleted user's 404): nothing to extract.
+        return Response(status=status, latency_ms=latency_ms, data=None, fields={},
+                        traceparent=sent_trace, refused=True)
     if status not in operation.success:
         message = f"{operation.method} {path} answered HTTP {status}: {excerpt!r}"
         if status >= 500 or status in (408, 425, 429):
