@@ -14,6 +14,7 @@ from memlife.activities.calls import (
     application_error,
     call_with_retries,
     heartbeating,
+    log,
     text_of,
 )
 from temporalio import activity
@@ -67,9 +68,14 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
                 total = len(raw)
         except MissingSecret as error:  # the worker is misconfigured: no read can succeed
             raise application_error(error) from None
-        except (TargetError, KeyError) as error:
+        except Exception as error:  # one store's failure is its own alone
+            # Unread is never absent, and one store that cannot be read (a driver missing,
+            # a client's own error) leaves every other store's reads standing.
             reason = (f"no records at {getattr(probe, 'records', '?')!r}"
                       if isinstance(error, KeyError) else f"{type(error).__name__}: {error}")
+            if not isinstance(error, TargetError | KeyError):
+                log.warning("store read failed", store=store.name, mode=mode,
+                            error=f"{type(error).__name__}: {error}"[:300])
             return StoreRead(store=store.name, mode=mode, key=key, status="error",
                              error=reason, traceparent=getattr(error, "traceparent", None),
                              wall_time=wall_time)
@@ -131,6 +137,8 @@ async def _http_read(request: InspectRequest, store: Store, probe: StoreProbe, m
     assert operation is not None
     response, _ = await call_with_retries(request.target, operation, variables,
                                           request.scenario_now, request.run_id)
+    if response.refused:  # a status the probe lists as `refused`: nothing held
+        return [], response.latency_ms, response.traceparent
     raw = http.extract(response.data, probe.records)
     if not isinstance(raw, list):
         raise http.TargetBadResponse(

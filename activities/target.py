@@ -43,8 +43,8 @@ from memlife.rules.evidence import DeletionState, MaintenanceResult, Reply, Spac
 from memlife.rules.target import (
     DeleteOperation,
 )
-from memlife.targets import http
 from memlife.targets.http import MissingSecret, TargetError
+from memlife.targets.sequence import SequenceResult, run_sequence
 
 
 @activity.defn(name=contracts.REGISTER_TENANT)
@@ -153,10 +153,19 @@ async def send_all(request: ConverseRequest, done: list[Reply],
             operation = (operations.space_ask if index in questions
                          and operations.space_ask is not None else operations.space_say)
             variables |= {"space_id": request.space_id, "space_name": request.space_name}
+        retrieval = (operation.answers or request.target.answers) == "retrieval"
         wall_time = datetime.now(UTC)
         try:
             response, attempts = await call_with_retries(request.target, operation, variables,
                                                          request.scenario_now, request.run_id)
+            if response.refused:  # an answer that holds nothing (a non-member's 403)
+                done.append(Reply(index=index, reply="", refused=True, retrieval=retrieval,
+                                  http_status=response.status,
+                                  latency_ms=response.latency_ms, attempts=attempts,
+                                  wall_time=wall_time, traceparent=response.traceparent))
+                if beat_each:
+                    activity.heartbeat([r.model_dump(mode="json") for r in done])
+                continue
             context = response.fields.get("context")
             reply = Reply(index=index, reply=text_of(response.fields["reply"]),
                           context=None if context is None else text_of(context),
@@ -164,7 +173,7 @@ async def send_all(request: ConverseRequest, done: list[Reply],
                           tokens=_whole(response.fields.get("tokens")),
                           http_status=response.status, latency_ms=response.latency_ms,
                           attempts=attempts, wall_time=wall_time,
-                          traceparent=response.traceparent)
+                          traceparent=response.traceparent, retrieval=retrieval)
         except MissingSecret as error:
             raise application_error(error) from None
         except TargetError as error:
@@ -192,8 +201,9 @@ def _whole(value: Any) -> int | None:
     return None if number is None else int(number)
 
 
-def _deletion_state(operation: DeleteOperation, response: http.Response,
+def _deletion_state(operation: DeleteOperation, result: SequenceResult,
                     wall_time: datetime, synchronous_if_silent: bool) -> DeletionState:
+    response = result.response
     status = response.fields.get("status")
     status_text = None if status is None else str(status)
     done = status_text in operation.done_values if status_text is not None else (
@@ -203,34 +213,25 @@ def _deletion_state(operation: DeleteOperation, response: http.Response,
         deletion_id=None if response.fields.get("deletion_id") is None else str(
             response.fields["deletion_id"]),
         done=done, failed=status_text in operation.failed_values,
-        http_status=response.status, latency_ms=response.latency_ms, wall_time=wall_time,
+        http_status=response.status, latency_ms=result.latency_ms, wall_time=wall_time,
         traceparent=response.traceparent,
     )
 
 
 async def _send_named(request: DeleteRequest | ForgetRequest | MaintainRequest | SpaceRequest,
-                      operation: Any, name: str,
-                      variables: dict[str, Any], send: Send,
-                      ) -> tuple[http.Response, datetime]:
-    """One request by an optional operation of the target file (a configuration error,
-    never retried, when the file has none)."""
-    if operation is None:
+                      name: str, variables: dict[str, Any], send: Send,
+                      ) -> tuple[SequenceResult, datetime]:
+    """An optional operation of the target file, by name: one request or a sequence (a
+    configuration error, never retried, when the file has none)."""
+    steps = request.target.operations.sequence(name)
+    if not steps:
         raise ApplicationError(f"the target file has no operations.{name}",
                                type="TargetConfigError", non_retryable=True)
     wall_time = datetime.now(UTC)
-    response = await send(request.target, operation,
-                          {"phone": request.phone, "user_id": request.user_id, **variables},
-                          request.scenario_now, request.run_id)
-    return response, wall_time
-
-
-async def _erasure_call(request: DeleteRequest | ForgetRequest, name: str,
-                        variables: dict[str, Any], send: Send,
-                        ) -> tuple[Any, http.Response, datetime]:
-    """One erasure-related request (delete, status, forget) by the operation's name."""
-    operation = getattr(request.target.operations, name)
-    response, wall_time = await _send_named(request, operation, name, variables, send)
-    return operation, response, wall_time
+    result = await run_sequence(request.target, steps,
+                                {"phone": request.phone, "user_id": request.user_id,
+                                 **variables}, send, request.scenario_now, request.run_id)
+    return result, wall_time
 
 
 @activity.defn(name=contracts.DELETE_TENANT)
@@ -239,10 +240,13 @@ async def delete_tenant(request: DeleteRequest) -> DeletionState:
 
 
 async def delete(request: DeleteRequest, send: Send) -> DeletionState:
-    operation, response, wall_time = await _erasure_call(request, "delete_tenant", {}, send)
+    result, wall_time = await _send_named(request, "delete_tenant", {}, send)
+    if result.refused:  # the service has no such tenant (any more): nothing to erase
+        return _refused_erasure(result, wall_time)
     # Without a status operation, a 2xx answer is all the confirmation there is.
     silent_is_done = request.target.operations.deletion_status is None
-    return _deletion_state(operation, response, wall_time, silent_is_done)
+    operation = request.target.operations.sequence("delete_tenant")[-1]
+    return _deletion_state(operation, result, wall_time, silent_is_done)
 
 
 @activity.defn(name=contracts.DELETION_STATUS)
@@ -251,9 +255,21 @@ async def deletion_status(request: DeleteRequest) -> DeletionState:
 
 
 async def read_deletion_status(request: DeleteRequest, send: Send) -> DeletionState:
-    operation, response, wall_time = await _erasure_call(
+    result, wall_time = await _send_named(
         request, "deletion_status", {"deletion_id": request.deletion_id or ""}, send)
-    return _deletion_state(operation, response, wall_time, False)
+    if result.refused:
+        return _refused_erasure(result, wall_time)
+    operation = request.target.operations.deletion_status
+    assert operation is not None  # _send_named refuses a file without one
+    return _deletion_state(operation, result, wall_time, False)
+
+
+def _refused_erasure(result: SequenceResult, wall_time: datetime) -> DeletionState:
+    """The service refused the erasure request as one for something it does not have (a
+    404 for a user already gone): done, which the stores and answers then prove or not."""
+    return DeletionState(status=f"refused (HTTP {result.response.status})", done=True,
+                         http_status=result.response.status, latency_ms=result.latency_ms,
+                         wall_time=wall_time, traceparent=result.response.traceparent)
 
 
 @activity.defn(name=contracts.FORGET_FACT)
@@ -263,12 +279,17 @@ async def forget_fact(request: ForgetRequest) -> DeletionState:
 
 
 async def forget(request: ForgetRequest, send: Send) -> DeletionState:
-    _, response, wall_time = await _erasure_call(
-        request, "forget", {"value": request.value, "domain": request.domain}, send)
-    status = response.fields.get("status")
+    result, wall_time = await _send_named(
+        request, "forget", {"value": request.value, "values": request.values or
+                            [request.value], "domain": request.domain}, send)
+    if result.refused:
+        return _refused_erasure(result, wall_time)
+    status = result.response.fields.get("status")
+    if result.selected == 0:  # the look-up found no record holding the value
+        status = "nothing held the value"
     return DeletionState(status=None if status is None else str(status), done=True,
-                         http_status=response.status, latency_ms=response.latency_ms,
-                         wall_time=wall_time, traceparent=response.traceparent)
+                         http_status=result.response.status, latency_ms=result.latency_ms,
+                         wall_time=wall_time, traceparent=result.response.traceparent)
 
 
 @activity.defn(name=contracts.MAINTAIN_TARGET)
@@ -278,13 +299,12 @@ async def maintain_target(request: MaintainRequest) -> MaintenanceResult:
 
 
 async def maintain(request: MaintainRequest, send: Send) -> MaintenanceResult:
-    response, wall_time = await _send_named(
-        request, request.target.operations.maintain.get(request.operation),
-        f"maintain.{request.operation}", {}, send)
+    result, wall_time = await _send_named(request, f"maintain.{request.operation}", {}, send)
+    response = result.response
     status = response.fields.get("status")
     return MaintenanceResult(operation=request.operation,
                              status=None if status is None else str(status),
-                             http_status=response.status, latency_ms=response.latency_ms,
+                             http_status=response.status, latency_ms=result.latency_ms,
                              wall_time=wall_time, traceparent=response.traceparent)
 
 
@@ -296,12 +316,12 @@ async def space_operation(request: SpaceRequest) -> SpaceResult:
 
 async def change_space(request: SpaceRequest, send: Send) -> SpaceResult:
     name = f"{request.action}_space"
-    response, wall_time = await _send_named(
-        request, getattr(request.target.operations, name), name,
-        {"space_name": request.space_name,
-         "space_id": request.space_id or request.space_name}, send)
+    result, wall_time = await _send_named(
+        request, name, {"space_name": request.space_name,
+                        "space_id": request.space_id or request.space_name}, send)
+    response = result.response
     status = response.fields.get("status")
     space_id = response.fields.get("space_id") or request.space_id or request.space_name
     return SpaceResult(space_id=str(space_id), status=None if status is None else str(status),
-                       http_status=response.status, latency_ms=response.latency_ms,
+                       http_status=response.status, latency_ms=result.latency_ms,
                        wall_time=wall_time, traceparent=response.traceparent)

@@ -232,6 +232,8 @@ class ForgetRequest(_Model):
     value: str
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
+    # Every value the fact had, current and superseded ({values} in the target file).
+    values: list[str] = Field(default_factory=list)
 
 class MaintainRequest(_Model):
     """One of the target's `maintain` operations, by name, for one tenant (whose phone and

@@ -262,7 +262,8 @@ class LifecycleRunner:
         return [observation(r.index, reply=r.reply, context=r.context, status=r.status,
                             http_status=r.http_status, error=r.error, latency_ms=r.latency_ms,
                             wall_time=r.wall_time, stages=r.stages, cost=r.cost,
-                            tokens=r.tokens, traceparent=r.traceparent)
+                            tokens=r.tokens, traceparent=r.traceparent,
+                            refused=r.refused, retrieval=r.retrieval)
                 for r in replies]
 
     def _space_fields(self, space: str) -> dict[str, str]:

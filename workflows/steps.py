@@ -235,7 +235,10 @@ async def forget(run: Lifecycle, index: int, step: DeleteStep) -> StepWork:
 
     async def forget_one(role: Role, domain: str) -> tuple[Observation, CaseVerdict | None]:
         tenant = run.tenants[role]
-        value = run.state.tenants[role].current[domain][0]
+        facts = run.state.tenants[role]
+        value = facts.current[domain][0]
+        # Every value the fact had: a service that only adds keeps the superseded ones too.
+        values = facts.current[domain] + [text for text, _ in facts.superseded.get(domain, [])]
         seq, scenario_time = run.next_seq(), run.scenario_now()
         error = None
         state: DeletionState | None = None
@@ -244,6 +247,7 @@ async def forget(run: Lifecycle, index: int, step: DeleteStep) -> StepWork:
                 contracts.FORGET_FACT,
                 ForgetRequest(target=target, phone=tenant.phone,
                               user_id=tenant.user_id or "", domain=domain, value=value,
+                              values=values,
                               scenario_now=iso(scenario_time),
                               run_id=run.input.run_id),
                 DeletionState,
@@ -322,8 +326,8 @@ async def maintain(run: Lifecycle, index: int, step: MaintainStep) -> StepWork:
     observations: list[Observation] = []
     verdicts: list[CaseVerdict] = []
     for name in step.operations or list(target.operations.maintain):
-        per_tenant = bool(template_variables(target.operations.maintain[name])
-                          & {"user_id", "phone"})
+        per_tenant = any(template_variables(operation) & {"user_id", "phone"}
+                         for operation in target.operations.sequence(f"maintain.{name}"))
         roles = step.tenants if per_tenant else step.tenants[:1]
 
         async def maintain_one(role: Role, name: str = name,

@@ -40,6 +40,11 @@ class Observation(_Model):
     # The W3C traceparent the request was sent with (rules/tracing.py); None for what was
     # never sent, and in runs recorded before requests carried one.
     traceparent: str | None = None
+    # The target refused (a status its operation lists as `refused`): an answer that holds
+    # nothing, judged as such (judging.py), counted apart from errors.
+    refused: bool = False
+    # The answer is the records a search found, not sentences (the target's `answers`).
+    retrieval: bool = False
 
 class Reply(_Model):
     index: int
@@ -55,6 +60,8 @@ class Reply(_Model):
     cost: float | None = None  # what the target says the turn cost (its own unit)
     tokens: int | None = None
     traceparent: str | None = None  # of the attempt that answered (or failed last)
+    refused: bool = False  # the status is one the operation lists as `refused`
+    retrieval: bool = False  # the answer is the records a search found
 
 class DeletionState(_Model):
     """What the target said about a deletion: done, failed, or still in progress."""

@@ -24,6 +24,7 @@ from memlife.rules.target import (
     Target,
 )
 from memlife.targets import http
+from memlife.targets.sequence import run_sequence
 
 STATEMENT = "Mi color favorito es {value}."
 QUESTION = "¿Cuál es mi color favorito?"
@@ -67,10 +68,45 @@ async def _attempt(check: TargetCheck, name: str, operation: Operation,
         return None
     extracted = ", ".join(f"{key}={_short(value)}" for key, value in response.fields.items())
     timing = (" · Server-Timing " + ", ".join(response.timings)) if response.timings else ""
+    refused = " · refused (an answer that holds nothing)" if response.refused else ""
     check.results.append(CheckResult(
         name, request, True, f"HTTP {response.status} in {response.latency_ms:.0f} ms"
-        + (f" · {extracted}" if extracted else "") + timing))
+        + refused + (f" · {extracted}" if extracted else "") + timing))
     return response
+
+
+class _Stopped(Exception):
+    """A request of a sequence failed (its result already says how)."""
+
+
+async def _sequence(check: TargetCheck, name: str, steps: list[Operation],
+                    variables: dict[str, Any]) -> http.Response | None:
+    """An operation's requests in order, each reported on its own (`forget (2/2)`); the
+    last answer, or None when one failed."""
+    if len(steps) == 1:
+        return await _attempt(check, name, steps[0], variables)
+
+    async def send(_target: Target, operation: Operation, values: dict[str, Any],
+                   _now: str, _run: str) -> http.Response:
+        index = next(i for i, step in enumerate(steps) if step is operation)
+        response = await _attempt(check, f"{name} ({index + 1}/{len(steps)})", operation,
+                                  values)
+        if response is None:
+            raise _Stopped
+        return response
+
+    try:
+        result = await run_sequence(check.target, steps, variables, send)
+    except _Stopped:
+        return None
+    except http.TargetError as error:  # a selection the answer cannot make
+        check.results.append(CheckResult(name, "select", False, f"{error.kind}: {error}"))
+        return None
+    if result.selected is not None:
+        check.results.append(CheckResult(
+            name, "select", True, f"{result.selected} record(s) selected, "
+            f"{result.requests} request(s) in all"))
+    return result.response
 
 
 def _short(value: Any) -> str:
@@ -140,16 +176,17 @@ async def check_target(target: Target) -> TargetCheck:
                 if response is not None:
                     _check_records(check, store.name, mode, store.probe, response)
         await _check_spaces(check, operations, phone, user_id, tag)
-        for name, operation in operations.maintain.items():
-            await _attempt(check, f"maintain {name}", operation,
-                           {"phone": phone, "user_id": user_id})
+        for name in operations.maintain:
+            await _sequence(check, f"maintain {name}", operations.sequence(f"maintain.{name}"),
+                            {"phone": phone, "user_id": user_id})
         if operations.forget is not None and user_id:
-            await _attempt(check, "forget", operations.forget,
-                           {"phone": phone, "user_id": user_id, "value": canary,
-                            "domain": "color"})
+            await _sequence(check, "forget", operations.sequence("forget"),
+                            {"phone": phone, "user_id": user_id, "value": canary,
+                             "values": [canary], "domain": "color"})
         if operations.delete_tenant is not None and user_id:
-            deleted = await _attempt(check, "delete_tenant", operations.delete_tenant,
-                                     {"phone": phone, "user_id": user_id})
+            deleted = await _sequence(check, "delete_tenant",
+                                      operations.sequence("delete_tenant"),
+                                      {"phone": phone, "user_id": user_id})
             if deleted is not None and operations.deletion_status is not None:
                 await _attempt(check, "deletion_status", operations.deletion_status,
                                {"phone": phone, "user_id": user_id,
@@ -252,8 +289,11 @@ def _check_records(check: TargetCheck, store: str, mode: str, probe: Any,
 def _check_pointers(check: TargetCheck, store: str, probe: Any, records: list[Any]) -> None:
     result = check.results[-1]
     missing = []
+    # A table read by value only has no tenant column: it is judged on erasure alone.
+    by_value_only = isinstance(probe, SqlProbe) and probe.scope is None
     for record in records[:20]:
-        for key, pointer in (("content", probe.content), ("tenant_field", probe.tenant_field),
+        for key, pointer in (("content", probe.content),
+                             ("tenant_field", None if by_value_only else probe.tenant_field),
                              ("deleted", probe.deleted)):
             if pointer is None:
                 continue
@@ -277,7 +317,8 @@ async def _check_spaces(check: TargetCheck, operations: Any, phone: str, user_id
         return
     name = f"check-{tag}"
     variables = {"phone": phone, "user_id": user_id, "space_name": name, "space_id": name}
-    created = await _attempt(check, "create_space", operations.create_space, variables)
+    created = await _sequence(check, "create_space", operations.sequence("create_space"),
+                              variables)
     if created is None:
         return
     variables["space_id"] = str(created.fields.get("space_id") or name)
@@ -288,6 +329,6 @@ async def _check_spaces(check: TargetCheck, operations: Any, phone: str, user_id
                        operations.space_ask or operations.space_say,
                        {**variables, "message": QUESTION})
     for operation_name in ("leave_space", "join_space", "delete_space"):
-        operation = getattr(operations, operation_name)
-        if operation is not None:
-            await _attempt(check, operation_name, operation, variables)
+        steps = operations.sequence(operation_name)
+        if steps:
+            await _sequence(check, operation_name, steps, variables)
