@@ -77,7 +77,8 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
     context_checked = observation.context is not None and (any_foreign or any(
         f.origin in ("partner", "foreign", "space") for f in forbidden))
 
-    if observation.status != "ok" or observation.reply is None or case.blocked_by:
+    if observation.status != "ok" or (observation.reply is None and not observation.refused) \
+            or case.blocked_by:
         detail = observation.error or case.blocked_by or "no reply"
         for invariant in invariants + (["I2"] if context_checked else []):
             store = CONTEXT if invariant == "I2" else RESPONSE
@@ -88,20 +89,38 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
                            domain=case.domain, passed=False, outcome="inconclusive",
                            checks=checks, findings=findings)
 
+    # A refusal (a status the operation lists as `refused`) is an answer holding nothing.
+    # A search's answer, or a refusal, cannot abstain in words: it abstains by holding
+    # nothing of another's (docs/design.md, "Retrieval answers and refusals").
+    reply = "" if observation.refused else observation.reply
+    abstains_by_silence = positive == "abstain" and (observation.retrieval
+                                                     or observation.refused)
     expectation = Expectation(required=tuple(case.required),
                               forbidden=tuple(f.text for f in forbidden),
-                              any_of=tuple(case.any_of))
-    score = score_reply(observation.reply, expectation)
-    if has_positive:
+                              any_of=() if abstains_by_silence else tuple(case.any_of))
+    score = score_reply(reply, expectation)
+    refusal = (f"the target refused (HTTP {observation.http_status})"
+               if observation.refused else "")
+    if abstains_by_silence:
+        others = sorted(f.text for f in forbidden if f.origin in ("partner", "foreign", "space")
+                        and f.text in score.leaked)
+        checks.append(Check(invariant=positive, outcome="fail" if others else "pass"))
+        findings.extend(Finding(invariant=positive, reason="leaked", outcome="fail",
+                                value=text, detail="the answer holds another's value, so it "
+                                "does not abstain") for text in others)
+    elif has_positive:
         present = not score.missing and not score.any_of_missing
         checks.append(Check(invariant=positive, outcome="pass" if present else "fail"))
+        absent: Reason = "refused" if observation.refused else "missing"
         for text in score.missing:
-            findings.append(Finding(invariant=positive, reason="missing", outcome="fail",
-                                    value=text, detail="own value absent from the reply"))
+            findings.append(Finding(invariant=positive, reason=absent, outcome="fail",
+                                    value=text,
+                                    detail=refusal or "own value absent from the reply"))
         if score.any_of_missing:
-            findings.append(Finding(invariant=positive, reason="missing", outcome="fail",
+            findings.append(Finding(invariant=positive, reason=absent, outcome="fail",
                                     value=" | ".join(case.any_of),
-                                    detail="none of the accepted renderings is in the reply"))
+                                    detail=refusal
+                                    or "none of the accepted renderings is in the reply"))
         # What must survive another's deletion: the tenant's own value (D2), a space's
         # fact for the members that remain (S2).
         for applies, invariant, detail in (

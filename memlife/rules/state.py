@@ -269,10 +269,13 @@ class PairState:
                 any_of = renderings
             else:
                 required = renderings
+            # A stale value fails the probe of its own fact, once: an answer about another
+            # fact that mentions it (a search serves every memory it finds) is no second
+            # failed update (docs/design.md, "Retrieval answers and refusals").
             forbidden += [
                 ForbiddenValue(text=text, origin="superseded", domain=d, owner=tenant.alias)
-                for d, items in tenant.superseded.items() for text, when in items
-                if when + grace <= now
+                for d, items in tenant.superseded.items() if domain in (d, "*")
+                for text, when in items if when + grace <= now
             ]
             forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d,
                                          owner=tenant.alias) for d, text in tenant.forgotten]

@@ -13,7 +13,7 @@ from memlife.rules.scenario import Role
 Outcome = Literal["pass", "fail", "inconclusive"]
 
 Reason = Literal["missing", "leaked", "stale", "residue", "resurrected", "overreach", "slow",
-                 "target-error", "spoofed", "extracted", "poisoned"]
+                 "target-error", "spoofed", "extracted", "poisoned", "refused"]
 # The reasons that mean a value reached where it must not (a leak, whatever turn drew it
 # out, or a deletion that took another tenant's), and those that mean it outlived erasure.
 LEAK_REASONS: tuple[Reason, ...] = ("leaked", "overreach", "spoofed", "extracted", "poisoned")
