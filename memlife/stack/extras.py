@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -98,11 +99,17 @@ def ensure(extra: str, purpose: str, log_dir: Path = Path(".memlife")) -> None:
 
 
 def for_target(target: object) -> list[tuple[str, str]]:
-    """(extra, purpose) for each probe kind of a target file that needs a client."""
+    """(extra, purpose) for each probe of a target file that needs a client: by its kind,
+    and a SQL probe by its database (PostgreSQL needs psycopg), when the variable naming
+    the URL is set here as it is on the worker that `memlife run` starts."""
     needed: dict[str, str] = {}
     for store in getattr(target, "stores", []):
         probe = getattr(store, "probe", None)
         kind = getattr(probe, "kind", None)
         if kind in PROBE_EXTRAS:
             needed.setdefault(PROBE_EXTRAS[kind], f"the {kind} probe of store {store.name!r}")
+        url_env = getattr(probe, "url_env", None)
+        if kind == "sql" and url_env and os.environ.get(url_env, "").startswith("postgres"):
+            needed.setdefault("postgres", f"the sql probe of store {store.name!r} "
+                                          "(PostgreSQL)")
     return list(needed.items())

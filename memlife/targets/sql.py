@@ -33,8 +33,19 @@ def _engine(url_env: str) -> Engine:
     with _lock:
         engine = _engines.get(url)
         if engine is None:
-            engine = create_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=2) \
-                if not url.startswith("sqlite") else create_engine(url)
+            try:
+                engine = create_engine(url, pool_pre_ping=True, pool_size=2,
+                                       max_overflow=2) \
+                    if not url.startswith("sqlite") else create_engine(url)
+            except ImportError as error:  # the database's driver is not installed
+                hint = (" (PostgreSQL: install memlife[postgres], or run through "
+                        "./scripts/memlife, which installs it when a probe needs it)"
+                        if url.startswith("postgres") else "")
+                raise SqlProbeError(f"the {url_env} database's driver is missing: "
+                                    f"{error.name or error}{hint}") from None
+            except (SQLAlchemyError, ValueError) as error:  # not a database URL
+                raise SqlProbeError(f"{url_env} is not a usable database URL "
+                                    f"({type(error).__name__})") from None
             if engine.dialect.name == "sqlite":
                 event.listen(engine, "connect", _sqlite_read_only)
             _engines[url] = engine
