@@ -120,11 +120,36 @@ async def ensure_search_attributes(client: Client) -> list[str]:
     return []
 
 
+# What `memlife dev` writes where it runs (devstack.py): its addresses and processes.
+STACK_FILE = "dev.json"
+
+
+def dev_stack_address(state_dir: Path = Path(".memlife")) -> str | None:
+    """The Temporal address of the `memlife dev` stack running from this directory (its
+    stack file names it, and its server's process is alive), else None."""
+    import json
+
+    try:
+        info = json.loads((state_dir / STACK_FILE).read_text())
+        address, pid = str(info["temporal_address"]), int(info["pids"]["temporal"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    try:
+        os.kill(pid, 0)  # signal 0: is it there? (nothing is sent)
+    except ProcessLookupError:
+        return None  # a stack file left by a stack that is gone
+    except PermissionError:
+        pass  # alive, someone else's
+    return address
+
+
 async def connect_to_stack() -> tuple[Client, str]:
     """The cluster the operations commands (schedule, check-deletion, status) talk to: the
-    configured one (TEMPORAL_ADDRESS / envconfig), else the local `memlife dev` stack on
-    127.0.0.1:7233. Returns the client and its address."""
-    config = configured_connection() or {"target_host": DEFAULT_ADDRESS}
+    configured one (TEMPORAL_ADDRESS / envconfig), else the local `memlife dev` stack
+    wherever its ports are (`.memlife/dev.json`), else 127.0.0.1:7233. Returns the client
+    and its address."""
+    config = configured_connection() or {"target_host": dev_stack_address()
+                                         or DEFAULT_ADDRESS}
     address = config["target_host"]
     mark_client_used()
     try:

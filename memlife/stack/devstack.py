@@ -1,8 +1,9 @@
 """`memlife dev`: a long-running local stack — the Temporal dev server (persistent, Web UI,
 memlife's search attributes), the reference target and a worker — until Ctrl-C.
 
-Other commands find it without flags: the server listens on 127.0.0.1:7233 (the address
-they use when TEMPORAL_ADDRESS is not set) and `.memlife/dev.json` says what runs where.
+Other commands find it without flags: `.memlife/dev.json` says what runs where (the
+server listens on 127.0.0.1:7233 unless --port says otherwise), and they connect there
+when TEMPORAL_ADDRESS is not set (connection.connect_to_stack).
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from pathlib import Path
 
 from memlife.errors import UnreachableError
 from memlife.stack import embedded
-from memlife.stack.connection import ensure_search_attributes
-
-STACK_FILE = "dev.json"
+from memlife.stack.connection import STACK_FILE, ensure_search_attributes
 
 
 @dataclass
