@@ -175,13 +175,19 @@ class DeletionCheckWorkflow:
         if not (check.questions and check.phone):
             return None
         target = check.target
+        asks = target.operations.ask is not None
+        if workflow.patched("deletion-check-never-writes") and not (
+                asks or check.ask_through_say):
+            return None  # asking through `say` would write to the tenant being checked
         start_to_close, heartbeat = converse_timeouts(target, len(check.questions))
         try:
             return await workflow.execute_activity(
                 contracts.CONVERSE,
                 ConverseRequest(target=target, phone=check.phone, user_id=check.user_id,
                                 messages=check.questions, scenario_now=iso(now),
-                                run_id=workflow.info().workflow_id),
+                                run_id=workflow.info().workflow_id,
+                                # every message a question: through `ask`, which writes nothing
+                                questions=list(range(len(check.questions)))),
                 result_type=list[Reply],
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,

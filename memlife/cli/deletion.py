@@ -44,8 +44,12 @@ def add_parsers(commands: Any) -> None:
     check.add_argument("--value", action="append", default=[], metavar="V",
                        help="a value of the tenant to search for everywhere (repeatable)")
     check.add_argument("--ask", action="append", default=[], metavar="QUESTION",
-                       help="ask the tenant's channel; an answer carrying a value is residue "
-                       "(repeatable)")
+                       help="ask the tenant's channel, through the target file's `ask` (which "
+                       "writes nothing); an answer carrying a value is residue (repeatable)")
+    check.add_argument("--ask-through-say", action="store_true",
+                       help="let --ask go through `say` when the target file has no `ask`: "
+                       "the service then stores each question as the tenant's, so the check "
+                       "writes to the tenant it checks (and may find that as residue)")
     check.add_argument("--request", action="store_true",
                        help="request the deletion first (the target file's delete_tenant)")
     check.add_argument("--deadline", default="24h", metavar="DURATION",
@@ -102,6 +106,12 @@ def deletion_check_input(args: argparse.Namespace) -> Any:
         problems.append(Problem("command line", "--ask", "asking the tenant's channel needs "
                                 "its --phone"))
     if target is not None:
+        if args.ask and target.operations.ask is None and not args.ask_through_say:
+            problems.append(Problem(args.target, "operations.ask", "--ask needs an ask "
+                                    "operation: without one a question goes through say, "
+                                    "which writes it to the tenant being checked; describe "
+                                    "ask (e.g. the service's search), or add --ask-through-say"
+                                    " to accept the writes"))
         if args.request and target.operations.delete_tenant is None:
             problems.append(Problem(args.target, "operations.delete_tenant", "--request needs "
                                     "a delete_tenant operation in the target file"))
@@ -114,7 +124,8 @@ def deletion_check_input(args: argparse.Namespace) -> Any:
                            + os.urandom(3).hex())
     return DeletionCheckInput(
         check_id=check_id, target=target, user_id=args.tenant.strip(), phone=args.phone,
-        values=args.value, questions=args.ask, request=args.request, deadline=deadline,
+        values=args.value, questions=args.ask, ask_through_say=args.ask_through_say,
+        request=args.request, deadline=deadline,
         poll=poll)
 
 

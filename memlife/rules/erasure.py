@@ -45,6 +45,10 @@ class DeletionCheckInput(_Model):
     phone: str | None = None
     values: list[str] = Field(default_factory=list)
     questions: list[str] = Field(default_factory=list)
+    # Questions go through the target's `ask` (a search: it writes nothing). A service that
+    # answers only through `say` stores what it is told, so asking it writes to the very
+    # tenant whose erasure is being proven: only when this says so.
+    ask_through_say: bool = False
     request: bool = False
     deadline: timedelta = timedelta(hours=24)
     poll: timedelta = timedelta(minutes=15)
