@@ -81,6 +81,9 @@ def print_summary(artifact: Artifact, link: str | None) -> None:
         console.print(text)
     if latency.count:
         console.print(f"latency (ms): {latency_line(latency)}")
+    if artifact.summary.refusals:
+        console.print(f"refusals: {artifact.summary.refusals} request(s) refused with a status "
+                      "the target file lists as `refused` (answers that hold nothing)")
     failures = artifact.failures
     if failures:
         failure_table = Table(title=f"failures ({len(failures)})", title_justify="left")

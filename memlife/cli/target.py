@@ -69,6 +69,10 @@ def add_parsers(commands: Any) -> None:
                        help="reference: how much later on the run's clock a statement lands "
                        "in memory, unless a read of its run comes first (asynchronous "
                        "ingestion; 0 writes at once)")
+    serve.add_argument("--refuse", action="store_true",
+                       help="reference: refuse as real services do: 403 to a non-member of a "
+                       "space, 410 once the space is deleted (the target file lists them as "
+                       "`refused`), instead of answering that there is no access")
     serve.add_argument("--no-access-log", dest="access_log", action="store_false",
                        help="reference: do not print a line per request (method, path, "
                        "status, time and the trace id it carried)")
@@ -117,10 +121,10 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     if problems:
         return problems_exit(problems)
     runtime = ReferenceRuntime(args.db, args.fault, args.retrieval,
-                               ingest_delay or timedelta(0))
+                               ingest_delay or timedelta(0), refuse=args.refuse)
     faults = ", ".join(args.fault) or "none"
     print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults},"
-          f" retrieval: {args.retrieval}, ingestion: "
+          f" retrieval: {args.retrieval},{' refusing,' if args.refuse else ''} ingestion: "
           f"{'+' + args.ingest_delay if ingest_delay else 'synchronous'})", flush=True)
     try:
         uvicorn.run(create_app(runtime, service_time, api_key, access_log=args.access_log),

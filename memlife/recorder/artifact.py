@@ -54,6 +54,12 @@ class Meta(RunMeta):
     redacted: bool = False  # set by reports, never by the recorder
 
 
+# An observation's status as recorded: `ok`, `target-error`, or `refused` (an answer that
+# holds nothing, with a status the target file lists as `refused`). Both answered.
+REFUSED = "refused"
+ANSWERED = ("ok", REFUSED)
+
+
 class Summary(_Part):
     passed: bool
     cases: int
@@ -63,6 +69,9 @@ class Summary(_Part):
     probe_cases: int
     store_checks: int
     target_errors: int
+    # Requests the target refused with a status its target file lists as `refused`: answers
+    # that hold nothing (a non-member's 403), counted apart from errors.
+    refusals: int = 0
     latency_within_target: bool
     by_invariant: dict[str, Tally]
 

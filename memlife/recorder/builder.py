@@ -8,7 +8,7 @@ import json
 from array import array
 from typing import Any
 
-from memlife.recorder.artifact import ARTIFACT_VERSION, Artifact
+from memlife.recorder.artifact import ANSWERED, ARTIFACT_VERSION, REFUSED, Artifact
 from memlife.rules.scoring import (
     InvariantTally,
     LatencySummary,
@@ -56,7 +56,7 @@ class ArtifactBuilder:
         self.per_pair: dict[int, Tallies] = {}
         self.step_outcomes: dict[tuple[int, int], dict[str, int]] = {}
         self.cases = self.cases_passed = self.cases_failed = self.cases_inconclusive = 0
-        self.probe_cases = self.target_errors = 0
+        self.probe_cases = self.target_errors = self.refusals = 0
         self.probe_count = 0
         self.probe_max: float | None = None
         # Compact arrays, not a dict per probe: a run of 10,000 pairs answers 600,000.
@@ -187,6 +187,7 @@ class ArtifactBuilder:
             "probe_cases": self.probe_cases,
             "store_checks": self.cases - self.probe_cases,
             "target_errors": self.target_errors,
+            "refusals": self.refusals,
             "latency_within_target": within_target,
             "by_invariant": {
                 name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
@@ -247,9 +248,11 @@ def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
             builder.add_cost(pair, values["cost"])
     traces = {(t.pair_index, t.step_index, t.seq): t for t in rows.get("traces", [])}
     for o in observations:
-        if o.status != "ok":
+        if o.status == REFUSED:
+            builder.refusals += 1
+        elif o.status != "ok":
             builder.add_target_error()
-        elif o.kind == "probe" and o.latency_ms is not None:
+        if o.status in ANSWERED and o.kind == "probe" and o.latency_ms is not None:
             builder.add_probe(o.latency_ms, metrics.get((o.pair_index, o.step_index, o.seq), {}))
     return {
         **entries(builder, len({t.pair_index for t in rows["tenants"]}), rows["tenants"],

@@ -11,7 +11,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Connection
 from sqlmodel import Session, select
 
-from memlife.recorder.artifact import Artifact
+from memlife.recorder.artifact import ANSWERED, REFUSED, Artifact
 from memlife.recorder.builder import ArtifactBuilder, stage_fields
 from memlife.recorder.database import engine_for, session
 from memlife.recorder.experiment import ProbeFigures, spread
@@ -83,7 +83,11 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
             builder.add_verdict(verdict)
         builder.target_errors = connection.execute(
             select(func.count()).select_from(ObservationRow)
-            .where(ObservationRow.run_id == run_id, ObservationRow.status != "ok")
+            .where(ObservationRow.run_id == run_id, ObservationRow.status.not_in(ANSWERED))
+        ).scalar_one()
+        builder.refusals = connection.execute(
+            select(func.count()).select_from(ObservationRow)
+            .where(ObservationRow.run_id == run_id, ObservationRow.status == REFUSED)
         ).scalar_one()
         answered = _answered_probes(run_id)
         if summary_only:  # the latency rule needs the slowest probe only
@@ -127,7 +131,7 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
 def _answered_probes(*run_ids: str) -> tuple[Any, ...]:
     """The probes the target answered, whose latencies the runs are judged by."""
     return (ObservationRow.run_id.in_(run_ids), ObservationRow.kind == "probe",
-            ObservationRow.status == "ok", ObservationRow.latency_ms.is_not(None))
+            ObservationRow.status.in_(ANSWERED), ObservationRow.latency_ms.is_not(None))
 
 
 def _sorted_latencies(connection: Connection, chunk: int, *run_ids: str) -> Iterator[float]:

@@ -43,14 +43,16 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
                            timeout: float = 30.0, service_time: str | None = None,
                            api_key_env: str | None = None,
                            retrieval: str = "combined",
-                           access_log: bool = True) -> ReferenceTargetProcess:
+                           access_log: bool = True,
+                           refuse: bool = False) -> ReferenceTargetProcess:
     """Start `memlife target serve reference` as a child process and wait until healthy.
     Its output, a line per request with the access log, goes to `log_path`. A port chosen
     here can be taken before the target binds it (other tests and servers pick free ports
     too): the target then exits at start, and is started again on another port."""
     def start(port: int) -> ReferenceTargetProcess:
         return _start_reference_target(state_dir, port, faults, db_path, timeout,
-                                       service_time, api_key_env, retrieval, access_log)
+                                       service_time, api_key_env, retrieval, access_log,
+                                       refuse)
 
     if port is not None:
         return start(port)
@@ -69,7 +71,7 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
 def _start_reference_target(state_dir: Path, port: int, faults: list[str] | tuple[str, ...],
                             db_path: Path | None, timeout: float, service_time: str | None,
                             api_key_env: str | None, retrieval: str,
-                            access_log: bool) -> ReferenceTargetProcess:
+                            access_log: bool, refuse: bool) -> ReferenceTargetProcess:
     state_dir.mkdir(parents=True, exist_ok=True)
     db_path = db_path or state_dir / "reference-target.db"
     db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +88,8 @@ def _start_reference_target(state_dir: Path, port: int, faults: list[str] | tupl
         command += ["--retrieval", retrieval]
     if not access_log:
         command += ["--no-access-log"]
+    if refuse:
+        command += ["--refuse"]
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)
@@ -113,9 +117,10 @@ def _start_reference_target(state_dir: Path, port: int, faults: list[str] | tupl
 def reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
                      port: int | None = None, db_path: Path | None = None,
                      api_key_env: str | None = None,
-                     retrieval: str = "combined") -> Iterator[ReferenceTargetProcess]:
+                     retrieval: str = "combined",
+                     refuse: bool = False) -> Iterator[ReferenceTargetProcess]:
     handle = start_reference_target(state_dir, faults, port, db_path, api_key_env=api_key_env,
-                                    retrieval=retrieval)
+                                    retrieval=retrieval, refuse=refuse)
     try:
         yield handle
     finally:

@@ -70,8 +70,10 @@ def nightly_small() -> Scenario:
 def target_with(tmp_path: Path) -> Iterator[object]:
     stack: list[object] = []
 
-    def start(faults: list[str]) -> object:
-        context = embedded.reference_target(tmp_path / "-".join(faults or ["clean"]), faults)
+    def start(faults: list[str], refuse: bool = False) -> object:
+        context = embedded.reference_target(
+            tmp_path / "-".join((faults or ["clean"]) + (["refusing"] if refuse else [])),
+            faults, refuse=refuse)
         process = context.__enter__()
         stack.append(context)
         return reference_target(process.base_url)

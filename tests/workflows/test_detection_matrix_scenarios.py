@@ -93,3 +93,28 @@ async def test_each_fault_is_caught_by_the_right_invariant_store_and_stage(
         assert cell in found, f"{fault}: expected {cell}, found {sorted(found)}"
     for cell in must_not:
         assert cell not in found, f"{fault}: {cell} should hold, found {sorted(found)}"
+
+
+@pytest.mark.parametrize("fault", [None, "space-leak", "revocation-ignored"])
+async def test_a_target_that_refuses_non_members_is_judged_as_clean_and_still_caught(
+        skip_env: WorkflowEnvironment, skip_worker: str, target_with,
+        fault: str | None) -> None:
+    """Served with --refuse, the reference target answers a non-member 403 and a deleted
+    space 410, as real services do: refusals, not errors, so the clean target passes and
+    each space fault is still caught where it is without refusals."""
+    faults = [fault] if fault else []
+    artifact = await run_nightly(skip_env, skip_worker, small("shared-spaces.yaml"),
+                                 target_with(faults, refuse=True),
+                                 f"refusing-{fault or 'clean'}")
+    refused = [o for o in artifact["observations"] if o["status"] == "refused"]
+    assert refused and {o["http_status"] for o in refused} <= {403, 410}
+    assert artifact["inconclusive"] == []
+    if fault is None:
+        assert artifact["failures"] == [] and artifact["summary"]["passed"]
+        return
+    must, must_not = DETECTION["shared-spaces.yaml"][fault]
+    found = cells(artifact)
+    for cell in must:
+        assert cell in found, f"{fault}: expected {cell}, found {sorted(found)}"
+    for cell in must_not:
+        assert cell not in found, f"{fault}: {cell} should hold, found {sorted(found)}"

@@ -13,6 +13,7 @@ Shared spaces (what is said inside one is the space's; members only):
   POST   /v1/spaces/{space_id}/leave {phone}           -> {space_id, status}
   DELETE /v1/spaces/{space_id}?phone=P                 -> {space_id, status}
   POST   /v1/spaces/{space_id}/messages {phone, message} -> {user_id, reply, context}
+                                         (with --refuse: 403 non-member, 410 space deleted)
 Maintenance (what an operator or a schedule runs):
   POST   /admin/reindex             {tenant_id}        -> {status, records}  (rebuild memory)
 Admin read surface (what memlife's store probes read; read-only):
@@ -43,7 +44,7 @@ from starlette.routing import Route
 
 from memlife.bundled.reference.faults import FAULTS
 from memlife.bundled.reference.schema import PRICE_PER_MILLION, STORES
-from memlife.bundled.reference.spaces import UnknownSpace
+from memlife.bundled.reference.spaces import Refused, UnknownSpace
 from memlife.bundled.reference.store import ReferenceRuntime, UnknownStore, UnknownTenant
 from memlife.rules.tracing import trace_ids
 
@@ -201,7 +202,7 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
 
     async def health(request: Request) -> dict[str, object]:
         return {"status": "ok", "faults": sorted(runtime.faults),
-                "retrieval": runtime.retrieval}
+                "retrieval": runtime.retrieval, "refuse": runtime.refuse}
 
     async def register(request: Request) -> dict[str, object]:
         """Register a phone; a phone whose user was deleted registers as a new user."""
@@ -303,6 +304,8 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
                                               body.message, _clock(request), _run(request))
         except (UnknownTenant, UnknownSpace):
             raise HTTPException(404, "unknown phone or space") from None
+        except Refused as refused:
+            raise HTTPException(refused.status, str(refused)) from None
         return {"user_id": user_id, "reply": answer.reply, "context": answer.context}
 
     async def deletion(request: Request) -> dict[str, str | None]:

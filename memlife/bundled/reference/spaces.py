@@ -28,6 +28,15 @@ class UnknownSpace(LookupError):
     pass
 
 
+class Refused(Exception):
+    """With refusals on (`--refuse`), what a real service answers a caller the space does
+    not admit: 403 for a non-member, 410 for a deleted space."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
 class Spaces:
     """Part of ReferenceRuntime (store.py). Called with the runtime's lock held."""
 
@@ -39,6 +48,16 @@ class Spaces:
     _answer: Callable[[str, str, datetime], Answer]
     _flush: Callable[..., None]
     _run: str
+    refuse: bool
+
+    def _turned_away(self, space_id: str, lang: str) -> Answer:
+        """Someone the space does not admit: an answer saying so, or, with refusals on, the
+        status a real service refuses with."""
+        if not self.refuse:
+            return Answer(NO_ACCESS[lang], [], None)
+        if self._space(space_id)["status"] != "active":
+            raise Refused(410, "this space was deleted")
+        raise Refused(403, "not a member of this space")
 
     def _create_space(self, tenant: str, name: str, clock: datetime) -> dict[str, str]:
         space_id = f"s_{uuid.uuid4().hex[:16]}"
@@ -86,11 +105,11 @@ class Spaces:
         stamp = iso(clock)
         if language.is_question(message):
             if not self._may_read(space_id, tenant):
-                return Answer(NO_ACCESS[lang], [], None)
+                return self._turned_away(space_id, lang)
             self._flush(clock, tenant=space_id)
             answer = self._answer(space_id, message, clock)
         elif not self._may_write(space_id, tenant):
-            return Answer(NO_ACCESS[lang], [], None)
+            return self._turned_away(space_id, lang)
         else:
             answer = Answer(self._remember(space_id, message, clock), [], None)
         self._thread_append(space_id, "user", message, stamp)

@@ -72,16 +72,21 @@ class UnknownStore(LookupError):
 class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval):
     """All state of the reference target. Thread-safe through one lock (small and honest).
     `ingest_delay`: how much later on the run's clock a statement lands (ingestion.py);
-    zero writes it at once."""
+    zero writes it at once. `refuse`: turn away who a space does not admit with a status,
+    as real services do (spaces.py)."""
 
     def __init__(self, db_path: str | Path, faults: Iterable[str] = (),
-                 retrieval: str = "combined", ingest_delay: timedelta = timedelta(0)):
+                 retrieval: str = "combined", ingest_delay: timedelta = timedelta(0),
+                 refuse: bool = False):
         if retrieval not in RETRIEVAL_MODES:
             raise ValueError(f"unknown retrieval {retrieval!r}; one of "
                              f"{', '.join(RETRIEVAL_MODES)}")
         self.faults = parse_faults(faults)
         self.retrieval = retrieval
         self.ingest_delay = ingest_delay
+        # Refuse as real services do (403 for a non-member, 410 for a deleted space)
+        # rather than answer that there is no access (spaces.py).
+        self.refuse = refuse
         self._lock = threading.Lock()
         self._db = open_database(db_path)
         self._run = ""
