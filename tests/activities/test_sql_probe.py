@@ -138,3 +138,36 @@ def test_text_inside_a_binary_column_is_read_as_text(tmp_path: Any,
         "checkpoints WHERE instr(checkpoint, CAST(:needle AS BLOB)) > 0", {"needle": value}, 10)
     assert total == 1 and value in rows[0]["content"]
     sql.dispose_all()
+
+
+async def test_a_store_whose_driver_is_missing_is_unread_alone(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe whose database driver is not installed says so in one line, for its store
+    alone: the other store's reads stand (a missing driver once made every store
+    inconclusive, hiding real residue behind "target errors")."""
+    import importlib.util
+
+    from memlife.targets.check import check_target
+
+    assert importlib.util.find_spec("MySQLdb") is None  # the driver the URL below names
+    fill_store(f"sqlite:///{tmp_path / 'memories.db'}", monkeypatch)
+    monkeypatch.setenv("MEMLIFE_TEST_MYSQL_URL", "mysql+mysqldb://probe@127.0.0.1:9/history")
+    data = _target(SCOPE).model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["stores"].append({"name": "history", "probe": {
+        "kind": "sql", "url_env": "MEMLIFE_TEST_MYSQL_URL",
+        "needle": "SELECT id, text AS content FROM history WHERE text LIKE :needle"}})
+    target = parse_target(data, "two-stores.yaml")
+    reads = await ActivityEnvironment().run(inspect_stores, InspectRequest(
+        target=target, identities=["u_ana"], needles=["Olmo"], watch=["Olmo"],
+        erased=["Olmo"], scenario_now="2026-12-01T00:00:00Z"))
+    status = {(r.store, r.mode): (r.status, r.error) for r in reads}
+    assert status[("memories", "scope")] == ("ok", None)
+    assert status[("memories", "needle")] == ("ok", None)
+    history_status, error = status[("history", "needle")]
+    assert history_status == "error"
+    assert error == ("SqlProbeError: the MEMLIFE_TEST_MYSQL_URL database's driver is "
+                     "missing: MySQLdb")
+    # `target check` says the same, as one failed row (exit 2), not a traceback.
+    check = await check_target(target)
+    failed = [r for r in check.misconfigured if r.operation.startswith("probe history")]
+    assert failed and "driver is missing: MySQLdb" in failed[0].detail
