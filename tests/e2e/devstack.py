@@ -86,8 +86,10 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     assert info["reference_target"] == f"http://127.0.0.1:{target_port}"
     target_file = target_file_for(info["reference_target"], home / "reference.yaml")
     try:
+        # No TEMPORAL_ADDRESS: every command finds the stack, on its random ports, through
+        # .memlife/dev.json (memlife/stack/connection.py: connect_to_stack).
         yield DevStack(home, info["temporal_address"], info["web_ui"], target_file,
-                       clean_env(TEMPORAL_ADDRESS=info["temporal_address"]))
+                       clean_env())
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C
         try:

@@ -182,7 +182,7 @@ async def record_deletion_check(name: str = "v2-deletion-check-graph-residue") -
             check = DeletionCheckInput(
                 check_id="recorded", target=reference_target(process.base_url),
                 user_id=user_id, phone=phone, values=["Astilleros Norte"],
-                questions=["¿Dónde trabajo?"], request=True,
+                questions=["¿Dónde trabajo?"], ask_through_say=True, request=True,
                 deadline=timedelta(hours=2), poll=timedelta(minutes=20))
             handle = await env.client.start_workflow(
                 DeletionCheckWorkflow.run, check, id="memlife/deletion-check/recorded",

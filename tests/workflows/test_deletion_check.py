@@ -58,6 +58,9 @@ def check_input(target: Target, user_id: str, phone: str, **changes: object) -> 
     return DeletionCheckInput(
         check_id=f"test-{uuid.uuid4().hex[:8]}", target=target, user_id=user_id, phone=phone,
         values=VALUES, questions=["¿Cuál es mi color favorito?"], request=True,
+        # The reference target answers only through `say` (a chat), which stores what it
+        # is asked: asking it is a write the check must be told to make.
+        ask_through_say=True,
         deadline=timedelta(hours=6), poll=timedelta(minutes=15)).model_copy(update=changes)
 
 
