@@ -39,7 +39,8 @@ HISTORIES = REPO / "tests" / "histories"
 
 
 @contextlib.asynccontextmanager
-async def _time_skipping(faults: list[str] | None = None) -> AsyncIterator[
+async def _time_skipping(faults: list[str] | None = None, refuse: bool = False,
+                         ) -> AsyncIterator[
         tuple[WorkflowEnvironment, embedded.ReferenceTargetProcess, ThreadPoolExecutor]]:
     """A scratch recorder, the time-skipping server, a reference target with `faults`, and
     an executor for a worker's activities."""
@@ -52,7 +53,7 @@ async def _time_skipping(faults: list[str] | None = None) -> AsyncIterator[
         test_server_existing_path=bundled_binary("temporal-test-server"),
     )
     try:
-        with embedded.reference_target(scratch, faults or []) as process, \
+        with embedded.reference_target(scratch, faults or [], refuse=refuse) as process, \
                 ThreadPoolExecutor(max_workers=8) as executor:
             yield env, process, executor
     finally:
@@ -62,9 +63,9 @@ async def _time_skipping(faults: list[str] | None = None) -> AsyncIterator[
 
 async def record(name: str, scenario_path: Path, faults: list[str],
                  generated_pairs: int | None = None, cohort_size: int = 0,
-                 max_active_pairs: int = 0) -> None:
+                 max_active_pairs: int = 0, refuse: bool = False) -> None:
     """A run's suite history and its first pair's (or, in cohorts, first cohort's)."""
-    async with _time_skipping(faults) as (env, process, executor):
+    async with _time_skipping(faults, refuse) as (env, process, executor):
         task_queue = f"record-{uuid.uuid4().hex[:6]}"
         async with build_worker(env.client, task_queue, executor):
             scenario = load_scenario(scenario_path)
@@ -351,6 +352,14 @@ async def main() -> None:
     if "v15-tenants-activity-cohort-suite" not in have:
         await record("v15-tenants-activity-cohort", nightly, ["nightly-resurrection"],
                      generated_pairs=3, cohort_size=2)
+    # v16: a deletion check asks through `ask`, and through `say` only when told to
+    # (ask_through_say; the patch deletion-check-never-writes); refusals and retrieval
+    # answers are carried in the replies (Reply.refused, Reply.retrieval).
+    if "v16-deletion-check-never-writes" not in have:
+        await record_deletion_check("v16-deletion-check-never-writes")
+    if "v16-spaces-refused-suite" not in have:
+        await record("v16-spaces-refused", REPO / "scenarios" / "shared-spaces.yaml", [],
+                     generated_pairs=1, refuse=True)
 
 
 if __name__ == "__main__":
