@@ -19,7 +19,9 @@ class _RecordPointers(Strict):
     JSON pointers into the record (a row, a point's payload, a response item)."""
 
     content: str = "/content"
-    tenant_field: str = "/tenant_id"
+    # None: the records name no tenant (a Letta block); such a store shows erasure by
+    # value, and a scope read is taken as the tenant's own.
+    tenant_field: str | None = "/tenant_id"
     id: str = "/id"
     deleted: str | None = None  # a truthy value here marks a tombstoned record
 
