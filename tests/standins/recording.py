@@ -1,4 +1,6 @@
-"""Every request a stand-in receives, as `METHOD /path?query`, in order: wrap the app, read
+"""Follows no service: a wrapper around any stand-in.
+
+Every request a stand-in receives, as `METHOD /path?query`, in order: wrap the app, read
 `requests`. For tests that must prove what memlife did not send."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The Letta stand-in driven by Letta's own Python client (`letta-client` 1.x): it accepts
+"""Follows letta-client 1.12.1 and letta-ai/letta 0.16.8.
+
+The Letta stand-in driven by Letta's own Python client (`letta-client` 1.x): it accepts
 what the client sends (`Authorization: Bearer`, the /v1 paths, bodies) and answers in shapes
 the client parses, with the statuses its errors map."""
 

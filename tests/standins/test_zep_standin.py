@@ -1,4 +1,6 @@
-"""The Zep stand-in driven by Zep's own Python client (`zep-cloud` 4.x): it accepts what the
+"""Follows zep-cloud 4.0.1 (zep_cloud/*/raw_client.py).
+
+The Zep stand-in driven by Zep's own Python client (`zep-cloud` 4.x): it accepts what the
 client sends (paths under /api/v4, `Authorization: Api-Key`, bodies) and answers in shapes the
 client parses, with the statuses its errors map."""
 
