@@ -158,16 +158,10 @@ async def send_all(request: ConverseRequest, done: list[Reply],
         try:
             response, attempts = await call_with_retries(request.target, operation, variables,
                                                          request.scenario_now, request.run_id)
-            if response.refused:  # an answer that holds nothing (a non-member's 403)
-                done.append(Reply(index=index, reply="", refused=True, retrieval=retrieval,
-                                  http_status=response.status,
-                                  latency_ms=response.latency_ms, attempts=attempts,
-                                  wall_time=wall_time, traceparent=response.traceparent))
-                if beat_each:
-                    activity.heartbeat([r.model_dump(mode="json") for r in done])
-                continue
+            # A refused answer (a non-member's 403) holds nothing: it has no fields.
             context = response.fields.get("context")
-            reply = Reply(index=index, reply=text_of(response.fields["reply"]),
+            reply = Reply(index=index, refused=response.refused,
+                          reply="" if response.refused else text_of(response.fields["reply"]),
                           context=None if context is None else text_of(context),
                           stages=response.timings, cost=_number(response.fields.get("cost")),
                           tokens=_whole(response.fields.get("tokens")),
