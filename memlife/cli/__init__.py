@@ -17,6 +17,7 @@ from memlife import __version__
 from memlife.cli import (
     deletion,
     dev,
+    model,
     report,
     review,
     run,
@@ -29,7 +30,7 @@ from memlife.cli import (
 from memlife.cli.common import EXIT_USAGE, HelpFormatter, err
 
 GROUPS = (validate, run, dev, schedule, status, deletion, review, report, target,
-          signing)
+          model, signing)
 
 
 def build_parser() -> argparse.ArgumentParser:
