@@ -41,9 +41,11 @@ def add_parsers(commands: Any) -> None:
         "memlife sends (X-Memlife-Now), one clock per run (X-Memlife-Run): many runs can share "
         "one long-lived server. Its target file is scenarios/targets/reference.yaml."
         "\nrealstack: the same surface on Mem0, LangGraph and FalkorDB (its extra installs "
-        "on first use); its target file is scenarios/targets/realstack.yaml.\n\nFaults of "
+        "on first use); its target file is scenarios/targets/realstack.yaml."
+        "\nmem0: Mem0 with its model on (infer=True), the model memlife's scripted model "
+        "(docs/scripted-model.md); its target file is scenarios/targets/mem0.yaml.\n\nFaults of "
         f"the reference target (--fault, repeatable):\n{faults}")
-    serve.add_argument("kind", choices=["reference", "realstack"],
+    serve.add_argument("kind", choices=["reference", "realstack", "mem0"],
                        help="which target to serve")
     serve.add_argument("--port", type=int, default=8080, help="the port to listen on")
     serve.add_argument("--host", default="127.0.0.1",
@@ -53,7 +55,8 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"),
                        metavar="FILE", help="reference: its SQLite database")
     serve.add_argument("--data-dir", default=str(STATE_DIR / "realstack"), metavar="DIR",
-                       help="realstack: where its stores keep their files")
+                       help="realstack, mem0: where its stores keep their files (mem0: "
+                            "default .memlife/mem0)")
     serve.add_argument("--fault", action="append", default=[], metavar="NAME",
                        help="reference: a fault to inject (repeatable; listed above)")
     serve.add_argument("--api-key-env", default=None, metavar="NAME",
@@ -90,6 +93,8 @@ def add_parsers(commands: Any) -> None:
 def cmd_target_serve(args: argparse.Namespace) -> int:
     if args.kind == "realstack":
         return _serve_realstack(args)
+    if args.kind == "mem0":
+        return _serve_mem0(args)
     import uvicorn
 
     from memlife.bundled.reference.app import create_app
@@ -185,6 +190,61 @@ def _serve_realstack(args: argparse.Namespace) -> int:
     except RealstackUnavailable as error:
         print(f"realstack target: {error}", flush=True)
         return EXIT_FAILED
+    return EXIT_OK
+
+
+def _loopback_port_problem(args: argparse.Namespace, kind: str) -> int | None:
+    """Exit early (2) when --host is not loopback or --port is taken: before an extra or a
+    model loads, not after."""
+    import socket
+
+    if args.host not in LOOPBACK_HOSTS:
+        return problems_exit([Problem("command line", "--host", f"the {kind} target binds "
+                                      "loopback only (127.0.0.1 or ::1)")])
+    with socket.socket() as probe:
+        try:
+            probe.bind((args.host, args.port))
+        except OSError as error:
+            return problems_exit([Problem("command line", "--port", f"cannot listen on "
+                                          f"{args.host}:{args.port} ({error.strerror}); "
+                                          "choose a free port")])
+    return None
+
+
+def _serve_mem0(args: argparse.Namespace) -> int:
+    """Mem0 with infer=True on the scripted model; prints the variables its target file
+    reads the stores with, and writes them beside the data as mem0.env."""
+    problem = _loopback_port_problem(args, "mem0")
+    if problem is not None:
+        return problem
+    from memlife.bundled.mem0.serve import Mem0Unavailable, require_extra
+
+    try:
+        require_extra()
+    except Mem0Unavailable as error:
+        return problems_exit([Problem("mem0 target", "extra", str(error))])
+    import uvicorn
+
+    from memlife.bundled.mem0.serve import mem0_stack, probe_environment
+    from memlife.bundled.model.serve import summary
+    from memlife.bundled.realstack.app import create_app
+
+    data_dir = Path(args.data_dir if args.data_dir != str(STATE_DIR / "realstack")
+                    else STATE_DIR / "mem0")
+    environment = probe_environment(data_dir)
+    exports = "".join(f"export {name}={value}\n" for name, value in environment.items())
+    print("loading Mem0 (local Qdrant) and the scripted model (all-MiniLM-L6-v2) ...",
+          flush=True)
+    with mem0_stack(data_dir) as stack:
+        (data_dir / "mem0.env").write_text(exports, encoding="utf-8")
+        print(f"mem0 target on http://{args.host}:{args.port} (data {data_dir}; scripted "
+              f"model {stack.model.base_url}).\nIts stores, for scenarios/targets/mem0.yaml "
+              f"(also in {data_dir / 'mem0.env'}):\n{exports}", end="", flush=True)
+        uvicorn.run(create_app(stack.runtime, "memlife mem0 target"), host=args.host,
+                    port=args.port, log_level="warning")
+        calls = stack.model.calls()
+    print(f"the scripted model answered {len(calls)} call(s): " + ", ".join(
+        f"{kind} {count}" for kind, count, _ in summary(calls)), flush=True)
     return EXIT_OK
 
 

@@ -11,7 +11,8 @@ from memlife import recorder
 from memlife.contracts import RunInput, RunMeta, RunSummary, suite_workflow_id
 from memlife.recorder.builder import build_artifact
 from memlife.rules.clock import Clock
-from memlife.rules.scenario import Scenario
+from memlife.rules.scenario import DeleteStep, Scenario, UpdateStep
+from memlife.rules.scoring import normalize
 from memlife.rules.target import Target
 from memlife.stack.connection import suite_result
 
@@ -49,3 +50,35 @@ def run_artifact(run_id: str) -> dict[str, Any]:
     loaded = recorder.load_run(run_id)
     assert loaded is not None
     return build_artifact(loaded).model_dump(mode="json")
+
+
+def holds(texts: list[str], value: str) -> bool:
+    """Whether any text holds the value, after memlife's normalization."""
+    wanted = normalize(value)
+    return any(wanted in normalize(text) for text in texts)
+
+
+def erased_values(scenario: Scenario) -> set[tuple[str, str]]:
+    """(tenant alias, value) of everything the scenario erases: every value a deleted
+    tenant stated, and each forgotten fact's value as it stood when it was forgotten."""
+    erased: set[tuple[str, str]] = set()
+    for pair in scenario.pairs:
+        updates_seen: dict[tuple[str, str], int] = {}
+        for step in scenario.timeline:
+            if isinstance(step, UpdateStep):
+                for role in step.tenants:
+                    for domain in step.domains:
+                        updates_seen[role, domain] = updates_seen.get((role, domain), 0) + 1
+            if not isinstance(step, DeleteStep):
+                continue
+            for role in step.tenants:
+                tenant = pair.tenant(role)
+                for domain in step.domains or list(tenant.facts):
+                    fact = tenant.facts[domain]
+                    if step.domains is None:  # the whole tenant: all it ever stated
+                        erased.update((tenant.alias, text)
+                                      for text in [fact.value, *fact.updates])
+                    else:
+                        seen = updates_seen.get((role, domain), 0)
+                        erased.add((tenant.alias, ([fact.value, *fact.updates])[seen]))
+    return erased

@@ -18,13 +18,11 @@ from memlife.bundled.realstack.app import create_app
 from memlife.bundled.realstack.runtime import APP_DB, CHECKPOINTS_DB, HISTORY_DB, RealstackRuntime
 from memlife.bundled.realstack.serve import falkordb_server, probe_environment
 from memlife.rules.pairs import materialize
-from memlife.rules.scenario import DeleteStep, Scenario, UpdateStep
 from memlife.rules.scenario_file import load_scenario
-from memlife.rules.scoring import normalize
 from memlife.rules.target import load_target
 from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
-from tests.workflows.helpers import run_artifact, run_input, run_suite
+from tests.workflows.helpers import erased_values, holds, run_artifact, run_input, run_suite
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_FILE = REPO / "scenarios" / "targets" / "realstack.yaml"
@@ -53,11 +51,6 @@ def realstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realstack]:
             os.environ.update(saved)
 
 
-def _holds(texts: list[str], value: str) -> bool:
-    wanted = normalize(value)
-    return any(wanted in normalize(text) for text in texts)
-
-
 def _store_texts(stack: Realstack) -> dict[str, list[str]]:
     """Every text each store holds now, read past the target with the stores' own clients."""
     def rows(db: str, query: str) -> list[str]:
@@ -75,32 +68,6 @@ def _store_texts(stack: Realstack) -> dict[str, list[str]]:
         "graph": [str(row[0]) for row in graph],
         "memory": [str(r["content"]) for r in stack.runtime.memory_records()],
     }
-
-
-def _erased(scenario: Scenario) -> set[tuple[str, str]]:
-    """(tenant alias, value) of everything the scenario erases: every value a deleted
-    tenant stated, and each forgotten fact's value as it stood when it was forgotten."""
-    erased: set[tuple[str, str]] = set()
-    for pair in scenario.pairs:
-        updates_seen: dict[tuple[str, str], int] = {}
-        for step in scenario.timeline:
-            if isinstance(step, UpdateStep):
-                for role in step.tenants:
-                    for domain in step.domains:
-                        updates_seen[role, domain] = updates_seen.get((role, domain), 0) + 1
-            if not isinstance(step, DeleteStep):
-                continue
-            for role in step.tenants:
-                tenant = pair.tenant(role)
-                for domain in step.domains or list(tenant.facts):
-                    fact = tenant.facts[domain]
-                    if step.domains is None:  # the whole tenant: all it ever stated
-                        erased.update((tenant.alias, text)
-                                      for text in [fact.value, *fact.updates])
-                    else:
-                        seen = updates_seen.get((role, domain), 0)
-                        erased.add((tenant.alias, ([fact.value, *fact.updates])[seen]))
-    return erased
 
 
 async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
@@ -122,12 +89,12 @@ async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
     # memlife's erasure findings, store by store, are exactly what the databases hold
     # after the run, read past the target with each store's own client.
     held = _store_texts(realstack)
-    erased = _erased(scenario)
+    erased = erased_values(scenario)
     assert erased
     found = {(f["tenant"], f["store"], f["evidence"]["value"]) for f in artifact["failures"]
              if f["invariant"] == "I4" and f["store"] in held}
     truth = {(alias, store, value) for alias, value in erased
-             for store, texts in held.items() if _holds(texts, value)}
+             for store, texts in held.items() if holds(texts, value)}
     assert found == truth
     stores_with_residue = {store for _, store, _ in truth}
     # Mem0 writes each deleted memory's text into its history (DELETE rows): residue there.

@@ -1,6 +1,6 @@
-"""HTTP surface of the realstack target: the reference target's conversation surface, and
-a read of Mem0's memories (the one store memlife cannot open itself while the target holds
-it).
+"""HTTP surface of the realstack and mem0 targets: the reference target's conversation
+surface, and a read of Mem0's memories (the one store memlife cannot open itself while the
+target holds it).
 
   POST   /v1/users                  {phone}            -> {user_id, created}
   POST   /v1/preview                {phone, message}   -> {user_id, reply, context, layer}
@@ -14,17 +14,33 @@ it).
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Protocol
 
 from fastapi import FastAPI, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 
-from memlife.bundled.realstack.runtime import RealstackRuntime, UnknownTenant
+from memlife.bundled.realstack.runtime import Reply
 from memlife.bundled.reference.app import ForgetRequest, PreviewRequest, RegisterRequest
+from memlife.bundled.tenants import UnknownTenant
 
 
-def create_app(runtime: RealstackRuntime) -> FastAPI:
-    app = FastAPI(title="memlife realstack target", version="1")
+class Stack(Protocol):
+    """What a bundled stack serves through this surface (realstack, mem0)."""
+
+    data_dir: Path
+
+    def register(self, phone: str) -> tuple[str, bool]: ...
+    def converse(self, phone: str, message: str) -> tuple[str, Reply]: ...
+    def delete_tenant(self, user_id: str) -> dict[str, str]: ...
+    def deletion_status(self, user_id: str) -> dict[str, str | None]: ...
+    def forget(self, user_id: str, value: str) -> dict[str, object]: ...
+    def memory_records(self, tenant_id: str | None = None,
+                       needles: list[str] | None = None) -> list[dict[str, object]]: ...
+
+
+def create_app(runtime: Stack, title: str = "memlife realstack target") -> FastAPI:
+    app = FastAPI(title=title, version="1")
 
     @app.get("/health")
     def health() -> dict[str, object]:

@@ -29,12 +29,12 @@ import sqlite3
 import threading
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from memlife.bundled.reference import language
 from memlife.bundled.reference.retrieval import ABSTAIN_EN, ABSTAIN_ES
+from memlife.bundled.tenants import Tenants, UnknownTenant, stamp
 
 TOP_K = 3
 GRAPH_NAME = "memlife"
@@ -45,26 +45,13 @@ CHECKPOINTS_DB = "checkpoints.sqlite"
 HISTORY_DB = "mem0-history.sqlite"
 QDRANT_DIR = "qdrant"
 
-_APP_SCHEMA = """
-CREATE TABLE IF NOT EXISTS users (
-    user_id TEXT PRIMARY KEY, phone TEXT NOT NULL, status TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS users_phone ON users(phone, status);
+_JOBS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
     input TEXT NOT NULL, output TEXT NOT NULL, created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_user ON jobs(user_id);
-CREATE TABLE IF NOT EXISTS deletions (
-    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, status TEXT NOT NULL,
-    requested_at TEXT NOT NULL, completed_at TEXT
-);
 """
-
-
-class UnknownTenant(LookupError):
-    pass
 
 
 class ThreadState(TypedDict):
@@ -76,10 +63,6 @@ class Reply:
     text: str
     context: list[str]
     layer: str | None
-
-
-def _stamp() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def offline_environment(data_dir: Path) -> None:
@@ -131,7 +114,8 @@ class RealstackRuntime:
                                    isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_APP_SCHEMA)
+        self._db.executescript(_JOBS_SCHEMA)
+        self.tenants = Tenants(self._db)
         self.memory = Memory.from_config(mem0_config(self.data_dir))
         self._checkpoint_db = sqlite3.connect(str(self.data_dir / CHECKPOINTS_DB),
                                               check_same_thread=False)
@@ -156,32 +140,13 @@ class RealstackRuntime:
 
     def register(self, phone: str) -> tuple[str, bool]:
         with self._lock:
-            row = self._db.execute("SELECT user_id FROM users WHERE phone=? AND "
-                                   "status='active'", (phone,)).fetchone()
-            if row is not None:
-                return row["user_id"], False
-            user_id = f"u_{uuid.uuid4().hex[:16]}"
-            self._db.execute("INSERT INTO users(user_id, phone, status, created_at) "
-                             "VALUES (?,?,?,?)", (user_id, phone, "active", _stamp()))
-            return user_id, True
-
-    def _tenant_for_phone(self, phone: str) -> str:
-        row = self._db.execute("SELECT user_id FROM users WHERE phone=? AND status='active'",
-                               (phone,)).fetchone()
-        if row is None:
-            raise UnknownTenant(phone)
-        return str(row["user_id"])
-
-    def _is_active(self, user_id: str) -> bool:
-        row = self._db.execute("SELECT status FROM users WHERE user_id=?",
-                               (user_id,)).fetchone()
-        return row is not None and row["status"] == "active"
+            return self.tenants.register(phone)
 
     # -- a conversation turn ---------------------------------------------------------------
 
     def converse(self, phone: str, message: str) -> tuple[str, Reply]:
         with self._lock:
-            tenant = self._tenant_for_phone(phone)
+            tenant = self.tenants.for_phone(phone)
             if language.is_question(message):
                 reply = self._answer(tenant, message)
             else:
@@ -194,7 +159,7 @@ class RealstackRuntime:
                 "INSERT INTO jobs(id, user_id, kind, status, input, output, created_at) "
                 "VALUES (?,?,?,?,?,?,?)", (f"job_{uuid.uuid4().hex[:16]}", tenant,
                                            "conversation", "completed", message, reply.text,
-                                           _stamp()))
+                                           stamp()))
             return tenant, reply
 
     def _remember(self, tenant: str, message: str) -> str:
@@ -217,7 +182,7 @@ class RealstackRuntime:
             "SET f.value = $value, f.evidence = $evidence, f.updated_at = $stamp "
             "MERGE (t)-[:STATED]->(f)",
             {"user_id": tenant, "key": key, "value": value, "evidence": message,
-             "stamp": _stamp()})
+             "stamp": stamp()})
         return "Entendido, lo recordaré." if spanish else "Got it, I'll remember that."
 
     def _answer(self, tenant: str, question: str) -> Reply:
@@ -259,41 +224,25 @@ class RealstackRuntime:
     def delete_tenant(self, user_id: str) -> dict[str, str]:
         """Erase a tenant from every store, as each library documents, synchronously."""
         with self._lock:
-            row = self._db.execute("SELECT status FROM users WHERE user_id=?",
-                                   (user_id,)).fetchone()
-            if row is None:
-                raise UnknownTenant(user_id)
-            done = self._db.execute("SELECT id FROM deletions WHERE user_id=?",
-                                    (user_id,)).fetchone()
+            done = self.tenants.deletion_of(user_id)
             if done is not None:  # idempotent: a retried request is the same request
-                return {"deletion_id": done["id"], "status": "completed"}
+                return {"deletion_id": done, "status": "completed"}
             self.memory.delete_all(user_id=user_id)
             self.checkpointer.delete_thread(user_id)
             self.graph.query("MATCH (n {user_id: $user_id}) DETACH DELETE n",
                              {"user_id": user_id})
             self._db.execute("DELETE FROM jobs WHERE user_id=?", (user_id,))
-            self._db.execute("UPDATE users SET status='deleted' WHERE user_id=?", (user_id,))
-            deletion_id = f"del_{uuid.uuid4().hex[:16]}"
-            stamp = _stamp()
-            self._db.execute("INSERT INTO deletions(id, user_id, status, requested_at, "
-                             "completed_at) VALUES (?,?,?,?,?)",
-                             (deletion_id, user_id, "completed", stamp, stamp))
-            return {"deletion_id": deletion_id, "status": "completed"}
+            return self.tenants.record_deletion(user_id)
 
     def deletion_status(self, user_id: str) -> dict[str, str | None]:
         with self._lock:
-            row = self._db.execute("SELECT * FROM deletions WHERE user_id=?",
-                                   (user_id,)).fetchone()
-        if row is None:
-            raise UnknownTenant(user_id)
-        return {"deletion_id": row["id"], "status": row["status"],
-                "requested_at": row["requested_at"], "completed_at": row["completed_at"]}
+            return self.tenants.deletion_status(user_id)
 
     def forget(self, user_id: str, value: str) -> dict[str, object]:
         """Forget one fact: Mem0 deletes each memory holding it, the graph its facts, jobs
         are redacted. The thread's checkpoints cannot be edited and keep it."""
         with self._lock:
-            if not self._is_active(user_id):
+            if not self.tenants.is_active(user_id):
                 raise UnknownTenant(user_id)
             needle = language.normalize(value)
             memories = self.memory.get_all(filters={"user_id": user_id}, top_k=10_000)
