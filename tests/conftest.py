@@ -5,6 +5,8 @@ a free port and is stopped by handle."""
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +28,10 @@ from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.worker import build_worker
 from memlife.targets import http
+
+# Mem0 keeps a Qdrant store of its own under MEM0_DIR (~/.mem0 unless set), read when the
+# package is imported, and local Qdrant admits one process: each test process gets its own.
+os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memlife-tests-mem0-"))
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"

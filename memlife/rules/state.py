@@ -213,12 +213,20 @@ class PairState:
         before the partner's deletion, correct answers set what D2 expects to survive."""
         tenant = self.tenants[role]
         if not self.tenants[other(role)].deleted and not tenant.deleted:
+            # A domain counts as recalled only when every question about it was answered:
+            # a question the target could not answer before the deletion would otherwise
+            # be blamed on the deletion after it.
+            recalled: dict[str, bool] = {}
             for verdict in verdicts:
                 recall = [c.outcome for c in verdict.checks if c.invariant == "recall"]
-                if recall == ["pass"]:
-                    tenant.recalled_before_partner_deletion.add(verdict.domain)
-                elif recall:
-                    tenant.recalled_before_partner_deletion.discard(verdict.domain)
+                if recall:
+                    recalled[verdict.domain] = (recalled.get(verdict.domain, True)
+                                                and recall == ["pass"])
+            for domain, answered in recalled.items():
+                if answered:
+                    tenant.recalled_before_partner_deletion.add(domain)
+                else:
+                    tenant.recalled_before_partner_deletion.discard(domain)
         checks = [c for v in verdicts for c in v.checks if c.invariant == "I4"]
         if tenant.deleted and checks and all(c.outcome == "pass" for c in checks):
             tenant.answers_clean_after_deletion = True

@@ -173,6 +173,22 @@ def test_scoped_deletion_applies_to_what_was_answered_before() -> None:
         ("recall", "missing"), ("D2", "overreach")}
 
 
+def test_a_question_unanswered_before_the_deletion_is_not_blamed_on_it() -> None:
+    # One question about the job was answered, another was not (a search that ranks the
+    # fact low for one wording): the deletion cannot be shown to have taken anything.
+    state = updatable_pair()
+    verdicts = [CaseVerdict(case_id=f"c{i}", role="b", tenant_alias="bruno", domain="job",
+                            passed=outcome == "pass", outcome=outcome,
+                            checks=[Check(invariant="recall", outcome=outcome)], findings=[])
+                for i, outcome in enumerate(("pass", "fail", "pass"))]
+    state.absorb_probe_verdicts("b", verdicts)
+    state.record_deletion("a", NOW)
+    case = recall(state, "b", "job")
+    assert not case.scoped_deletion
+    verdict = judge_probe(case, observation("No tengo esa información."), 700)
+    assert {(f.invariant, f.reason) for f in verdict.findings} == {("recall", "missing")}
+
+
 def test_abstain_cases_need_an_abstention_and_forbid_the_partner() -> None:
     state = updatable_pair()
     assert state.probe_domains("abstain", "b", ["job", "pet"]) == ["pet"]

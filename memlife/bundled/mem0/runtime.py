@@ -7,8 +7,9 @@ and embedder (docs/scripted-model.md). Everything else is Mem0's public API:
   memories, asks the model what to add, inserts what it extracted (Mem0 2.x only adds:
   an update of a fact is a new memory beside the old one), writes one `history` ADD row a
   memory, and keeps the raw messages in its `messages` table;
-- a question: `Memory.search(question, filters={user_id}, top_k=3)`; the memories found
-  are the answer (a retrieval answer: docs/design.md);
+- a question: `Memory.search(question, filters={user_id}, top_k=20)` (the default of
+  Mem0's own REST server, `server/main.py`); the memories found are the answer (a
+  retrieval answer: docs/design.md);
 - a tenant's deletion: `Memory.delete_all(user_id=…)`;
 - forgetting a fact: `Memory.get_all` of the user's memories, and `Memory.delete` of each
   holding the fact's value, as Mem0 erases (by id).
@@ -30,11 +31,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memlife.bundled.realstack.runtime import Reply, offline_environment
+from memlife.bundled.realstack.runtime import Reply, close_memory, offline_environment
 from memlife.bundled.reference import language
 from memlife.bundled.tenants import Tenants, UnknownTenant
 
-TOP_K = 3
+TOP_K = 20
 COLLECTION = "memories"
 APP_DB = "app.sqlite"
 HISTORY_DB = "mem0-history.sqlite"
@@ -101,8 +102,7 @@ class Mem0Runtime:
         self.memory.vector_store = _Serialized(self.memory.vector_store)
 
     def close(self) -> None:
-        self.memory.close()
-        self.memory.vector_store.client.close()
+        close_memory(self.memory)
         with self._lock:
             self._db.close()
 
@@ -137,13 +137,15 @@ class Mem0Runtime:
         result: dict[str, str | None] = self._app(lambda t: t.deletion_status(user_id))
         return result
 
-    def forget(self, user_id: str, value: str) -> dict[str, object]:
+    def forget(self, user_id: str, values: list[str]) -> dict[str, object]:
+        """Delete each of the user's memories holding any value the fact has had: Mem0 2.x
+        keeps a superseded value as a memory of its own."""
         if not self._app(lambda t: t.is_active(user_id)):
             raise UnknownTenant(user_id)
-        needle = language.normalize(value)
+        needles = [language.normalize(value) for value in values]
         memories = self.memory.get_all(filters={"user_id": user_id}, top_k=10_000)
         forgotten = [item["id"] for item in memories.get("results", [])
-                     if needle in language.normalize(item["memory"])]
+                     if any(n in language.normalize(item["memory"]) for n in needles)]
         for memory_id in forgotten:
             self.memory.delete(memory_id)
         return {"status": "completed", "memories": len(forgotten)}

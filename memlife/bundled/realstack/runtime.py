@@ -96,6 +96,18 @@ def mem0_config(data_dir: Path) -> dict[str, Any]:
     }
 
 
+def close_memory(memory: Any) -> None:
+    """Release what a Mem0 `Memory` holds: its history database (`Memory.close`), its local
+    Qdrant storage, and the second local Qdrant Mem0 opens under MEM0_DIR for itself
+    (`_telemetry_vector_store`, `mem0/memory/main.py`), which `close` leaves open, so that
+    another Memory in this process can open it again."""
+    memory.close()
+    memory.vector_store.client.close()
+    telemetry = getattr(memory, "_telemetry_vector_store", None)
+    if telemetry is not None and hasattr(telemetry, "client"):
+        telemetry.client.close()
+
+
 class RealstackRuntime:
     """All stores of the realstack target, behind one lock (Mem0's local Qdrant and the
     SQLite connections are not safe to share between threads)."""
@@ -130,8 +142,7 @@ class RealstackRuntime:
 
     def close(self) -> None:
         with self._lock:
-            self.memory.close()  # Mem0's history database only:
-            self.memory.vector_store.client.close()  # the Qdrant storage and its lock too
+            close_memory(self.memory)
             self._checkpoint_db.close()
             self._db.close()
             self._falkordb.close()
@@ -238,28 +249,33 @@ class RealstackRuntime:
         with self._lock:
             return self.tenants.deletion_status(user_id)
 
-    def forget(self, user_id: str, value: str) -> dict[str, object]:
-        """Forget one fact: Mem0 deletes each memory holding it, the graph its facts, jobs
-        are redacted. The thread's checkpoints cannot be edited and keep it."""
+    def forget(self, user_id: str, values: list[str]) -> dict[str, object]:
+        """Forget one fact (every value it has had): Mem0 deletes each memory holding one,
+        the graph its facts, jobs are redacted. The thread's checkpoints cannot be edited
+        and keep it."""
         with self._lock:
             if not self.tenants.is_active(user_id):
                 raise UnknownTenant(user_id)
-            needle = language.normalize(value)
+            needles = [language.normalize(value) for value in values]
+
+            def holds(text: object) -> bool:
+                return any(needle in language.normalize(str(text)) for needle in needles)
+
             memories = self.memory.get_all(filters={"user_id": user_id}, top_k=10_000)
             forgotten = [item["id"] for item in memories.get("results", [])
-                         if needle in language.normalize(item["memory"])]
+                         if holds(item["memory"])]
             for memory_id in forgotten:
                 self.memory.delete(memory_id)
             facts = self.graph.ro_query(
                 "MATCH (f:Fact {user_id: $user_id}) RETURN f.key, f.evidence",
                 {"user_id": user_id}).result_set
             for key, evidence in facts:
-                if needle in language.normalize(str(evidence)):
+                if holds(evidence):
                     self.graph.query("MATCH (f:Fact {user_id: $user_id, key: $key}) "
                                      "DETACH DELETE f", {"user_id": user_id, "key": key})
             for job in self._db.execute("SELECT id, input, output FROM jobs WHERE user_id=?",
                                         (user_id,)).fetchall():
-                if needle in language.normalize(f"{job['input']}\n{job['output']}"):
+                if holds(f"{job['input']}\n{job['output']}"):
                     self._db.execute("UPDATE jobs SET input='[olvidado]', output='[olvidado]' "
                                      "WHERE id=?", (job["id"],))
             return {"status": "completed", "memories": len(forgotten)}

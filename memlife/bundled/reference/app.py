@@ -61,6 +61,10 @@ class RegisterRequest(BaseModel):
 
 class ForgetRequest(BaseModel):
     value: str = Field(min_length=1, max_length=400)
+    # Every value the fact has had, current and superseded (a target file's `{values}`):
+    # a store that keeps superseded values must forget those too. The reference target's
+    # forget tombstones earlier values itself and reads `value` only.
+    values: list[str] = Field(default_factory=list, max_length=100)
 
 
 class ReindexRequest(BaseModel):
