@@ -256,7 +256,8 @@ def render(results: dict[str, Any]) -> str:
                           "(`--scale-only`) are recorded so far; `./scripts/bench` measures "
                           "the rest.", "", *scale_lines(results),
                           *report_lines(results.get("reports", [])),
-                          *scaleout_lines(results.get("scaleout", []))])
+                          *scaleout_lines(results.get("scaleout", [])),
+                          *stacks_lines(results.get("stacks", []))])
     steps = len(load_scenario(NIGHTLY).timeline)
     throughput, noop = results["throughput"], results["noop"]
     plains = _replays(results, "plain")
@@ -388,7 +389,36 @@ def render(results: dict[str, Any]) -> str:
                    "on this client, target and machine meets it, and memlife's share is "
                    "what there is to win." if plain_load["median"] > 1.0 else "")]
     return "\n".join(lines + scale_lines(results) + report_lines(results.get("reports", []))
-                     + scaleout_lines(results.get("scaleout", [])))
+                     + scaleout_lines(results.get("scaleout", []))
+                     + stacks_lines(results.get("stacks", [])))
+
+
+def stacks_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The real stacks' section (bench/stacks.py): each stack's full runs, time per
+    pair and findings."""
+    if not rows:
+        return []
+    lines = [
+        "## Real stacks on the scripted model", "",
+        "Each bundled stack started as a user starts it (`memlife target serve KIND`), its "
+        "LLM and embeddings memlife's scripted model (docs/scripted-model.md), each shipped "
+        "scenario run against it with its shipped target file on the skip clock. Time per "
+        "pair is the run's wall time (the embedded Temporal server's start included) over "
+        "its pairs. Every finding class is confirmed by a direct read of the stack's own "
+        "stores in tests/workflows/ (docs/bug-classes.md).", "",
+        "| stack | scenario | pairs | wall time | per pair | cases passed | inconclusive | "
+        "findings (check · store: count) |", "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        findings = ", ".join(f"{name}: {count}" for name, count in row["findings"].items())
+        lines.append(
+            f"| {row['library']} | `{row['scenario']}` | {row['pairs']} | "
+            f"{row['seconds']:.0f} s | {row['seconds'] / row['pairs']:.1f} s | "
+            f"{row['cases_passed']:,}/{row['cases']:,} | {row['inconclusive']} | "
+            f"{findings or 'none'} |")
+    commands = sorted({row["command"] for row in rows})
+    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
+              f"{rows[-1]['measured_at']}).", ""]
+    return lines
 
 
 def _clock_text(results: dict[str, Any]) -> str:

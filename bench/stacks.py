@@ -1,0 +1,156 @@
+"""The real stacks on the scripted model, full runs: each bundled stack started as a user
+starts it (`memlife target serve KIND` on a free loopback port), each shipped scenario run
+against it with its shipped target file (`memlife run --clock skip`), and the time per pair
+and the findings recorded. The rows go into BENCHMARKS.json ("stacks") and BENCHMARKS.md
+is rendered again.
+
+    ./scripts/bench stacks                                  # every stack, the nightlies, races
+    ./scripts/bench stacks --stacks mem0 --scenarios lifecycle-nightly-en
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.render import render
+from memlife.stack.processes import free_port, stop_process, wait_listening
+
+REPO = Path(__file__).resolve().parents[1]
+MEMLIFE = [sys.executable, "-m", "memlife"]
+START_SECONDS = 600  # a first start installs the stack's extra
+
+
+@dataclass(frozen=True)
+class Stack:
+    kind: str  # memlife target serve KIND
+    target_file: str
+    env_file: str  # written by serve into its data directory
+    library: str  # the library and version, as the row names it
+
+    def version(self) -> str:
+        from importlib.metadata import PackageNotFoundError, version
+
+        package = self.library.split()[0]
+        try:
+            return f"{self.library} {version(package)}"
+        except PackageNotFoundError:
+            return self.library
+
+
+STACKS = {
+    "mem0": Stack("mem0", "scenarios/targets/mem0.yaml", "mem0.env", "mem0ai"),
+}
+SCENARIOS = ("lifecycle-nightly-en", "lifecycle-nightly", "races")
+
+
+def say(message: str) -> None:
+    print(f"bench stacks: {message}", file=sys.stderr, flush=True)
+
+
+def _environment(env_file: Path) -> dict[str, str]:
+    found = {}
+    for line in env_file.read_text(encoding="utf-8").splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        if name and value:
+            found[name.strip()] = value.strip()
+    return found
+
+
+def measure(stack: Stack, scenarios: list[str], work: Path, command: str) -> list[dict[str, Any]]:
+    port = free_port()
+    data = work / stack.kind
+    log = (work / f"{stack.kind}-serve.log").open("ab")
+    server = subprocess.Popen([*MEMLIFE, "target", "serve", stack.kind, "--port", str(port),
+                               "--data-dir", str(data)], cwd=REPO, stdout=log,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    rows = []
+    try:
+        started = time.monotonic()
+        if not wait_listening(port, server, START_SECONDS):
+            raise SystemExit(f"bench stacks: {stack.kind} did not start (log: {log.name})")
+        say(f"{stack.kind} up in {time.monotonic() - started:.0f} s on port {port}")
+        target = yaml.safe_load((REPO / stack.target_file).read_text(encoding="utf-8"))
+        target["base_url"] = f"http://127.0.0.1:{port}"
+        target_file = work / f"{stack.kind}.yaml"
+        target_file.write_text(yaml.safe_dump(target, allow_unicode=True), encoding="utf-8")
+        env = {**os.environ, **_environment(data / stack.env_file)}
+        for scenario in scenarios:
+            out = work / f"{stack.kind}-{scenario}.json"
+            began = time.monotonic()
+            done = subprocess.run(
+                [*MEMLIFE, "run", f"scenarios/{scenario}.yaml", "--target", str(target_file),
+                 "--clock", "skip", "--out", str(out)], cwd=REPO, env=env,
+                capture_output=True, text=True, check=False)
+            seconds = time.monotonic() - began
+            if done.returncode not in (0, 1) or not out.exists():
+                raise SystemExit(f"bench stacks: {stack.kind} {scenario} ended with exit "
+                                 f"{done.returncode}:\n{done.stderr[-2000:]}")
+            rows.append(_row(stack, scenario, json.loads(out.read_text(encoding="utf-8")),
+                             seconds, command))
+            say(f"{stack.kind} {scenario}: {seconds:.0f} s, "
+                f"{rows[-1]['failures']} failure(s), {rows[-1]['inconclusive']} inconclusive")
+    finally:
+        stop_process(server, grace=30)
+        log.close()
+    return rows
+
+
+def _row(stack: Stack, scenario: str, artifact: dict[str, Any], seconds: float,
+         command: str) -> dict[str, Any]:
+    findings = Counter(f"{f['invariant']} · {f['store']}" for f in artifact["failures"])
+    summary = artifact["summary"]
+    return {"stack": stack.kind, "library": stack.version(), "scenario": scenario,
+            "pairs": len(artifact["pairs"]), "seconds": seconds,
+            "cases": summary["cases"], "cases_passed": summary["cases_passed"],
+            "failures": len(artifact["failures"]), "inconclusive": len(artifact["inconclusive"]),
+            "findings": dict(findings.most_common()), "command": command,
+            "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="bench stacks", description=__doc__.splitlines()[0])
+    parser.add_argument("--stacks", default=",".join(STACKS),
+                        help=f"stacks to run (default {','.join(STACKS)})")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
+                        help=f"shipped scenarios (default {','.join(SCENARIOS)})")
+    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
+                        help="the report to render again; its figures are beside it as .json")
+    args = parser.parse_args(argv)
+    names = [name.strip() for name in args.stacks.split(",") if name.strip()]
+    scenarios = [name.strip() for name in args.scenarios.split(",") if name.strip()]
+    unknown = [name for name in names if name not in STACKS]
+    missing = [name for name in scenarios if not (REPO / "scenarios" / f"{name}.yaml").exists()]
+    if unknown or missing or not names or not scenarios:
+        parser.error(f"--stacks: one or more of {', '.join(STACKS)}; --scenarios: files of "
+                     f"scenarios/ without .yaml (unknown: {', '.join(unknown + missing)})")
+    results_path = Path(args.out).with_suffix(".json")
+    command = f"./scripts/bench stacks {shlex.join(argv)}".rstrip()
+    work = Path(tempfile.mkdtemp(prefix="memlife-bench-stacks-"))
+    say(f"working in {work}")
+    rows = [row for name in names for row in measure(STACKS[name], scenarios, work, command)]
+    results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() \
+        else {"scale": []}
+    kept = [row for row in results.get("stacks", []) if row["stack"] not in names]
+    results["stacks"] = kept + rows
+    results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
+    say(f"wrote {args.out} and {results_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
