@@ -109,3 +109,40 @@ async def test_the_english_nightly_on_mem0_finds_what_its_stores_hold(
     # Mem0's own extraction ran on every statement, through the scripted model.
     kinds = {call.kind for call in served.stack.model.calls()}
     assert "mem0.additive-extraction" in kinds and "unknown" not in kinds
+
+
+def test_identical_concurrent_adds_leave_duplicates_and_forget_takes_every_copy(
+        served: Served) -> None:
+    """mem0ai/mem0 #6515: two identical adds at once both pass Mem0's md5 dedup (each
+    searched before the other inserted), so the user has the memory twice; a forget that
+    deleted one id would leave the copy. The mem0 target's forget deletes every memory
+    holding the value (as memlife's target files select them), so nothing is left."""
+    import threading
+
+    runtime = served.stack.runtime
+    user_id, _ = runtime.register("+15550006515")
+    statement = "The name of my pet is Biscuit Ravenscroft Quill."
+    # "At once" made certain: each add's search of the user's memories waits for the
+    # other's before going on (around Mem0, in its vector store; Mem0's pipeline as is).
+    store, both_searched = runtime.memory.vector_store, threading.Barrier(2, timeout=30)
+    search = store.search
+
+    def searched_together(*args: object, **kwargs: object) -> object:
+        found = search(*args, **kwargs)
+        both_searched.wait()
+        return found
+
+    store.search = searched_together
+    try:
+        threads = [threading.Thread(target=runtime.converse,
+                                    args=("+15550006515", statement)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        del store.search
+    held = runtime.memory.get_all(filters={"user_id": user_id}, top_k=100)["results"]
+    assert [m["memory"] for m in held] == ["The name of my pet is Biscuit Ravenscroft Quill"] * 2
+    assert runtime.forget(user_id, ["Biscuit Ravenscroft Quill"])["memories"] == 2
+    assert runtime.memory.get_all(filters={"user_id": user_id}, top_k=100)["results"] == []
