@@ -31,7 +31,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memlife.bundled.realstack.runtime import Reply, close_memory, offline_environment
+from memlife.bundled.realstack.runtime import (
+    Reply,
+    close_memory,
+    offline_environment,
+    open_memory,
+)
 from memlife.bundled.reference import language
 from memlife.bundled.tenants import Tenants, UnknownTenant
 
@@ -91,14 +96,12 @@ class Mem0Runtime:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offline_environment(self.data_dir)
-        from mem0 import Memory
-
         self._lock = threading.Lock()  # the application's own tables only
         self._db = sqlite3.connect(str(self.data_dir / APP_DB), check_same_thread=False,
                                    isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self.tenants = Tenants(self._db)
-        self.memory = Memory.from_config(mem0_config(self.data_dir, model_url))
+        self.memory = open_memory(mem0_config(self.data_dir, model_url))
         self.memory.vector_store = _Serialized(self.memory.vector_store)
 
     def close(self) -> None:

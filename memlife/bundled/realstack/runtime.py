@@ -96,16 +96,30 @@ def mem0_config(data_dir: Path) -> dict[str, Any]:
     }
 
 
-def close_memory(memory: Any) -> None:
-    """Release what a Mem0 `Memory` holds: its history database (`Memory.close`), its local
-    Qdrant storage, and the second local Qdrant Mem0 opens under MEM0_DIR for itself
-    (`_telemetry_vector_store`, `mem0/memory/main.py`), which `close` leaves open, so that
-    another Memory in this process can open it again."""
-    memory.close()
-    memory.vector_store.client.close()
+def open_memory(config: dict[str, Any]) -> Any:
+    """A Mem0 `Memory` from `config`, without the second local Qdrant it opens under
+    MEM0_DIR for itself (`_telemetry_vector_store`, `mem0/memory/main.py`). Mem0 writes it
+    once, while it starts, and never reads it again; left open, its lock keeps every other
+    Memory in this process (another target, another test) from starting."""
+    from mem0 import Memory
+
+    memory = Memory.from_config(config)
+    _close_telemetry_store(memory)
+    return memory
+
+
+def _close_telemetry_store(memory: Any) -> None:
     telemetry = getattr(memory, "_telemetry_vector_store", None)
     if telemetry is not None and hasattr(telemetry, "client"):
         telemetry.client.close()
+
+
+def close_memory(memory: Any) -> None:
+    """Release what a Mem0 `Memory` holds: its history database (`Memory.close`) and its
+    local Qdrant storage."""
+    memory.close()
+    memory.vector_store.client.close()
+    _close_telemetry_store(memory)
 
 
 class RealstackRuntime:
@@ -119,7 +133,6 @@ class RealstackRuntime:
         from falkordb import FalkorDB
         from langgraph.checkpoint.sqlite import SqliteSaver
         from langgraph.graph import END, START, StateGraph
-        from mem0 import Memory
 
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.data_dir / APP_DB), check_same_thread=False,
@@ -128,7 +141,7 @@ class RealstackRuntime:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_JOBS_SCHEMA)
         self.tenants = Tenants(self._db)
-        self.memory = Memory.from_config(mem0_config(self.data_dir))
+        self.memory = open_memory(mem0_config(self.data_dir))
         self._checkpoint_db = sqlite3.connect(str(self.data_dir / CHECKPOINTS_DB),
                                               check_same_thread=False)
         self.checkpointer = SqliteSaver(self._checkpoint_db)
