@@ -72,8 +72,10 @@ def _digest(*parts: object) -> str:
                           ).hexdigest()[:24]
 
 
-def _tool_calls(answer: Answer) -> list[dict[str, Any]]:
-    return [{"id": f"call_{_digest(index, call.name, dict(call.arguments))}",
+def _tool_calls(chat: Chat, answer: Answer) -> list[dict[str, Any]]:
+    # The conversation is part of the id: Letta drops a tool result whose call id an
+    # earlier result in the agent's history already had (a repeated search, say).
+    return [{"id": f"call_{_digest(chat.messages, index, call.name, dict(call.arguments))}",
              "type": "function",
              "function": {"name": call.name,
                           "arguments": json.dumps(dict(call.arguments), ensure_ascii=False)}}
@@ -102,7 +104,7 @@ def completion(chat: Chat, answer: Answer) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer.content,
                                "refusal": None}
     if answer.tool_calls:
-        message["tool_calls"] = _tool_calls(answer)
+        message["tool_calls"] = _tool_calls(chat, answer)
     return {"id": f"chatcmpl-{_digest(chat.messages, chat.tools)}",
             "object": "chat.completion", "created": 0, "model": chat.model or MODEL_NAME,
             "system_fingerprint": "memlife-scripted",

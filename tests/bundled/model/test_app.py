@@ -93,6 +93,24 @@ def test_tool_calls_plain_and_streamed(client: openai.OpenAI) -> None:
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 0
 
 
+def test_a_tool_call_id_is_the_same_for_the_same_request_only(client: openai.OpenAI) -> None:
+    """Letta keeps one tool result per call id: the same call made later in a longer
+    conversation needs an id of its own."""
+    tools = [{"type": "function", "function": {
+        "name": "archival_memory_search", "parameters": {
+            "type": "object", "properties": {"query": {"type": "string"}}}}}]
+    first = [{"role": "user", "content": "Where do I work?"}]
+    later = [{"role": "user", "content": "I work at Acme"},
+             {"role": "assistant", "content": "Noted."}, *first]
+
+    def call_id(messages: list[dict[str, str]]) -> str:
+        reply = client.chat.completions.create(model="m", messages=messages, tools=tools)
+        return reply.choices[0].message.tool_calls[0].id
+
+    assert call_id(first) == call_id(first)
+    assert call_id(first) != call_id(later)
+
+
 def test_logprobs_of_the_first_token(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="m", logprobs=True, top_logprobs=2, max_tokens=1,
