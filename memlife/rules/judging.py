@@ -238,6 +238,7 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
             continue
 
         seen: dict[str, tuple[StoreRecordView, set[str]]] = {}
+        scoped: set[str] = set()  # records a read scoped to the tenant returned
         for read in store_reads:
             for index, record in enumerate(read.records):
                 key = record.id or f"{read.mode}:{read.key}:{index}"
@@ -246,11 +247,21 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
                     seen[key][1].update(texts)
                 else:
                     seen[key] = (record, texts)
+                if read.mode == "scope":
+                    scoped.add(key)
                 if (not case.deleted and read.mode == "scope"
                         and record.tenant_id not in (None, *own_ids)):
                     fail("I2", "leaked", None, f"a read scoped to {case.tenant_alias} "
                          f"returned a record of tenant {record.tenant_id}")
-        records = list(seen.values())
+        # A record that names no tenant, which only a search by value returned (a search of
+        # every tenant's passages, say), belongs to no one in particular: it is judged by
+        # whose values it holds. It shows an erased value's residue, never the partner's
+        # values in this tenant's scope, nor a deleted tenant's rows.
+        unowned = {key for key, (record, _) in seen.items()
+                   if record.tenant_id is None and key not in scoped}
+        records = [(record, texts - partner_texts if key in unowned else texts)
+                   for key, (record, texts) in seen.items()
+                   if key not in unowned or texts - partner_texts]
 
         if case.deleted:
             residue = []

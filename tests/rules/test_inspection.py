@@ -202,3 +202,44 @@ def test_files_probes_judge_only_erased_values_and_fail_closed() -> None:
                                    [failed], [FILES])
     assert outcomes(verdicts) == {("I4-physical", "memory-disk"): "inconclusive"}
     assert verdicts[0].findings[0].reason == "target-error"
+
+
+UNOWNED_PROBE = StoreProbe.model_validate({
+    "scope": {"method": "GET", "path": "/s", "query": {"t": "{user_id}"}},
+    "needle": {"method": "POST", "path": "/search", "json": {"q": "{needle}"}},
+    "tenant_field": None,
+})
+
+
+def unowned(rid: str, matches: list[int]) -> StoreRecordView:
+    return StoreRecordView(id=rid, tenant_id=None, matches=matches, excerpt="...")
+
+
+def test_records_naming_no_tenant_from_a_search_are_judged_by_whose_values_they_hold() -> None:
+    """Letta's passages name no agent, and its passage search spans every agent: the
+    partner's passages it returns are neither a leak into this tenant's scope nor, once
+    this tenant is deleted, its residue."""
+    passages = Store(name="archival", probe=UNOWNED_PROBE)
+    search = read("archival", "needle", "Panadería Quispe", unowned("p-own", [0]),
+                  unowned("p-partner", [2]), unowned("p-other", []))
+    live = [read("archival", "scope", "u-ana", unowned("p-own", [0])), search]
+    verdicts, summary = judge_inspection(case(), live, [passages])
+    assert outcomes(verdicts) == {("I1", "archival"): "pass", ("I2", "archival"): "pass"}
+    assert summary.present == {"archival": ["Panadería Quispe"]}
+    # The same passage in the tenant's own scope is its own, and the partner's value in it a
+    # leak.
+    leaked = [read("archival", "scope", "u-ana", unowned("p-partner", [2])), search]
+    verdicts, _ = judge_inspection(case(), leaked, [passages])
+    assert outcomes(verdicts)[("I2", "archival")] == "fail"
+    # Deleted: the search still finds the tenant's own passage (residue), and the partner's
+    # and a stranger's passages are not counted against it.
+    verdicts, _ = judge_inspection(case(deleted=True), [
+        read("archival", "scope", "u-ana"),
+        read("archival", "needle", "Panadería Quispe", unowned("p-own", [0]),
+             unowned("p-partner", [2]), unowned("p-other", []))], [passages])
+    assert [(f.invariant, f.value, f.detail) for f in verdicts[0].findings] == [
+        ("I4", "Panadería Quispe", "1 record (p-own) remain in this purge store")]
+    verdicts, _ = judge_inspection(case(deleted=True), [
+        read("archival", "scope", "u-ana"),
+        read("archival", "needle", "Panadería Quispe", unowned("p-partner", [2]))], [passages])
+    assert outcomes(verdicts) == {("I4", "archival"): "pass"}
