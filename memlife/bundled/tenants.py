@@ -1,4 +1,4 @@
-"""The application's own tenant registry of the bundled stacks (realstack, mem0): a phone
+"""The application's own tenant registry of the bundled stacks (realstack, mem0, graphiti): a phone
 number registers a user id, and a user's deletion is recorded once. Kept in SQLite tables
 (`users`, `deletions`) of the stack's application database, which its target file reads.
 
@@ -33,8 +33,9 @@ def stamp() -> str:
 
 
 class Tenants:
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, prefix: str = "u_") -> None:
         self._db = db
+        self._prefix = prefix  # of the user ids it makes (graphiti: a graph's name)
         self._db.row_factory = sqlite3.Row
         self._db.executescript(SCHEMA)
 
@@ -44,7 +45,7 @@ class Tenants:
                                (phone,)).fetchone()
         if row is not None:
             return row["user_id"], False
-        user_id = f"u_{uuid.uuid4().hex[:16]}"
+        user_id = f"{self._prefix}{uuid.uuid4().hex[:16]}"
         self._db.execute("INSERT INTO users(user_id, phone, status, created_at) "
                          "VALUES (?,?,?,?)", (user_id, phone, "active", stamp()))
         return user_id, True

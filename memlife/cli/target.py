@@ -1,4 +1,5 @@
-"""`memlife target serve reference|realstack` and `memlife target check FILE`."""
+"""`memlife target serve reference|realstack|mem0|graphiti|letta` and `memlife target check
+FILE`."""
 
 from __future__ import annotations
 
@@ -43,9 +44,15 @@ def add_parsers(commands: Any) -> None:
         "\nrealstack: the same surface on Mem0, LangGraph and FalkorDB (its extra installs "
         "on first use); its target file is scenarios/targets/realstack.yaml."
         "\nmem0: Mem0 with its model on (infer=True), the model memlife's scripted model "
-        "(docs/scripted-model.md); its target file is scenarios/targets/mem0.yaml.\n\nFaults of "
+        "(docs/scripted-model.md); its target file is scenarios/targets/mem0.yaml."
+        "\ngraphiti: Graphiti (graphiti-core) on FalkorDB, its model the scripted model; its "
+        "target file is scenarios/targets/graphiti.yaml."
+        "\nletta: the Letta server 0.16.8 (its own environment, installed on first use under "
+        ".memlife/letta) on PostgreSQL with pgvector, its agents' model the scripted model; "
+        "its target file is scenarios/targets/letta.yaml, written with this server's "
+        "base_url to .memlife/letta/letta.yaml.\n\nFaults of "
         f"the reference target (--fault, repeatable):\n{faults}")
-    serve.add_argument("kind", choices=["reference", "realstack", "mem0"],
+    serve.add_argument("kind", choices=["reference", "realstack", "mem0", "graphiti", "letta"],
                        help="which target to serve")
     serve.add_argument("--port", type=int, default=8080, help="the port to listen on")
     serve.add_argument("--host", default="127.0.0.1",
@@ -55,8 +62,8 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"),
                        metavar="FILE", help="reference: its SQLite database")
     serve.add_argument("--data-dir", default=str(STATE_DIR / "realstack"), metavar="DIR",
-                       help="realstack, mem0: where its stores keep their files (mem0: "
-                            "default .memlife/mem0)")
+                       help="realstack, mem0, graphiti: where its stores keep their files "
+                            "(mem0: default .memlife/mem0; graphiti: .memlife/graphiti)")
     serve.add_argument("--fault", action="append", default=[], metavar="NAME",
                        help="reference: a fault to inject (repeatable; listed above)")
     serve.add_argument("--api-key-env", default=None, metavar="NAME",
@@ -95,6 +102,10 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
         return _serve_realstack(args)
     if args.kind == "mem0":
         return _serve_mem0(args)
+    if args.kind == "graphiti":
+        return _serve_graphiti(args)
+    if args.kind == "letta":
+        return _serve_letta(args)
     import uvicorn
 
     from memlife.bundled.reference.app import create_app
@@ -246,6 +257,121 @@ def _serve_mem0(args: argparse.Namespace) -> int:
     print(f"the scripted model answered {len(calls)} call(s): " + ", ".join(
         f"{kind} {count}" for kind, count, _ in summary(calls)), flush=True)
     return EXIT_OK
+
+
+def _serve_graphiti(args: argparse.Namespace) -> int:
+    """Graphiti on FalkorDB with the scripted model; prints the variables its target file
+    reads the stores with, and writes them beside the data as graphiti.env."""
+    problem = _loopback_port_problem(args, "graphiti")
+    if problem is not None:
+        return problem
+    from memlife.bundled.graphiti.serve import GraphitiUnavailable, require_extra
+
+    try:
+        require_extra()
+    except GraphitiUnavailable as error:
+        return problems_exit([Problem("graphiti target", "extra", str(error))])
+    import uvicorn
+
+    from memlife.bundled.graphiti.app import create_app
+    from memlife.bundled.graphiti.serve import graphiti_stack
+    from memlife.bundled.model.serve import summary
+
+    data_dir = Path(args.data_dir if args.data_dir != str(STATE_DIR / "realstack")
+                    else STATE_DIR / "graphiti")
+    print("loading FalkorDB, Graphiti and the scripted model (all-MiniLM-L6-v2) ...",
+          flush=True)
+    try:
+        with graphiti_stack(data_dir) as stack:
+            exports = "".join(f"export {name}={value}\n"
+                              for name, value in stack.environment.items())
+            (data_dir / "graphiti.env").write_text(exports, encoding="utf-8")
+            print(f"graphiti target on http://{args.host}:{args.port} (data {data_dir}; "
+                  f"scripted model {stack.model.base_url}).\nIts stores, for "
+                  f"scenarios/targets/graphiti.yaml (also in {data_dir / 'graphiti.env'}):\n"
+                  f"{exports}", end="", flush=True)
+            uvicorn.run(create_app(stack.runtime), host=args.host, port=args.port,
+                        log_level="warning")
+            calls = stack.model.calls()
+    except GraphitiUnavailable as error:
+        print(f"graphiti target: {error}", flush=True)
+        return EXIT_FAILED
+    print(f"the scripted model answered {len(calls)} call(s): " + ", ".join(
+        f"{kind} {count}" for kind, count, _ in summary(calls)), flush=True)
+    return EXIT_OK
+
+
+def _serve_letta(args: argparse.Namespace) -> int:
+    """The Letta server on the scripted model until Ctrl-C; writes the shipped letta.yaml
+    with this server's base_url, and the variables it and a direct read of the database
+    need, beside the data."""
+    import signal
+    import time
+
+    problem = _loopback_port_problem(args, "letta")
+    if problem is not None:
+        return problem
+    from memlife.bundled.letta.serve import LettaUnavailable, letta_stack, require_extra
+
+    password = None
+    if args.api_key_env:
+        password = os.environ.get(args.api_key_env)
+        if not password:
+            return problems_exit([Problem("command line", "--api-key-env", "environment "
+                                          f"variable {args.api_key_env} is not set")])
+    try:
+        require_extra()
+    except LettaUnavailable as error:
+        return problems_exit([Problem("letta target", "extra", str(error))])
+    from memlife.bundled.model.serve import summary
+
+    data_dir = Path(args.data_dir if args.data_dir != str(STATE_DIR / "realstack")
+                    else STATE_DIR / "letta")
+    print("starting the scripted model, PostgreSQL and the Letta server ...", flush=True)
+    try:
+        with letta_stack(data_dir, args.port, password) as stack:
+            server = stack.server
+            exports = (f"export LETTA_API_KEY={server.password}\n"
+                       f"export LETTA_DATABASE_URL={server.database_url}\n")
+            (data_dir / "letta.env").write_text(exports, encoding="utf-8")
+            shipped = Path(__file__).resolve().parents[2] / "scenarios/targets/letta.yaml"
+            target_file = data_dir / "letta.yaml"
+            if shipped.exists():  # a checkout; an installed wheel has no scenarios/
+                target_file.write_text(
+                    _with_base_url(shipped.read_text(encoding="utf-8"), server.base_url),
+                    encoding="utf-8")
+            print(f"letta target on {server.base_url} (Letta server PID {server.pid}, data "
+                  f"{data_dir}; scripted model {stack.model_base_url}).\nIts target file: "
+                  f"{target_file}; its key and database (also in {data_dir / 'letta.env'}):\n"
+                  f"{exports}", end="", flush=True)
+            # SIGTERM too (a service manager, a test, `kill PID`): leave through the context
+            # managers, which stop the Letta server and PostgreSQL by their PIDs.
+            signal.signal(signal.SIGTERM, _interrupt)
+            try:
+                while server.running():
+                    time.sleep(1)
+                print("letta target: the Letta server exited; its log is "
+                      f"{data_dir / 'letta.log'}", flush=True)
+            except KeyboardInterrupt:
+                pass
+            calls = stack.model_calls()
+    except LettaUnavailable as error:
+        print(f"letta target: {error}", flush=True)
+        return EXIT_FAILED
+    print(f"the scripted model answered {len(calls)} call(s): " + ", ".join(
+        f"{kind} {count}" for kind, count, _ in summary(calls)), flush=True)
+    return EXIT_OK
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _with_base_url(text: str, base_url: str) -> str:
+    """A target file's text with its top-level base_url replaced, nothing else touched."""
+    import re
+
+    return re.sub(r"^base_url:.*$", f"base_url: {base_url}", text, count=1, flags=re.MULTILINE)
 
 
 def cmd_target_check(args: argparse.Namespace) -> int:

