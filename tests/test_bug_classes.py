@@ -27,17 +27,39 @@ PROVEN = {
 _CODE = re.compile(r"`([^`]+)`")
 
 
-def rows() -> list[tuple[str, str, str, tuple[str, ...]]]:
-    """(bug class, scenario, fault, cell) of every row of the catalogue's table."""
+def _table() -> list[list[str]]:
+    """The cells of every row of the catalogue's table."""
     found = []
     for line in CATALOGUE.read_text(encoding="utf-8").splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) != 5 or not cells[2].startswith("`scenarios/"):
-            continue
-        scenario, fault, caught = (_CODE.findall(cell)[0] for cell in cells[2:])
+        if len(cells) >= 5 and cells[2].startswith("`scenarios/"):
+            found.append(cells)
+    return found
+
+
+def rows() -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """(bug class, scenario, fault, cell) of every row of the catalogue's table."""
+    found = []
+    for cells in _table():
+        scenario, fault, caught = (_CODE.findall(cell)[0] for cell in cells[2:5])
         found.append((cells[0], scenario, fault,
                       tuple(part.strip() for part in caught.split("·"))))
     return found
+
+
+def test_every_row_says_where_real_code_shows_it_and_the_files_exist() -> None:
+    """The sixth column: a library and version, and the test or bench script whose direct
+    read shows the rows; or a dash where no real library has shown the class yet."""
+    table = _table()
+    assert all(len(cells) == 6 for cells in table)
+    shown = [cells for cells in table if cells[5] != "—"]
+    assert shown, "no row is reproduced in real code"
+    for cells in shown:
+        files = [code for code in _CODE.findall(cells[5]) if code.startswith(("tests/", "bench/"))]
+        assert files, f"{cells[0]}: no test or bench script named"
+        for name in files:
+            assert (REPO / name).is_file(), f"{cells[0]}: {name} does not exist"
+        assert re.search(r"\d+\.\d+", cells[5]), f"{cells[0]}: no version named"
 
 
 def test_every_reference_fault_has_a_row() -> None:
