@@ -257,11 +257,14 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
         # every tenant's passages, say), belongs to no one in particular: it is judged by
         # whose values it holds. It shows an erased value's residue, never the partner's
         # values in this tenant's scope, nor a deleted tenant's rows.
+        # A value both forbidden and this tenant's own needle (a deleted space's fact, say)
+        # stays: it is the erasure being checked.
+        others_only = partner_texts - set(needle_origin)
         unowned = {key for key, (record, _) in seen.items()
                    if record.tenant_id is None and key not in scoped}
-        records = [(record, texts - partner_texts if key in unowned else texts)
+        records = [(record, texts - others_only if key in unowned else texts)
                    for key, (record, texts) in seen.items()
-                   if key not in unowned or texts - partner_texts]
+                   if key not in unowned or texts - others_only]
 
         if case.deleted:
             residue = []

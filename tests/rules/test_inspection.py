@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memlife.rules.evidence import StoreRead, StoreRecordView
 from memlife.rules.judging import judge_inspection
+from memlife.rules.probes import SqlProbe
 from memlife.rules.target import Store, StoreProbe
 from memlife.rules.verdicts import ForbiddenValue, InspectCase, Needle
 
@@ -243,3 +244,21 @@ def test_records_naming_no_tenant_from_a_search_are_judged_by_whose_values_they_
         read("archival", "scope", "u-ana"),
         read("archival", "needle", "Panadería Quispe", unowned("p-partner", [2]))], [passages])
     assert outcomes(verdicts) == {("I4", "archival"): "pass"}
+
+
+def test_a_deleted_spaces_value_in_a_record_naming_no_tenant_is_a_members_residue() -> None:
+    """A deleted space's fact is forbidden to everyone and, for its former member, a value
+    to look for: a history row holding it, which names no tenant, is that member's residue
+    (Mem0's history keeps it, tests/workflows/test_public_api_targets.py)."""
+    space_value = "Conservas Palacios"
+    member = case(needles=[Needle(text=space_value, domain="supplier", origin="deleted")],
+                  partner_values=[ForbiddenValue(text=space_value, origin="space",
+                                                 domain="supplier", owner="team")])
+    history = SqlProbe(kind="sql", url_env="HISTORY_DB_URL",
+                       needle="SELECT id, new_memory AS content FROM history "
+                              "WHERE instr(new_memory, :needle) > 0")
+    verdicts, _ = judge_inspection(member, [
+        read("history", "needle", space_value, unowned("h-1", [0]))],
+        [Store(name="history", probe=history, updates="append")])
+    assert [(f.invariant, f.value, f.reason) for f in verdicts[0].findings] == [
+        ("I4", space_value, "residue")]
