@@ -253,12 +253,9 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
                         and record.tenant_id not in (None, *own_ids)):
                     fail("I2", "leaked", None, f"a read scoped to {case.tenant_alias} "
                          f"returned a record of tenant {record.tenant_id}")
-        # A record that names no tenant, which only a search by value returned (a search of
-        # every tenant's passages, say), belongs to no one in particular: it is judged by
-        # whose values it holds. It shows an erased value's residue, never the partner's
-        # values in this tenant's scope, nor a deleted tenant's rows.
-        # A value both forbidden and this tenant's own needle (a deleted space's fact, say)
-        # stays: it is the erasure being checked.
+        # A record naming no tenant that only a search by value returned (one over every
+        # tenant's passages, say) is judged by whose values it holds: it shows this tenant's
+        # residue (a deleted space's fact too), never others' values as a leak or residue.
         others_only = partner_texts - set(needle_origin)
         unowned = {key for key, (record, _) in seen.items()
                    if record.tenant_id is None and key not in scoped}
