@@ -1,0 +1,86 @@
+"""The real Letta server (PyPI `letta` 0.16.8, memlife/bundled/letta/serve.py: its own
+environment, PostgreSQL with pgvector, the scripted model) under the shipped
+scenarios/targets/letta.yaml, one pair of the nightly on the skip clock; then its database
+read directly. The full nightlies, races and the seed run on it in bench/stacks.py.
+
+The first run installs Letta into .memlife/letta (2 to 3 minutes with pip's cache warm);
+later runs start the stack in about 25 s. The nightly needs the scripted model to give each
+tool call an id of its own: Letta drops a tool result whose id an earlier one had."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from memlife.bundled.letta.serve import Installation, LettaStack, letta_stack
+from memlife.rules.target import Target, load_target
+from tests.reliability.helpers import small_nightly
+from tests.workflows.helpers import erased_values, run_artifact, run_input, run_suite
+
+REPO = Path(__file__).resolve().parents[2]
+STATE = REPO / ".memlife" / "letta"  # where `memlife target serve letta` keeps it too
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def letta() -> Iterator[LettaStack]:
+    with letta_stack(STATE) as stack:
+        yield stack
+
+
+@pytest.fixture
+def letta_target(letta: LettaStack, monkeypatch: pytest.MonkeyPatch) -> Target:
+    monkeypatch.setenv("LETTA_API_KEY", letta.server.password)
+    return load_target(REPO / "scenarios" / "targets" / "letta.yaml").model_copy(
+        update={"base_url": letta.server.base_url})
+
+
+def _sql(stack: LettaStack, query: str) -> list[list[str]]:
+    """Rows of a query on Letta's own database (its psql, unaligned, | between columns)."""
+    psql = Installation(STATE).postgres_bin() / "psql"
+    done = subprocess.run([str(psql), stack.server.database_url, "-qAt", "-F", "|", "-c",
+                           query], capture_output=True, text=True, check=True, timeout=60)
+    return [line.split("|") for line in done.stdout.splitlines() if line]
+
+
+async def test_a_deleted_agents_archival_passages_stay_in_letta_s_database(
+        letta: LettaStack, letta_target: Target, skip_env: WorkflowEnvironment,
+        skip_worker: str) -> None:
+    """letta-ai/letta PR #1632 (never merged), in 0.16.8: deleting an agent deletes its
+    links to its archive (archives_agents, ON DELETE CASCADE), not the archive nor its
+    passages (AgentManager.delete_agent_async; letta/orm/agent.py, archive.py)."""
+    scenario = small_nightly("letta", pairs=1)
+    run = run_input(scenario, letta_target)
+    await run_suite(skip_env.client, skip_worker, run)
+    artifact = run_artifact(run.run_id)
+    failures = {(f["invariant"], f["store"], f["reason"]) for f in artifact["failures"]}
+    by_invariant = artifact["summary"]["by_invariant"]
+    assert artifact["inconclusive"] == []
+    # The agent answers from its archival memory: every recall and abstention passes.
+    assert by_invariant["recall"]["checked"] > 0 and by_invariant["recall"]["failed"] == 0
+    assert by_invariant["abstain"]["failed"] == 0 and by_invariant["I3"]["failed"] == 0
+    # Passages name no agent, and the passage search spans every agent: the partner's
+    # passages it returns are neither a leak nor the deleted tenant's residue.
+    assert by_invariant["I2"]["failed"] == 0 and by_invariant["I1"]["failed"] == 0
+    erasure_findings = {(f["tenant"], f["evidence"]["value"]) for f in artifact["failures"]
+                        if f["invariant"] == "I4" and f["evidence"]["value"] is not None}
+    assert erasure_findings and erasure_findings <= erased_values(scenario)
+    # Archival memory only adds: the superseded employer stays beside the new one.
+    assert ("U1", "archival", "stale") in failures
+    assert ("I4", "archival", "residue") in failures
+    # The deleted agent's passages, read in Letta's own tables: an archive no agent links.
+    deleted = [t["alias"] for t in artifact["tenants"] if t["role"] == "a"]
+    orphans = _sql(letta, "select a.name, p.text, p.is_deleted from archival_passages p "
+                          "join archives a on a.id = p.archive_id where not exists (select 1 "
+                          "from archives_agents l where l.archive_id = p.archive_id)")
+    names = {name for name, _, _ in orphans}
+    assert names == {f"memlife-{alias}'s Archive" for alias in deleted}
+    assert all(is_deleted == "f" for _, _, is_deleted in orphans)
+    residue = {f["evidence"]["value"] for f in artifact["failures"] if f["invariant"] == "I4"
+               and f["store"] == "archival" and f["stage"] == "after-3d"}
+    assert any(value in text for value in residue for _, text, _ in orphans)
