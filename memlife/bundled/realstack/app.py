@@ -1,6 +1,6 @@
 """HTTP surface of the realstack and mem0 targets: the reference target's conversation
-surface, and a read of Mem0's memories (the one store memlife cannot open itself while the
-target holds it).
+surface (graphiti's too), and a read of Mem0's memories (the one store memlife cannot open
+itself while the target holds it).
 
   POST   /v1/users                  {phone}            -> {user_id, created}
   POST   /v1/preview                {phone, message}   -> {user_id, reply, context, layer}
@@ -15,7 +15,7 @@ target holds it).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Protocol
+from typing import Annotated, Any, Protocol
 
 from fastapi import FastAPI, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
@@ -25,21 +25,30 @@ from memlife.bundled.reference.app import ForgetRequest, PreviewRequest, Registe
 from memlife.bundled.tenants import UnknownTenant
 
 
-class Stack(Protocol):
-    """What a bundled stack serves through this surface (realstack, mem0)."""
+class Conversation(Protocol):
+    """What a bundled stack serves through the reference target's conversation surface
+    (realstack, mem0, graphiti)."""
 
     data_dir: Path
 
     def register(self, phone: str) -> tuple[str, bool]: ...
-    def converse(self, phone: str, message: str) -> tuple[str, Reply]: ...
+    def converse(self, phone: str, message: str) -> tuple[str, Any]: ...
     def delete_tenant(self, user_id: str) -> dict[str, str]: ...
     def deletion_status(self, user_id: str) -> dict[str, str | None]: ...
     def forget(self, user_id: str, values: list[str]) -> dict[str, object]: ...
+
+
+class Stack(Conversation, Protocol):
+    """A stack whose memories memlife reads through this surface (realstack, mem0)."""
+
+    def converse(self, phone: str, message: str) -> tuple[str, Reply]: ...
     def memory_records(self, tenant_id: str | None = None,
                        needles: list[str] | None = None) -> list[dict[str, object]]: ...
 
 
-def create_app(runtime: Stack, title: str = "memlife realstack target") -> FastAPI:
+def conversation_app(runtime: Conversation, title: str) -> FastAPI:
+    """The reference target's conversation and erasure routes over a bundled stack; a
+    reply's `layer`, where the stack's reply has one, says which store answered."""
     app = FastAPI(title=title, version="1")
 
     @app.get("/health")
@@ -57,8 +66,8 @@ def create_app(runtime: Stack, title: str = "memlife realstack target") -> FastA
             user_id, reply = runtime.converse(body.phone, body.message)
         except UnknownTenant:
             raise HTTPException(404, "phone is not registered") from None
-        return {"user_id": user_id, "reply": reply.text, "context": reply.context,
-                "layer": reply.layer}
+        answer = {"user_id": user_id, "reply": reply.text, "context": reply.context}
+        return answer | ({"layer": reply.layer} if hasattr(reply, "layer") else {})
 
     @app.delete("/v1/users/{user_id}", status_code=202)
     def delete_user(user_id: str) -> dict[str, str]:
@@ -76,10 +85,17 @@ def create_app(runtime: Stack, title: str = "memlife realstack target") -> FastA
 
     @app.post("/v1/users/{user_id}/forget")
     def forget(user_id: str, body: ForgetRequest) -> dict[str, object]:
+        # Every value the fact has had, current and superseded: a stack may keep each.
         try:
             return runtime.forget(user_id, list(dict.fromkeys([body.value, *body.values])))
         except UnknownTenant:
             raise HTTPException(404, "unknown or deleted user") from None
+
+    return app
+
+
+def create_app(runtime: Stack, title: str = "memlife realstack target") -> FastAPI:
+    app = conversation_app(runtime, title)
 
     @app.get("/admin/memory/records")
     async def memory_records(tenant_id: Annotated[str, Query(min_length=1)]
