@@ -153,18 +153,9 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
 def _serve_realstack(args: argparse.Namespace) -> int:
     """The reference runtime from real libraries; prints the variables its target file reads
     the stores with, and writes them beside the data as realstack.env."""
-    import socket
-
-    if args.host not in LOOPBACK_HOSTS:
-        return problems_exit([Problem("command line", "--host", "the realstack target binds "
-                                      "loopback only (127.0.0.1 or ::1)")])
-    with socket.socket() as probe:  # before the extra or the models load, not after
-        try:
-            probe.bind((args.host, args.port))
-        except OSError as error:
-            return problems_exit([Problem("command line", "--port", f"cannot listen on "
-                                          f"{args.host}:{args.port} ({error.strerror}); "
-                                          "choose a free port")])
+    problem = _loopback_port_problem(args, "realstack")
+    if problem is not None:
+        return problem
     import uvicorn
 
     from memlife.bundled.realstack.serve import (
@@ -185,7 +176,7 @@ def _serve_realstack(args: argparse.Namespace) -> int:
     try:
         with falkordb_server(data_dir / "falkordb") as falkordb_url:
             environment = probe_environment(data_dir, falkordb_url)
-            exports = "".join(f"export {name}={value}\n" for name, value in environment.items())
+            exports = _exports(environment)
             (data_dir / "realstack.env").write_text(exports, encoding="utf-8")
             print("loading Mem0 (local Qdrant, all-MiniLM-L6-v2), LangGraph and FalkorDB ...",
                   flush=True)
@@ -237,13 +228,11 @@ def _serve_mem0(args: argparse.Namespace) -> int:
     import uvicorn
 
     from memlife.bundled.mem0.serve import mem0_stack, probe_environment
-    from memlife.bundled.model.serve import summary
     from memlife.bundled.realstack.app import create_app
 
-    data_dir = Path(args.data_dir if args.data_dir != str(STATE_DIR / "realstack")
-                    else STATE_DIR / "mem0")
+    data_dir = _data_dir(args, "mem0")
     environment = probe_environment(data_dir)
-    exports = "".join(f"export {name}={value}\n" for name, value in environment.items())
+    exports = _exports(environment)
     print("loading Mem0 (local Qdrant) and the scripted model (all-MiniLM-L6-v2) ...",
           flush=True)
     with mem0_stack(data_dir) as stack:
@@ -254,8 +243,7 @@ def _serve_mem0(args: argparse.Namespace) -> int:
         uvicorn.run(create_app(stack.runtime, "memlife mem0 target"), host=args.host,
                     port=args.port, log_level="warning")
         calls = stack.model.calls()
-    print(f"the scripted model answered {len(calls)} call(s): " + ", ".join(
-        f"{kind} {count}" for kind, count, _ in summary(calls)), flush=True)
+    _print_model_calls(calls)
     return EXIT_OK
 
 
@@ -275,16 +263,13 @@ def _serve_graphiti(args: argparse.Namespace) -> int:
 
     from memlife.bundled.graphiti.app import create_app
     from memlife.bundled.graphiti.serve import graphiti_stack
-    from memlife.bundled.model.serve import summary
 
-    data_dir = Path(args.data_dir if args.data_dir != str(STATE_DIR / "realstack")
-                    else STATE_DIR / "graphiti")
+    data_dir = _data_dir(args, "graphiti")
     print("loading FalkorDB, Graphiti and the scripted model (all-MiniLM-L6-v2) ...",
           flush=True)
     try:
         with graphiti_stack(data_dir) as stack:
-            exports = "".join(f"export {name}={value}\n"
-                              for name, value in stack.environment.items())
+            exports = _exports(stack.environment)
             (data_dir / "graphiti.env").write_text(exports, encoding="utf-8")
             print(f"graphiti target on http://{args.host}:{args.port} (data {data_dir}; "
                   f"scripted model {stack.model.base_url}).\nIts stores, for "
@@ -296,8 +281,7 @@ def _serve_graphiti(args: argparse.Namespace) -> int:
     except GraphitiUnavailable as error:
         print(f"graphiti target: {error}", flush=True)
         return EXIT_FAILED
-    print(f"the scripted model answered {len(calls)} call(s): " + ", ".join(
-        f"{kind} {count}" for kind, count, _ in summary(calls)), flush=True)
+    _print_model_calls(calls)
     return EXIT_OK
 
 
@@ -323,10 +307,8 @@ def _serve_letta(args: argparse.Namespace) -> int:
         require_extra()
     except LettaUnavailable as error:
         return problems_exit([Problem("letta target", "extra", str(error))])
-    from memlife.bundled.model.serve import summary
 
-    data_dir = Path(args.data_dir if args.data_dir != str(STATE_DIR / "realstack")
-                    else STATE_DIR / "letta")
+    data_dir = _data_dir(args, "letta")
     print("starting the scripted model, PostgreSQL and the Letta server ...", flush=True)
     try:
         with letta_stack(data_dir, args.port, password) as stack:
@@ -358,9 +340,28 @@ def _serve_letta(args: argparse.Namespace) -> int:
     except LettaUnavailable as error:
         print(f"letta target: {error}", flush=True)
         return EXIT_FAILED
-    print(f"the scripted model answered {len(calls)} call(s): " + ", ".join(
-        f"{kind} {count}" for kind, count, _ in summary(calls)), flush=True)
+    _print_model_calls(calls)
     return EXIT_OK
+
+
+def _exports(environment: dict[str, str]) -> str:
+    """Shell lines exporting a stack's variables, as it prints them and writes them."""
+    return "".join(f"export {name}={value}\n" for name, value in environment.items())
+
+
+def _data_dir(args: argparse.Namespace, kind: str) -> Path:
+    """--data-dir, or the kind's own directory under .memlife/ when it was not given (its
+    default names the realstack's)."""
+    return Path(args.data_dir if args.data_dir != str(STATE_DIR / "realstack")
+                else STATE_DIR / kind)
+
+
+def _print_model_calls(calls: list[Any]) -> None:
+    from memlife.bundled.model.serve import summary
+
+    kinds = ", ".join(f"{kind} {count}" for kind, count, _ in summary(calls))
+    print(f"the scripted model answered {len(calls)} call(s){': ' + kinds if kinds else ''}",
+          flush=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:
