@@ -154,7 +154,8 @@ class PairState:
     def space_case(self, case_id: str, role: Role, space: str, domain: str, question: str,
                    now: datetime, grace: timedelta) -> ProbeCase:
         """A question asked inside a space: a member recalls its fact (and, with its
-        partner deleted, still has it: S2); anyone else gets none of the space's facts."""
+        partner deleted, still has it if it had it before: S2); anyone else gets none of the
+        space's facts."""
         state = self.spaces[space]
         tenant, partner = self.tenants[role], self.tenants[other(role)]
         member = role in state.members and not state.deleted
@@ -167,7 +168,10 @@ class PairState:
             domain=domain, question=question,
             required=renderings if len(renderings) == 1 else [],
             any_of=renderings if len(renderings) > 1 else [], forbidden=forbidden,
-            space_survives=member and partner.deleted,
+            # As D2: the deletion is blamed only for a fact the member recalled before it (a
+            # space's domains are its own, apart from the tenants').
+            space_survives=(member and partner.deleted
+                            and domain in tenant.recalled_before_partner_deletion),
             blocked_by=self._blocked(role, None))
 
     def record_poison(self, role: Role, domain: str) -> None:

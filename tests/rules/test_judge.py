@@ -243,3 +243,38 @@ def test_inspections_know_how_long_ago_the_erasure_was() -> None:
     state.record_deletion("a", NOW - timedelta(days=2), "del-1")
     assert state.inspect_case("s3-a", "a", NOW, GRACE).erased_for == timedelta(days=2)
     assert state.inspect_case("s3-b", "b", NOW, GRACE).erased_for is None
+
+
+def spaced_pair() -> PairState:
+    pair = Pair(a=Tenant(alias="ana", facts={"pet": FactValue(value="Canelo")}),
+                b=Tenant(alias="bruno", facts={"pet": FactValue(value="Luna")}),
+                spaces={"team": {"supplier": FactValue(value="Conservas Palacios")}})
+    state = PairState(pair)
+    state.record_space("team", "create", ["a", "b"], NOW)
+    state.record_space_write("team", "supplier")
+    return state
+
+
+def space_verdict(outcome: str) -> CaseVerdict:
+    return CaseVerdict(case_id="s", role="b", tenant_alias="bruno", domain="supplier",
+                       passed=outcome == "pass", outcome=outcome,
+                       checks=[Check(invariant="recall", outcome=outcome)], findings=[])
+
+
+def test_a_members_deletion_is_blamed_only_for_a_space_fact_recalled_before_it() -> None:
+    # Recalled inside the space before ana's deletion, missing after it: S2.
+    state = spaced_pair()
+    state.absorb_probe_verdicts("b", [space_verdict("pass")])
+    state.record_deletion("a", NOW)
+    case = state.space_case("s", "b", "team", "supplier", "?", NOW, GRACE)
+    verdict = judge_probe(case, observation("No tengo esa información."), 700)
+    assert {(f.invariant, f.reason) for f in verdict.findings} == {
+        ("recall", "missing"), ("S2", "overreach")}
+    # Never recalled inside it (a joiner's agent that never saw the space: Letta 0.16.8
+    # does not rebuild its prompt on attach): the deletion took nothing it can be shown to.
+    state = spaced_pair()
+    state.absorb_probe_verdicts("b", [space_verdict("fail")])
+    state.record_deletion("a", NOW)
+    case = state.space_case("s", "b", "team", "supplier", "?", NOW, GRACE)
+    verdict = judge_probe(case, observation("No tengo esa información."), 700)
+    assert {(f.invariant, f.reason) for f in verdict.findings} == {("recall", "missing")}
