@@ -44,6 +44,8 @@ attached to it) sharing words with it, or says it does not know.
 
 from __future__ import annotations
 
+import math
+import random
 import re
 import threading
 import uuid
@@ -157,6 +159,20 @@ def _window(items: list[dict[str, Any]], after: str | None, before: str | None,
         items = items[:ids.index(before)] if before in ids else []
         return items[-limit:] if limit else items
     return items[:limit] if limit else items
+
+
+EMBEDDING_DIM = 1536
+MAX_EMBEDDING_DIM = 4096  # letta/constants.py
+
+
+def _embedding(text: str) -> list[float]:
+    """A passage's vector as Letta answers it: the model's, padded with zeros to 4096
+    (letta/schemas/passage.py pad_embeddings), so that every passage read is as large as
+    the real server's. Here a unit vector from the text's hash stands for the model's."""
+    rng = random.Random(text)
+    vector = [rng.gauss(0.0, 1.0) for _ in range(EMBEDDING_DIM)]
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector] + [0.0] * (MAX_EMBEDDING_DIM - EMBEDDING_DIM)
 
 
 def create_app(api_key: str | None) -> FastAPI:
@@ -476,7 +492,10 @@ def create_app(api_key: str | None) -> FastAPI:
             passage = {"id": f"passage-{uuid.uuid4()}", "text": body.text,
                        "archive_id": archive["id"], "tags": body.tags or [],
                        "created_at": body.created_at or _now(), "metadata": {},
-                       "is_deleted": False}
+                       "is_deleted": False, "embedding": _embedding(body.text),
+                       "embedding_config": {"embedding_model": "text-embedding-3-small",
+                                            "embedding_endpoint_type": "openai",
+                                            "embedding_dim": EMBEDDING_DIM}}
             archive["passages"].append(passage)
             return [passage]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,7 @@ from tests.servers import serve_in_thread  # noqa: E402
 from tests.standins.letta import create_app  # noqa: E402
 
 KEY = "letta-key-20f7"
+TARGETS = Path(__file__).resolve().parents[2] / "scenarios" / "targets"
 MEMORY = [{"label": "human", "value": ""},
           {"label": "persona", "value": "A helpful assistant that remembers."}]
 
@@ -150,3 +152,29 @@ def test_the_async_client_speaks_to_it_too(letta_url: str) -> None:
             agent.id, input="¿Cuál es mi color favorito?"))
 
     assert "verde" in asyncio.run(flow())
+
+
+def test_the_shipped_file_reads_a_full_page_of_passages_as_large_as_the_servers(
+        letta_url: str, letta: Letta, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each passage carries its embedding padded to 4096 floats, as Letta answers it: a
+    # search of every passage of the organization outgrew the default 1 MiB cap on a real
+    # server's nightly, and every archival read after it was inconclusive.
+    from memlife.rules.target import load_target
+    from memlife.targets.http import call, close_clients
+
+    agent = letta.agents.create(name="ana", model="openai/gpt-4o-mini", memory_blocks=MEMORY)
+    for index in range(100):
+        letta.agents.passages.create(agent.id, text=f"Ana trabaja en Conservas {index}.")
+    monkeypatch.setenv("LETTA_API_KEY", KEY)
+    target = load_target(TARGETS / "letta.yaml").model_copy(update={"base_url": letta_url})
+    archival = next(store for store in target.stores if store.name == "archival")
+
+    async def search() -> object:
+        try:
+            return await call(target, archival.probe.needle, {"needle": "Conservas"})
+        finally:
+            await close_clients()
+
+    response = asyncio.run(search())
+    assert len(response.data) == 100  # type: ignore[attr-defined]
+    assert len(response.data[0]["passage"]["embedding"]) == 4096  # type: ignore[attr-defined]

@@ -25,6 +25,9 @@ defaults, so the target file names them when it creates the agent):
 - `letta.after-search` — after a search: reply with the passages found that best answer the
   question (facts.relevance), less those a later passage of the same slot replaced (a later
   "I live on …" updates an earlier one, as the model decides for Mem0); with none, abstain.
+  The statements of the core-memory blocks in the system prompt count as found too (a
+  shared space is a block attached to its members' agents: scenarios/targets/letta.yaml),
+  except the agent's own `human` and `persona` blocks, which this policy never writes.
 
 A step that fits none of these (another tool's result, a failed tool, a prompt without the
 archival tools, a summarizer's request) is an unknown prompt: the scripted model refuses it
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -148,6 +152,25 @@ def _searched(chat: Chat) -> list[dict[str, Any]] | None:
         return None
 
 
+# One block of the system prompt's <memory_blocks> (letta/schemas/memory.py compile): its
+# label as the tag, then its description, metadata and value.
+_BLOCK = re.compile(r"<(?P<label>[\w-]+)>\s*<description>.*?</description>\s*<metadata>.*?"
+                    r"</metadata>\s*<value>\n?(?P<value>.*?)\n?</value>\s*</(?P=label)>",
+                    re.DOTALL)
+_AGENT_OWN_BLOCKS = {"human", "persona"}
+
+
+def block_statements(system: str) -> list[str]:
+    """The statements held in the core-memory blocks attached to the agent (its own human
+    and persona blocks aside)."""
+    start, end = system.find("<memory_blocks>"), system.find("</memory_blocks>")
+    if start < 0 or end < start:
+        return []
+    return [fact for block in _BLOCK.finditer(system, start, end)
+            if block["label"] not in _AGENT_OWN_BLOCKS
+            for fact in facts.statements(block["value"])]
+
+
 def best_passages(question: str, passages: list[dict[str, Any]]) -> list[str]:
     """The passages that best answer the question, oldest first, without those a later
     passage of the same slot replaced."""
@@ -168,7 +191,10 @@ def _answer(chat: Chat) -> Answer:
     passages = _searched(chat)
     assert turn is not None and passages is not None  # the rule matched
     language = detect_language(turn[0])
-    found = best_passages(_questions(turn[0]), passages)
+    # A block's statements are what the agent sees now: oldest, so a later passage of the
+    # same slot replaces them.
+    blocks = [{"content": fact, "timestamp": ""} for fact in block_statements(chat.system)]
+    found = best_passages(_questions(turn[0]), blocks + passages)
     if not found:
         return Answer(content=ABSTAIN[language])
     return Answer(content=" ".join(f"{text.rstrip('.')}." for text in found))

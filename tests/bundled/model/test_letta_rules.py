@@ -127,3 +127,31 @@ def test_best_passages_prefers_the_slot_asked_and_its_latest_value() -> None:
     assert letta.best_passages("Where do I work?", passages) == ["I work at Acme"]
     assert letta.best_passages("What is my pet called?", passages) == []
     assert letta.best_passages("Where do I live?", []) == []
+
+
+def _with_block(body: dict[str, Any], label: str, value: str) -> dict[str, Any]:
+    """The request with one more core-memory block in its system prompt, as Letta compiles
+    an attached block (letta/schemas/memory.py)."""
+    edited = copy.deepcopy(body)
+    block = (f"<{label}>\n<description>\na memlife shared space\n</description>\n<metadata>\n"
+             f"- chars_current={len(value)}\n- chars_limit=100000\n</metadata>\n<value>\n"
+             f"{value}\n</value>\n</{label}>\n\n")
+    system = edited["messages"][0]["content"]
+    edited["messages"][0]["content"] = system.replace("</memory_blocks>",
+                                                      block + "</memory_blocks>", 1)
+    return edited
+
+
+def test_an_attached_blocks_statement_answers_as_a_passage_would() -> None:
+    # A shared space is a block attached to its members' agents (scenarios/targets/
+    # letta.yaml): the agent sees its value in its context, with no archival passage.
+    nothing_found = _body("after-search-empty-es")
+    assert _respond(nothing_found)[1].content == "No tengo esa información."
+    shared = _with_block(nothing_found, "team", "Mi mascota se llama Canelo.")
+    assert _respond(shared) == ("letta.after-search",
+                                Answer(content="Mi mascota se llama Canelo."))
+    assert letta.block_statements(shared["messages"][0]["content"]) == [
+        "Mi mascota se llama Canelo"]
+    # The agent's own human and persona blocks hold the server's defaults, never a fact.
+    assert _respond(_with_block(nothing_found, "human", "Mi mascota se llama Canelo."))[
+        1].content == "No tengo esa información."
