@@ -17,6 +17,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.bundled.letta.serve import Installation, LettaStack, letta_stack
+from memlife.rules.pairs import materialize
+from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target, load_target
 from tests.reliability.helpers import small_nightly
 from tests.workflows.helpers import erased_values, run_artifact, run_input, run_suite
@@ -84,3 +86,36 @@ async def test_a_deleted_agents_archival_passages_stay_in_letta_s_database(
     residue = {f["evidence"]["value"] for f in artifact["failures"] if f["invariant"] == "I4"
                and f["store"] == "archival" and f["stage"] == "after-3d"}
     assert any(value in text for value in residue for _, text, _ in orphans)
+
+
+async def test_a_joiners_agent_never_sees_the_space_it_joined(
+        letta: LettaStack, letta_target: Target, skip_env: WorkflowEnvironment,
+        skip_worker: str) -> None:
+    """Letta 0.16.8 compiles an agent's core-memory blocks into its system message, and
+    rebuilds that message when a block's value changes (BlockManager.update_block_async),
+    not when a block is attached (AgentManager.attach_block_async), and the agent's steps do
+    not rebuild it (letta_agent_v3.py: 'We skip system prompt refresh during normal steps').
+    A tenant that joins a space after its fact was stated never sees it."""
+    spaces = load_scenario(REPO / "scenarios" / "shared-spaces.yaml")
+    assert spaces.generate is not None
+    joined = next(i for i, step in enumerate(spaces.timeline) if step.label == "joined")
+    scenario = materialize(spaces.model_copy(update={
+        "timeline": spaces.timeline[:joined + 1],
+        "generate": spaces.generate.model_copy(update={"count": 1})}), "letta-joined")
+    run = run_input(scenario, letta_target)
+    await run_suite(skip_env.client, skip_worker, run)
+    artifact = run_artifact(run.run_id)
+    assert artifact["inconclusive"] == []
+    missing = {(f["tenant"], f["stage"]) for f in artifact["failures"]
+               if f["invariant"] == "recall"}
+    creator, joiner = (next(t["alias"] for t in artifact["tenants"] if t["role"] == role)
+                       for role in ("a", "b"))
+    assert missing == {(joiner, "joined")}
+    assert not [f for f in artifact["failures"] if f["invariant"] not in ("recall", "L")]
+    # In Letta's tables: both agents link the space's block; only the creator's system
+    # message holds its value.
+    rows = _sql(letta, "select a.name, position(b.value in (m.content->0->>'text')) > 0 "
+                       "from blocks_agents l join agents a on a.id = l.agent_id join block b "
+                       "on b.id = l.block_id join messages m on m.id = (a.message_ids->>0) "
+                       f"where b.label like 'team-{run.run_id}%'")
+    assert sorted(rows) == sorted([[f"memlife-{creator}", "t"], [f"memlife-{joiner}", "f"]])
