@@ -22,7 +22,8 @@ from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
 from tests.workflows.helpers import erased_values, holds, run_artifact, run_input, run_suite
 
-pytestmark = pytest.mark.slow
+# The module's tests share a worker, so its stack starts once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("graphiti-stack")]
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_FILE = REPO / "scenarios" / "targets" / "graphiti.yaml"

@@ -26,7 +26,9 @@ from tests.workflows.helpers import erased_values, run_artifact, run_input, run_
 REPO = Path(__file__).resolve().parents[2]
 STATE = REPO / ".memlife" / "letta"  # where `memlife target serve letta` keeps it too
 
-pytestmark = pytest.mark.slow
+# One Letta server per run of this module: its data directory (.memlife/letta) holds one
+# PostgreSQL, so the module's tests share a worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("letta-server")]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ from memlife.rules.target import load_target
 from tests.servers import serve_in_thread
 from tests.workflows.helpers import erased_values, holds, run_artifact, run_input, run_suite
 
-pytestmark = pytest.mark.slow
+# The module's tests share a worker, so its stack starts once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mem0-stack")]
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_FILE = REPO / "scenarios" / "targets" / "mem0.yaml"
