@@ -405,7 +405,11 @@ def stacks_lines(rows: list[dict[str, Any]]) -> list[str]:
         "scenario run against it with its shipped target file on the skip clock. Time per "
         "pair is the run's wall time (the embedded Temporal server's start included) over "
         "its pairs. Every finding class is confirmed by a direct read of the stack's own "
-        "stores in tests/workflows/ (docs/bug-classes.md).", "",
+        "stores in tests/workflows/ (docs/bug-classes.md); the Letta server's is read by the "
+        "bench too, after each run (below the table). Latency (L) is judged against each "
+        "scenario's budget (700 ms) on this 2-core machine, the stack and its model sharing "
+        "the cores.",
+        "",
         "| stack | scenario | pairs | wall time | per pair | cases passed | inconclusive | "
         "findings (check · store: count) |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -415,9 +419,15 @@ def stacks_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"{row['seconds']:.0f} s | {row['seconds'] / row['pairs']:.1f} s | "
             f"{row['cases_passed']:,}/{row['cases']:,} | {row['inconclusive']} | "
             f"{findings or 'none'} |")
+    confirmed = [row for row in rows if row.get("confirmed")]
+    if confirmed:
+        lines += ["", "Read directly in the stack's own store after the run:", ""]
+        lines += [f"- {row['library']} `{row['scenario']}`: {row['confirmed']}"
+                  for row in confirmed]
     commands = sorted({row["command"] for row in rows})
-    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
-              f"{rows[-1]['measured_at']}).", ""]
+    latest = max(row["measured_at"] for row in rows)  # "YYYY-MM-DD HH:MM UTC" sorts
+    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (last "
+              f"measured {latest}).", ""]
     return lines
 
 

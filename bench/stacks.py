@@ -6,6 +6,11 @@ is rendered again.
 
     ./scripts/bench stacks                                  # every stack, the nightlies, races
     ./scripts/bench stacks --stacks mem0 --scenarios lifecycle-nightly-en
+
+Where a finding can only be shown on the stack's own database while it runs (Letta's
+archival passages of a deleted agent, letta-ai/letta PR #1632), the stack's `confirm` reads
+it directly after each run and the row says what it found (the suite's one-pair run reads
+it too: tests/workflows/test_letta_server.py).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +46,12 @@ class Stack:
     target_file: str
     env_file: str  # written by serve into its data directory
     library: str  # the library and version, as the row names it
+    # The stack keeps its installation in its default data directory (.memlife/KIND): the
+    # bench does not give it a fresh one.
+    keeps_state: bool = False
+    # A direct read of the stack's own store after a run: (data dir, environment, artifact,
+    # what earlier runs on this start left) -> what it shows, for the row.
+    confirm: Callable[[Path, dict[str, str], dict[str, Any], set[str]], str] | None = None
 
     def version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -51,8 +63,39 @@ class Stack:
             return self.library
 
 
+def letta_orphaned_passages(data: Path, env: dict[str, str], artifact: dict[str, Any],
+                            seen: set[str]) -> str:
+    """The deleted agents' archival passages this run left, read in Letta's own PostgreSQL:
+    passages in archives no agent links any more (letta-ai/letta PR #1632, never merged; in
+    0.16.8 deleting an agent deletes its links to its archive, ON DELETE CASCADE, not the
+    archive). `seen` holds the passages earlier runs on the same server left."""
+    from memlife.bundled.letta.serve import Installation
+
+    psql = Installation(data).postgres_bin() / "psql"
+    query = ("select p.id, p.archive_id, p.text from archival_passages p where not "
+             "p.is_deleted and not exists (select 1 from archives_agents l where "
+             "l.archive_id = p.archive_id)")
+    done = subprocess.run([str(psql), env["LETTA_DATABASE_URL"], "-qAt", "-F", "|", "-c",
+                           query], capture_output=True, text=True, check=True, timeout=120)
+    rows = [line.split("|", 2) for line in done.stdout.splitlines() if line]
+    new = [(archive, text) for passage, archive, text in rows if passage not in seen]
+    seen.update(passage for passage, _, _ in rows)
+    residue = {f["evidence"]["value"] for f in artifact["failures"]
+               if f["invariant"] == "I4" and f["store"] == "archival"}
+    holding = {value for value in residue for _, text in new if value in text}
+    archives = {archive for archive, _ in new}
+    return (f"{len(new)} passages in {len(archives)} archives no agent links (read in "
+            f"archival_passages); {len(holding)} of {len(residue)} I4 archival values in them")
+
+
 STACKS = {
     "mem0": Stack("mem0", "scenarios/targets/mem0.yaml", "mem0.env", "mem0ai"),
+    "graphiti": Stack("graphiti", "scenarios/targets/graphiti.yaml", "graphiti.env",
+                      "graphiti-core"),
+    # Letta lives in an environment of its own (memlife/bundled/letta/serve.py), not in
+    # memlife's: its version is the one it pins.
+    "letta": Stack("letta", "scenarios/targets/letta.yaml", "letta.env", "letta 0.16.8",
+                   keeps_state=True, confirm=letta_orphaned_passages),
 }
 SCENARIOS = ("lifecycle-nightly-en", "lifecycle-nightly", "races")
 
@@ -70,14 +113,15 @@ def _environment(env_file: Path) -> dict[str, str]:
     return found
 
 
-def measure(stack: Stack, scenarios: list[str], work: Path, command: str) -> list[dict[str, Any]]:
+def measure(stack: Stack, scenarios: list[str], work: Path, command: str,
+            written: Callable[[dict[str, Any]], None]) -> None:
     port = free_port()
-    data = work / stack.kind
+    data = REPO / ".memlife" / stack.kind if stack.keeps_state else work / stack.kind
     log = (work / f"{stack.kind}-serve.log").open("ab")
     server = subprocess.Popen([*MEMLIFE, "target", "serve", stack.kind, "--port", str(port),
                                "--data-dir", str(data)], cwd=REPO, stdout=log,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    rows = []
+    seen: set[str] = set()
     try:
         started = time.monotonic()
         if not wait_listening(port, server, START_SECONDS):
@@ -99,14 +143,17 @@ def measure(stack: Stack, scenarios: list[str], work: Path, command: str) -> lis
             if done.returncode not in (0, 1) or not out.exists():
                 raise SystemExit(f"bench stacks: {stack.kind} {scenario} ended with exit "
                                  f"{done.returncode}:\n{done.stderr[-2000:]}")
-            rows.append(_row(stack, scenario, json.loads(out.read_text(encoding="utf-8")),
-                             seconds, command))
+            artifact = json.loads(out.read_text(encoding="utf-8"))
+            row = _row(stack, scenario, artifact, seconds, command)
+            if stack.confirm is not None:
+                row["confirmed"] = stack.confirm(data, env, artifact, seen)
+                say(f"{stack.kind} {scenario}, read directly: {row['confirmed']}")
             say(f"{stack.kind} {scenario}: {seconds:.0f} s, "
-                f"{rows[-1]['failures']} failure(s), {rows[-1]['inconclusive']} inconclusive")
+                f"{row['failures']} failure(s), {row['inconclusive']} inconclusive")
+            written(row)
     finally:
         stop_process(server, grace=30)
         log.close()
-    return rows
 
 
 def _row(stack: Stack, scenario: str, artifact: dict[str, Any], seconds: float,
@@ -119,6 +166,14 @@ def _row(stack: Stack, scenario: str, artifact: dict[str, Any], seconds: float,
             "failures": len(artifact["failures"]), "inconclusive": len(artifact["inconclusive"]),
             "findings": dict(findings.most_common()), "command": command,
             "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def merge_stacks(rows: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows with a new measure in place of the same stack's on the same scenario (at
+    the end when it is new); every other row is kept as it was."""
+    key = (row["stack"], row["scenario"])
+    merged = [row if (old["stack"], old["scenario"]) == key else old for old in rows]
+    return merged if row in merged else [*merged, row]
 
 
 def main(argv: list[str]) -> int:
@@ -141,13 +196,18 @@ def main(argv: list[str]) -> int:
     command = f"./scripts/bench stacks {shlex.join(argv)}".rstrip()
     work = Path(tempfile.mkdtemp(prefix="memlife-bench-stacks-"))
     say(f"working in {work}")
-    rows = [row for name in names for row in measure(STACKS[name], scenarios, work, command)]
     results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() \
         else {"scale": []}
-    kept = [row for row in results.get("stacks", []) if row["stack"] not in names]
-    results["stacks"] = kept + rows
-    results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
+
+    def written(row: dict[str, Any]) -> None:
+        """Each row as soon as it is measured: an hour-long bench stopped half-way keeps
+        what it measured."""
+        results["stacks"] = merge_stacks(results.get("stacks", []), row)
+        results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
+
+    for name in names:
+        measure(STACKS[name], scenarios, work, command, written)
     say(f"wrote {args.out} and {results_path}")
     return 0
 
