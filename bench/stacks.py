@@ -71,13 +71,9 @@ def letta_orphaned_passages(data: Path, env: dict[str, str], artifact: dict[str,
     archive). `seen` holds the passages earlier runs on the same server left."""
     from memlife.bundled.letta.serve import Installation
 
-    psql = Installation(data).postgres_bin() / "psql"
-    query = ("select p.id, p.archive_id, p.text from archival_passages p where not "
-             "p.is_deleted and not exists (select 1 from archives_agents l where "
-             "l.archive_id = p.archive_id)")
-    done = subprocess.run([str(psql), env["LETTA_DATABASE_URL"], "-qAt", "-F", "|", "-c",
-                           query], capture_output=True, text=True, check=True, timeout=120)
-    rows = [line.split("|", 2) for line in done.stdout.splitlines() if line]
+    rows = Installation(data).query(env["LETTA_DATABASE_URL"], (
+        "select p.id, p.archive_id, p.text from archival_passages p where not p.is_deleted "
+        "and not exists (select 1 from archives_agents l where l.archive_id = p.archive_id)"))
     new = [(archive, text) for passage, archive, text in rows if passage not in seen]
     seen.update(passage for passage, _, _ in rows)
     residue = {f["evidence"]["value"] for f in artifact["failures"]

