@@ -1,4 +1,5 @@
-"""Follows letta-client 1.12.1 and letta-ai/letta 0.16.8.
+"""Follows letta-client 1.12.1 and letta-ai/letta 0.16.8 (letta/server/rest_api/routers/v1/
+agents.py, blocks.py, passages.py; letta/schemas/passage.py; letta_client/resources/).
 
 The Letta stand-in driven by Letta's own Python client (`letta-client` 1.x): it accepts
 what the client sends (`Authorization: Bearer`, the /v1 paths, bodies) and answers in shapes
@@ -156,7 +157,10 @@ def test_the_async_client_speaks_to_it_too(letta_url: str) -> None:
 
 def test_the_shipped_file_reads_a_full_page_of_passages_as_large_as_the_servers(
         letta_url: str, letta: Letta, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Each passage carries its embedding padded to 4096 floats, as Letta answers it: a
+    # Letta 0.16.8 answers each passage with its embedding padded to 4096 floats
+    # (letta/schemas/passage.py Passage.pad_embeddings, MAX_EMBEDDING_DIM in
+    # letta/constants.py), and POST /v1/passages/search returns up to 100 of them
+    # (letta/server/rest_api/routers/v1/passages.py PassageSearchRequest.limit, le=100): a
     # search of every passage of the organization outgrew the default 1 MiB cap on a real
     # server's nightly, and every archival read after it was inconclusive.
     from memlife.rules.target import load_target
