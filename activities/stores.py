@@ -34,6 +34,7 @@ from memlife.rules.target import (
     Store,
     StoreProbe,
 )
+from memlife.rules.variants import FormMatcher
 from memlife.targets import files, http, sql, stores
 from memlife.targets.http import MissingSecret, TargetError
 
@@ -88,6 +89,8 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
         tenant = _field(record, probe.tenant_field)
         record_id = _field(record, probe.id)
         matched = [i for i, text in enumerate(watch_normalized) if text and text in normalized]
+        reworded = _reworded(normalized, request.watch, matched)
+        matched += sorted(reworded)
         own = tenant is None or str(tenant) in request.identities
         if not matched and own and not request.keep_unmatched:
             continue
@@ -95,12 +98,25 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
             id=None if record_id is None else str(record_id),
             tenant_id=None if tenant is None else str(tenant),
             deleted=None if probe.deleted is None else bool(deleted),
-            matches=matched,
+            matches=matched, forms=reworded,
             # Evidence only where a watched value is: the rest would only weigh on history.
             excerpt=content[:EXCERPT_CHARS] if matched else "",
         ))
     return StoreRead(store=store.name, mode=mode, key=key, total=total, records=views,
                      latency_ms=latency_ms, traceparent=trace, wall_time=wall_time)
+
+
+def _reworded(normalized: str, watch: list[str], matched: list[int]) -> dict[int, str]:
+    """The watched values the record holds in another form only (rules/variants.py), by
+    position in the watch list: where none written as stated explains the text."""
+    if len(matched) == len(watch):
+        return {}
+    matcher = FormMatcher(normalized, explained=[watch[i] for i in matched])
+    found = {}
+    for index, text in enumerate(watch):
+        if index not in matched and (form := matcher.find(text)) is not None:
+            found[index] = form.text
+    return found
 
 
 def _field(record: Any, pointer: str | None) -> Any:

@@ -16,7 +16,7 @@ with workflow.unsafe.imports_passed_through():
     import memlife.contracts as contracts
     from memlife.contracts import PairInput, SpaceRequest
     from memlife.rules.evidence import Observation, SpaceResult
-    from memlife.rules.judging import unanswered_verdict
+    from memlife.rules.request_verdicts import unanswered_verdict
     from memlife.rules.scenario import ProbeStep, Role, SpaceStep, WriteStep
     from memlife.rules.state import pick
     from memlife.rules.verdicts import CaseVerdict, ProbeCase

@@ -41,9 +41,9 @@ with workflow.unsafe.imports_passed_through():
         Observation,
         StoreRead,
     )
-    from memlife.rules.judging import deletion_verdict, maintenance_verdict
     from memlife.rules.operations import template_variables
     from memlife.rules.pairs import TenantIdentity
+    from memlife.rules.request_verdicts import deletion_verdict, maintenance_verdict
     from memlife.rules.scenario import (
         AwaitDeletionStep,
         DeleteStep,

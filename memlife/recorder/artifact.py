@@ -117,6 +117,8 @@ class Deletion(_Part):
 
 class Evidence(_Part):
     value: str | None = None
+    # The value was found in another form (rules/variants.py): that form, canonical.
+    form: str | None = None
     detail: str = ""
 
 

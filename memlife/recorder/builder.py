@@ -117,6 +117,8 @@ class ArtifactBuilder:
                 "store": finding.get("store", "response"),
                 "evidence": {"value": finding.get("value"), "detail": finding.get("detail", "")},
             }
+            if finding.get("form"):  # found reworded, not as stated (rules/variants.py)
+                entry["evidence"]["form"] = finding["form"]
             if finding.get("trace_id"):  # the request behind it, in the user's tracing tool
                 entry["trace_id"] = finding["trace_id"]
                 entry["span_id"] = finding.get("span_id")

@@ -17,6 +17,7 @@ from memlife.recorder.database import database_url, session
 from memlife.recorder.queries import run_value_tuples
 from memlife.recorder.tables import RunRow
 from memlife.rules.scoring import ValueIndex
+from memlife.rules.variants import canonical, forms
 from memlife.rules.verdicts import ForbiddenValue
 
 # Keyed by database too: one process may record to several (tests, or a URL change).
@@ -25,12 +26,14 @@ _index_build_lock = threading.Lock()
 # (pair, domain, alias, text) per value: tuples of shared strings, not models — a run of
 # 10,000 pairs has half a million values, indexed once per worker process.
 _ValueOwner = tuple[int, str, str, str]
-_foreign_cache: dict[tuple[str, str], ValueIndex[_ValueOwner]] = {}
+# Each run's values as written, and their other forms (rules/variants.py, by canonical text).
+_RunIndexes = tuple[ValueIndex[_ValueOwner], ValueIndex[_ValueOwner]]
+_foreign_cache: dict[tuple[str, str], _RunIndexes] = {}
 
 
-def _run_value_index(run_id: str) -> ValueIndex[_ValueOwner]:
-    """Every value of the run, indexed once per worker process (it never changes), read
-    from the recorder a few thousand rows at a time."""
+def _run_value_index(run_id: str) -> _RunIndexes:
+    """Every value of the run, as written and in its other forms, indexed once per worker
+    process (it never changes), read from the recorder a few thousand rows at a time."""
     key = (database_url(), run_id)
     with _values_lock:
         index = _foreign_cache.get(key)
@@ -42,9 +45,11 @@ def _run_value_index(run_id: str) -> ValueIndex[_ValueOwner]:
         with _values_lock:
             index = _foreign_cache.get(key)
         if index is None:
-            index = ValueIndex(
-                (text, (pair, sys.intern(domain), sys.intern(alias), text))
-                for pair, domain, alias, text in run_value_tuples(run_id))
+            owners = [(pair, sys.intern(domain), sys.intern(alias), text)
+                      for pair, domain, alias, text in run_value_tuples(run_id)]
+            index = (ValueIndex((owner[3], owner) for owner in owners),
+                     ValueIndex((form.text, owner) for owner in owners
+                                for form in forms(owner[3])))
             with _values_lock:
                 if len(_foreign_cache) > 16:
                     _foreign_cache.clear()
@@ -105,15 +110,21 @@ class ForeignValues(ValueIndex[ForbiddenValue]):
     other run's), as judge_probe looks them up."""
 
     def __init__(self, run_id: str, pair_index: int) -> None:  # noqa: D107
-        self._all = _run_value_index(run_id)
+        self._all, self._forms = _run_value_index(run_id)
         self._pair_index = pair_index
         self._other_runs = _other_runs_index(run_id)
         self.size = self._all.size + (self._other_runs.size if self._other_runs else 0)
 
     def found_in(self, haystack_normalized: str) -> list[ForbiddenValue]:
+        """The values the text holds as written, and those it may hold in another form
+        (judging.py looks for those between word boundaries and where nothing else
+        explains the text)."""
+        owners = {owner[3]: owner for owner in (
+            *self._forms.found_in(canonical(haystack_normalized)),
+            *self._all.found_in(haystack_normalized))}
         found = [ForbiddenValue(text=text, origin="foreign", domain=domain,
                                 owner=f"{alias} (pair {pair})")
-                 for pair, domain, alias, text in self._all.found_in(haystack_normalized)
+                 for pair, domain, alias, text in owners.values()
                  if pair != self._pair_index]
         if self._other_runs is not None:
             found.extend(ForbiddenValue(text=text, origin="foreign", domain=domain,

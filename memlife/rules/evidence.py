@@ -100,6 +100,8 @@ class StoreRecordView(_Model):
     tenant_id: str | None = None
     deleted: bool | None = None
     matches: list[int] = Field(default_factory=list)
+    # Of the matches, those found in another form only (rules/variants.py): that form.
+    forms: dict[int, str] = Field(default_factory=dict)
     excerpt: str = ""
 
 class StoreRead(_Model):

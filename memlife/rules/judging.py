@@ -1,18 +1,17 @@
-"""Judging: a reply against its probe case (the decision rule, every leak on its own),
-store reads against an inspection case (by each store's retention policy), a deletion's
-status against its SLA. Verdicts are data; a read or a request that failed is
+"""Judging: a reply against its probe case (the decision rule, every leak on its own, a
+value found as written or in another form: rules/variants.py), store reads against an
+inspection case (by each store's retention policy); a deletion's status is
+request_verdicts.py's. Verdicts are data; a read or a request that failed is
 inconclusive, never a pass. Pure."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from memlife.rules.durations import format_duration
-from memlife.rules.evidence import DeletionState, Observation, StoreRead, StoreRecordView
-from memlife.rules.scenario import Role
+from memlife.rules.evidence import Observation, StoreRead, StoreRecordView
 from memlife.rules.scoring import Expectation, ValueIndex, contains, normalize, score_reply
 from memlife.rules.target import FilesProbe, SqlProbe, Store
 from memlife.rules.tracing import trace_ids
+from memlife.rules.variants import FormMatcher, rescore, written_as
 from memlife.rules.verdicts import (
     CONTEXT,
     PHYSICAL,
@@ -98,7 +97,7 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
     expectation = Expectation(required=tuple(case.required),
                               forbidden=tuple(f.text for f in forbidden),
                               any_of=() if abstains_by_silence else tuple(case.any_of))
-    score = score_reply(reply, expectation)
+    score, forms = rescore(reply, expectation, score_reply(reply, expectation))
     refusal = (f"the target refused (HTTP {observation.http_status})"
                if observation.refused else "")
     if abstains_by_silence:
@@ -147,22 +146,27 @@ def judge_probe(case: ProbeCase, observation: Observation, latency_budget_ms: fl
                 reason = "resurrected"
             elif hit.origin in ("partner", "foreign", "space"):
                 reason = leak_reason(case.kind, hit)
+            form = forms.get(hit.text)
             findings.append(Finding(
                 invariant=invariant, reason=reason, outcome="fail", value=hit.text,
+                form=form.text if form else None,
                 detail=(f"{hit.owner}'s {hit.domain} value appeared in the reply of a "
                         "non-member" if hit.origin == "space" else
-                        f"{hit.owner}'s {hit.domain} value ({hit.origin}) appeared in the reply"),
-            ))
+                        f"{hit.owner}'s {hit.domain} value ({hit.origin}) appeared in the reply")
+                + written_as(form)))
     if context_checked:
         context = normalize(observation.context or "")
-        hits = [f for f in forbidden if f.origin in ("partner", "foreign", "space")
-                and contains(context, f.text)]
+        others = [f for f in forbidden if f.origin in ("partner", "foreign", "space")]
+        as_stated = [f.text for f in others if contains(context, f.text)]
+        matcher = FormMatcher(context, as_stated, own=[*case.required, *case.any_of])
+        hits = [(f, None if f.text in as_stated else matcher.find(f.text)) for f in others]
+        hits = [(f, form) for f, form in hits if f.text in as_stated or form]
         checks.append(Check(invariant="I2", outcome="fail" if hits else "pass", store=CONTEXT))
-        for hit in hits:
-            findings.append(Finding(
-                invariant="I2", reason=leak_reason(case.kind, hit), outcome="fail",
-                store=CONTEXT, value=hit.text,
-                detail=f"{hit.owner}'s {hit.domain} value was in the retrieval context"))
+        findings.extend(Finding(
+            invariant="I2", reason=leak_reason(case.kind, hit), outcome="fail", store=CONTEXT,
+            value=hit.text, form=form.text if form else None,
+            detail=f"{hit.owner}'s {hit.domain} value was in the retrieval context"
+            + written_as(form)) for hit, form in hits)
     if observation.latency_ms is not None:
         slow = observation.latency_ms > latency_budget_ms
         checks.append(Check(invariant="L", outcome="fail" if slow else "pass"))
@@ -207,11 +211,17 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
             continue
         checks: list[Check] = []
         findings: list[Finding] = []
+        # Values no record holds as stated, only in another form (rules/variants.py).
+        reworded = _reworded(watch, store_reads)
 
         def fail(invariant: str, reason: Reason, value: str | None, detail: str,
-                 store_name: str = store.name, _findings: list[Finding] = findings) -> None:
-            _findings.append(Finding(invariant=invariant, reason=reason, outcome="fail",
-                                    store=store_name, value=value, detail=detail))
+                 store_name: str = store.name, _findings: list[Finding] = findings,
+                 _reworded: dict[str, str] = reworded) -> None:
+            form = _reworded.get(value or "")
+            _findings.append(Finding(
+                invariant=invariant, reason=reason, outcome="fail", store=store_name,
+                value=value, form=form, detail=detail + (f" (written as {form!r})" if form
+                                                         else "")))
 
         forgotten = {n.text for n in case.needles if n.origin == "deleted"}
         # A store read by value only (no tenant scope) shows erasure, not isolation.
@@ -385,8 +395,8 @@ def _judge_physical(case: InspectCase, store: Store, probe: FilesProbe,
         Finding(invariant=PHYSICAL, reason="residue", outcome="fail", store=store.name,
                 value=text,
                 detail=f"{_records_phrase(found)} on disk "
-                + (f"{_duration(case.erased_for)} after the erasure request, past the "
-                   f"{_duration(probe.grace)} grace" if case.erased_for is not None
+                + (f"{format_duration(case.erased_for)} after the erasure request, past the "
+                   f"{format_duration(probe.grace)} grace" if case.erased_for is not None
                    else "after the erasure request"))
         for text, found in sorted(holders.items())]
     return _store_verdict(case, store.name, [Check(
@@ -394,8 +404,17 @@ def _judge_physical(case: InspectCase, store: Store, probe: FilesProbe,
         findings)
 
 
-def _duration(value: timedelta) -> str:
-    return format_duration(value)
+def _reworded(watch: list[str], reads: list[StoreRead]) -> dict[str, str]:
+    as_stated: set[str] = set()
+    forms: dict[str, str] = {}
+    for record in (record for read in reads for record in read.records):
+        for index in record.matches:
+            if index < len(watch):
+                if index in record.forms:
+                    forms.setdefault(watch[index], record.forms[index])
+                else:
+                    as_stated.add(watch[index])
+    return {text: form for text, form in forms.items() if text not in as_stated}
 
 
 def _records_phrase(records: list[StoreRecordView]) -> str:
@@ -413,55 +432,6 @@ def _store_verdict(case: InspectCase, store: str, checks: list[Check],
     return CaseVerdict(case_id=f"{case.case_id}-{store}", role=case.role,
                        tenant_alias=case.tenant_alias, store=store, passed=outcome == "pass",
                        outcome=outcome, checks=checks, findings=findings)
-
-
-def deletion_verdict(case_id: str, role: Role, alias: str, state: DeletionState | None,
-                     error: str | None, deadline: timedelta, elapsed: timedelta,
-                     store: str = "deletion-status") -> CaseVerdict:
-    """I4 at confirmation: deletion confirmed within the SLA. Not confirmed by the deadline
-    fails (slow); a reported failure fails; no usable answer at all is inconclusive."""
-    detail = f"time-to-forget {elapsed}" if state and state.done else ""
-    if state is not None and state.done:
-        finding: Finding | None = None
-        outcome: Outcome = "pass"
-    elif state is not None and state.failed:
-        outcome = "fail"
-        finding = Finding(invariant="I4", reason="target-error", outcome="fail", store=store,
-                          value=state.status, detail="the target reported the deletion failed")
-    elif state is not None:
-        outcome = "fail"
-        finding = Finding(invariant="I4", reason="slow", outcome="fail", store=store,
-                          value=state.status,
-                          detail=f"not confirmed within the deletion SLA ({deadline})")
-    else:
-        outcome = "inconclusive"
-        finding = Finding(invariant="I4", reason="target-error", outcome="inconclusive",
-                          store=store, detail=error or "no status")
-    return traced(CaseVerdict(
-        case_id=case_id, role=role, tenant_alias=alias, store=store, passed=outcome == "pass",
-        outcome=outcome, checks=[Check(invariant="I4", outcome=outcome, store=store)],
-        findings=[finding] if finding else [],
-        latency_ms=None if not detail else elapsed.total_seconds() * 1000,
-    ), state.traceparent if state else None)
-
-
-def unanswered_verdict(case_id: str, role: Role, alias: str, store: str, invariant: str,
-                       value: str, error: str) -> CaseVerdict:
-    """A request that changes what is checked next (maintenance, a space's membership) got
-    no usable answer: the check that depends on it is unproven (inconclusive)."""
-    return CaseVerdict(
-        case_id=case_id, role=role, tenant_alias=alias, store=store, passed=False,
-        outcome="inconclusive", checks=[Check(invariant=invariant, outcome="inconclusive",
-                                              store=store)],
-        findings=[Finding(invariant=invariant, reason="target-error", outcome="inconclusive",
-                          store=store, value=value, detail=error)])
-
-
-def maintenance_verdict(case_id: str, role: Role, alias: str, operation: str,
-                        error: str) -> CaseVerdict:
-    """A maintenance request that got no usable answer: what the scenario checks after it
-    was not checked after maintenance, so I4 there is unproven (inconclusive)."""
-    return unanswered_verdict(case_id, role, alias, "maintenance", "I4", operation, error)
 
 
 def judge_step(cases: list[ProbeCase], observations: list[Observation],

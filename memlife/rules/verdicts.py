@@ -94,6 +94,8 @@ class Finding(_Model):
     outcome: Outcome
     store: str = RESPONSE
     value: str | None = None
+    # The value was found in another form (rules/variants.py): that form, canonical.
+    form: str | None = None
     detail: str = ""
     # The trace and span of the request whose answer is the evidence (rules/tracing.py).
     trace_id: str | None = None
