@@ -52,6 +52,7 @@ DETECTION = {
                          [("I4", "memory", "deletion-confirmed")]),
     "partial-delete": ([("I4", "memory", "deletion-confirmed", "residue")],
                        [("I4", "graph", "deletion-confirmed")]),
+    "reworded-leak": ([("I3", "response", "baseline", "leaked")], []),
     "forget-skips-graph": ([("I4", "graph", "b-intact", "residue"),
                             ("I4", "response", "b-intact", "residue")],
                            [("I4", "memory", "b-intact")]),
@@ -140,3 +141,33 @@ async def test_each_fault_is_caught_by_the_right_invariant_store_and_stage(
         assert cell in found, f"{fault}: expected {cell}, found {sorted(found)}"
     for cell in must_not:
         assert cell not in found, f"{fault}: {cell} should hold, found {sorted(found)}"
+
+
+async def test_reworded_leaks_are_the_copied_ones_found_in_their_other_forms(
+        skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario,
+        target_with) -> None:
+    """The same run leaking values as stated and leaking them reworded (streets
+    abbreviated, numbers grouped, names family first): the same leaks are found in the
+    answers, each reworded one naming its form, and the tenants' own values reworded are
+    still recalled. (A store read by needle asks the store's own search for the value as
+    stated, so a reworded copy in another tenant's records is found by scope reads only:
+    docs/design.md, "Reworded values".)"""
+    def leaks(artifact: dict) -> set[tuple[int, str, str, str]]:
+        return {(f["pair"], f["case"], f["invariant"], f["evidence"]["value"])
+                for f in artifact["failures"] if f["store"] == "response"}
+
+    copied = await run_nightly(skip_env, skip_worker, nightly_small,
+                               target_with(["cross-tenant-leak"]), "reworded")
+    reworded = await run_nightly(skip_env, skip_worker, nightly_small,
+                                 target_with(["reworded-leak"]), "reworded")
+    assert leaks(copied)
+    assert sorted(leaks(reworded) ^ leaks(copied)) == []
+    assert all(f["evidence"].get("form") is None for f in copied["failures"])
+    replies = {(o["pair"], o["case"]): o["reply"] for o in reworded["observations"]
+               if o["reply"]}
+    for failure in (f for f in reworded["failures"] if f["store"] == "response"):
+        assert failure["evidence"]["form"], failure  # found only in another form
+        assert failure["evidence"]["value"].casefold() not in replies[
+            failure["pair"], failure["case"]].casefold()
+    assert {f["invariant"] for f in reworded["failures"]} <= {
+        f["invariant"] for f in copied["failures"]}  # recall, U1, I4 as clean as copied

@@ -31,6 +31,7 @@ class Fault(StrEnum):
     SPACE_LEAK = "space-leak"
     REVOCATION_IGNORED = "revocation-ignored"
     MEMBER_DELETE_OVERREACH = "member-delete-overreach"
+    REWORDED_LEAK = "reworded-leak"
 
 # What each fault does, as `memlife target serve --help` lists them.
 FAULTS: dict[str, str] = {
@@ -69,6 +70,9 @@ FAULTS: dict[str, str] = {
     "who left a space still retrieves its facts",
     "member-delete-overreach": "deleting a member also purges the facts of every space it "
     "belongs to (topoteretes/cognee #2732)",
+    "reworded-leak": "a model writes every answer in its own style (streets abbreviated, "
+    "numbers grouped, names family first) and adds other tenants' values for the same key, "
+    "reworded the same way: no leaked value appears as stated",
 }
 
 # Which layers answer (the retrieval ablations of docs/experiments.md): the thread alone,

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from memlife.bundled.reference import language
 from memlife.bundled.reference.faults import Fault
+from memlife.bundled.reference.rewording import reword
 from memlife.bundled.reference.schema import CACHE_TTL, GLOBAL_TENANT, NO_TENANT, iso, norm
 
 ABSTAIN_ES = "No tengo esa información."
@@ -86,11 +87,13 @@ class Retrieval:
         else:
             prefix = "Según lo que me contaste" if lang == "es" else "From what you told me"
             reply = f"{prefix}: {evidence.text}"
-        if Fault.CROSS_TENANT_LEAK in self.faults:
+        if self.faults & {Fault.CROSS_TENANT_LEAK, Fault.REWORDED_LEAK}:
             foreign = self._foreign_values(tenant, wanted)
             if foreign:
                 joiner = "También tengo anotado" if lang == "es" else "I also have noted"
                 reply += f" {joiner}: {'; '.join(foreign)}."
+        if Fault.REWORDED_LEAK in self.faults:
+            reply = reword(reply)
         return Answer(reply, context, evidence.layer if evidence else None), retrieved
 
     def _ranked(self, rows: list[sqlite3.Row], wanted: frozenset[str],
