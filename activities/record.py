@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
+from memlife.activities.invariance import record_twin_verdicts
 from sqlmodel import select
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -275,6 +276,7 @@ def finish_run(run_id: str, failed_pairs: list[int],
     """Close the run and compute its summary from what was recorded. A run with a failed
     or cancelled pair lifecycle is not `finished`, and never passes."""
     recorder.drop_staged_reads(run_id)  # every step is recorded: nothing loads them again
+    twins = record_twin_verdicts(run_id)  # neighbour invariance (N1), before the summary
     # Nor looks a value up: the index (48 MB at 10,000 pairs) goes before the summary, so
     # the summary reuses its memory instead of adding to the worker's peak (BENCHMARKS.md).
     forget_run_values(run_id)
@@ -304,7 +306,8 @@ def finish_run(run_id: str, failed_pairs: list[int],
         run.summary_json = json.dumps(summary)
         db.add(run)
     failures = builder.failure_count
-    log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures)
+    log.info("run finished", run_id=run_id, cases=summary["cases"], failures=failures,
+             twin_verdicts=twins)
     return RunSummary(
         run_id=run_id, passed=summary["passed"], cases=summary["cases"],
         cases_passed=summary["cases_passed"], failures=failures,

@@ -281,7 +281,7 @@ def _cohort_problems(cohort: int, scenario: Any) -> list[Problem]:
     )
 
     steps = scenario.acting_steps()
-    pairs = scenario.generate.count if scenario.generate else len(scenario.pairs)
+    pairs = scenario.pair_count()
     if cohort == 0 and pairs > PAIR_WORKFLOWS_AT_MOST:
         return [Problem("command line", "--cohort", f"0 runs a workflow per pair, all "
                         f"{pairs:,} at once, with no waves, and the run's own workflow "

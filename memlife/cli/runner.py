@@ -261,7 +261,7 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
     seed = (f"{base_seed}-r{repetition}" if plan.repeat > 1 else base_seed) or run_id
     target, identity = configuration.target, {}
     written = plan.scenario
-    pairs = written.generate.count if written.generate else len(written.pairs)
+    pairs = written.pair_count()
     cohort = (cohort_size(pairs, written.acting_steps())
               if plan.cohort == "auto" else int(plan.cohort))
     if cohort:  # the suite draws the pairs into the recorder (activities/record.py)

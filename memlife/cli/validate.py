@@ -45,6 +45,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 scenario = parse_scenario(data, file)
                 pairs = (f"{scenario.generate.count} generated pair(s)" if scenario.generate
                          else f"{len(scenario.pairs)} pair(s)")
+                if scenario.generate and scenario.generate.twins:
+                    pairs += f" and {scenario.generate.twins} control twin(s)"
                 print(f"{file}: ok: scenario {scenario.name!r}, {pairs}, "
                       f"{len(scenario.domains)} domain(s), {len(scenario.timeline)} step(s)")
         except InputError as error:

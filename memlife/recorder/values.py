@@ -26,8 +26,10 @@ _index_build_lock = threading.Lock()
 # (pair, domain, alias, text) per value: tuples of shared strings, not models — a run of
 # 10,000 pairs has half a million values, indexed once per worker process.
 _ValueOwner = tuple[int, str, str, str]
-# Each run's values as written, and their other forms (rules/variants.py, by canonical text).
-_RunIndexes = tuple[ValueIndex[_ValueOwner], ValueIndex[_ValueOwner]]
+# Each run's values as written, their other forms (rules/variants.py, by canonical text),
+# and the values more than one pair states (a control twin's: rules/pairs.py) with the
+# pairs that state them.
+_RunIndexes = tuple[ValueIndex[_ValueOwner], ValueIndex[_ValueOwner], dict[str, set[int]]]
 _foreign_cache: dict[tuple[str, str], _RunIndexes] = {}
 
 
@@ -47,9 +49,13 @@ def _run_value_index(run_id: str) -> _RunIndexes:
         if index is None:
             owners = [(pair, sys.intern(domain), sys.intern(alias), text)
                       for pair, domain, alias, text in run_value_tuples(run_id)]
+            pairs_of: dict[str, set[int]] = {}
+            for owner in owners:
+                pairs_of.setdefault(owner[3], set()).add(owner[0])
             index = (ValueIndex((owner[3], owner) for owner in owners),
                      ValueIndex((form.text, owner) for owner in owners
-                                for form in forms(owner[3])))
+                                for form in forms(owner[3])),
+                     {text: pairs for text, pairs in pairs_of.items() if len(pairs) > 1})
             with _values_lock:
                 if len(_foreign_cache) > 16:
                     _foreign_cache.clear()
@@ -110,7 +116,7 @@ class ForeignValues(ValueIndex[ForbiddenValue]):
     other run's), as judge_probe looks them up."""
 
     def __init__(self, run_id: str, pair_index: int) -> None:  # noqa: D107
-        self._all, self._forms = _run_value_index(run_id)
+        self._all, self._forms, self._shared = _run_value_index(run_id)
         self._pair_index = pair_index
         self._other_runs = _other_runs_index(run_id)
         self.size = self._all.size + (self._other_runs.size if self._other_runs else 0)
@@ -125,7 +131,8 @@ class ForeignValues(ValueIndex[ForbiddenValue]):
         found = [ForbiddenValue(text=text, origin="foreign", domain=domain,
                                 owner=f"{alias} (pair {pair})")
                  for pair, domain, alias, text in owners.values()
-                 if pair != self._pair_index]
+                 if pair != self._pair_index
+                 and self._pair_index not in self._shared.get(text, ())]  # its own too
         if self._other_runs is not None:
             found.extend(ForbiddenValue(text=text, origin="foreign", domain=domain,
                                         owner=f"{owner} of run {run}")

@@ -269,9 +269,16 @@ def judge_inspection(case: InspectCase, reads: list[StoreRead],
         others_only = partner_texts - set(needle_origin)
         unowned = {key for key, (record, _) in seen.items()
                    if record.tenant_id is None and key not in scoped}
-        records = [(record, texts - others_only if key in unowned else texts)
+        # A control twin states the tenant's values too: another's record found by value
+        # that holds them may be the twin's, so shows neither misfiling nor residue.
+        shared = set(case.shared)
+        twins = {key for key, (record, _) in seen.items() if shared and key not in scoped
+                 and record.tenant_id not in own_ids}
+        records = [(record, texts - others_only if key in unowned else
+                    texts - shared if key in twins else texts)
                    for key, (record, texts) in seen.items()
-                   if key not in unowned or texts - others_only]
+                   if (key not in unowned or texts - others_only)
+                   and (key not in twins or texts - shared)]
 
         if case.deleted:
             residue = []

@@ -50,9 +50,19 @@ def generated_pairs(scenario: Scenario, seed: str, avoid: Iterable[str] = ()
     updates = scenario.update_counts()
     generation = scenario.generate
     language = generation.language or scenario.language
-    for index in range(generation.count):
-        tenants = {}
+    twins = min(generation.twins, generation.count)
+    twinned: list[Tenant] = []  # the first pairs' tenants a, stated again by their twins
+    for index in range(generation.count + twins):
+        if index >= generation.count:  # a control twin: the same tenant a, a new partner
+            original = twinned[index - generation.count]
+            twin = index - generation.count
+            tenants = {"a": original.model_copy(update={"alias": f"{original.alias}-twin"})}
+        else:
+            twin = generation.count + index if index < twins else None
+            tenants = {}
         for role in ("a", "b"):
+            if role in tenants:
+                continue
             facts = {}
             for name in scenario.domains:
                 value = pool.draw(_canary(scenario, name), language)
@@ -62,11 +72,13 @@ def generated_pairs(scenario: Scenario, seed: str, avoid: Iterable[str] = ()
             alias = f"{generation.alias_prefix}{index:03d}"
             alias += ("" if role == "a" else "-corp") if generation.collide else role
             tenants[role] = Tenant(alias=alias, language=generation.language, facts=facts)
+        if index < twins:
+            twinned.append(tenants["a"])
         spaces = {space: {d: FactValue(value=pool.draw(_canary(scenario, d), language))
                           for d in spec.domains}
                   for space, spec in scenario.spaces.items()}
         yield Pair(a=tenants["a"], b=tenants["b"], collide_phones=generation.collide,
-                   spaces=spaces)
+                   spaces=spaces, twin=twin)
 
 
 def _canary(scenario: Scenario, domain: str) -> str:

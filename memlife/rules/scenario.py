@@ -82,6 +82,9 @@ class Pair(_Strict):
     # The tenants' phones differ in their last digit only (+12015550120 / +12015550121),
     # as identities that collide in real bugs do (a lookup by a truncated number).
     collide_phones: bool = False
+    # The pair whose tenant a states the same facts as this pair's a, among other
+    # neighbours: the control twin of neighbour invariance (N1, rules/invariance.py).
+    twin: int | None = None
 
     def tenant(self, role: Role) -> Tenant:
         return self.a if role == "a" else self.b
@@ -224,6 +227,11 @@ class PairGeneration(_Strict):
     # as a prefix (t000 / t000-corp), as namespaces acme and acme-corp do, and the two
     # phones differ in their last digit only.
     collide: bool = False
+    # Neighbour invariance (N1): the first `twins` pairs each get a control twin, one pair
+    # more whose tenant a states the same facts as theirs beside a partner of its own; their
+    # answers to the same questions are compared when the run ends. Each twin costs the
+    # requests of one pair.
+    twins: int = Field(default=0, ge=0, le=1000)
 
 
 class Scenario(_Strict):
@@ -249,6 +257,12 @@ class Scenario(_Strict):
     # How many times `memlife run` repeats the scenario by default, each time with fresh
     # tenants and values (--repeat overrides): experiments want more than one.
     repetitions: int = Field(default=1, ge=1, le=100)
+
+    def pair_count(self) -> int:
+        """The pairs a run of this scenario has: listed, or generated with their twins."""
+        if self.generate is None:
+            return len(self.pairs)
+        return self.generate.count + min(self.generate.twins, self.generate.count)
 
     def language_of(self, tenant: Tenant) -> str:
         return tenant.language or self.language

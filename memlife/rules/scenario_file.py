@@ -98,6 +98,12 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
             if domain.canary is None:
                 report(f"domains.{domain_name}.canary", "generated pairs need a canary "
                        "generator for every domain (employer, address, person, pet, school)")
+        if scenario.generate.twins > scenario.generate.count:
+            report("generate.twins", f"at most generate.count ({scenario.generate.count}): "
+                   "each twin copies one generated pair's tenant a")
+        if scenario.generate.twins and scenario.generate.collide:
+            report("generate.twins", "not with collide: a twin's alias would extend its "
+                   "original's as colliding identities' do")
         if problems:
             return problems
         try:

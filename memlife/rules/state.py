@@ -352,4 +352,6 @@ class PairState:
             expected_present={s: v for s, v in expected.items() if v},
             clean_before=sorted(tenant.clean_after_deletion), stale_after_grace=stale,
             erased_for=None if erased_at is None else max(timedelta(0), now - erased_at),
+            shared=([text for fact in self.pair.a.facts.values() for text in fact.all_texts()]
+                    if role == "a" and self.pair.twin is not None else []),
         )

@@ -13,7 +13,7 @@ from memlife.rules.scenario import Role
 Outcome = Literal["pass", "fail", "inconclusive"]
 
 Reason = Literal["missing", "leaked", "stale", "residue", "resurrected", "overreach", "slow",
-                 "target-error", "spoofed", "extracted", "poisoned", "refused"]
+                 "target-error", "spoofed", "extracted", "poisoned", "refused", "influenced"]
 # The reasons that mean a value reached where it must not (a leak, whatever turn drew it
 # out, or a deletion that took another tenant's), and those that mean it outlived erasure.
 LEAK_REASONS: tuple[Reason, ...] = ("leaked", "overreach", "spoofed", "extracted", "poisoned")
@@ -23,7 +23,7 @@ RESIDUE_REASONS: tuple[Reason, ...] = ("residue", "resurrected")
 # fact present) and `abstain` (an abstention when nothing was stated) are the positive
 # halves of the decision rule (docs/design.md), kept apart from leakage.
 INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "I4-physical", "U1", "D2", "S1", "S2",
-              "L")
+              "N1", "L")
 # I4's physical level: erased values' bytes still in a store's files (files probes).
 PHYSICAL = "I4-physical"
 RESPONSE = "response"
@@ -84,6 +84,9 @@ class InspectCase(_Model):
     # fact): physical residue is judged against a files probe's grace. None: unknown, and
     # no grace is given.
     erased_for: timedelta | None = None
+    # Values a control twin states too (rules/pairs.py): in another tenant's records they
+    # may be the twin's, so they are looked for in the tenant's own records only.
+    shared: list[str] = Field(default_factory=list)
 
     def watch(self) -> list[str]:
         return [n.text for n in self.needles] + [f.text for f in self.partner_values]

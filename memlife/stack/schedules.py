@@ -65,7 +65,7 @@ def scheduled_run_input(scenario: Scenario, target: Target, clock: Clock, scenar
                         target_task_queue: str | None = None) -> RunInput:
     """The action's input: run id, seed and tenants are left for each start to assign.
     `target_task_queue`: the task queue of its target requests (None: the run's)."""
-    pairs = scenario.generate.count if scenario.generate else len(scenario.pairs)
+    pairs = scenario.pair_count()
     cohort = cohort_size(pairs, scenario.acting_steps())
     meta = RunMeta(
         memlife_version=__version__, git_revision=None, command=command,
