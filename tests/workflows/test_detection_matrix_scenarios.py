@@ -1,6 +1,6 @@
 """The detection matrix of the faults the nightly cannot show: maintenance, races, shared
-spaces and adversarial turns (scenarios/maintenance.yaml, races.yaml, shared-spaces.yaml,
-adversarial.yaml). Each scenario
+spaces, adversarial turns and neighbour influence (scenarios/maintenance.yaml, races.yaml,
+shared-spaces.yaml, adversarial.yaml, neighbour-invariance.yaml). Each scenario
 gives no failure on the clean reference target, and each of its faults is caught by the
 right invariant, store, stage and reason, on the time-skipping server with the real
 activities and a real target (2 pairs per run)."""
@@ -52,6 +52,12 @@ DETECTION = {
             [("S2", "response", "member-deleted", "overreach")],
             [("S1", "response", "left"), ("I4", "memory", "member-deleted")]),
     },
+    "neighbour-invariance.yaml": {
+        "post-filter-crowding": (
+            [("N1", "response", "baseline", "influenced"),
+             ("recall", "response", "baseline", "missing")],
+            [("I3", "response", "baseline"), ("I2", "response-context", "baseline")]),
+    },
     "races.yaml": {
         "ingest-after-delete": (
             [("I4", "memory", "erased", "residue"), ("I4", "graph", "erased", "residue"),
@@ -75,6 +81,8 @@ async def test_the_clean_reference_target_passes(
                                  f"clean-{name}")
     assert artifact["failures"] == [] and artifact["inconclusive"] == []
     assert artifact["summary"]["passed"]
+    if name == "neighbour-invariance.yaml":  # the twins were compared, and agree
+        assert artifact["summary"]["by_invariant"]["N1"]["checked"] >= 10
 
 
 @pytest.mark.parametrize(("name", "fault", "cohort"), [

@@ -32,6 +32,7 @@ class Fault(StrEnum):
     REVOCATION_IGNORED = "revocation-ignored"
     MEMBER_DELETE_OVERREACH = "member-delete-overreach"
     REWORDED_LEAK = "reworded-leak"
+    POST_FILTER_CROWDING = "post-filter-crowding"
 
 # What each fault does, as `memlife target serve --help` lists them.
 FAULTS: dict[str, str] = {
@@ -73,6 +74,10 @@ FAULTS: dict[str, str] = {
     "reworded-leak": "a model writes every answer in its own style (streets abbreviated, "
     "numbers grouped, names family first) and adds other tenants' values for the same key, "
     "reworded the same way: no leaked value appears as stated",
+    "post-filter-crowding": "the memories of every tenant on the tenant's shard are ranked "
+    "together and the best kept before the tenant filter (post-filtering, which pgvector's "
+    "README warns approximate indexes do): a shard neighbour's memory that ranks first crowds "
+    "the tenant's own fact out, and the answer abstains without any of the neighbour's values",
 }
 
 # Which layers answer (the retrieval ablations of docs/experiments.md): the thread alone,

@@ -31,7 +31,7 @@ INGEST_BATCH = 200
 CROSS_TENANT = frozenset({
     Fault.CROSS_TENANT_LEAK, Fault.TOPK_FALLBACK_LEAK, Fault.NAMESPACE_PREFIX_MATCH,
     Fault.IDENTITY_FROM_PROMPT, Fault.GLOBAL_PROMOTION, Fault.REINDEX_DROPS_TENANT,
-    Fault.REWORDED_LEAK})
+    Fault.REWORDED_LEAK, Fault.POST_FILTER_CROWDING})
 # Held behind a purge that has not run yet (the ingest-after-delete fault's statements).
 _NOT_HELD = ("tenant_id NOT IN (SELECT tenant_id FROM deletions WHERE completed_at IS NULL)")
 

@@ -4,6 +4,7 @@ too: other tenants' values in answers, a top-k filled from other tenants."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
@@ -17,6 +18,7 @@ from memlife.bundled.reference.rewording import reword
 from memlife.bundled.reference.schema import CACHE_TTL, GLOBAL_TENANT, NO_TENANT, iso, norm
 
 ABSTAIN_ES = "No tengo esa información."
+SHARDS = 4  # the post-filter-crowding fault's shards
 ABSTAIN_EN = "I don't have that information."
 TOP_K = 3
 
@@ -77,6 +79,8 @@ class Retrieval:
         mode = self.retrieval
         context = self._retrieve(tenant, wanted) if mode in ("combined", "vector") else []
         evidence = self._from_graph(tenant, wanted) if mode in ("combined", "graph") else None
+        if Fault.POST_FILTER_CROWDING in self.faults and self._crowded_out(tenant, wanted):
+            context, evidence, mode = [], None, "crowded"  # nothing of its own survives
         if evidence is None and context:
             evidence = Evidence("memory", context[0])
         if evidence is None and mode in ("combined", "thread"):
@@ -95,6 +99,16 @@ class Retrieval:
         if Fault.REWORDED_LEAK in self.faults:
             reply = reword(reply)
         return Answer(reply, context, evidence.layer if evidence else None), retrieved
+
+    def _crowded_out(self, tenant: str, wanted: frozenset[str]) -> bool:
+        """The post-filter-crowding fault: the shard's facts ranked together, the best kept,
+        then the tenant filter: true when a shard neighbour's fact ranked first."""
+        rows = [row for row in self._db.execute(
+            "SELECT * FROM graph_nodes WHERE label='Fact'").fetchall()
+            if _shard(row["tenant_id"]) == _shard(tenant)]
+        ranked = self._ranked(rows, wanted, "predicate")
+        return bool(ranked) and ranked[0]["tenant_id"] != tenant and any(
+            row["tenant_id"] == tenant for row in ranked)
 
     def _ranked(self, rows: list[sqlite3.Row], wanted: frozenset[str],
                 tokens_of: str, first: Collection[str] = ()) -> list[sqlite3.Row]:
@@ -189,3 +203,7 @@ class Retrieval:
         best = language.overlap(wanted, frozenset(ranked[0]["predicate"].split()))
         return [r["value"] for r in ranked
                 if language.overlap(wanted, frozenset(r["predicate"].split())) == best][:3]
+
+
+def _shard(tenant: str) -> int:
+    return int(hashlib.sha256(tenant.encode()).hexdigest()[:8], 16) % SHARDS
