@@ -102,8 +102,12 @@ def _other_runs_index(run_id: str) -> ValueIndex[_OtherRun] | None:
     if cached is not None and cached[0] == count:
         index = cached[2]
     else:
-        index = ValueIndex((text, (text, run, sys.intern(owner), sys.intern(domain)))
-                           for text, run, owner, domain in claims_of_others(target, run_id))
+        # As written and in their other forms, in one index: it is asked with the text
+        # normalized and canonical (judge_probe then matches each as it should be).
+        index = ValueIndex((key, claim) for claim in (
+            (text, run, sys.intern(owner), sys.intern(domain))
+            for text, run, owner, domain in claims_of_others(target, run_id))
+            for key in (claim[0], *(form.text for form in forms(claim[0]))))
     with _values_lock:
         if len(_other_runs) > 16:
             _other_runs.clear()
@@ -134,10 +138,12 @@ class ForeignValues(ValueIndex[ForbiddenValue]):
                  if pair != self._pair_index
                  and self._pair_index not in self._shared.get(text, ())]  # its own too
         if self._other_runs is not None:
+            claims = {claim[0]: claim for text in (haystack_normalized,
+                                                  canonical(haystack_normalized))
+                      for claim in self._other_runs.found_in(text)}
             found.extend(ForbiddenValue(text=text, origin="foreign", domain=domain,
                                         owner=f"{owner} of run {run}")
-                         for text, run, owner, domain in self._other_runs.found_in(
-                             haystack_normalized))
+                         for text, run, owner, domain in claims.values())
         return found
 
 

@@ -88,3 +88,20 @@ def test_a_finished_run_forgets_its_values_before_it_is_summarized(
     assert held_at_summary == [False]
     assert key not in _foreign_cache
     assert summary.run_id == run_id and summary.cases == 0
+
+
+def test_another_pairs_value_reworded_is_found_and_a_twins_shared_value_is_not(
+        db_url: str) -> None:
+    scenario = load_scenario(NIGHTLY)
+    assert scenario.generate is not None
+    scenario = scenario.model_copy(update={
+        "generate": scenario.generate.model_copy(update={"count": 2, "twins": 1})})
+    run_id = "twins-run"
+    assert materialize_pairs(run_id, scenario, "twins-seed") == 3
+    pairs = materialize(scenario, "twins-seed").pairs
+    mine, theirs = pairs[0].a.facts["friend"].value, pairs[1].b.facts["friend"].value
+    given, *family = theirs.split()
+    reply = normalize(f"Tu amiga es {mine}; la de otro, {' '.join(family)}, {given}.")
+    found = foreign_values(run_id, 0).found_in(reply)  # the twin's (pair 2) is its own too
+    assert [(f.text, f.owner) for f in found] == [(theirs, f"{pairs[1].b.alias} (pair 1)")]
+    assert [f.text for f in foreign_values(run_id, 1).found_in(reply)] == [mine]
