@@ -93,7 +93,8 @@ def print_summary(artifact: Artifact, link: str | None) -> None:
             failure_table.add_row(
                 failure.invariant, failure.reason, failure.stage,
                 f"{failure.tenant} (pair {failure.pair})", failure.store,
-                failure.evidence.value or "")
+                (failure.evidence.value or "") + (f" (found as {failure.evidence.form!r})"
+                                                  if failure.evidence.form else ""))
         console.print(failure_table)
         if len(failures) > FAILURES_SHOWN:
             console.print(f"… and {len(failures) - FAILURES_SHOWN} more in the artifact")

@@ -56,7 +56,9 @@ def _findings_html(title: str, entries: list[FindingEntry], meta: Meta,
         f"<tr><td>{html.escape(f.invariant)}</td><td>{html.escape(f.reason)}</td>"
         f"<td>{html.escape(f.stage)}</td><td>{_tenant_cell(meta, f)}</td>"
         f"<td>{html.escape(f.store)}</td>"
-        f"<td><code>{html.escape(f.evidence.value or '')}</code></td>"
+        f"<td><code>{html.escape(f.evidence.value or '')}</code>"
+        + (f"<br><small>found as <code>{html.escape(f.evidence.form)}</code></small>"
+           if f.evidence.form else "") + "</td>"
         f"<td>{html.escape(f.evidence.detail)}</td>"
         f"<td><code class=trace>{html.escape(f.trace_id or '')}</code></td></tr>"
         for f in entries)
