@@ -54,7 +54,7 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
     extras.ensure("model", "the scripted model's embeddings")
     console = Console(stderr=True)
     console.print("loading all-MiniLM-L6-v2 ...")
-    from memlife.bundled.model import embeddings
+    from memlife import embeddings
 
     embeddings.shared().embed(["warm-up"])  # the first client should not wait for it
     try:

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlife import embeddings
 from memlife.bundled.graphiti.runtime import GraphitiRuntime
-from memlife.bundled.model import embeddings
 from memlife.bundled.model.serve import ScriptedModel, scripted_model
 
 FALKORDB_DIR = "falkordb"

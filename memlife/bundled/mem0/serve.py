@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlife import embeddings
 from memlife.bundled.mem0.runtime import APP_DB, HISTORY_DB, Mem0Runtime
-from memlife.bundled.model import embeddings
 from memlife.bundled.model.serve import ScriptedModel, scripted_model
 
 

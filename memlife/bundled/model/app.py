@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from memlife.bundled.model import embeddings
+from memlife import embeddings
 from memlife.bundled.model.script import Answer, Chat, Rule, UnknownPrompt, respond
 
 MODEL_NAME = "memlife-scripted"

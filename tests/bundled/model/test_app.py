@@ -33,7 +33,7 @@ class HashEmbedder:
 
 @pytest.fixture(scope="module")
 def model(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
-    from memlife.bundled.model import embeddings
+    from memlife import embeddings
 
     monkeypatch_module.setattr(embeddings, "shared", HashEmbedder)
     with scripted_model(RULES) as running:

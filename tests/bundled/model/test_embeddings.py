@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memlife.bundled.model import embeddings
+from memlife import embeddings
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

