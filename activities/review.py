@@ -18,6 +18,11 @@ log = get_logger("memlife.activities.review")
 @activity.defn(name=contracts.QUEUE_FOR_REVIEW)
 async def queue_for_review(queue: str, items: list[ReviewItem]) -> int:
     """Signal-with-start the queue's AdjudicationWorkflow with the items."""
+    return await enqueue(queue, items)
+
+
+async def enqueue(queue: str, items: list[ReviewItem]) -> int:
+    """queue_for_review's work, for any activity that queues items."""
     await activity.client().start_workflow(
         "AdjudicationWorkflow", None, id=review_workflow_id(queue),
         task_queue=activity.info().task_queue, start_signal="enqueue",

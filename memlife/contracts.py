@@ -48,6 +48,7 @@ FINISH_RUN = "memlife.finish_run"
 PREPARE_SCHEDULED_RUN = "memlife.prepare_scheduled_run"
 RECORD_RECEIPT = "memlife.record_receipt"
 QUEUE_FOR_REVIEW = "memlife.queue_for_review"
+QUEUE_PARAPHRASES = "memlife.queue_paraphrases"
 RECORD_ADJUDICATIONS = "memlife.record_adjudications"
 
 
@@ -128,6 +129,9 @@ class RunInput(_Model):
     search_attributes: bool = False
     # Queue the replies exact matching failed for blinded review (memlife review).
     review_queue: str | None = None
+    # With a review queue: also queue the answers close in meaning to a partner's fact
+    # that hold none of its forms (activities/paraphrase.py; needs memlife[model]).
+    paraphrases: bool = False
     # Pairs per CohortLifecycleWorkflow; 0: one PairLifecycleWorkflow per pair. With
     # cohorts, `scenario` is as written and the suite materializes its pairs from `seed`
     # into the recorder (the input stays small at ten thousand pairs).

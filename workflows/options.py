@@ -91,3 +91,10 @@ def batch_timeout(target: Target, kind: str, requests: list[Any]) -> timedelta:
         count = len(requests)
     lanes = max(1, target.max_concurrency)
     return _per_request(target) * (count / lanes + 1) + _SLACK
+
+# Paraphrase candidates (activities/paraphrase.py): a local model embeds every answer of the
+# run, minutes at thousands of pairs; a missing model is the worker's to fix, not retried.
+PARAPHRASE_TIMEOUT = timedelta(hours=1)
+PARAPHRASE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=5), maximum_attempts=3,
+    non_retryable_error_types=["ParaphraseModelMissing", "ValidationError", "TypeError"])

@@ -12,7 +12,12 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 with workflow.unsafe.imports_passed_through():
     import memlife.workflows.attributes as attributes
     from memlife.workflows.cohort import CohortLifecycleWorkflow
-    from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
+    from memlife.workflows.options import (
+        PARAPHRASE_RETRY,
+        PARAPHRASE_TIMEOUT,
+        RECORD_RETRY,
+        RECORD_TIMEOUT,
+    )
     from memlife.workflows.pair import PairLifecycleWorkflow
 
     import memlife.contracts as contracts
@@ -184,6 +189,12 @@ class SuiteWorkflow:
         await asyncio.gather(*children)
         # Every pair's result is in _results (this Temporal run's) or carried over.
         failed_pairs, cancelled = self._broken_pairs(), self._cancelled_pairs()
+        if run.review_queue and run.paraphrases and workflow.patched("paraphrase-candidates"):
+            self._set_phase("paraphrases")
+            await workflow.execute_activity(
+                contracts.QUEUE_PARAPHRASES, args=[run.run_id, run.review_queue],
+                result_type=int, start_to_close_timeout=PARAPHRASE_TIMEOUT,
+                retry_policy=PARAPHRASE_RETRY, summary="queue paraphrase candidates")
         self._set_phase("summarizing")
         finish_args: list[Any] = [run.run_id, failed_pairs]
         if cancelled:

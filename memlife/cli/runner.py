@@ -50,6 +50,7 @@ class RunPlan:
     out: str | None = None
     enforce: bool = False
     review_queue: str | None = None
+    paraphrases: bool = False
     cohort: str = "auto"
     max_active_pairs: int = 0
     task_queue: str | None = None
@@ -299,14 +300,17 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
     link = (f"{session.web_ui}/namespaces/{session.client.namespace}/workflows/"
             f"{quote(workflow_id, safe='')}" if session.web_ui else None)
     where = f" · {configuration.label} #{repetition}" if experiment else ""
+    twins = pairs - (written.generate.count if written.generate else pairs)
+    twinned = f", {twins} of them control twins for N1" if twins else ""
     print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
-          f"({pairs} pair(s)) · target {target.name} at {target.base_url} "
+          f"({pairs} pair(s){twinned}) · target {target.name} at {target.base_url} "
           f"· clock {clock.describe()}{where}", flush=True)
     handle = await session.client.start_workflow(
         SuiteWorkflow.run,
         RunInput(run_id=run_id, scenario=scenario, target=target,
                  clock=clock, meta=meta, search_attributes=session.search_attributes,
-                 review_queue=plan.review_queue, cohort_size=cohort,
+                 review_queue=plan.review_queue, paraphrases=plan.paraphrases,
+                 cohort_size=cohort,
                  seed=seed if cohort else None, max_active_pairs=plan.max_active_pairs,
                  target_task_queue=session.target_queue),
         id=workflow_id, task_queue=session.task_queue,

@@ -52,6 +52,8 @@ class Meta(RunMeta):
     status: str
     pairs: int
     redacted: bool = False  # set by reports, never by the recorder
+    # Answers queued for review as paraphrase candidates (`memlife run --paraphrases`).
+    paraphrase_candidates: int | None = None
 
 
 # An observation's status as recorded: `ok`, `target-error`, or `refused` (an answer that

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memlife.activities.batch import target_batch
+from memlife.activities.paraphrase import queue_paraphrases
 from memlife.activities.record import (
     finish_run,
     load_cohort,
@@ -37,6 +38,7 @@ WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, CohortLifecycleWorkflow,
              DeletionCheckWorkflow, AdjudicationWorkflow]
 ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
                     maintain_target, space_operation, inspect_stores, queue_for_review,
+                    queue_paraphrases,
                     target_batch]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, record_steps,
                    record_tenant_sets, materialize_pairs, load_pairs, load_cohort, finish_run,

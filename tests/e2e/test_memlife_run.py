@@ -131,6 +131,7 @@ def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> N
         (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "0"],
          "command line: --pairs: must be 1 to 20000"),
         (["run", str(SEED), "--cohort", "many"], "command line: --cohort: must be auto"),
+        (["run", str(SEED), "--paraphrases"], "command line: --paraphrases: needs --review"),
         (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--cohort", "0",
           "--pairs", "1000"], "command line: --cohort: 0 runs a workflow per pair, all 1,000 "
          "at once"),

@@ -63,7 +63,8 @@ async def _time_skipping(faults: list[str] | None = None, refuse: bool = False,
 
 async def record(name: str, scenario_path: Path, faults: list[str],
                  generated_pairs: int | None = None, cohort_size: int = 0,
-                 max_active_pairs: int = 0, refuse: bool = False) -> None:
+                 max_active_pairs: int = 0, refuse: bool = False,
+                 options: dict[str, object] | None = None) -> None:
     """A run's suite history and its first pair's (or, in cohorts, first cohort's)."""
     async with _time_skipping(faults, refuse) as (env, process, executor):
         task_queue = f"record-{uuid.uuid4().hex[:6]}"
@@ -78,7 +79,7 @@ async def record(name: str, scenario_path: Path, faults: list[str],
                     scenario = materialize(scenario, seed=name)
             run = run_input(scenario, reference_target(process.base_url)).model_copy(
                 update={"cohort_size": cohort_size, "seed": name if cohort_size else None,
-                        "max_active_pairs": max_active_pairs})
+                        "max_active_pairs": max_active_pairs, **(options or {})})
             await run_suite(env.client, task_queue, run)
         first = (("cohort", cohort_workflow_id(scenario.name, run.run_id, 0)) if cohort_size
                  else ("pair", pair_workflow_id(scenario.name, run.run_id, 0)))
@@ -360,6 +361,11 @@ async def main() -> None:
     if "v16-spaces-refused-suite" not in have:
         await record("v16-spaces-refused", REPO / "scenarios" / "shared-spaces.yaml", [],
                      generated_pairs=1, refuse=True)
+    # v17: a run with a review queue looks for paraphrase candidates before it is
+    # summarized (the patch paraphrase-candidates).
+    if "v17-paraphrases-suite" not in have:
+        await record("v17-paraphrases", nightly, [], generated_pairs=1,
+                     options={"review_queue": "record", "paraphrases": True})
 
 
 if __name__ == "__main__":
