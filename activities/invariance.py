@@ -1,7 +1,9 @@
 """Neighbour invariance when a run ends: each control twin's answers are set beside its
 original's (rules/invariance.py judges them) and the N1 verdicts are written under the
-original pair, at the step and stage of the question. Called by finish_run before the run
-is summarized; idempotent (rows have deterministic keys)."""
+original pair, at the step and stage of the question. A target seen to answer a question
+differently when asked it again is judged by rates instead, in one verdict at the run's
+last step (stage `run`). Called by finish_run before the run is summarized; idempotent
+(rows have deterministic keys)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,14 @@ from typing import Any
 from sqlmodel import select
 
 from memlife import recorder
-from memlife.rules.invariance import TwinAnswer, twin_links, twin_verdict
-from memlife.rules.verdicts import Outcome
+from memlife.rules.invariance import (
+    TwinAnswer,
+    influence_verdict,
+    own_variation,
+    twin_links,
+    twin_verdict,
+)
+from memlife.rules.verdicts import CaseVerdict, Outcome
 
 _WORST: dict[str, int] = {"pass": 0, "inconclusive": 1, "fail": 2}
 
@@ -29,36 +37,71 @@ def record_twin_verdicts(run_id: str) -> int:
     if not links:
         return 0
     pairs = sorted({pair for link in links for pair in link})
-    answers = _answers(run_id, pairs)
-    rows: list[dict[str, Any]] = []
+    answers, changes = _answers(run_id, pairs)
+    by_pair: dict[int, list[TwinAnswer]] = {}
+    for (pair, _, _), answer in answers.items():
+        by_pair.setdefault(pair, []).append(answer)
+    variation = [own_variation(by_pair.get(pair, []), changes.get(pair, [])) for pair in pairs]
+    verdicts: list[tuple[int, int, str, CaseVerdict]] = []
+    per_link: list[tuple[int, int]] = []
+    examples: list[tuple[TwinAnswer, TwinAnswer]] = []
     for original, twin in links:
-        for (pair, step, case), answer in answers.items():
+        differing = compared = 0
+        for (pair, step, case), answer in sorted(answers.items()):
             other = answers.get((twin, step, case))
             if pair != original or other is None:
                 continue
             verdict = twin_verdict(answer, other)
             if verdict is None:
                 continue
-            rows.append({
-                "id": f"{run_id}/{original}/{step}/{verdict.case_id}", "run_id": run_id,
-                "pair_index": original, "step_index": step, "stage": answer.stage,
-                "case_id": verdict.case_id, "role": "a", "tenant_alias": verdict.tenant_alias,
-                "domain": verdict.domain, "store": verdict.store, "outcome": verdict.outcome,
-                "passed": verdict.passed, "latency_ms": None,
-                "checks_json": recorder.dumps([c.model_dump() for c in verdict.checks]),
-                "findings_json": recorder.dumps([f.model_dump() for f in verdict.findings])})
+            verdicts.append((original, step, answer.stage, verdict))
+            if verdict.outcome != "inconclusive":
+                compared += 1
+                differing += verdict.outcome == "fail"
+                if verdict.outcome == "fail":
+                    examples.append((answer, other))
+        per_link.append((differing, compared))
+    if sum(differing for differing, _ in variation):  # the target varies: judge by rates
+        last = max(step for _, step, _ in answers)
+        verdicts = [(links[0][0], last, "run", influence_verdict(
+            per_link, variation, examples, "n1-rates", by_pair[links[0][0]][0].alias))]
+    rows: list[dict[str, Any]] = [{
+        "id": f"{run_id}/{pair}/{step}/{verdict.case_id}", "run_id": run_id,
+        "pair_index": pair, "step_index": step, "stage": stage, "case_id": verdict.case_id,
+        "role": "a", "tenant_alias": verdict.tenant_alias, "domain": verdict.domain,
+        "store": verdict.store, "outcome": verdict.outcome, "passed": verdict.passed,
+        "latency_ms": None,
+        "checks_json": recorder.dumps([c.model_dump() for c in verdict.checks]),
+        "findings_json": recorder.dumps([f.model_dump() for f in verdict.findings])}
+        for pair, step, stage, verdict in verdicts]
     recorder.merge_values({recorder.VerdictRow: rows})
     return len(rows)
 
 
-def _answers(run_id: str, pairs: list[int]) -> dict[tuple[int, int, str], TwinAnswer]:
-    """Tenant a's answers in the pairs, by (pair, step, case), with their checks."""
+# What changes a tenant's facts between two askings of one question (its domain, or all).
+_CHANGES = ("register", "write", "update", "delete", "maintain", "space")
+
+
+def _answers(run_id: str, pairs: list[int]) -> tuple[
+        dict[tuple[int, int, str], TwinAnswer], dict[int, list[tuple[int, str | None]]]]:
+    """Tenant a's answers in the pairs, by (pair, step, case), with their checks; and the
+    steps at which each pair's tenant a changed (its domain, None for all)."""
     verdicts, observations = recorder.VerdictRow, recorder.ObservationRow
     answers: dict[tuple[int, int, str], TwinAnswer] = {}
+    changes: dict[int, list[tuple[int, str | None]]] = {}
     with recorder.session() as db:
-        replies = {(pair, step, case): reply for pair, step, case, reply in db.exec(
-            select(observations.pair_index, observations.step_index, observations.case_id,
-                   observations.reply).where(
+        for pair, step, kind, domain in db.exec(select(
+                observations.pair_index, observations.step_index, observations.kind,
+                observations.domain).where(
+                observations.run_id == run_id, observations.role == "a",
+                observations.kind.in_(_CHANGES),  # type: ignore[attr-defined]
+                observations.pair_index.in_(pairs))):  # type: ignore[attr-defined]
+            changes.setdefault(pair, []).append(
+                (step, domain if kind in ("write", "update", "delete") else None))
+        replies = {(pair, step, case): (reply, question) for pair, step, case, reply, question
+                   in db.exec(select(
+                       observations.pair_index, observations.step_index,
+                       observations.case_id, observations.reply, observations.request).where(
                 observations.run_id == run_id, observations.kind == "probe",
                 observations.role == "a",
                 observations.pair_index.in_(pairs)))}  # type: ignore[attr-defined]
@@ -76,5 +119,5 @@ def _answers(run_id: str, pairs: list[int]) -> dict[tuple[int, int, str], TwinAn
             answers[key] = TwinAnswer(step=row.step_index, stage=row.stage,
                                       case_id=row.case_id, domain=row.domain,
                                       alias=row.tenant_alias, checks=checks,
-                                      reply=replies[key])
-    return answers
+                                      reply=replies[key][0], question=replies[key][1])
+    return answers, changes

@@ -9,13 +9,21 @@ Compared are the outcomes of the checks on the tenant's own facts (recall, absta
 D2, S2), not the answers' words: a search's records carry ids and times of their own, and
 a model's wording varies. A case in which either side leaked (I2, I3, S1) is not compared:
 a copied value is its own finding, and already explains the difference.
+
+A target that answers one question differently when asked it again (a sampling model) is
+judged by rates, not case by case: how often twins differed against how often the
+target differed from itself on the same question asked again in the run, each with its
+95% interval (statistics.bootstrap_rate, twin links and tenants as the units). Influence
+is shown only when the twins' rate lies above the target's own variation, intervals apart.
 docs/design.md, "Neighbour invariance", says what this can and cannot show.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from memlife.rules.statistics import RateEstimate, bootstrap_rate
 from memlife.rules.verdicts import CaseVerdict, Check, Finding, Outcome
 
 # The checks of a tenant's own facts, whose outcomes twins must share.
@@ -34,6 +42,14 @@ class TwinAnswer(NamedTuple):
     alias: str
     checks: dict[str, Outcome]
     reply: str | None
+    question: str = ""
+
+    def compared(self) -> tuple[tuple[str, Outcome], ...]:
+        """The outcomes twins must share, for comparing answers whatever their side."""
+        return tuple((name, self.checks[name]) for name in COMPARED if name in self.checks)
+
+    def copied(self) -> bool:
+        return any(self.checks.get(name) == "fail" for name in LEAKS)
 
 
 def twin_verdict(original: TwinAnswer, twin: TwinAnswer) -> CaseVerdict | None:
@@ -84,3 +100,62 @@ def twin_links(values_of_a: dict[int, frozenset[str]]) -> list[tuple[int, int]]:
         if values:
             by_values.setdefault(values, []).append(pair)
     return [(pairs[0], twin) for pairs in by_values.values() for twin in pairs[1:]]
+
+
+def own_variation(answers: Iterable[TwinAnswer],
+                  changes: Iterable[tuple[int, str | None]] = ()) -> tuple[int, int]:
+    """(differing, compared): one tenant's answers to a question it was asked again, each
+    later asking set against the one before, where neither copied a value, the same checks
+    were made, and nothing of the tenant's changed in between (`changes`: the steps at
+    which it wrote, updated, forgot or was deleted, and the domain, None for all)."""
+    changed = list(changes)
+    by_question: dict[str, list[TwinAnswer]] = {}
+    for answer in sorted(answers, key=lambda a: a.step):
+        if answer.question and answer.compared() and not answer.copied():
+            by_question.setdefault(answer.question, []).append(answer)
+    differing = compared = 0
+    for askings in by_question.values():
+        for before, after in zip(askings, askings[1:], strict=False):
+            if [name for name, _ in before.compared()] != [
+                    name for name, _ in after.compared()] or any(
+                    before.step < step <= after.step and domain in (None, after.domain)
+                    for step, domain in changed):
+                continue
+            compared += 1
+            differing += before.compared() != after.compared()
+    return differing, compared
+
+
+def influence_verdict(twins: Sequence[tuple[int, int]], variation: Sequence[tuple[int, int]],
+                      examples: Sequence[tuple[TwinAnswer, TwinAnswer]], case_id: str,
+                      alias: str) -> CaseVerdict:
+    """N1 by rates, for a target that varies run to run: `twins` (differing, compared) per
+    twin link, `variation` per tenant (own_variation). Fails when the twins' interval lies
+    wholly above the target's own."""
+    differ, itself = bootstrap_rate(list(twins)), bootstrap_rate(list(variation))
+    outcome: Outcome
+    if differ.rate is None or itself.rate is None:
+        outcome = "inconclusive"
+    else:
+        assert differ.low is not None and itself.high is not None
+        outcome = "fail" if differ.low > itself.high else "pass"
+    detail = (f"control twins differed in {_rate(differ)}; the target differed from itself "
+              f"on a question asked again in {_rate(itself)}")
+    findings = []
+    if outcome != "pass":
+        shown = "; ".join(f"{a.alias} {a.case_id}: {_excerpt(a.reply)} / {_excerpt(b.reply)}"
+                          for a, b in examples[:3])
+        findings.append(Finding(
+            invariant="N1", reason="influenced" if outcome == "fail" else "target-error",
+            outcome=outcome, detail=detail + (f". For example {shown}" if shown else "")
+            if outcome == "fail" else "nothing was compared twice: " + detail))
+    return CaseVerdict(case_id=case_id, role="a", tenant_alias=alias, passed=outcome == "pass",
+                       outcome=outcome, checks=[Check(invariant="N1", outcome=outcome)],
+                       findings=findings)
+
+
+def _rate(estimate: RateEstimate) -> str:
+    if estimate.rate is None:
+        return "no comparison"
+    return (f"{estimate.successes} of {estimate.trials} answers ({estimate.rate:.0%}, 95% "
+            f"interval {estimate.low:.0%}–{estimate.high:.0%})")

@@ -10,7 +10,13 @@ import pytest
 
 from memlife.errors import InputError
 from memlife.rules.evidence import StoreRead, StoreRecordView
-from memlife.rules.invariance import TwinAnswer, twin_links, twin_verdict
+from memlife.rules.invariance import (
+    TwinAnswer,
+    influence_verdict,
+    own_variation,
+    twin_links,
+    twin_verdict,
+)
 from memlife.rules.judging import judge_inspection
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario, parse_scenario
@@ -111,3 +117,34 @@ def test_a_shared_value_in_another_tenants_record_found_by_value_is_the_twins() 
         update={"records": [twin_record, own_record]})], [store])
     assert [(f.invariant, f.reason) for f in verdict.findings] == [("I4", "residue")]
     assert "r1" in verdict.findings[0].detail and "r9" not in verdict.findings[0].detail
+
+
+def asked(step: int, outcome: str, question: str = "Where do I live?",
+          domain: str = "address") -> TwinAnswer:
+    return TwinAnswer(step=step, stage=f"s{step}", case_id=f"s{step}-a-{domain}-q0",
+                      domain=domain, alias="t000a", checks={"recall": outcome},
+                      reply="…", question=question)
+
+
+def test_own_variation_counts_a_question_asked_again_while_nothing_of_the_tenant_changed(
+        ) -> None:
+    answers = [asked(3, "pass"), asked(9, "fail"), asked(12, "pass"),
+               asked(3, "pass", "Where do I work?", "employer"),
+               asked(9, "fail", "Where do I work?", "employer")]
+    assert own_variation(answers) == (3, 3)
+    # The employer was updated at step 6: its askings around it are not the same question.
+    assert own_variation(answers, [(6, "employer")]) == (2, 2)
+    assert own_variation(answers, [(10, None)]) == (2, 2)  # deleted, say, at step 10
+
+
+def test_by_rates_twins_must_differ_beyond_the_targets_own_variation() -> None:
+    example = [(asked(3, "fail"), asked(3, "pass"))]
+    influenced = influence_verdict([(9, 10), (8, 10), (9, 10)], [(1, 10), (0, 10), (1, 10)],
+                                   example, "n1-rates", "t000a")
+    assert influenced.outcome == "fail"
+    (finding,) = influenced.findings
+    assert finding.reason == "influenced" and "26 of 30 answers" in finding.detail
+    assert "2 of 30 answers" in finding.detail and "For example t000a" in finding.detail
+    noisy = influence_verdict([(3, 10), (4, 10)], [(3, 10), (2, 10)], example, "n", "t")
+    assert noisy.outcome == "pass" and noisy.findings == []
+    assert influence_verdict([(3, 10)], [], example, "n", "t").outcome == "inconclusive"
