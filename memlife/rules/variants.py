@@ -40,8 +40,11 @@ _SAME_WORD: dict[str, tuple[str, ...]] = {
     "ln": ("lane",), "rd": ("road",), "ct": ("court",), "cres": ("crescent", "cr"),
     "terr": ("terrace", "tce"), "st": ("street", "saint"), "dr": ("drive",),
     "blvd": ("boulevard",), "pl": ("place",), "sq": ("square",), "sch": ("school",),
-    "co": ("company",), "bros": ("brothers",), "ltd": ("limited",), "y": ("and",),
+    "co": ("company",), "bros": ("brothers",), "ltd": ("limited",),
 }
+# Words between the parts of a name a model may add or leave out ("Arriaga y Quispe",
+# "Ashdown and Blackwood"; "&" is punctuation already): never part of what is compared.
+JOINING_WORDS = frozenset({"y", "and"})
 CANONICAL_WORD = {way: word for word, ways in _SAME_WORD.items() for way in ways}
 # Words a model puts before a house or school number ("nº 12", "No. 12", "number 12").
 NUMBER_MARKS = frozenset({"no", "n", "o", "num", "numero", "number", "nr", "nro"})
@@ -82,13 +85,15 @@ def loosen(normalized: str) -> str:
 @lru_cache(maxsize=8192)
 def canonical(normalized: str) -> str:
     """What forms are matched on: loose text with each word's ways written one way
-    (`Avda.` and `avenida` are `av`), no mark before a number (`nº 12` is `12`), and
-    numbers written in groups joined (`1.234`, `612-345-678` are `1234`, `612345678`)."""
+    (`Avda.` and `avenida` are `av`), no mark before a number (`nº 12` is `12`), no
+    joining word (`y`, `and`), and numbers written in groups joined (`1.234`,
+    `612-345-678` are `1234`, `612345678`)."""
     tokens = loosen(_ORDINAL.sub(r"\1\2", normalized)).split()
     words = [CANONICAL_WORD.get(token, token) for token in tokens]
     kept = [word for index, word in enumerate(words)
-            if not (word in NUMBER_MARKS and index + 1 < len(words)
-                    and (words[index + 1].isdigit() or words[index + 1] in NUMBER_MARKS))]
+            if word not in JOINING_WORDS
+            and not (word in NUMBER_MARKS and index + 1 < len(words)
+                     and (words[index + 1].isdigit() or words[index + 1] in NUMBER_MARKS))]
     return _DIGIT_RUN.sub(lambda match: match.group().replace(" ", ""), " ".join(kept))
 
 
@@ -170,14 +175,15 @@ def _date_forms(value: str) -> Iterator[tuple[str, str]]:
 
 
 def _restructured(core: list[str]) -> Iterator[tuple[str, str]]:
-    """A name of three words with its family names first ("Arriaga Quispe, Inés") or its
-    given name as an initial ("I. Arriaga Quispe"). A street's kind left out ("Arriaga
-    1234") is no form: another tenant's address may differ in its kind alone
-    (tests/rules/test_variants.py)."""
+    """A name of three words with its family names first ("Arriaga Quispe, Inés"), its
+    given name as an initial ("I. Arriaga Quispe") or its middle one ("Inés A. Quispe").
+    A street's kind left out ("Arriaga 1234") is no form: another tenant's address may
+    differ in its kind alone (tests/rules/test_variants.py)."""
     if len(core) == 3 and all(word.isalpha() for word in core):
         given, *family = core
         yield " ".join([*family, given]), "family names first"
         yield " ".join([given[0], *family]), "given name as an initial"
+        yield " ".join([given, family[0][0], family[1]]), "middle name as an initial"
 
 
 class FormMatcher:

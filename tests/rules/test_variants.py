@@ -31,6 +31,9 @@ def found(text: str, value: str, own: tuple[str, ...] = ()) -> str | None:
     ("Colegio San Telmo Arriaga 12", "Col. S. Telmo Arriaga, nº 12"),
     ("Saint Aldhelm Ashdown School 12", "St. Aldhelm Ashdown School No. 12"),
     ("Panadería Arriaga Quispe", "la Panaderia Arriaga-Quispe"),
+    ("Panadería Arriaga Quispe", "la Panadería Arriaga y Quispe"),
+    ("Ashdown Blackwood Bakery", "Ashdown and Blackwood Bakery"),
+    ("Ashdown Blackwood Bakery", "Ashdown & Blackwood Bakery"),
     ("Talleres Ocampo S.L.", "trabaja en Talleres Ocampo desde 2020"),
     ("Ashdown Blackwood Ltd", "Ashdown Blackwood, a consultancy"),
     ("+34 612 345 678", "llámale al 612-345-678"),
@@ -48,6 +51,7 @@ def test_a_value_is_found_in_the_forms_a_model_writes(value: str, written: str) 
 @pytest.mark.parametrize(("value", "written", "name"), [
     ("Inés Arriaga Quispe", "Arriaga Quispe, Inés", "family names first"),
     ("Inés Arriaga Quispe", "I. Arriaga Quispe", "given name as an initial"),
+    ("Inés Arriaga Quispe", "Inés A. Quispe", "middle name as an initial"),
     ("Talleres Ocampo SL", "Talleres Ocampo", "legal form dropped"),
 ])
 def test_the_form_found_is_named(value: str, written: str, name: str) -> None:
