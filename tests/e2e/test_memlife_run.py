@@ -132,6 +132,9 @@ def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> N
          "command line: --pairs: must be 1 to 20000"),
         (["run", str(SEED), "--cohort", "many"], "command line: --cohort: must be auto"),
         (["run", str(SEED), "--paraphrases"], "command line: --paraphrases: needs --review"),
+        (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "3",
+          "--twins", "4"], "command line: --twins: must be 0 to the number of generated "
+         "pairs (3)"),
         (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--cohort", "0",
           "--pairs", "1000"], "command line: --cohort: 0 runs a workflow per pair, all 1,000 "
          "at once"),
