@@ -398,10 +398,12 @@ def _judge_physical(case: InspectCase, store: Store, probe: FilesProbe,
                 if index < len(watch) and watch[index] in erased:
                     holders.setdefault(watch[index], []).append(record)
     allowed = case.erased_for is not None and case.erased_for <= probe.grace
+    reworded = _reworded(watch, reads)
     findings = [] if allowed else [
         Finding(invariant=PHYSICAL, reason="residue", outcome="fail", store=store.name,
-                value=text,
-                detail=f"{_records_phrase(found)} on disk "
+                value=text, form=reworded.get(text),
+                detail=(f"written as {reworded[text]!r}: " if text in reworded else "")
+                + f"{_records_phrase(found)} on disk "
                 + (f"{format_duration(case.erased_for)} after the erasure request, past the "
                    f"{format_duration(probe.grace)} grace" if case.erased_for is not None
                    else "after the erasure request"))

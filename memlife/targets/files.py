@@ -13,6 +13,7 @@ A directory or file that cannot be read is an error: the read is inconclusive, n
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memlife.rules.scoring import normalize
+from memlife.rules.variants import CANONICAL_WORD, forms
 from memlife.targets.http import TargetError, required_env
 
 CHUNK_BYTES = 8 * 1024 * 1024
@@ -84,6 +86,57 @@ def _patterns(needles: list[str], encodings: list[str]) -> dict[bytes, int]:
     return patterns
 
 
+# Bytes that are not part of a word, in UTF-8: what may stand between a form's words.
+_NOT_WORD = rb"[^0-9A-Za-z\x80-\xff]"
+# What a writer may put between a form's words and the canonical text leaves out: a mark
+# before a number (nº, No., núm.) or a joining word (y, and).
+_BETWEEN = (rb"(?:" + _NOT_WORD + rb"{1,4}(?:(?:n\.?\xc2\xba|\xc2\xba|n\xc3\xbam|numero|"
+            rb"n\xc3\xbamero|number|nro|nr|no|num|y|and)\.?" + _NOT_WORD + rb"{0,3})?)")
+
+
+@functools.lru_cache(maxsize=1)
+def _letters() -> dict[str, bytes]:
+    """Each ASCII letter as a byte pattern for every Latin letter that folds to it, either
+    case (`a`: a, A, á, Á, à, ä, …), as memlife normalizes (unidecode)."""
+    from unidecode import unidecode
+
+    ways: dict[str, set[str]] = {}
+    for code in range(0xC0, 0x250):
+        char = chr(code)
+        folded = unidecode(char).lower()
+        if len(folded) == 1 and folded.isalpha():
+            ways.setdefault(folded, set()).add(char)
+    return {letter: rb"(?:" + b"|".join(sorted(
+        re.escape(c.encode()) for c in {letter, letter.upper(), *ways.get(letter, ())})) + rb")"
+        for letter in "abcdefghijklmnopqrstuvwxyz"}
+
+
+def _form_pattern(form: str) -> bytes:
+    """A byte pattern for a form (rules/variants.py): each word in any of its ways (accents,
+    case, abbreviations), digits with any grouping, anything not a word between them."""
+    letters = _letters()
+    words = []
+    for word in form.split():
+        if word.isdigit():
+            words.append(rb"[\s.,\-/()]{0,2}".join(d.encode() for d in word))
+            continue
+        ways = [word, *(w for w, canonical in CANONICAL_WORD.items() if canonical == word)]
+        words.append(rb"(?:" + b"|".join(
+            b"".join(letters.get(ch, re.escape(ch.encode())) for ch in way)
+            for way in sorted(ways, key=len, reverse=True)) + rb")")
+    return (rb"(?<![0-9A-Za-z\x80-\xff])" + _BETWEEN.join(words)
+            + rb"(?![0-9A-Za-z\x80-\xff])")
+
+
+def _form_patterns(needles: list[str], encodings: list[str]) -> list[bytes]:
+    """The needles' other forms as byte patterns, where the files are read as UTF-8 (or
+    ASCII): a value a writer reworded before storing it is residue too."""
+    if not any(e.replace("-", "").lower() in ("utf8", "ascii") for e in encodings):
+        return []
+    return list(dict.fromkeys(_form_pattern(form.text) for needle in needles
+                              for form in forms(needle) if form.text.strip()))
+
+
 def scan(root: Path, include: list[str], needles: list[str], encodings: list[str],
          max_hits: int) -> tuple[list[dict[str, Any]], int, float]:
     """(the first max_hits hits as records, how many hits there were, latency in ms).
@@ -96,10 +149,15 @@ def scan(root: Path, include: list[str], needles: list[str], encodings: list[str
     patterns = _patterns(needles, encodings)
     if not patterns:
         return [], 0, 0.0
-    longest = max(len(pattern) for pattern in patterns)
-    # Longest first: where one pattern contains another, the longer hit is the one named.
-    finder = re.compile(b"|".join(re.escape(p) for p in sorted(patterns, key=len,
-                                                               reverse=True)))
+    reworded = _form_patterns(needles, encodings)
+    # A hit that may run on past a chunk's end: the longest value, or a reworded one (its
+    # words' ways and separators make it longer than the value by a bounded amount).
+    longest = max(len(pattern) for pattern in patterns) * 3 + 64
+    # Longest first: where one pattern contains another, the longer hit is the one named;
+    # then the other forms, for what no value as written explains.
+    finder = re.compile(b"|".join([*(re.escape(p) for p in sorted(patterns, key=len,
+                                                                  reverse=True)),
+                                   *reworded]))
     records: list[dict[str, Any]] = []
     total = 0
     for path in _files(root, include):
@@ -150,8 +208,10 @@ def _record(relative: str, size: int, offset: int, buffer: bytes, match: re.Matc
     # Control bytes of a binary file would only garble the excerpt.
     content = "".join(ch if ch.isprintable() else " " for ch in content)
     position = offset + match.start()
+    # A reworded hit names no needle by its bytes: the reader matches its content
+    # (activities/stores.py), forms included.
     return {"id": f"{relative}@{position}", "file": relative, "offset": position,
-            "bytes": size, "needle": patterns[found], "content": content}
+            "bytes": size, "needle": patterns.get(found), "content": content}
 
 
 def _decodes(data: bytes, encoding: str) -> bool:

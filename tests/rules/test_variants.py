@@ -170,3 +170,21 @@ def test_a_store_record_holding_a_value_only_reworded_names_the_form() -> None:
     assert (residue.invariant, residue.reason, residue.form) == ("I4", "residue",
                                                                  "c olmedo 4821")
     assert residue.detail.endswith("(written as 'c olmedo 4821')")
+
+
+def test_bytes_on_disk_holding_an_erased_value_only_reworded_name_the_form() -> None:
+    from memlife.rules.probes import FilesProbe
+
+    store = Store(name="disk", retention="purge", probe=FilesProbe(kind="files", path="/d"))
+    case = InspectCase(case_id="i", role="b", tenant_alias="bruno", deleted=True,
+                       identities=["bruno"],
+                       needles=[Needle(text="calle Olmedo 4821", domain="address",
+                                       origin="deleted")], partner_values=[])
+    read = StoreRead(store="disk", mode="needles", key="calle Olmedo 4821",
+                     records=[StoreRecordView(id="wal@12", matches=[0],
+                                              forms={0: "c olmedo 4821"},
+                                              excerpt="C/ Olmedo, nº 4.821")])
+    (verdict,), _ = judge_inspection(case, [read], [store])
+    (residue,) = verdict.findings
+    assert (residue.invariant, residue.form) == ("I4-physical", "c olmedo 4821")
+    assert residue.detail.startswith("written as 'c olmedo 4821': 1 record (wal@12) on disk")

@@ -107,3 +107,20 @@ def test_sqlite_keeps_deleted_bytes_unless_it_overwrites_them(tmp_path: Path,
     database.close()
     _, total, _ = scan(tmp_path, ["*"], [VALUE], ["utf-8"], 10)
     assert (total == 0) is secure_delete
+
+
+def test_a_value_a_writer_reworded_is_found_in_its_other_forms(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_bytes(
+        "a: C/ Arriaga, nº 1.234 · b: ARRIAGA-QUISPE, Inés · c: C/ Arriaga 12345\n"
+        "d: Avda. Olmedo y Zamora 77".encode())
+    needles = ["calle Arriaga 1234", "Inés Arriaga Quispe", "avenida Olmedo Zamora 77",
+               "calle Olmedo 1234"]
+    records, total, _ = scan(tmp_path, ["*"], needles, ["utf-8"], 10)
+    assert total == 3  # not "C/ Arriaga 12345" (another number), not the absent value
+    contents = [r["content"] for r in records]
+    assert [r["needle"] for r in records] == [None, None, None]  # none as written
+    assert any("C/ Arriaga, nº 1.234" in c for c in contents)
+    assert any("ARRIAGA-QUISPE, Inés" in c for c in contents)
+    assert any("Avda. Olmedo y Zamora 77" in c for c in contents)
+    # Read as UTF-16 only, the scan looks for values as written.
+    assert scan(tmp_path, ["*"], needles, ["utf-16-le"], 10)[1] == 0
