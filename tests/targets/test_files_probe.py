@@ -124,3 +124,15 @@ def test_a_value_a_writer_reworded_is_found_in_its_other_forms(tmp_path: Path) -
     assert any("Avda. Olmedo y Zamora 77" in c for c in contents)
     # Read as UTF-16 only, the scan looks for values as written.
     assert scan(tmp_path, ["*"], needles, ["utf-16-le"], 10)[1] == 0
+
+
+def test_a_reworded_value_straddling_two_chunks_is_found_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "CHUNK_BYTES", 1000)
+    written = "C/ Arriaga, nº 1.234".encode()
+    data = bytearray(b"." * 5000)
+    for start in (990, 3000):
+        data[start:start + len(written)] = written
+    (tmp_path / "big.log").write_bytes(bytes(data))
+    records, total, _ = scan(tmp_path, ["*"], ["calle Arriaga 1234"], ["utf-8"], 10)
+    assert total == 2 and sorted(r["offset"] for r in records) == [990, 3000]
