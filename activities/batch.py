@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from temporalio import activity
+
+from memlife import contracts
 from memlife.activities.calls import (
     application_error,
     heartbeating,
@@ -22,9 +25,6 @@ from memlife.activities.target import (
     register,
     send_all,
 )
-from temporalio import activity
-
-from memlife import contracts
 from memlife.contracts import (
     BatchOutcome,
     ConverseRequest,

@@ -12,12 +12,12 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
-from memlife.activities.review import enqueue
 from sqlmodel import select
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from memlife import contracts, recorder
+from memlife.activities.review import enqueue
 from memlife.log import get_logger
 from memlife.rules.adjudication import ReviewItem, ticket_for
 from memlife.rules.paraphrase import Statement, close_statements

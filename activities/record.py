@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
-from memlife.activities.invariance import record_twin_verdicts
 from sqlmodel import select
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from memlife import contracts, recorder
+from memlife.activities.invariance import record_twin_verdicts
 from memlife.contracts import CohortSetup, RunInput, RunSummary, StepOutcome, StepRecord
 from memlife.log import get_logger
 from memlife.recorder.values import foreign_values, forget_run_values

@@ -10,6 +10,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from temporalio import activity
+
+from memlife import contracts, recorder
 from memlife.activities.calls import (
     application_error,
     call_with_retries,
@@ -17,9 +20,6 @@ from memlife.activities.calls import (
     log,
     text_of,
 )
-from temporalio import activity
-
-from memlife import contracts, recorder
 from memlife.contracts import (
     InspectRequest,
 )

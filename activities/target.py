@@ -16,6 +16,10 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from memlife import contracts
 from memlife.activities.calls import (
     Send,
     application_error,
@@ -26,10 +30,6 @@ from memlife.activities.calls import (
     send_once,
     text_of,
 )
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
-
-from memlife import contracts
 from memlife.contracts import (
     ConverseRequest,
     DeleteRequest,

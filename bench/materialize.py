@@ -31,7 +31,6 @@ def status_mb(field: str) -> float:
 def measure(mode: str, pairs: int) -> dict[str, float]:
     """In this process (its recorder from MEMLIFE_DB_URL): draw and write `pairs` pairs."""
     from memlife.activities import record
-
     from memlife.rules.pairs import materialize
     from memlife.rules.scenario_file import load_scenario
 

@@ -20,7 +20,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memlife.workflows.suite import SuiteWorkflow
 from sqlalchemy import text
 from temporalio.client import Client
 
@@ -44,6 +43,7 @@ from memlife.rules.target import Target
 from memlife.stack import embedded
 from memlife.stack.connection import suite_result
 from memlife.stack.processes import LOOPBACK, free_port
+from memlife.workflows.suite import SuiteWorkflow
 
 REPO = Path(__file__).resolve().parents[1]
 NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"

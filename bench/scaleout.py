@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memlife.workflows.suite import SuiteWorkflow
 from sqlalchemy import bindparam, text
 from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -52,6 +51,7 @@ from memlife.rules.clock import Clock, parse_clock
 from memlife.stack import embedded
 from memlife.stack.connection import suite_result
 from memlife.stack.processes import LOOPBACK, free_port, stop_process
+from memlife.workflows.suite import SuiteWorkflow
 
 
 def fresh_database(server: PostgresServer) -> str:

@@ -15,12 +15,12 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from memlife.workflows.attributes import REGISTRATION
 
 from memlife.cli import build_parser
 from memlife.rules.durations import parse_duration
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import load_target
+from memlife.workflows.attributes import REGISTRATION
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"

@@ -15,8 +15,6 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
-
     import memlife.contracts as contracts
     from memlife.rules.adjudication import (
         Adjudication,
@@ -27,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         blind,
         decision_problems,
     )
+    from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
 
 class QueueState(BaseModel):

@@ -15,14 +15,6 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows.calls import BatchItemError, failure_text
-    from memlife.workflows.options import (
-        HEARTBEAT_TIMEOUT,
-        RECORD_RETRY,
-        RECORD_TIMEOUT,
-        RESUMABLE_RETRY,
-        batch_timeout,
-    )
     from pydantic import TypeAdapter
 
     import memlife.contracts as contracts
@@ -41,6 +33,14 @@ with workflow.unsafe.imports_passed_through():
         StoreRead,
     )
     from memlife.rules.target import Target
+    from memlife.workflows.calls import BatchItemError, failure_text
+    from memlife.workflows.options import (
+        HEARTBEAT_TIMEOUT,
+        RECORD_RETRY,
+        RECORD_TIMEOUT,
+        RESUMABLE_RETRY,
+        batch_timeout,
+    )
 
 # Which batch kind each single-call activity joins, and how its result is read back.
 _TARGET_KINDS: dict[str, tuple[str, TypeAdapter[Any]]] = {

@@ -17,15 +17,14 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows.batching import Batcher, SharedTimers
-    from memlife.workflows.calls import BatchItemError
-    from memlife.workflows.lifecycle import LifecycleRunner
-    from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
-
     import memlife.contracts as contracts
     from memlife.contracts import CohortInput, CohortSetup, PairInput, PairResult
     from memlife.rules.pairs import pair_tenants
     from memlife.rules.scenario import Pair
+    from memlife.workflows.batching import Batcher, SharedTimers
+    from memlife.workflows.calls import BatchItemError
+    from memlife.workflows.lifecycle import LifecycleRunner
+    from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
 
 @workflow.defn(name="CohortLifecycleWorkflow")

@@ -15,7 +15,12 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    import memlife.contracts as contracts
     import memlife.workflows.attributes as attributes
+    from memlife.contracts import ConverseRequest, DeleteRequest, InspectRequest
+    from memlife.rules import erasure
+    from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
+    from memlife.rules.evidence import DeletionState, Reply, StoreRead
     from memlife.workflows.calls import failure_text, iso
     from memlife.workflows.options import (
         HEARTBEAT_TIMEOUT,
@@ -28,12 +33,6 @@ with workflow.unsafe.imports_passed_through():
         inspect_timeout,
         target_timeout,
     )
-
-    import memlife.contracts as contracts
-    from memlife.contracts import ConverseRequest, DeleteRequest, InspectRequest
-    from memlife.rules import erasure
-    from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
-    from memlife.rules.evidence import DeletionState, Reply, StoreRead
 
 
 @workflow.defn(name="DeletionCheckWorkflow")

@@ -15,19 +15,9 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    import memlife.contracts as contracts
     import memlife.workflows.spaces as spaces
     import memlife.workflows.steps as steps
-    from memlife.workflows.calls import CALL_ERRORS, Calls, failure_text, iso
-    from memlife.workflows.options import (
-        RECORD_RETRY,
-        RECORD_TIMEOUT,
-        RESUMABLE_RETRY,
-        converse_timeouts,
-    )
-    from memlife.workflows.spaces import space_name
-    from memlife.workflows.steps import Message, StepWork
-
-    import memlife.contracts as contracts
     from memlife.contracts import PairInput, PairResult, StepOutcome, StepRecord
     from memlife.rules.adjudication import review_items
     from memlife.rules.evidence import DeletionState, Observation, Reply
@@ -48,6 +38,15 @@ with workflow.unsafe.imports_passed_through():
     from memlife.rules.state import PairState
     from memlife.rules.timeline import stage_of
     from memlife.rules.verdicts import CaseVerdict
+    from memlife.workflows.calls import CALL_ERRORS, Calls, failure_text, iso
+    from memlife.workflows.options import (
+        RECORD_RETRY,
+        RECORD_TIMEOUT,
+        RESUMABLE_RETRY,
+        converse_timeouts,
+    )
+    from memlife.workflows.spaces import space_name
+    from memlife.workflows.steps import Message, StepWork
 
 
 class Observer:

@@ -10,10 +10,9 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     import memlife.workflows.attributes as attributes
+    from memlife.contracts import PairInput, PairResult
     from memlife.workflows.calls import DirectCalls
     from memlife.workflows.lifecycle import LifecycleRunner, Observer
-
-    from memlife.contracts import PairInput, PairResult
 
 
 class _ShownInTheWebUI(Observer):

@@ -9,10 +9,6 @@ import asyncio
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows.calls import CALL_ERRORS, failure_text, iso
-    from memlife.workflows.options import TARGET_RETRY, target_timeout
-    from memlife.workflows.steps import Lifecycle, Message, StepWork
-
     import memlife.contracts as contracts
     from memlife.contracts import PairInput, SpaceRequest
     from memlife.rules.evidence import Observation, SpaceResult
@@ -20,6 +16,9 @@ with workflow.unsafe.imports_passed_through():
     from memlife.rules.scenario import ProbeStep, Role, SpaceStep, WriteStep
     from memlife.rules.state import pick
     from memlife.rules.verdicts import CaseVerdict, ProbeCase
+    from memlife.workflows.calls import CALL_ERRORS, failure_text, iso
+    from memlife.workflows.options import TARGET_RETRY, target_timeout
+    from memlife.workflows.steps import Lifecycle, Message, StepWork
 
 
 def space_name(run_input: PairInput, space: str) -> str:

@@ -12,17 +12,6 @@ from typing import Protocol
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from memlife.workflows.calls import CALL_ERRORS, Calls, failure_text, iso
-    from memlife.workflows.options import (
-        HEARTBEAT_TIMEOUT,
-        INSPECT_RETRY,
-        RECORD_RETRY,
-        RECORD_TIMEOUT,
-        TARGET_RETRY,
-        inspect_timeout,
-        target_timeout,
-    )
-
     import memlife.contracts as contracts
     from memlife.contracts import (
         DeleteRequest,
@@ -57,6 +46,16 @@ with workflow.unsafe.imports_passed_through():
     )
     from memlife.rules.state import PairState, other, pick
     from memlife.rules.verdicts import CaseVerdict, InspectCase, ProbeCase
+    from memlife.workflows.calls import CALL_ERRORS, Calls, failure_text, iso
+    from memlife.workflows.options import (
+        HEARTBEAT_TIMEOUT,
+        INSPECT_RETRY,
+        RECORD_RETRY,
+        RECORD_TIMEOUT,
+        TARGET_RETRY,
+        inspect_timeout,
+        target_timeout,
+    )
 
 
 

@@ -10,17 +10,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    import memlife.workflows.attributes as attributes
-    from memlife.workflows.cohort import CohortLifecycleWorkflow
-    from memlife.workflows.options import (
-        PARAPHRASE_RETRY,
-        PARAPHRASE_TIMEOUT,
-        RECORD_RETRY,
-        RECORD_TIMEOUT,
-    )
-    from memlife.workflows.pair import PairLifecycleWorkflow
-
     import memlife.contracts as contracts
+    import memlife.workflows.attributes as attributes
     from memlife.contracts import (
         CohortInput,
         PairInput,
@@ -33,6 +24,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from memlife.rules.pairs import pair_tenants
     from memlife.rules.sizing import SUITE_CONTINUE_AT_EVENTS, active_cohorts
+    from memlife.workflows.cohort import CohortLifecycleWorkflow
+    from memlife.workflows.options import (
+        PARAPHRASE_RETRY,
+        PARAPHRASE_TIMEOUT,
+        RECORD_RETRY,
+        RECORD_TIMEOUT,
+    )
+    from memlife.workflows.pair import PairLifecycleWorkflow
 
 
 # The failure type of a run that completed and did not pass (its details: the RunSummary).

@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memlife.activities.record import record_step
 from pydantic import ValidationError
 
+from memlife.activities.record import record_step
 from memlife.contracts import StepRecord
 from memlife.rules.evidence import Observation
 from memlife.rules.verdicts import ForbiddenValue, ProbeCase

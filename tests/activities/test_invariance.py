@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from memlife.activities.invariance import record_twin_verdicts
 from sqlmodel import select
 
 from memlife import recorder
+from memlife.activities.invariance import record_twin_verdicts
 
 NOW = datetime(2026, 12, 6, tzinfo=UTC)
 

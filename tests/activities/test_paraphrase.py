@@ -9,10 +9,10 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from memlife.activities import paraphrase
 from temporalio.testing import ActivityEnvironment
 
 from memlife import recorder
+from memlife.activities import paraphrase
 from memlife.rules.adjudication import ReviewItem
 from memlife.rules.paraphrase import FLOOR, Statement, close_statements
 

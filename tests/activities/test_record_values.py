@@ -4,10 +4,10 @@ checked against every other pair's values, found exactly as written, never its o
 from __future__ import annotations
 
 import pytest
-from memlife.activities.record import materialize_pairs
 from sqlalchemy import text
 
 from memlife import recorder
+from memlife.activities.record import materialize_pairs
 from memlife.recorder.values import _foreign_cache, foreign_values
 from memlife.rules.pairs import materialize, pair_values
 from memlife.rules.scenario import Pair

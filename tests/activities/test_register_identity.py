@@ -7,10 +7,10 @@ import json
 import uuid
 from datetime import UTC, datetime
 
-from memlife.activities.target import register_tenant
 from temporalio.testing import ActivityEnvironment
 
 from memlife import recorder
+from memlife.activities.target import register_tenant
 from memlife.contracts import RegisterRequest
 from memlife.recorder.claims import claim
 from memlife.rules.phones import is_fictional, synthetic_phone

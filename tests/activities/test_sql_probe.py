@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memlife.activities.stores import inspect_stores
 from sqlalchemy import create_engine, text
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from memlife.activities.stores import inspect_stores
 from memlife.contracts import InspectRequest
 from memlife.errors import InputError
 from memlife.rules.target import parse_target

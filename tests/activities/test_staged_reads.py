@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memlife.activities.record import record_step, whole_steps
-from memlife.activities.stores import inspect_stores
 from temporalio.testing import ActivityEnvironment
 
 from memlife import recorder
+from memlife.activities.record import record_step, whole_steps
+from memlife.activities.stores import inspect_stores
 from memlife.contracts import InspectRequest, StepRecord
 from memlife.rules.evidence import StoreRead, StoreRecordView
 from tests.activities.test_sql_probe import SCOPE, _target, fill_store
@@ -129,9 +129,9 @@ def test_a_finished_run_drops_its_reads_from_memory_too(db_url: str) -> None:
 
 async def test_a_batch_of_inspections_stages_every_items_reads_in_one_write(
         store_url: str) -> None:
-    from memlife.activities.batch import target_batch
     from sqlalchemy import event
 
+    from memlife.activities.batch import target_batch
     from memlife.contracts import TargetBatch
 
     keys = [f"r1/{pair}/5/s5-a" for pair in range(3)]

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memlife.activities.stores import inspect_stores
 from temporalio.testing import ActivityEnvironment
 
+from memlife.activities.stores import inspect_stores
 from memlife.contracts import InspectRequest
 from memlife.errors import InputError
 from memlife.rules.target import parse_target

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from memlife.activities.stores import inspect_stores
-from memlife.activities.target import converse, register_tenant
 from temporalio.testing import ActivityEnvironment
 
+from memlife.activities.stores import inspect_stores
+from memlife.activities.target import converse, register_tenant
 from memlife.contracts import ConverseRequest, InspectRequest, RegisterRequest
 from memlife.rules.target import Target, parse_target
 from memlife.targets import http

@@ -33,7 +33,6 @@ def recorded_nightly_values(pairs: int, seed: str) -> str:
     """A run of the nightly started in the recorder (MEMLIFE_DB_URL's) with its pairs and
     their values written, as the suite's first activities leave it: its run id."""
     from memlife.activities.record import materialize_pairs, record_run_started
-
     from memlife.bundled.reference.target_file import reference_target
     from tests.workflows.helpers import run_input
 

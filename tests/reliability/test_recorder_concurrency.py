@@ -7,10 +7,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
-from memlife.activities.record import record_step
 from sqlmodel import func, select
 
 from memlife import recorder
+from memlife.activities.record import record_step
 from memlife.contracts import StepRecord
 from memlife.rules.evidence import Observation
 from memlife.rules.pairs import TenantIdentity

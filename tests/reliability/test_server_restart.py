@@ -8,7 +8,6 @@ import asyncio
 from datetime import timedelta
 from pathlib import Path
 
-from memlife.workflows.suite import SuiteWorkflow
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -17,6 +16,7 @@ from memlife.contracts import RunSummary, pair_workflow_id, suite_workflow_id
 from memlife.rules.clock import Clock
 from memlife.stack import embedded
 from memlife.stack.codec import DATA_CONVERTER
+from memlife.workflows.suite import SuiteWorkflow
 from tests.reliability.helpers import (
     PROGRESS_POLL,
     assert_same_rows,

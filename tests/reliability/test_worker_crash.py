@@ -15,7 +15,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from memlife.workflows.suite import SuiteWorkflow
 from temporalio.testing import WorkflowEnvironment
 
 from memlife import recorder
@@ -24,6 +23,7 @@ from memlife.contracts import pair_workflow_id, suite_workflow_id
 from memlife.rules.clock import Clock
 from memlife.stack import embedded
 from memlife.stack.connection import suite_result
+from memlife.workflows.suite import SuiteWorkflow
 from tests.reliability.helpers import (
     PROGRESS_POLL,
     assert_same_rows,

@@ -107,10 +107,9 @@ async def record_operator_runs(runs: tuple[tuple[str, str, str, bool], ...] = (
     (empty run id, a schedule's workflow id) cancelled by an operator."""
     import os
 
-    from memlife.workflows.suite import SuiteWorkflow
-
     from memlife.rules.scenario_file import load_scenario
     from memlife.stack.connection import ensure_search_attributes
+    from memlife.workflows.suite import SuiteWorkflow
 
     scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
     os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
@@ -169,9 +168,9 @@ async def record_deletion_check(name: str = "v2-deletion-check-graph-residue") -
     from datetime import timedelta
 
     import httpx
-    from memlife.workflows.deletion_check import DeletionCheckWorkflow
 
     from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
+    from memlife.workflows.deletion_check import DeletionCheckWorkflow
 
     async with _time_skipping(["graph-unscoped-delete"]) as (env, process, executor):
         phone = "+34600000123"

@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from memlife.workflows.suite import SuiteWorkflow
 from temporalio.api.enums.v1 import EventType, PendingActivityState
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
@@ -20,6 +19,7 @@ from memlife.contracts import suite_workflow_id
 from memlife.stack import embedded, heap
 from memlife.stack.connection import suite_result
 from memlife.stack.worker import build_worker, main
+from memlife.workflows.suite import SuiteWorkflow
 from tests.reliability.helpers import written_nightly
 from tests.workflows.helpers import run_input
 

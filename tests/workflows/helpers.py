@@ -4,7 +4,6 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from memlife.workflows.suite import SuiteWorkflow
 from temporalio.client import Client
 
 from memlife import recorder
@@ -15,6 +14,7 @@ from memlife.rules.scenario import DeleteStep, Scenario, UpdateStep
 from memlife.rules.scoring import normalize
 from memlife.rules.target import Target
 from memlife.stack.connection import suite_result
+from memlife.workflows.suite import SuiteWorkflow
 
 # The suite runs beside itself on shared cores: a probe may wait a second for a CPU. These
 # runs check isolation, updates and deletion; the latency check (L) has its own tests

@@ -14,10 +14,10 @@ from io import StringIO
 from typing import Any
 
 from fastapi import FastAPI, Header, HTTPException
-from memlife.activities.review import review_workflow_id
 from temporalio.client import Client, WorkflowUpdateFailedError
 
 from memlife import recorder
+from memlife.activities.review import review_workflow_id
 from memlife.cli import review
 from memlife.recorder.builder import build_artifact
 from memlife.reports import scorecard

@@ -7,7 +7,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from memlife.activities.record import record_steps
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.exceptions import ApplicationError
@@ -15,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from memlife import contracts, recorder
+from memlife.activities.record import record_steps
 from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import (
     StepOutcome,

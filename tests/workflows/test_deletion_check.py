@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from memlife.workflows.deletion_check import DeletionCheckWorkflow
 from temporalio.testing import WorkflowEnvironment
 
 from memlife import recorder
@@ -20,6 +19,7 @@ from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
 from memlife.rules.target import Target
 from memlife.stack import embedded
 from memlife.stack.connection import verdict_result
+from memlife.workflows.deletion_check import DeletionCheckWorkflow
 
 FACTS = ["Mi color favorito es el verde jade.", "Trabajo en Astilleros Norte."]
 VALUES = ["verde jade", "Astilleros Norte"]

@@ -10,12 +10,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
-from memlife.workflows.deletion_check import DeletionCheckWorkflow
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
 from memlife.rules.target import load_target
 from memlife.stack.connection import verdict_result
+from memlife.workflows.deletion_check import DeletionCheckWorkflow
 from tests.servers import serve_in_thread
 from tests.standins.mem0_oss import create_app
 from tests.standins.recording import Recording
