@@ -10,10 +10,11 @@ from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from memlife.rules.clock import Clock
 from memlife.rules.evidence import Observation, StoreRead
+from memlife.rules.models import Frozen
 from memlife.rules.pairs import TenantIdentity
 from memlife.rules.scenario import Pair, Scenario
 from memlife.rules.target import Store, Target
@@ -52,12 +53,10 @@ QUEUE_PARAPHRASES = "memlife.queue_paraphrases"
 RECORD_ADJUDICATIONS = "memlife.record_adjudications"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
 # -- runs, pairs and cohorts ------------------------------------------------------------
 
-class RunMeta(_Model):
+class RunMeta(Frozen):
     """What pins a run (docs/artifact.md): versions, files, target, clock."""
 
     memlife_version: str
@@ -98,7 +97,7 @@ def shared_target(identity: dict[str, str], base_url: str) -> str | None:
     against a shared target claim their phones and values (recorder/claims.py)."""
     return None if identity.get("kind") == FRESH_TARGET_KIND else base_url
 
-class SuiteProgress(_Model):
+class SuiteProgress(Frozen):
     """A cohort run's suite, carried from one of its Temporal runs to the next when it
     continues as new: which cohorts are done, and what they found, in counts and indexes
     (a pair's own results are in the recorder)."""
@@ -118,7 +117,7 @@ class SuiteProgress(_Model):
     cancel_reason: str | None = None
     continued: int = 1  # how many times the suite has continued as new
 
-class RunInput(_Model):
+class RunInput(Frozen):
     # Empty for a scheduled run: the workflow assigns a fresh id, seed and tenants at start.
     run_id: str
     scenario: Scenario  # materialized: concrete pairs (a scheduled run: as written)
@@ -150,7 +149,7 @@ class RunInput(_Model):
     # (`memlife run --target-worker`, docs/scale.md); None: the run's own queue.
     target_task_queue: str | None = None
 
-class CohortInput(_Model):
+class CohortInput(Frozen):
     """Pairs first_pair … first_pair + pair_count - 1 of a run, read from the recorder.
 
     The scenario and the target are read from the recorder too (LOAD_COHORT), where the
@@ -167,14 +166,14 @@ class CohortInput(_Model):
     review_queue: str | None = None
     target_task_queue: str | None = None  # RunInput.target_task_queue
 
-class CohortSetup(_Model):
+class CohortSetup(Frozen):
     """What a cohort reads from the recorder: its run's scenario and target, its pairs."""
 
     scenario: Scenario
     target: Target
     pairs: list[Pair]
 
-class PairInput(_Model):
+class PairInput(Frozen):
     run_id: str
     pair_index: int
     scenario: Scenario  # the scenario with only this pair in `pairs`
@@ -188,14 +187,14 @@ class PairInput(_Model):
 
 # -- activity requests and results ------------------------------------------------------
 
-class RegisterRequest(_Model):
+class RegisterRequest(Frozen):
     target: Target
     phone: str
     tenant_alias: str
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
-class RegisterResult(_Model):
+class RegisterResult(Frozen):
     user_id: str
     latency_ms: float
     status: int
@@ -205,7 +204,7 @@ class RegisterResult(_Model):
     phone: str | None = None
     traceparent: str | None = None  # of the last registration request (rules/tracing.py)
 
-class ConverseRequest(_Model):
+class ConverseRequest(Frozen):
     """Messages of one tenant in one step, sent in order within one activity."""
 
     target: Target
@@ -220,7 +219,7 @@ class ConverseRequest(_Model):
     space_id: str | None = None
     space_name: str = ""
 
-class DeleteRequest(_Model):
+class DeleteRequest(Frozen):
     target: Target
     phone: str
     user_id: str
@@ -228,7 +227,7 @@ class DeleteRequest(_Model):
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
-class ForgetRequest(_Model):
+class ForgetRequest(Frozen):
     target: Target
     phone: str
     user_id: str
@@ -239,7 +238,7 @@ class ForgetRequest(_Model):
     # Every value the fact had, current and superseded ({values} in the target file).
     values: list[str] = Field(default_factory=list)
 
-class MaintainRequest(_Model):
+class MaintainRequest(Frozen):
     """One of the target's `maintain` operations, by name, for one tenant (whose phone and
     user id fill the operation's placeholders, when it has any)."""
 
@@ -250,7 +249,7 @@ class MaintainRequest(_Model):
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
-class SpaceRequest(_Model):
+class SpaceRequest(Frozen):
     """Create, join, leave or delete a shared space, as one tenant."""
 
     target: Target
@@ -262,7 +261,7 @@ class SpaceRequest(_Model):
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
 
-class InspectRequest(_Model):
+class InspectRequest(Frozen):
     target: Target
     identities: list[str]
     needles: list[str]
@@ -283,7 +282,7 @@ class InspectRequest(_Model):
     # the bulk of an inspection, and results are workflow history. None: return them whole.
     stage_key: str | None = None
 
-class TargetBatch(_Model):
+class TargetBatch(Frozen):
     """Many target calls of one kind in one activity (the cohort workflow's step fan-out).
     The target travels once; each item is its request without the target."""
 
@@ -292,14 +291,14 @@ class TargetBatch(_Model):
     target: Target
     items: list[dict[str, Any]]
 
-class BatchOutcome(_Model):
+class BatchOutcome(Frozen):
     """One item's result (`value`, its result model as JSON) or its error ("Type: message")."""
 
     ok: bool = True
     value: Any = None
     error: str | None = None
 
-class StepRecord(_Model):
+class StepRecord(Frozen):
     run_id: str
     pair_index: int
     step_index: int
@@ -359,11 +358,11 @@ class StepRecord(_Model):
                       for case, i in zip(self.cases, self.case_forbidden, strict=True)],
             "forbidden_lists": [], "case_forbidden": []})
 
-class StepOutcome(_Model):
+class StepOutcome(Frozen):
     verdicts: list[CaseVerdict] = Field(default_factory=list)
     inspections: list[InspectSummary] = Field(default_factory=list)
 
-class PairResult(_Model):
+class PairResult(Frozen):
     pair_index: int
     cases: int
     cases_passed: int
@@ -371,7 +370,7 @@ class PairResult(_Model):
     failures: int
     cancelled: bool = False
 
-class RunSummary(_Model):
+class RunSummary(Frozen):
     run_id: str
     passed: bool
     cases: int

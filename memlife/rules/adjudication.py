@@ -14,20 +14,19 @@ import hashlib
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memlife.rules.evidence import Observation
 from memlife.rules.judging import LEAK_CHECKS
+from memlife.rules.models import Frozen
 from memlife.rules.verdicts import CaseVerdict, ProbeCase
 
 Outcome = Literal["pass", "fail"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
 
-class ReviewItem(_Model):
+class ReviewItem(Frozen):
     ticket: str  # opaque: says nothing about run, pair or tenant
     question: str
     reply: str
@@ -46,7 +45,7 @@ class ReviewItem(_Model):
     exact: dict[str, str] = Field(default_factory=dict)  # invariant → exact-match outcome
 
 
-class BlindItem(_Model):
+class BlindItem(Frozen):
     """All a reviewer is shown."""
 
     ticket: str
@@ -55,7 +54,7 @@ class BlindItem(_Model):
     candidates: list[str]
 
 
-class Decision(_Model):
+class Decision(Frozen):
     ticket: str
     asserted: list[int] = Field(default_factory=list)  # indices into candidates
     abstains: bool = False
@@ -63,7 +62,7 @@ class Decision(_Model):
     note: str = Field(default="", max_length=500)
 
 
-class Adjudication(_Model):
+class Adjudication(Frozen):
     """A decision and what it means for the item's checks (recorded for reports)."""
 
     item: ReviewItem

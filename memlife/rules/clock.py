@@ -6,16 +6,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from memlife.rules.models import Frozen
 
 ClockMode = Literal["real", "skip", "compress"]
 # A day in under a millisecond: beyond this a timer's resolution, not the target, decides.
 MAX_COMPRESSION = 100_000_000
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
-class Clock(_Model):
+class Clock(Frozen):
     """Scenario time: `real` and `skip` sleep as written; `compress` divides every wait."""
 
     mode: ClockMode = "real"

@@ -16,10 +16,11 @@ import hashlib
 from datetime import datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memlife.rules.evidence import DeletionState, Reply, StoreRead
 from memlife.rules.judging import judge_inspection
+from memlife.rules.models import Frozen
 from memlife.rules.scoring import contains, normalize
 from memlife.rules.target import SqlProbe, Store, Target
 from memlife.rules.verdicts import CaseVerdict, InspectCase, Needle
@@ -32,11 +33,9 @@ DELETION_STATUS = "deletion-status"
 GONE_STATUSES = (404, 410)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
 
-class DeletionCheckInput(_Model):
+class DeletionCheckInput(Frozen):
     """What `memlife check-deletion` (or `temporal workflow start`) passes in."""
 
     check_id: str
@@ -57,7 +56,7 @@ class DeletionCheckInput(_Model):
     receipt: ErasureReceipt | None = None
 
 
-class StoreEvidence(_Model):
+class StoreEvidence(Frozen):
     store: str
     role: str = ""
     retention: str = ""
@@ -70,7 +69,7 @@ class StoreEvidence(_Model):
     rounds: int = 0
 
 
-class ErasureReceipt(_Model):
+class ErasureReceipt(Frozen):
     check_id: str
     tenant: str
     target_name: str

@@ -7,17 +7,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from memlife.rules.models import Frozen
 from memlife.rules.scenario import Role
 
 ObservationKind = Literal["register", "write", "update", "probe", "delete", "deletion-status",
                           "inspect", "maintain", "space"]
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
-class Observation(_Model):
+class Observation(Frozen):
     """One raw result: a request and what came back, or why nothing usable did."""
 
     seq: int
@@ -46,7 +45,7 @@ class Observation(_Model):
     # The answer is the records a search found, not sentences (the target's `answers`).
     retrieval: bool = False
 
-class Reply(_Model):
+class Reply(Frozen):
     index: int
     reply: str | None = None
     context: str | None = None
@@ -63,7 +62,7 @@ class Reply(_Model):
     refused: bool = False  # the status is one the operation lists as `refused`
     retrieval: bool = False  # the answer is the records a search found
 
-class DeletionState(_Model):
+class DeletionState(Frozen):
     """What the target said about a deletion: done, failed, or still in progress."""
 
     status: str | None = None
@@ -75,7 +74,7 @@ class DeletionState(_Model):
     wall_time: datetime
     traceparent: str | None = None
 
-class MaintenanceResult(_Model):
+class MaintenanceResult(Frozen):
     """What the target answered to one maintenance request (a reindex, a rebuild)."""
 
     operation: str
@@ -85,7 +84,7 @@ class MaintenanceResult(_Model):
     wall_time: datetime
     traceparent: str | None = None
 
-class SpaceResult(_Model):
+class SpaceResult(Frozen):
     """What the target answered to a space operation; `space_id` as it knows the space."""
 
     space_id: str
@@ -95,7 +94,7 @@ class SpaceResult(_Model):
     wall_time: datetime
     traceparent: str | None = None
 
-class StoreRecordView(_Model):
+class StoreRecordView(Frozen):
     id: str | None = None
     tenant_id: str | None = None
     deleted: bool | None = None
@@ -104,7 +103,7 @@ class StoreRecordView(_Model):
     forms: dict[int, str] = Field(default_factory=dict)
     excerpt: str = ""
 
-class StoreRead(_Model):
+class StoreRead(Frozen):
     store: str
     mode: Literal["scope", "needle", "needles"]
     key: str  # the identity or the needle read (needles: the values, one per line)

@@ -7,18 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict
-
 from memlife.rules.canaries import CanaryPool
+from memlife.rules.models import Frozen
 from memlife.rules.phones import synthetic_phone
 from memlife.rules.scenario import FactValue, Pair, Role, Scenario, Tenant
 
 
-class TenantIdentity(BaseModel):
+class TenantIdentity(Frozen):
     """Who a tenant is to the target: alias, phone and language, and the user id the
     target gave it when it registered."""
-
-    model_config = ConfigDict(frozen=True)
 
     role: Role
     alias: str

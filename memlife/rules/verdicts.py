@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from memlife.rules.models import Frozen
 from memlife.rules.scenario import Role
 
 Outcome = Literal["pass", "fail", "inconclusive"]
@@ -29,10 +30,8 @@ PHYSICAL = "I4-physical"
 RESPONSE = "response"
 CONTEXT = "response-context"
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
-class ForbiddenValue(_Model):
+class ForbiddenValue(Frozen):
     text: str
     origin: Literal["partner", "superseded", "deleted", "foreign", "space"]
     domain: str
@@ -40,7 +39,7 @@ class ForbiddenValue(_Model):
     # Stated to everyone by its owner (a poison turn): found elsewhere, it was poisoned.
     poisoned: bool = False
 
-class ProbeCase(_Model):
+class ProbeCase(Frozen):
     case_id: str
     kind: Literal["recall", "stale", "abstain", "spoof", "extract"] = "recall"
     role: Role
@@ -61,12 +60,12 @@ class ProbeCase(_Model):
     # Why this case cannot be judged (e.g. the write it depends on failed), if so.
     blocked_by: str | None = None
 
-class Needle(_Model):
+class Needle(Frozen):
     text: str
     domain: str
     origin: Literal["current", "superseded", "deleted"]
 
-class InspectCase(_Model):
+class InspectCase(Frozen):
     case_id: str
     role: Role
     tenant_alias: str
@@ -91,7 +90,7 @@ class InspectCase(_Model):
     def watch(self) -> list[str]:
         return [n.text for n in self.needles] + [f.text for f in self.partner_values]
 
-class Finding(_Model):
+class Finding(Frozen):
     invariant: str
     reason: Reason
     outcome: Outcome
@@ -104,12 +103,12 @@ class Finding(_Model):
     trace_id: str | None = None
     span_id: str | None = None
 
-class Check(_Model):
+class Check(Frozen):
     invariant: str
     outcome: Outcome
     store: str = RESPONSE
 
-class CaseVerdict(_Model):
+class CaseVerdict(Frozen):
     case_id: str
     role: Role
     tenant_alias: str
@@ -121,7 +120,7 @@ class CaseVerdict(_Model):
     findings: list[Finding]
     latency_ms: float | None = None
 
-class InspectSummary(_Model):
+class InspectSummary(Frozen):
     case_id: str
     present: dict[str, list[str]] = Field(default_factory=dict)  # current values, by store
     clean: list[str] = Field(default_factory=list)  # stores with no residue (deleted tenant)
