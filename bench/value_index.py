@@ -1,6 +1,7 @@
 """What the index of a run's values costs a worker, which holds it for the whole run: bytes
 per value (tracemalloc, the items as recorder/values.py keeps them) and the time to find
-the values a reply names, on values drawn as the nightly's pairs draw them.
+the values a reply names, on values drawn as the nightly's pairs draw them; and the same
+for the index of their other forms (rules/variants.py) the worker keeps beside it.
 
     ./scripts/bench value-index [--pairs 2000] [--replies 3000]
 """
@@ -23,6 +24,7 @@ def measure(pairs: int, replies: int) -> dict[str, float]:
     from memlife.rules.pairs import generated_pairs, pair_values
     from memlife.rules.scenario_file import load_scenario
     from memlife.rules.scoring import ValueIndex, normalize
+    from memlife.rules.variants import FormIndex, canonical
 
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
@@ -41,15 +43,25 @@ def measure(pairs: int, replies: int) -> dict[str, float]:
                        for pair, domain, alias, text in (
                            (p, d, a, "".join(list(t))) for p, d, a, t in rows))
     held, _ = tracemalloc.get_traced_memory()
+    # And the index of their other forms beside it, as recorder/values.py builds both.
+    owners = [(p, sys.intern(d), sys.intern(a), t) for p, d, a, t in rows]
+    forms_index = FormIndex((owner[3], owner) for owner in owners)
+    with_forms, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     started = time.perf_counter()
     found = sum(len(index.found_in(text)) for text in texts)
     seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    for text in texts:
+        forms_index.candidates(canonical(text))
+    forms_seconds = time.perf_counter() - started
     if found < NAMED_PER_REPLY * replies:  # every named value must be found
         raise SystemExit(f"bench value-index: {found} values found in replies naming "
                          f"{NAMED_PER_REPLY * replies}")
     return {"values": index.size, "mb": held / 2**20, "bytes_per_value": held / index.size,
-            "us_per_reply": seconds / replies * 1e6}
+            "us_per_reply": seconds / replies * 1e6, "forms": forms_index.size,
+            "forms_bytes_per_value": (with_forms - held) / index.size,
+            "forms_us_per_reply": forms_seconds / replies * 1e6}
 
 
 def main(argv: list[str]) -> int:
@@ -65,6 +77,10 @@ def main(argv: list[str]) -> int:
     print(f"{figures['values']:,} values of {args.pairs:,} pairs: {figures['mb']:.1f} MB, "
           f"{figures['bytes_per_value']:.0f} bytes a value; {figures['us_per_reply']:.0f} µs "
           f"to find the values in each of {args.replies:,} replies")
+    print(f"the index of their other forms (rules/variants.py, {figures['forms']:,} "
+          "values filed): "
+          f"{figures['forms_bytes_per_value']:.0f} bytes a value more; "
+          f"{figures['forms_us_per_reply']:.0f} µs more per reply")
     return 0
 
 

@@ -17,7 +17,7 @@ from memlife.recorder.database import database_url, session
 from memlife.recorder.queries import run_value_tuples
 from memlife.recorder.tables import RunRow
 from memlife.rules.scoring import ValueIndex
-from memlife.rules.variants import canonical, forms
+from memlife.rules.variants import FormIndex, canonical
 from memlife.rules.verdicts import ForbiddenValue
 
 # Keyed by database too: one process may record to several (tests, or a URL change).
@@ -29,7 +29,7 @@ _ValueOwner = tuple[int, str, str, str]
 # Each run's values as written, their other forms (rules/variants.py, by canonical text),
 # and the values more than one pair states (a control twin's: rules/pairs.py) with the
 # pairs that state them.
-_RunIndexes = tuple[ValueIndex[_ValueOwner], ValueIndex[_ValueOwner], dict[str, set[int]]]
+_RunIndexes = tuple[ValueIndex[_ValueOwner], FormIndex[_ValueOwner], dict[str, set[int]]]
 _foreign_cache: dict[tuple[str, str], _RunIndexes] = {}
 
 
@@ -53,8 +53,7 @@ def _run_value_index(run_id: str) -> _RunIndexes:
             for owner in owners:
                 pairs_of.setdefault(owner[3], set()).add(owner[0])
             index = (ValueIndex((owner[3], owner) for owner in owners),
-                     ValueIndex((form.text, owner) for owner in owners
-                                for form in forms(owner[3])),
+                     FormIndex((owner[3], owner) for owner in owners),
                      {text: pairs for text, pairs in pairs_of.items() if len(pairs) > 1})
             with _values_lock:
                 if len(_foreign_cache) > 16:
@@ -68,7 +67,9 @@ _OtherRun = tuple[str, str, str, str]
 # A run's shared target (None: a fresh target of its own), and the other runs' values there
 # with the claim count they were built at and when that count was last checked.
 _shared_targets: dict[tuple[str, str], str | None] = {}
-_other_runs: dict[tuple[str, str, str], tuple[int, float, ValueIndex[_OtherRun]]] = {}
+# Other runs' values as written, and their other forms.
+_OtherRuns = tuple[ValueIndex[_OtherRun], FormIndex[_OtherRun]]
+_other_runs: dict[tuple[str, str, str], tuple[int, float, _OtherRuns]] = {}
 _RECHECK_SECONDS = 5.0  # a run started since may have claimed values: look again this often
 
 
@@ -86,7 +87,7 @@ def run_shared_target(run_id: str) -> str | None:
     return _shared_targets[key]
 
 
-def _other_runs_index(run_id: str) -> ValueIndex[_OtherRun] | None:
+def _other_runs_index(run_id: str) -> _OtherRuns | None:
     """Values other runs claimed against this run's target, rebuilt when their number
     changes (checked at most every few seconds)."""
     target = run_shared_target(run_id)
@@ -102,12 +103,10 @@ def _other_runs_index(run_id: str) -> ValueIndex[_OtherRun] | None:
     if cached is not None and cached[0] == count:
         index = cached[2]
     else:
-        # As written and in their other forms, in one index: it is asked with the text
-        # normalized and canonical (judge_probe then matches each as it should be).
-        index = ValueIndex((key, claim) for claim in (
-            (text, run, sys.intern(owner), sys.intern(domain))
-            for text, run, owner, domain in claims_of_others(target, run_id))
-            for key in (claim[0], *(form.text for form in forms(claim[0]))))
+        claims = [(text, run, sys.intern(owner), sys.intern(domain))
+                  for text, run, owner, domain in claims_of_others(target, run_id)]
+        index = (ValueIndex((claim[0], claim) for claim in claims),
+                 FormIndex((claim[0], claim) for claim in claims))
     with _values_lock:
         if len(_other_runs) > 16:
             _other_runs.clear()
@@ -123,14 +122,14 @@ class ForeignValues(ValueIndex[ForbiddenValue]):
         self._all, self._forms, self._shared = _run_value_index(run_id)
         self._pair_index = pair_index
         self._other_runs = _other_runs_index(run_id)
-        self.size = self._all.size + (self._other_runs.size if self._other_runs else 0)
+        self.size = self._all.size + (self._other_runs[0].size if self._other_runs else 0)
 
     def found_in(self, haystack_normalized: str) -> list[ForbiddenValue]:
         """The values the text holds as written, and those it may hold in another form
         (judging.py looks for those between word boundaries and where nothing else
         explains the text)."""
         owners = {owner[3]: owner for owner in (
-            *self._forms.found_in(canonical(haystack_normalized)),
+            *self._forms.candidates(canonical(haystack_normalized)),
             *self._all.found_in(haystack_normalized))}
         found = [ForbiddenValue(text=text, origin="foreign", domain=domain,
                                 owner=f"{alias} (pair {pair})")
@@ -138,9 +137,10 @@ class ForeignValues(ValueIndex[ForbiddenValue]):
                  if pair != self._pair_index
                  and self._pair_index not in self._shared.get(text, ())]  # its own too
         if self._other_runs is not None:
-            claims = {claim[0]: claim for text in (haystack_normalized,
-                                                  canonical(haystack_normalized))
-                      for claim in self._other_runs.found_in(text)}
+            written, reworded = self._other_runs
+            claims = {claim[0]: claim for claim in (
+                *reworded.candidates(canonical(haystack_normalized)),
+                *written.found_in(haystack_normalized))}
             found.extend(ForbiddenValue(text=text, origin="foreign", domain=domain,
                                         owner=f"{owner} of run {run}")
                          for text, run, owner, domain in claims.values())

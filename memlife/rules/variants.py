@@ -17,9 +17,12 @@ docs/design.md, "Reworded values", says why the verdicts can be trusted and wher
 from __future__ import annotations
 
 import re
+import sys
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from memlife.rules.scoring import CaseScore, Expectation, normalize
 
@@ -120,7 +123,8 @@ def forms(value: str) -> tuple[Form, ...]:
         for text, name in (*_phone_forms(stripped), *_date_forms(stripped)):
             made.setdefault(canonical(text), name)
     for text, name in _restructured(core):
-        if _distinctive(text, core):
+        # ("Y. Nettleship Patisserie" is no form: a joining word is never compared.)
+        if _distinctive(text, core) and canonical(text) == text:
             made.setdefault(text, name)
     return tuple(Form(text, name) for text, name in made.items())
 
@@ -175,15 +179,104 @@ def _date_forms(value: str) -> Iterator[tuple[str, str]]:
 
 
 def _restructured(core: list[str]) -> Iterator[tuple[str, str]]:
-    """A name of three words with its family names first ("Arriaga Quispe, Inés"), its
-    given name as an initial ("I. Arriaga Quispe") or its middle one ("Inés A. Quispe").
-    A street's kind left out ("Arriaga 1234") is no form: another tenant's address may
-    differ in its kind alone (tests/rules/test_variants.py)."""
+    """A name of three words with its family names first ("Arriaga Quispe, Inés") or its
+    given name as an initial ("I. Arriaga Quispe"). A street's kind left out ("Arriaga
+    1234") is no form: another tenant's address may differ in its kind alone
+    (tests/rules/test_variants.py); nor is a middle name as an initial ("Inés A. Quispe"),
+    which keeps two drawn words a dozen values share at 10,000 pairs."""
     if len(core) == 3 and all(word.isalpha() for word in core):
         given, *family = core
         yield " ".join([*family, given]), "family names first"
         yield " ".join([given[0], *family]), "given name as an initial"
-        yield " ".join([given, family[0][0], family[1]]), "middle name as an initial"
+
+
+T = TypeVar("T")
+# How many words apart a form's two keyed words may stand (a form has at most six).
+_KEY_SPAN = 6
+
+
+_KEY_MASK = (1 << 63) - 1
+_BITS = 1 << 24
+
+
+def _key(hashes: Iterable[int]) -> int:
+    """Some words' key from their hashes, whatever their order (a sum); a clash only adds
+    a candidate, which FormMatcher then rejects."""
+    return sum(hashes) & _KEY_MASK
+
+
+class FormIndex(Generic[T]):
+    """Which values a (canonical) text may hold in another form: each value is filed under
+    a key per form, the form's three rarest words in the run (two where it has two), and a
+    text's words are looked up two and three at a time within a form's span. What comes
+    back is a candidate: FormMatcher decides.
+
+    Two sorted arrays, keys and the positions of their values, searched by bisection: a
+    few dozen bytes a value, where indexing every form's text took nearly a kilobyte
+    (bench/value_index.py)."""
+
+    def __init__(self, entries: Iterable[tuple[str, T]]) -> None:
+        entries = list(entries)
+        # How often each drawn word occurs across the run's forms: keys of rare words
+        # bring back few candidates (a pair of surnames is shared by a dozen values at
+        # 10,000 pairs; a surname, a saint and a number by one).
+        counts: dict[str, int] = {}
+        for text, _ in entries:
+            for form in forms(text):
+                for word in set(form.text.split()):
+                    counts[word] = counts.get(word, 0) + 1
+        self._items: list[T] = []
+        keys, positions = array("q"), array("i")
+        vocabulary: set[str] = set()  # every word a key is made of
+        for text, item in entries:
+            found = set()
+            for form in forms(text):
+                # An initial too: "c echeverria aranda" is not in "ceramicas echeverria
+                # aranda", and a dozen values share the two family names.
+                words = sorted(form.text.split(), key=lambda w: (counts[w], w))[:3]
+                if len(words) >= 2:
+                    found.add(_key(map(hash, words)))
+                    vocabulary.update(words)
+            if not found:
+                continue
+            for key in found:
+                keys.append(key)
+                positions.append(len(self._items))
+            self._items.append(item)
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self._keys = array("q", (keys[i] for i in order))
+        self._positions = array("i", (positions[i] for i in order))
+        # A bit per key's low bits: most of a text's word combinations are no key, and a
+        # bit says so faster than a search (2 MB; one in fifty a false "maybe" at 10,000
+        # pairs).
+        self._bits = bytearray(_BITS // 8)
+        for key in self._keys:
+            self._bits[(key & (_BITS - 1)) >> 3] |= 1 << (key & 7)
+        # A text's words that no key is made of cannot bring a value back: only the others
+        # are looked up (an answer's ordinary words are most of it).
+        self._vocabulary = frozenset(sys.intern(word) for word in vocabulary)
+        self.size = len(self._items)
+
+    def candidates(self, canonical_text: str) -> list[T]:
+        vocabulary = self._vocabulary
+        hashes = [hash(word) for word in canonical_text.split() if word in vocabulary]
+        found: dict[int, T] = {}
+        keys, positions, items, bits = self._keys, self._positions, self._items, self._bits
+        size = len(keys)
+        for index, first in enumerate(hashes):
+            span = hashes[index + 1:index + _KEY_SPAN]
+            for middle, second in enumerate(span):
+                pair = first + second
+                for key in (pair & _KEY_MASK,
+                            *((pair + third) & _KEY_MASK for third in span[middle + 1:])):
+                    if not bits[(key & (_BITS - 1)) >> 3] & (1 << (key & 7)):
+                        continue
+                    at = bisect_left(keys, key)
+                    while at < size and keys[at] == key:
+                        position = positions[at]
+                        found.setdefault(position, items[position])
+                        at += 1
+        return list(found.values())
 
 
 class FormMatcher:

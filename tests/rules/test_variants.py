@@ -13,7 +13,7 @@ from memlife.rules.evidence import Observation, StoreRead, StoreRecordView
 from memlife.rules.judging import judge_inspection, judge_probe
 from memlife.rules.scoring import ValueIndex, normalize
 from memlife.rules.target import Store
-from memlife.rules.variants import FormMatcher, canonical, forms
+from memlife.rules.variants import FormIndex, FormMatcher, canonical, forms
 from memlife.rules.verdicts import ForbiddenValue, InspectCase, Needle, ProbeCase
 
 NOW = datetime(2026, 12, 6, tzinfo=UTC)
@@ -51,7 +51,6 @@ def test_a_value_is_found_in_the_forms_a_model_writes(value: str, written: str) 
 @pytest.mark.parametrize(("value", "written", "name"), [
     ("Inés Arriaga Quispe", "Arriaga Quispe, Inés", "family names first"),
     ("Inés Arriaga Quispe", "I. Arriaga Quispe", "given name as an initial"),
-    ("Inés Arriaga Quispe", "Inés A. Quispe", "middle name as an initial"),
     ("Talleres Ocampo SL", "Talleres Ocampo", "legal form dropped"),
 ])
 def test_the_form_found_is_named(value: str, written: str, name: str) -> None:
@@ -132,14 +131,14 @@ def test_a_value_as_stated_is_a_leak_without_a_form() -> None:
 def test_a_foreign_value_reworded_is_found_through_the_runs_index_of_forms() -> None:
     foreign = ForbiddenValue(text="Inés Arriaga Quispe", origin="foreign", domain="friend",
                              owner="t007a (pair 7)")
-    index = ValueIndex((form.text, foreign) for form in forms(foreign.text))
+    index = FormIndex([(foreign.text, foreign)])
 
     class Foreign(ValueIndex[ForbiddenValue]):  # as recorder/values.py looks them up
         def __init__(self) -> None:
             self.size = 1
 
         def found_in(self, haystack_normalized: str) -> list[ForbiddenValue]:
-            return index.found_in(canonical(haystack_normalized))
+            return index.candidates(canonical(haystack_normalized))
 
     reply = "Vives en plaza Arriaga 1234; tu amiga es Arriaga Quispe, Inés."
     verdict = judge_probe(probe(reply, [], ["plaza Arriaga 1234"]), observed(reply), 1000,
@@ -188,3 +187,23 @@ def test_bytes_on_disk_holding_an_erased_value_only_reworded_name_the_form() -> 
     (residue,) = verdict.findings
     assert (residue.invariant, residue.form) == ("I4-physical", "c olmedo 4821")
     assert residue.detail.startswith("written as 'c olmedo 4821': 1 record (wal@12) on disk")
+
+
+@pytest.mark.parametrize("language", ["es", "en"])
+def test_the_form_index_names_every_value_a_text_holds_in_another_form(
+        language: str) -> None:
+    """Each value's forms, in a text among other words, bring the value back as a
+    candidate; candidates are few (the index keys two drawn words)."""
+    pool = CanaryPool(f"form-index-{language}")
+    values = [pool.draw(kind, language) for _ in range(400)
+              for kind in ("employer", "address", "person", "pet", "school")]
+    index = FormIndex((value, value) for value in values)
+    assert index.size == len(values)
+    most = 0
+    for value in values[::7]:
+        for form in forms(value):
+            text = canonical(normalize(f"Hola, apunté que {form.text} y nada más."))
+            found = index.candidates(text)
+            assert value in found, (value, form)
+            most = max(most, len(found))
+    assert most <= 10
