@@ -31,7 +31,10 @@ from memlife.targets import http
 
 # Mem0 keeps a Qdrant store of its own under MEM0_DIR (~/.mem0 unless set), read when the
 # package is imported, and local Qdrant admits one process: each test process gets its own.
-os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="memlife-tests-mem0-"))
+# Set, not defaulted: xdist's workers inherit the controller's environment, and with its
+# value two workers' Mem0 servers starting at once met on one lock ("Storage folder …
+# migrations_qdrant is already accessed by another instance of Qdrant client").
+os.environ["MEM0_DIR"] = tempfile.mkdtemp(prefix="memlife-tests-mem0-")
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
