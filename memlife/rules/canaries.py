@@ -6,13 +6,18 @@ address a street name and a number), so the space per kind runs from ~10^5 to ~1
 value is practically unique to its run: a needle search for it is unambiguous, and finding
 it under another tenant cannot be a coincidence. Within one run every value is distinct and
 no value contains another (after normalization), so substring scoring stays exact.
+
+A language is data: its word lists (LANGUAGES) and, per value kind, the order its parts are
+drawn in and how the value reads (RECIPES); one generator (`generate`) serves them all. The
+order of the draws fixes a seed's values (tests/rules/test_canaries_timeline.py pins some).
 """
 
 from __future__ import annotations
 
 import random
 from array import array
-from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from memlife.rules.scoring import normalize
 
@@ -52,36 +57,6 @@ SAINTS = (
 ).split("|")
 
 
-def _employer(rng: random.Random) -> str:
-    first, second = rng.sample(SURNAMES, 2)
-    return f"{rng.choice(TRADES)} {first} {second}"
-
-
-def _address(rng: random.Random) -> str:
-    return f"{rng.choice(STREET_KINDS)} {rng.choice(SURNAMES)} {rng.randint(100, 9999)}"
-
-
-def _person(rng: random.Random) -> str:
-    first, second = rng.sample(SURNAMES, 2)
-    return f"{rng.choice(GIVEN_NAMES)} {first} {second}"
-
-
-def _pet(rng: random.Random) -> str:
-    return f"{rng.choice(PET_NAMES)} {rng.choice(SURNAMES)} {rng.choice(SURNAMES)}"
-
-
-def _school(rng: random.Random) -> str:
-    return f"Colegio {rng.choice(SAINTS)} {rng.choice(SURNAMES)} {rng.randint(2, 99)}"
-
-
-GENERATORS: dict[str, Callable[[random.Random], str]] = {
-    "employer": _employer,
-    "address": _address,
-    "person": _person,
-    "pet": _pet,
-    "school": _school,
-}
-
 # English-looking values, built the same way from uncommon English names and words.
 SURNAMES_EN = (
     "Ashdown Blackwood Carrington Davenport Ellsworth Fairbanks Greenhalgh Hargreaves Ingleby "
@@ -117,35 +92,86 @@ SAINTS_EN = (
 ).split("|")
 
 
-def _employer_en(rng: random.Random) -> str:
-    first, second = rng.sample(SURNAMES_EN, 2)
-    return f"{first} {second} {rng.choice(TRADES_EN)}"
+@dataclass(frozen=True)
+class Words:
+    """One language's word lists, each value kind draws from."""
+
+    surnames: tuple[str, ...]
+    given_names: tuple[str, ...]
+    trades: tuple[str, ...]
+    street_kinds: tuple[str, ...]
+    pet_names: tuple[str, ...]
+    saints: tuple[str, ...]
 
 
-def _address_en(rng: random.Random) -> str:
-    return f"{rng.randint(100, 9999)} {rng.choice(SURNAMES_EN)} {rng.choice(STREET_KINDS_EN)}"
-
-
-def _person_en(rng: random.Random) -> str:
-    first, second = rng.sample(SURNAMES_EN, 2)
-    return f"{rng.choice(GIVEN_NAMES_EN)} {first} {second}"
-
-
-def _pet_en(rng: random.Random) -> str:
-    return f"{rng.choice(PET_NAMES_EN)} {rng.choice(SURNAMES_EN)} {rng.choice(SURNAMES_EN)}"
-
-
-def _school_en(rng: random.Random) -> str:
-    return f"{rng.choice(SAINTS_EN)} {rng.choice(SURNAMES_EN)} School {rng.randint(2, 99)}"
-
-
-# Generators per language of the generated tenants (`generate.language`, else the
-# scenario's): Spanish unless English is asked for.
-GENERATORS_BY_LANGUAGE: dict[str, dict[str, Callable[[random.Random], str]]] = {
-    "es": GENERATORS,
-    "en": {"employer": _employer_en, "address": _address_en, "person": _person_en,
-           "pet": _pet_en, "school": _school_en},
+# The languages of generated tenants (`generate.language`, else the scenario's): Spanish
+# unless English is asked for.
+LANGUAGES: dict[str, Words] = {
+    "es": Words(tuple(SURNAMES), tuple(GIVEN_NAMES), tuple(TRADES), STREET_KINDS,
+                tuple(PET_NAMES), tuple(SAINTS)),
+    "en": Words(tuple(SURNAMES_EN), tuple(GIVEN_NAMES_EN), tuple(TRADES_EN), STREET_KINDS_EN,
+                tuple(PET_NAMES_EN), tuple(SAINTS_EN)),
 }
+
+
+class Draw(NamedTuple):
+    """One part of a value: its name in the value's template, and how it is drawn: one
+    word of a list, two different words of it, or a number from `low` to `high`."""
+
+    name: str
+    words: str = ""  # a field of Words
+    two: bool = False
+    low: int = 0
+    high: int = 0
+
+
+class Recipe(NamedTuple):
+    """A value kind in one language: its parts in the order they are drawn (the order
+    fixes a seed's values), and how the value reads."""
+
+    draws: tuple[Draw, ...]
+    template: str
+
+
+_NAMES = Draw("names", "surnames", two=True)
+_SURNAME = Draw("surname", "surnames")
+# Per value kind, per language. Each combines several independent draws (module doc).
+RECIPES: dict[str, dict[str, Recipe]] = {
+    "employer": {
+        "es": Recipe((_NAMES, Draw("trade", "trades")), "{trade} {names[0]} {names[1]}"),
+        "en": Recipe((_NAMES, Draw("trade", "trades")), "{names[0]} {names[1]} {trade}")},
+    "address": {
+        "es": Recipe((Draw("kind", "street_kinds"), _SURNAME,
+                      Draw("number", low=100, high=9999)), "{kind} {surname} {number}"),
+        "en": Recipe((Draw("number", low=100, high=9999), _SURNAME,
+                      Draw("kind", "street_kinds")), "{number} {surname} {kind}")},
+    "person": dict.fromkeys(("es", "en"), Recipe(
+        (_NAMES, Draw("given", "given_names")), "{given} {names[0]} {names[1]}")),
+    "pet": dict.fromkeys(("es", "en"), Recipe(
+        (Draw("pet", "pet_names"), Draw("first", "surnames"), Draw("second", "surnames")),
+        "{pet} {first} {second}")),
+    "school": {
+        "es": Recipe((Draw("saint", "saints"), _SURNAME, Draw("number", low=2, high=99)),
+                     "Colegio {saint} {surname} {number}"),
+        "en": Recipe((Draw("saint", "saints"), _SURNAME, Draw("number", low=2, high=99)),
+                     "{saint} {surname} School {number}")},
+}
+KINDS = tuple(RECIPES)
+
+
+def generate(kind: str, language: str, rng: random.Random) -> str:
+    """One value of the kind, drawn from `rng` in the language (Spanish unless known)."""
+    recipe = RECIPES[kind].get(language) or RECIPES[kind]["es"]
+    words = LANGUAGES.get(language) or LANGUAGES["es"]
+    parts: dict[str, object] = {}
+    for draw in recipe.draws:
+        if not draw.words:
+            parts[draw.name] = rng.randint(draw.low, draw.high)
+        elif draw.two:
+            parts[draw.name] = rng.sample(getattr(words, draw.words), 2)
+        else:
+            parts[draw.name] = rng.choice(getattr(words, draw.words))
+    return recipe.template.format(**parts)
 
 
 class CanarySpaceExhausted(ValueError):
@@ -214,9 +240,8 @@ class CanaryPool:
         return any(candidate in self._taken[index] for index in rarest)
 
     def draw(self, kind: str, language: str = "es") -> str:
-        generator = GENERATORS_BY_LANGUAGE.get(language, GENERATORS)[kind]
         for _ in range(10_000):
-            value = generator(self._rng)
+            value = generate(kind, language, self._rng)
             normalized = normalize(value)
             if not self._clashes(normalized):
                 self._take(normalized)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from memlife.errors import InputError
-from memlife.rules.canaries import GENERATORS, SURNAMES, SURNAMES_EN, CanaryPool
+from memlife.rules.canaries import KINDS, SURNAMES, SURNAMES_EN, CanaryPool
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario, parse_scenario
 from memlife.rules.scoring import normalize
@@ -20,13 +20,13 @@ NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
 
 def test_canaries_are_distinct_never_nested_and_reproducible() -> None:
     pool = CanaryPool("seed-1")
-    values = [pool.draw(kind) for kind in GENERATORS for _ in range(300)]
+    values = [pool.draw(kind) for kind in KINDS for _ in range(300)]
     normalized = [normalize(v) for v in values]
     assert len(set(normalized)) == len(normalized)
     for i, first in enumerate(normalized[:200]):
         assert not any(first in other for other in normalized[i + 1:])
     again = CanaryPool("seed-1")
-    assert [again.draw(kind) for kind in GENERATORS for _ in range(300)] == values
+    assert [again.draw(kind) for kind in KINDS for _ in range(300)] == values
     assert CanaryPool("seed-2").draw("employer") != CanaryPool("seed-1").draw("employer")
 
 
@@ -54,7 +54,7 @@ def test_english_tenants_get_english_values_and_spanish_ones_spanish() -> None:
             for word in text.split()} & set(SURNAMES)
     # English values follow the same rules: distinct, never nested, reproducible.
     pool = CanaryPool("seed-en")
-    values = [normalize(pool.draw(kind, "en")) for kind in GENERATORS for _ in range(300)]
+    values = [normalize(pool.draw(kind, "en")) for kind in KINDS for _ in range(300)]
     assert len(set(values)) == len(values)
     assert not any(a in b for i, a in enumerate(values[:200]) for b in values[i + 1:])
 
@@ -146,3 +146,14 @@ def test_the_indexed_clash_test_is_exactly_the_brute_force_one(seed: str) -> Non
             pool._take(candidate)
             taken.append(candidate)
     assert clashes > 100 and len(taken) > 10  # both outcomes were exercised
+
+
+def test_a_seeds_values_stay_what_they_were() -> None:
+    """A seed's values are part of a run's record (`--seed`): generating them another way
+    must draw the same parts in the same order (rules/canaries.py, RECIPES)."""
+    pool = CanaryPool("ref-pool")
+    assert [pool.draw(kind, language) for language in ("es", "en") for kind in KINDS] == [
+        "Muebles Fajardo Guzmán", "travesía Herrero 6031", "Carmen Manrique Rentería",
+        "Greta Heredia Escalante", "Colegio San Millán Valcárcel 9",
+        "Ravenscroft Davenport Bakery", "1605 Davenport Mews", "Cordelia Tolliver Galloway",
+        "Bramble Merriweather Davenport", "Saint Petroc Pemberton School 65"]
