@@ -9,10 +9,10 @@ import statistics
 from typing import Any
 
 from bench import cpus
-from bench.reports import render_lines as report_lines
+from bench.report_tables import render_lines as report_lines
 from bench.runs import NIGHTLY
 from bench.scale_table import scale_lines, verdict
-from bench.scaleout import render_lines as scaleout_lines
+from bench.scaleout_table import render_lines as scaleout_lines
 from memlife.rules.scenario_file import load_scenario
 
 # memlife's target requests/s over the plain runner's on the same requests, at the same

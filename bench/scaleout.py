@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import shlex
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from bench.postgres import PostgresServer, running_postgres
+from bench.render import render
 from bench.runs import (
     REPO,
     children_named,
@@ -181,59 +181,6 @@ async def _results(client: Client, ids: list[str], sizes: list[int],
     return [summaries[workflow_id] for workflow_id in ids]
 
 
-def render_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The section of BENCHMARKS.md: each worker count's rate beside one worker's."""
-    if not rows:
-        return []
-    rows = sorted(rows, key=lambda row: row["workers"])
-    base = rows[0]  # one worker, unless the invocation measured none
-    base_rate = base["pairs"] / base["seconds"]
-    lines = [
-        "## Scaling out: 1, 2 and 3 workers on PostgreSQL", "",
-        f"The nightly at {base['pairs']:,} pairs, in {base['shards']} runs started together "
-        f"(one per shard of pairs, each against a bundled reference-target process of its "
-        f"own), served by N standalone workers (`worker.py`) on one task queue, recording to "
-        f"one PostgreSQL; clock `{base['clock']}`, each worker count with fresh targets, "
-        "database and Temporal server, side by side in one invocation. CPU is the "
-        "processes' own user and system time over the wall time, in cores (the machine "
-        f"has {os.cpu_count()}).", "",
-        f"| workers | wall time | pairs/min | target requests/s | speed-up over "
-        f"{base['workers']} | speed-up ÷ workers | cases passed | failures | inconclusive | "
-        "workflow tasks over 1 s | "
-        "worker peak RSS | CPU: workers | CPU: targets | CPU: Temporal server | CPU: "
-        "PostgreSQL |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        rate = row["pairs"] / row["seconds"]
-        speedup = rate / base_rate
-        cores = {part: value / row["seconds"] for part, value in row["cpu_seconds"].items()}
-        lines.append(
-            f"| {row['workers']} | {row['seconds'] / 60:,.1f} min | {rate * 60:,.0f} | "
-            f"{row['requests'] / row['seconds']:,.0f} | **{speedup:.2f}×** | "
-            f"{speedup / (row['workers'] / base['workers']):.2f} | "
-            f"{row['cases_passed']:,}/{row['cases']:,} | "
-            f"{row['failures']:,} | {row['inconclusive']:,} | "
-            f"{row['workflow_tasks_over_1s']:,} of {row['workflow_tasks']:,} | "
-            f"{max(row['worker_peak_rss_mb']):,.0f} MB | {cores['workers']:.2f} | "
-            f"{cores['targets']:.2f} | {cores['temporal']:.2f} | "
-            f"{'—' if 'postgres' not in cores else format(cores['postgres'], '.2f')} |")
-    def cores(row: dict[str, Any]) -> float:
-        return sum(row["cpu_seconds"].values()) / row["seconds"]
-
-    busiest = max(rows, key=cores)
-    lines += ["", f"With {base['workers']} worker(s) these processes kept {cores(base):.1f} of "
-              f"the machine's {os.cpu_count()} cores busy; at most {cores(busiest):.1f}, with "
-              f"{busiest['workers']}. A worker adds speed only with cores free for it: where "
-              "the first worker and the targets leave little, the speed-up measures the "
-              "machine more than memlife. A machine with more cores, or workers on hosts of "
-              "their own, measures memlife's."]
-    commands = sorted({row["command"] for row in rows})
-    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
-              f"{rows[-1]['measured_at']}).", ""]
-    return lines
-
-
 def _command(argv: list[str]) -> str:
     return f"./scripts/bench scaleout {shlex.join(argv)}".rstrip()
 
@@ -278,8 +225,6 @@ async def main(argv: list[str]) -> int:
         else {"scale": []}
     results["scaleout"] = rows
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    from bench.render import render
-
     Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
     say(f"wrote {args.out} and {results_path}")
     return 0

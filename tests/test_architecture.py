@@ -106,6 +106,7 @@ def _tree(tmp_path: Path) -> Path:
         (package / entry.name).symlink_to(entry)
     (package / "workflows").symlink_to(REPO / "workflows")
     (package / "activities").symlink_to(REPO / "activities")
+    (tree / "bench").symlink_to(REPO / "bench")
     return tree
 
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from bench.report_tables import render_lines
 from bench.reports import (
     RecordedRun,
     _run_facts,
     launch,
     measure,
     recorded_runs,
-    render_lines,
     write_keys,
 )
 from memlife.rules.scenario import Scenario

@@ -16,7 +16,9 @@ def test_both_orders_summarize_the_same_run(db_url: str) -> None:
     held, dropped = measure("index-held", run_id), measure("index-dropped", run_id)
     assert held["cases"] == dropped["cases"] == 0  # started, not yet probed
     for figures in (held, dropped):
-        assert figures["peak_mb"] >= figures["rss_indexed_mb"] > 0
+        # The kernel syncs each thread's RSS counters into VmRSS and VmHWM lazily (up to 64
+        # pages a thread): a peak read later may lag a current read by a fraction of a MB.
+        assert figures["peak_mb"] + 1 >= figures["rss_indexed_mb"] > 0
     assert not any(key[1] == run_id for key in _foreign_cache)  # the second one dropped it
 
 

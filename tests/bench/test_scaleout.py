@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from bench.runs import REPO
-from bench.scaleout import main, render_lines
+from bench.scaleout import main
+from bench.scaleout_table import render_lines
 
 
 def row(workers: int, seconds: float, **extra: Any) -> dict[str, Any]:
