@@ -27,7 +27,11 @@ STATE = REPO / ".memlife" / "letta"  # where `memlife target serve letta` keeps 
 
 # One Letta server per run of this module: its data directory (.memlife/letta) holds one
 # PostgreSQL, so the module's tests share a worker.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("letta-server")]
+# The first test's setup installs the Letta server on a fresh machine (150 to 250 s with
+# the suite's other workers sharing the cores), and pytest-timeout counts a test's fixtures
+# in its time: 300 s was passed in a fresh clone.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("letta-server"),
+              pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
