@@ -20,9 +20,7 @@ from memlife.rules.invariance import (
     twin_links,
     twin_verdict,
 )
-from memlife.rules.verdicts import CaseVerdict, Outcome
-
-_WORST: dict[str, int] = {"pass": 0, "inconclusive": 1, "fail": 2}
+from memlife.rules.verdicts import CaseVerdict, worst_outcomes
 
 
 def record_twin_verdicts(run_id: str) -> int:
@@ -47,14 +45,14 @@ def record_twin_verdicts(run_id: str) -> int:
     examples: list[tuple[TwinAnswer, TwinAnswer]] = []
     for original, twin in links:
         differing = compared = 0
-        for (pair, step, case), answer in sorted(answers.items()):
-            other = answers.get((twin, step, case))
-            if pair != original or other is None:
+        for answer in sorted(by_pair.get(original, []), key=lambda a: (a.step, a.case_id)):
+            other = answers.get((twin, answer.step, answer.case_id))
+            if other is None:
                 continue
             verdict = twin_verdict(answer, other)
             if verdict is None:
                 continue
-            verdicts.append((original, step, answer.stage, verdict))
+            verdicts.append((original, answer.step, answer.stage, verdict))
             if verdict.outcome != "inconclusive":
                 compared += 1
                 differing += verdict.outcome == "fail"
@@ -111,13 +109,9 @@ def _answers(run_id: str, pairs: list[int]) -> tuple[
             key = (row.pair_index, row.step_index, row.case_id)
             if key not in replies:
                 continue  # a store's verdict, or an N1 verdict already written
-            checks: dict[str, Outcome] = {}
-            for check in json.loads(row.checks_json):
-                name, outcome = check["invariant"], check["outcome"]
-                if _WORST[outcome] >= _WORST[checks.get(name, "pass")]:
-                    checks[name] = outcome
             answers[key] = TwinAnswer(step=row.step_index, stage=row.stage,
                                       case_id=row.case_id, domain=row.domain,
-                                      alias=row.tenant_alias, checks=checks,
+                                      alias=row.tenant_alias,
+                                      checks=worst_outcomes(json.loads(row.checks_json)),
                                       reply=replies[key][0], question=replies[key][1])
     return answers, changes

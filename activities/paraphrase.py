@@ -22,11 +22,9 @@ from memlife.log import get_logger
 from memlife.rules.adjudication import ReviewItem, ticket_for
 from memlife.rules.paraphrase import Statement, close_statements
 from memlife.rules.scoring import normalize
+from memlife.rules.verdicts import COPY_CHECKS, Outcome, worst_outcomes
 
 log = get_logger("memlife.activities.paraphrase")
-# A copied value on either check is the answer's finding already: such answers are not
-# looked at again.
-_COPIED = ("I2", "I3", "S1")
 
 
 class _Answer(NamedTuple):
@@ -75,14 +73,11 @@ def _load(run_id: str) -> tuple[list[_Answer], dict[tuple[int, str], list[Statem
                 run_values.pair_index, run_values.role, run_values.domain,
                 run_values.text).where(run_values.run_id == run_id)):
             values.setdefault((pair, role, domain), []).append(text)
-        checks: dict[tuple[int, int, str], tuple[str, dict[str, str]]] = {}
-        for row in db.exec(select(verdicts).where(verdicts.run_id == run_id,
-                                                  verdicts.store == "response")):
-            outcomes: dict[str, str] = {}
-            for check in json.loads(row.checks_json):
-                if outcomes.get(check["invariant"]) != "fail":
-                    outcomes[check["invariant"]] = check["outcome"]
-            checks[(row.pair_index, row.step_index, row.case_id)] = (row.stage, outcomes)
+        checks: dict[tuple[int, int, str], tuple[str, dict[str, Outcome]]] = {
+            (row.pair_index, row.step_index, row.case_id): (
+                row.stage, worst_outcomes(json.loads(row.checks_json)))
+            for row in db.exec(select(verdicts).where(verdicts.run_id == run_id,
+                                                      verdicts.store == "response"))}
         for row in db.exec(select(observations).where(
                 observations.run_id == run_id,
                 observations.kind.in_(("write", "update", "probe")),  # type: ignore[attr-defined]
@@ -96,7 +91,7 @@ def _load(run_id: str) -> tuple[list[_Answer], dict[tuple[int, str], list[Statem
                 continue
             judged = checks.get((row.pair_index, row.step_index, row.case_id or ""))
             if not row.reply or judged is None or any(
-                    judged[1].get(name) != "pass" for name in _COPIED if name in judged[1]):
+                    judged[1].get(name, "pass") != "pass" for name in COPY_CHECKS):
                 continue
             answers.append(_Answer(
                 row.pair_index, row.step_index, judged[0], row.case_id or "", row.role,
@@ -113,16 +108,19 @@ def _candidates(run_id: str, answers: list[_Answer],
     texts = [a.reply for a in answers] + [s.text for group in statements.values()
                                           for s in group]
     vectors = dict(zip(texts, shared().embed(texts), strict=True))
+    # Every value of each tenant, for the words a candidate must not share with its own.
+    owned: dict[tuple[int, str], list[str]] = {}
+    for (pair, role, _), texts in values.items():
+        owned.setdefault((pair, role), []).extend(texts)
     items = []
     for answer in answers:
         partner_role = "b" if answer.role == "a" else "a"
         own = [(s, vectors[s.text]) for s in statements.get((answer.pair, answer.role), [])]
         partner = [(s, vectors[s.text])
                    for s in statements.get((answer.pair, partner_role), [])]
-        mine_all = [v for (pair, role, _), texts in values.items()
-                    if pair == answer.pair and role == answer.role for v in texts]
         close = list(dict.fromkeys(s.value for s in close_statements(
-            vectors[answer.reply], answer.reply, own, partner, mine_all)))
+            vectors[answer.reply], answer.reply, own, partner,
+            owned.get((answer.pair, answer.role), []))))
         if not close:
             continue
         ticket = ticket_for(f"{run_id}/{answer.pair}/{answer.step}/{answer.case_id}/paraphrase")

@@ -24,11 +24,10 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from memlife.rules.statistics import RateEstimate, bootstrap_rate
-from memlife.rules.verdicts import CaseVerdict, Check, Finding, Outcome
+from memlife.rules.verdicts import COPY_CHECKS, CaseVerdict, Check, Finding, Outcome
 
 # The checks of a tenant's own facts, whose outcomes twins must share.
 COMPARED = ("recall", "abstain", "U1", "I4", "D2", "S2")
-LEAKS = ("I2", "I3", "S1")
 EXCERPT = 200
 
 
@@ -49,13 +48,12 @@ class TwinAnswer(NamedTuple):
         return tuple((name, self.checks[name]) for name in COMPARED if name in self.checks)
 
     def copied(self) -> bool:
-        return any(self.checks.get(name) == "fail" for name in LEAKS)
+        return any(self.checks.get(name) == "fail" for name in COPY_CHECKS)
 
 
 def twin_verdict(original: TwinAnswer, twin: TwinAnswer) -> CaseVerdict | None:
     """N1 for one question both were asked (None: not comparable, a leak on either side)."""
-    if any(original.checks.get(name) == "fail" or twin.checks.get(name) == "fail"
-           for name in LEAKS):
+    if original.copied() or twin.copied():
         return None
     compared = [name for name in COMPARED if name in original.checks or name in twin.checks]
     if not compared:

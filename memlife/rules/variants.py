@@ -104,8 +104,8 @@ def canonical(normalized: str) -> str:
 def forms(value: str) -> tuple[Form, ...]:
     """The value's forms in canonical text: the value itself reformatted (punctuation,
     abbreviations, number marks, digit grouping, its legal form dropped), then what a
-    model restructures (a name's order, a street's kind left out, a phone's or a date's
-    other notations), each distinctive enough to name the value alone."""
+    model restructures (a name's order or initial, a phone's or a date's other
+    notations), each distinctive enough to name the value alone."""
     core = canonical(normalize(value)).split()
     if not core:
         return ()
@@ -191,10 +191,8 @@ def _restructured(core: list[str]) -> Iterator[tuple[str, str]]:
 
 
 T = TypeVar("T")
-# How many words apart a form's two keyed words may stand (a form has at most six).
+# How many words of a text a form's key may span (a form has at most six).
 _KEY_SPAN = 6
-
-
 _KEY_MASK = (1 << 63) - 1
 _BITS = 1 << 24
 
@@ -316,10 +314,12 @@ def rescore(reply: str, expectation: Expectation, score: CaseScore
     if not (score.missing or score.any_of_missing or unfound):
         return score, {}
     text = normalize(reply)
-    plain = FormMatcher(text)
-    missing = tuple(value for value in score.missing if plain.find(value) is None)
-    any_of_missing = score.any_of_missing and not any(
-        plain.find(value) for value in expectation.any_of)
+    missing, any_of_missing = score.missing, score.any_of_missing
+    if missing or any_of_missing:  # most replies miss nothing: no second matcher for them
+        plain = FormMatcher(text)
+        missing = tuple(value for value in missing if plain.find(value) is None)
+        any_of_missing = any_of_missing and not any(
+            plain.find(value) for value in expectation.any_of)
     masked = FormMatcher(text, explained=score.leaked,
                          own=(*expectation.required, *expectation.any_of))
     found = {value: form for value in unfound if (form := masked.find(value)) is not None}

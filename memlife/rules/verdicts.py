@@ -3,8 +3,9 @@ required and what is forbidden), and the verdicts with their checks and findings
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import Field
 
@@ -25,6 +26,9 @@ RESIDUE_REASONS: tuple[Reason, ...] = ("residue", "resurrected")
 # halves of the decision rule (docs/design.md), kept apart from leakage.
 INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "I4-physical", "U1", "D2", "S1", "S2",
               "N1", "L")
+# The checks that find a value copied where it must not be (an answer, a retrieval context,
+# a space): an answer that failed one is that finding's, whatever else differs in it.
+COPY_CHECKS = ("I2", "I3", "S1")
 # I4's physical level: erased values' bytes still in a store's files (files probes).
 PHYSICAL = "I4-physical"
 RESPONSE = "response"
@@ -125,3 +129,17 @@ class InspectSummary(Frozen):
     present: dict[str, list[str]] = Field(default_factory=dict)  # current values, by store
     clean: list[str] = Field(default_factory=list)  # stores with no residue (deleted tenant)
     expiring: list[str] = Field(default_factory=list)  # stores whose entries expire
+
+
+_SEVERITY: dict[str, int] = {"pass": 0, "inconclusive": 1, "fail": 2}
+
+
+def worst_outcomes(checks: Iterable[dict[str, str]]) -> dict[str, Outcome]:
+    """A case's checks as recorded (`{"invariant", "outcome"}` each), one outcome per
+    check, the worst where a check was made twice (a store's and the context's I2)."""
+    worst: dict[str, Outcome] = {}
+    for check in checks:
+        name, outcome = check["invariant"], cast(Outcome, check["outcome"])
+        if _SEVERITY[outcome] >= _SEVERITY[worst.get(name, "pass")]:
+            worst[name] = outcome
+    return worst
