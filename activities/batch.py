@@ -75,7 +75,7 @@ async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
     return await inspect(request)  # staged with the batch's others (target_batch)
 
 
-@activity.defn(name=contracts.TARGET_BATCH)
+@activity.defn(name=contracts.TARGET_BATCH.name)
 async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
     """Many target calls of one kind at once: each request retried in place, each item's
     error returned as data. Finished items (and a conversation's answered messages) are

@@ -40,7 +40,7 @@ class _Answer(NamedTuple):
     kind: str
 
 
-@activity.defn(name=contracts.QUEUE_PARAPHRASES)
+@activity.defn(name=contracts.QUEUE_PARAPHRASES.name)
 async def queue_paraphrases(run_id: str, queue: str) -> int:
     """Queue the run's paraphrase candidates for review; how many were queued."""
     try:

@@ -32,7 +32,7 @@ from memlife.rules.tracing import trace_ids
 
 log = get_logger("memlife.activities.record")
 
-@activity.defn(name=contracts.RECORD_RUN_STARTED)
+@activity.defn(name=contracts.RECORD_RUN_STARTED.name)
 def record_run_started(run: RunInput) -> None:
     meta = run.meta.model_dump(mode="json")
     meta["latency_budget_ms"] = run.scenario.latency_budget.total_seconds() * 1000
@@ -50,7 +50,7 @@ def record_run_started(run: RunInput) -> None:
     _write_chunked(recorder.RunValueRow, _value_rows(run.run_id, run.scenario.pairs, 0), 2000)
 
 
-@activity.defn(name=contracts.MATERIALIZE_PAIRS)
+@activity.defn(name=contracts.MATERIALIZE_PAIRS.name)
 def materialize_pairs(run_id: str, scenario: Scenario, seed: str,
                       target: Target | None = None) -> int:
     """Materialize the run's pairs from its seed into the recorder (pairs and values);
@@ -95,7 +95,7 @@ def _write_chunked(model: type[Any], rows: Iterable[dict[str, Any]],
         recorder.merge_values({model: chunk})
 
 
-@activity.defn(name=contracts.LOAD_PAIRS)
+@activity.defn(name=contracts.LOAD_PAIRS.name)
 def load_pairs(run_id: str, first: int, count: int) -> list[Pair]:
     with recorder.session() as db:
         rows = db.exec(select(recorder.RunPairRow).where(
@@ -110,7 +110,7 @@ def load_pairs(run_id: str, first: int, count: int) -> list[Pair]:
     return pairs
 
 
-@activity.defn(name=contracts.LOAD_COHORT)
+@activity.defn(name=contracts.LOAD_COHORT.name)
 def load_cohort(run_id: str, first: int, count: int) -> CohortSetup:
     """A cohort's scenario, target and pairs, as the suite recorded them."""
     with recorder.session() as db:
@@ -131,7 +131,7 @@ def _value_rows(run_id: str, pairs: list[Pair], first: int) -> Iterator[dict[str
                "text": v.text}
 
 
-@activity.defn(name=contracts.RECORD_TENANTS)
+@activity.defn(name=contracts.RECORD_TENANTS.name)
 def record_tenants(run_id: str, pair_index: int, tenants: list[TenantIdentity]) -> None:
     record_tenant_sets(run_id, [pair_index], [tenants])
 
@@ -177,7 +177,7 @@ def whole_steps(steps: list[StepRecord]) -> list[StepRecord]:
     return whole
 
 
-@activity.defn(name=contracts.RECORD_STEP)
+@activity.defn(name=contracts.RECORD_STEP.name)
 def record_step(step: StepRecord) -> StepOutcome:
     """Judge the step's probe cases and store reads, then write everything."""
     [step] = whole_steps([step])
@@ -187,7 +187,7 @@ def record_step(step: StepRecord) -> StepOutcome:
     return outcome
 
 
-@activity.defn(name=contracts.RECORD_STEPS)
+@activity.defn(name=contracts.RECORD_STEPS.name)
 def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
     """A cohort's step, every pair's share judged and written in one transaction."""
     rows: dict[type[Any], list[dict[str, Any]]] = {}
@@ -204,7 +204,7 @@ def record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
     return outcomes
 
 
-@activity.defn(name=contracts.RECORD_TENANT_SETS)
+@activity.defn(name=contracts.RECORD_TENANT_SETS.name)
 def record_tenant_sets(run_id: str, pair_indexes: list[int],
                        tenant_sets: list[list[TenantIdentity]]) -> None:
     """record_tenants for many pairs at once."""
@@ -270,7 +270,7 @@ def _step_rows(step: StepRecord) -> tuple[dict[type[Any], list[dict[str, Any]]],
     return rows, outcome
 
 
-@activity.defn(name=contracts.FINISH_RUN)
+@activity.defn(name=contracts.FINISH_RUN.name)
 def finish_run(run_id: str, failed_pairs: list[int],
                cancelled_pairs: list[int] | None = None) -> RunSummary:
     """Close the run and compute its summary from what was recorded. A run with a failed
@@ -316,7 +316,7 @@ def finish_run(run_id: str, failed_pairs: list[int],
     )
 
 
-@activity.defn(name=contracts.PREPARE_SCHEDULED_RUN)
+@activity.defn(name=contracts.PREPARE_SCHEDULED_RUN.name)
 def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
     """A scheduled run gets its own id, canary seed and fresh tenants each time it starts:
     values no other run used against its target (recorder/claims.py)."""
@@ -330,7 +330,7 @@ def prepare_scheduled_run(run: RunInput, run_id: str) -> RunInput:
     return run.model_copy(update={"run_id": run_id, "scenario": scenario, "meta": meta})
 
 
-@activity.defn(name=contracts.RECORD_RECEIPT)
+@activity.defn(name=contracts.RECORD_RECEIPT.name)
 def record_receipt(receipt: ErasureReceipt) -> None:
     """Keep the receipt in the recorder (idempotent: one row per check)."""
     recorder.merge_all([recorder.ErasureReceiptRow(

@@ -15,7 +15,7 @@ from memlife.rules.adjudication import Adjudication, ReviewItem
 log = get_logger("memlife.activities.review")
 
 
-@activity.defn(name=contracts.QUEUE_FOR_REVIEW)
+@activity.defn(name=contracts.QUEUE_FOR_REVIEW.name)
 async def queue_for_review(queue: str, items: list[ReviewItem]) -> int:
     """Signal-with-start the queue's AdjudicationWorkflow with the items."""
     return await enqueue(queue, items)
@@ -32,7 +32,7 @@ async def enqueue(queue: str, items: list[ReviewItem]) -> int:
     return len(items)
 
 
-@activity.defn(name=contracts.RECORD_ADJUDICATIONS)
+@activity.defn(name=contracts.RECORD_ADJUDICATIONS.name)
 def record_adjudications(batch: list[Adjudication]) -> None:
     rows: list = [
         recorder.AdjudicationRow(

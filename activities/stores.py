@@ -182,7 +182,7 @@ async def _files_read(probe: FilesProbe, key: str,
     return await asyncio.to_thread(scan)
 
 
-@activity.defn(name=contracts.INSPECT_STORES)
+@activity.defn(name=contracts.INSPECT_STORES.name)
 async def inspect_stores(request: InspectRequest) -> list[StoreRead]:
     """Read every probed store by tenant scope (each identity) and by needle (each value),
     with bounded concurrency. A read that fails is returned as an error, never as empty."""

@@ -47,7 +47,7 @@ from memlife.targets.http import MissingSecret, TargetError
 from memlife.targets.sequence import SequenceResult, run_sequence
 
 
-@activity.defn(name=contracts.REGISTER_TENANT)
+@activity.defn(name=contracts.REGISTER_TENANT.name)
 async def register_tenant(request: RegisterRequest) -> RegisterResult:
     try:
         return await register(request, send_once)
@@ -127,7 +127,7 @@ def _is_false(value: Any) -> bool:
     return value is False or (isinstance(value, str) and value.strip().lower() == "false")
 
 
-@activity.defn(name=contracts.CONVERSE)
+@activity.defn(name=contracts.CONVERSE.name)
 async def converse(request: ConverseRequest) -> list[Reply]:
     """Send a tenant's messages in order; return one Reply per message."""
     info = activity.info()
@@ -234,7 +234,7 @@ async def _send_named(request: DeleteRequest | ForgetRequest | MaintainRequest |
     return result, wall_time
 
 
-@activity.defn(name=contracts.DELETE_TENANT)
+@activity.defn(name=contracts.DELETE_TENANT.name)
 async def delete_tenant(request: DeleteRequest) -> DeletionState:
     return await as_activity(delete(request, send_once))
 
@@ -249,7 +249,7 @@ async def delete(request: DeleteRequest, send: Send) -> DeletionState:
     return _deletion_state(operation, result, wall_time, silent_is_done)
 
 
-@activity.defn(name=contracts.DELETION_STATUS)
+@activity.defn(name=contracts.DELETION_STATUS.name)
 async def deletion_status(request: DeleteRequest) -> DeletionState:
     return await as_activity(read_deletion_status(request, send_once))
 
@@ -272,7 +272,7 @@ def _refused_erasure(result: SequenceResult, wall_time: datetime) -> DeletionSta
                          wall_time=wall_time, traceparent=result.response.traceparent)
 
 
-@activity.defn(name=contracts.FORGET_FACT)
+@activity.defn(name=contracts.FORGET_FACT.name)
 async def forget_fact(request: ForgetRequest) -> DeletionState:
     """Erase one fact through the target's `forget` operation (a 2xx means done)."""
     return await as_activity(forget(request, send_once))
@@ -292,7 +292,7 @@ async def forget(request: ForgetRequest, send: Send) -> DeletionState:
                          wall_time=wall_time, traceparent=result.response.traceparent)
 
 
-@activity.defn(name=contracts.MAINTAIN_TARGET)
+@activity.defn(name=contracts.MAINTAIN_TARGET.name)
 async def maintain_target(request: MaintainRequest) -> MaintenanceResult:
     """Trigger one of the target's `maintain` operations (a 2xx means it ran)."""
     return await as_activity(maintain(request, send_once))
@@ -308,7 +308,7 @@ async def maintain(request: MaintainRequest, send: Send) -> MaintenanceResult:
                              wall_time=wall_time, traceparent=response.traceparent)
 
 
-@activity.defn(name=contracts.SPACE_OPERATION)
+@activity.defn(name=contracts.SPACE_OPERATION.name)
 async def space_operation(request: SpaceRequest) -> SpaceResult:
     """Create, join, leave or delete a shared space through the target file's operation."""
     return await as_activity(change_space(request, send_once))

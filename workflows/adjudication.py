@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         blind,
         decision_problems,
     )
+    from memlife.workflows.calls import execute
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
 
@@ -96,7 +97,7 @@ class AdjudicationWorkflow:
                 lambda: bool(self._to_record) or workflow.info().is_continue_as_new_suggested())
             if self._to_record:
                 batch, self._to_record = self._to_record, []
-                await workflow.execute_activity(
+                await execute(
                     contracts.RECORD_ADJUDICATIONS, batch, start_to_close_timeout=RECORD_TIMEOUT,
                     retry_policy=RECORD_RETRY, summary=f"record {len(batch)} decision(s)")
             if workflow.info().is_continue_as_new_suggested():

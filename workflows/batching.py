@@ -19,21 +19,23 @@ with workflow.unsafe.imports_passed_through():
 
     import memlife.contracts as contracts
     from memlife.contracts import (
+        Activity,
+        BatchKind,
         BatchOutcome,
         CohortInput,
-        RegisterResult,
         StepOutcome,
+        StepRecord,
         TargetBatch,
     )
-    from memlife.rules.evidence import (
-        DeletionState,
-        MaintenanceResult,
-        Reply,
-        SpaceResult,
-        StoreRead,
-    )
     from memlife.rules.target import Target
-    from memlife.workflows.calls import BatchItemError, failure_text
+    from memlife.workflows.calls import (
+        BatchItemError,
+        In,
+        Out,
+        execute,
+        execute_local,
+        failure_text,
+    )
     from memlife.workflows.options import (
         HEARTBEAT_TIMEOUT,
         RECORD_RETRY,
@@ -42,18 +44,16 @@ with workflow.unsafe.imports_passed_through():
         batch_timeout,
     )
 
-# Which batch kind each single-call activity joins, and how its result is read back.
-_TARGET_KINDS: dict[str, tuple[str, TypeAdapter[Any]]] = {
-    contracts.REGISTER_TENANT: ("register", TypeAdapter(RegisterResult)),
-    contracts.CONVERSE: ("converse", TypeAdapter(list[Reply])),
-    contracts.DELETE_TENANT: ("delete", TypeAdapter(DeletionState)),
-    contracts.DELETION_STATUS: ("deletion-status", TypeAdapter(DeletionState)),
-    contracts.FORGET_FACT: ("forget", TypeAdapter(DeletionState)),
-    contracts.MAINTAIN_TARGET: ("maintain", TypeAdapter(MaintenanceResult)),
-    contracts.SPACE_OPERATION: ("space", TypeAdapter(SpaceResult)),
-    contracts.INSPECT_STORES: ("inspect", TypeAdapter(list[StoreRead])),
-}
-_BATCHED = {*_TARGET_KINDS, contracts.RECORD_STEP, contracts.RECORD_TENANTS}
+_KINDS: tuple[tuple[Activity[Any, Any], BatchKind], ...] = (
+    (contracts.REGISTER_TENANT, "register"), (contracts.CONVERSE, "converse"),
+    (contracts.DELETE_TENANT, "delete"), (contracts.DELETION_STATUS, "deletion-status"),
+    (contracts.FORGET_FACT, "forget"), (contracts.MAINTAIN_TARGET, "maintain"),
+    (contracts.SPACE_OPERATION, "space"), (contracts.INSPECT_STORES, "inspect"))
+# Which batch kind each single-call activity joins, and how its result is read back (as
+# its binding says, memlife/contracts.py).
+_TARGET_KINDS: dict[str, tuple[BatchKind, TypeAdapter[Any]]] = {
+    activity.name: (kind, TypeAdapter(activity.result_type)) for activity, kind in _KINDS}
+_BATCHED = {*_TARGET_KINDS, contracts.RECORD_STEP.name, contracts.RECORD_TENANTS.name}
 
 
 @dataclass
@@ -123,13 +123,28 @@ class Batcher:
         self._queue.append(call)
         return await call.future
 
-    # The lifecycle's Calls (calls.py), with the cohort's shared timers for its waits.
-    async def activity(self, name: str, arg: Any, result_type: Any, **options: Any) -> Any:
-        return await self.call(name, arg)
+    # The lifecycle's Calls (calls.py), with the cohort's shared timers for its waits. The
+    # future holds what the binding's result type reads (_read_outcome, _record_steps).
+    async def activity(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+        result: Out = await self.call(activity.name, arg)
+        return result
 
-    async def local_activity(self, name: str, args: list[Any], result_type: Any,
-                             **options: Any) -> Any:
-        return await self.call(name, args)
+    async def local_activity(self, activity: Activity[In, Out], arg: In,
+                             **options: Any) -> Out:
+        result: Out = await self.call(activity.name, arg)
+        return result
+
+    async def direct(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+        return await execute(activity, arg, **options)
+
+    def now(self) -> datetime:
+        return workflow.now()
+
+    def patched(self, patch_id: str) -> bool:
+        return workflow.patched(patch_id)
+
+    def log(self, level: int, message: str, *args: object) -> None:
+        workflow.logger.log(level, message, *args)
 
     async def sleep(self, real: timedelta, summary: str) -> timedelta | None:
         return await self.timers.sleep(real, summary)
@@ -151,8 +166,8 @@ class Batcher:
         try:
             if activity in _TARGET_KINDS:
                 results = await self._target_batch(activity, calls)
-            elif activity == contracts.RECORD_STEP:
-                results = await self._record_steps([call.payload[0] for call in calls])
+            elif activity == contracts.RECORD_STEP.name:
+                results = await self._record_steps([call.payload for call in calls])
             else:
                 await self._record_tenants(calls)
                 results = [None] * len(calls)
@@ -176,24 +191,22 @@ class Batcher:
         while the recorder was busy with other cohorts' steps: the one task of 1,000 pairs
         the SDK logged over 5 s (TMPRL1104, 5.5 s) was this one. Runs recorded before keep
         their local activity."""
-        execute = (workflow.execute_activity if workflow.patched("record-tenants-activity")
-                   else workflow.execute_local_activity)
-        await execute(
+        run = execute if workflow.patched("record-tenants-activity") else execute_local
+        await run(
             contracts.RECORD_TENANT_SETS,
-            args=[self._cohort.run_id, [call.payload[1] for call in calls],
-                  [call.payload[2] for call in calls]],
+            (self._cohort.run_id, [call.payload[1] for call in calls],
+             [call.payload[2] for call in calls]),
             start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
             summary=f"record tenants of {len(calls)} pair(s)")
 
-    async def _record_steps(self, steps: list[Any]) -> list[StepOutcome]:
+    async def _record_steps(self, steps: list[StepRecord]) -> list[StepOutcome]:
         """Judge and write every pair's step. An activity of its own: a local activity
         holds the workflow task open while it runs, and with many cohorts writing at once
         those tasks took seconds (measured: bench/task_latency.py; the server retries a
         task at 10 s). Runs recorded before keep their local activity."""
-        execute = (workflow.execute_activity if workflow.patched("record-steps-activity")
-                   else workflow.execute_local_activity)
-        return await execute(
-            contracts.RECORD_STEPS, steps, result_type=list[StepOutcome],
+        run = execute if workflow.patched("record-steps-activity") else execute_local
+        return await run(
+            contracts.RECORD_STEPS, steps,
             start_to_close_timeout=RECORD_TIMEOUT * 2, retry_policy=RECORD_RETRY,
             summary=f"record {len(steps)} pair step(s)")
 
@@ -201,9 +214,8 @@ class Batcher:
         kind, result_type = _TARGET_KINDS[activity]
         target = self._target
         items = [call.payload.model_dump(mode="json", exclude={"target"}) for call in calls]
-        outcomes: list[BatchOutcome] = await workflow.execute_activity(
+        outcomes = await execute(
             contracts.TARGET_BATCH, TargetBatch(kind=kind, target=target, items=items),
-            result_type=list[BatchOutcome],
             start_to_close_timeout=batch_timeout(target, kind,
                                                  [call.payload for call in calls]),
             heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=RESUMABLE_RETRY,

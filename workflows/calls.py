@@ -3,17 +3,42 @@
 own (DirectCalls, below); a cohort workflow batches its pairs' calls (batching.py). The
 lifecycle code (lifecycle.py, steps.py) is the same either way.
 
-Activities are called by name (memlife/contracts.py): workflow code imports no activity
-code, and through it no network or database library.
+Activities are called through their bindings in memlife/contracts.py (`Activity[In, Out]`):
+workflow code imports no activity code, and through it no network or database library,
+and a call's input and result are typed by the binding (`execute`, below).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from memlife.contracts import Activity
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+async def execute(activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+    """Run a bound activity: its name, its argument list and its result type from the
+    binding (memlife/contracts.py). `options` are execute_activity's (timeouts, retry
+    policy, summary, task queue)."""
+    result: Out = await workflow.execute_activity(
+        activity.name, args=activity.arguments(arg), result_type=activity.result_type,
+        **options)
+    return result
+
+
+async def execute_local(activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+    """`execute`, as a local activity."""
+    result: Out = await workflow.execute_local_activity(
+        activity.name, args=activity.arguments(arg), result_type=activity.result_type,
+        **options)
+    return result
 
 
 class BatchItemError(Exception):
@@ -49,16 +74,29 @@ class Calls(Protocol):
     # next step (lifecycle.py: _judged_in_workflow) rather than before it.
     records_beside: bool
 
-    async def activity(self, name: str, arg: Any, result_type: Any, **options: Any) -> Any:
+    async def activity(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         """A target call (an activity, or an item of a batch)."""
 
-    async def local_activity(self, name: str, args: list[Any], result_type: Any,
-                             **options: Any) -> Any:
+    async def local_activity(self, activity: Activity[In, Out], arg: In,
+                             **options: Any) -> Out:
         """A recording (a local activity, or an item of a batch)."""
+
+    async def direct(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+        """An activity of its own, never batched, on the workflow's task queue (queueing
+        replies for review)."""
 
     async def sleep(self, real: timedelta, summary: str) -> timedelta | None:
         """A durable wait of `real` time: None when it ran its course, else what was left
         of it when an operator ended it (skip_wait)."""
+
+    def now(self) -> datetime:
+        """The workflow's clock (workflow.now())."""
+
+    def patched(self, patch_id: str) -> bool:
+        """Whether this run takes the behaviour behind `patch_id` (workflow.patched)."""
+
+    def log(self, level: int, message: str, *args: object) -> None:
+        """A line in the worker's log (workflow.logger: once, not again on replay)."""
 
 
 class DirectCalls:
@@ -74,14 +112,24 @@ class DirectCalls:
         self.skip_requested = False
         self.target_task_queue: str | None = None  # PairInput.target_task_queue
 
-    async def activity(self, name: str, arg: Any, result_type: Any, **options: Any) -> Any:
-        return await workflow.execute_activity(name, arg, result_type=result_type,
-                                               task_queue=self.target_task_queue, **options)
+    async def activity(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+        return await execute(activity, arg, task_queue=self.target_task_queue, **options)
 
-    async def local_activity(self, name: str, args: list[Any], result_type: Any,
-                             **options: Any) -> Any:
-        return await workflow.execute_local_activity(name, args=args, result_type=result_type,
-                                                     **options)
+    async def local_activity(self, activity: Activity[In, Out], arg: In,
+                             **options: Any) -> Out:
+        return await execute_local(activity, arg, **options)
+
+    async def direct(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+        return await execute(activity, arg, **options)
+
+    def now(self) -> datetime:
+        return workflow.now()
+
+    def patched(self, patch_id: str) -> bool:
+        return workflow.patched(patch_id)
+
+    def log(self, level: int, message: str, *args: object) -> None:
+        workflow.logger.log(level, message, *args)
 
     async def sleep(self, real: timedelta, summary: str) -> timedelta | None:
         wake_at = workflow.now() + real

@@ -12,17 +12,21 @@ neither the run's input nor any history carries ten thousand pairs at once.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     import memlife.contracts as contracts
-    from memlife.contracts import CohortInput, CohortSetup, PairInput, PairResult
+    from memlife.contracts import (
+        CohortInput,
+        PairInput,
+        PairProgress,
+        PairResult,
+        PairVerdicts,
+    )
     from memlife.rules.pairs import pair_tenants
-    from memlife.rules.scenario import Pair
     from memlife.workflows.batching import Batcher, SharedTimers
-    from memlife.workflows.calls import BatchItemError
+    from memlife.workflows.calls import BatchItemError, execute
     from memlife.workflows.lifecycle import LifecycleRunner
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
@@ -35,13 +39,13 @@ class CohortLifecycleWorkflow:
         self._timers = SharedTimers()
 
     @workflow.query
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> dict[str, PairProgress]:
         """Every pair's progress, by pair index."""
         return {str(self._first_pair + i): pair.progress()
                 for i, pair in enumerate(self._pairs)}
 
     @workflow.query
-    def verdicts(self) -> dict[str, Any]:
+    def verdicts(self) -> dict[str, PairVerdicts]:
         return {str(self._first_pair + i): pair.verdicts()
                 for i, pair in enumerate(self._pairs)}
 
@@ -61,18 +65,16 @@ class CohortLifecycleWorkflow:
         self._first_pair = cohort.first_pair
         last = cohort.first_pair + cohort.pair_count - 1
         if cohort.scenario is None or cohort.target is None:  # by reference (contracts.py)
-            setup = await workflow.execute_activity(
-                contracts.LOAD_COHORT, args=[cohort.run_id, cohort.first_pair,
-                                             cohort.pair_count],
-                result_type=CohortSetup, start_to_close_timeout=RECORD_TIMEOUT,
+            setup = await execute(
+                contracts.LOAD_COHORT, (cohort.run_id, cohort.first_pair, cohort.pair_count),
+                start_to_close_timeout=RECORD_TIMEOUT,
                 retry_policy=RECORD_RETRY, summary=f"load pairs {cohort.first_pair}–{last}")
             scenario, target, pairs = setup.scenario, setup.target, setup.pairs
         else:
             scenario, target = cohort.scenario, cohort.target
-            pairs = await workflow.execute_activity(
-                contracts.LOAD_PAIRS, args=[cohort.run_id, cohort.first_pair,
-                                            cohort.pair_count],
-                result_type=list[Pair], start_to_close_timeout=RECORD_TIMEOUT,
+            pairs = await execute(
+                contracts.LOAD_PAIRS, (cohort.run_id, cohort.first_pair, cohort.pair_count),
+                start_to_close_timeout=RECORD_TIMEOUT,
                 retry_policy=RECORD_RETRY, summary=f"load pairs {cohort.first_pair}–{last}")
         batcher = Batcher(cohort, target, self._timers)
         for offset, pair in enumerate(pairs):

@@ -17,11 +17,16 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     import memlife.contracts as contracts
     import memlife.workflows.attributes as attributes
-    from memlife.contracts import ConverseRequest, DeleteRequest, InspectRequest
+    from memlife.contracts import (
+        ConverseRequest,
+        DeleteRequest,
+        DeletionCheckProgress,
+        InspectRequest,
+    )
     from memlife.rules import erasure
     from memlife.rules.erasure import DeletionCheckInput, ErasureReceipt
     from memlife.rules.evidence import DeletionState, Reply, StoreRead
-    from memlife.workflows.calls import failure_text, iso
+    from memlife.workflows.calls import execute, failure_text, iso
     from memlife.workflows.options import (
         HEARTBEAT_TIMEOUT,
         INSPECT_RETRY,
@@ -46,14 +51,14 @@ class DeletionCheckWorkflow:
         self._wake_at: Any = None
 
     @workflow.query
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> DeletionCheckProgress:
         receipt = self._receipt
-        return {
-            "phase": "starting" if receipt is None else receipt.verdict,
-            "rounds": receipt.rounds if receipt else 0,
-            "stores": {s.store: s.status for s in receipt.stores} if receipt else {},
-            "wake_at": iso(self._wake_at) if self._wake_at else None,
-        }
+        if receipt is None:
+            return DeletionCheckProgress(wake_at=iso(self._wake_at) if self._wake_at else None)
+        return DeletionCheckProgress(
+            phase=receipt.verdict, rounds=receipt.rounds,
+            stores={s.store: s.status for s in receipt.stores},
+            wake_at=iso(self._wake_at) if self._wake_at else None)
 
     @workflow.query
     def receipt(self) -> ErasureReceipt | None:
@@ -100,7 +105,7 @@ class DeletionCheckWorkflow:
         self._receipt = receipt
         if workflow.patched("record-erasure-receipt"):
             # Released checks ended without this; their histories replay past it.
-            await workflow.execute_activity(
+            await execute(
                 contracts.RECORD_RECEIPT, receipt, start_to_close_timeout=RECORD_TIMEOUT,
                 retry_policy=RECORD_RETRY, summary="record the erasure receipt")
         if check.search_attributes:
@@ -121,12 +126,11 @@ class DeletionCheckWorkflow:
         target = check.target
         now = self._now()
         try:
-            state = await workflow.execute_activity(
+            state = await execute(
                 contracts.DELETE_TENANT,
                 DeleteRequest(target=target, phone=check.phone or "", user_id=check.user_id,
                               scenario_now=iso(now),
                               run_id=workflow.info().workflow_id),
-                result_type=DeletionState,
                 start_to_close_timeout=target_timeout(target.timeout),
                 retry_policy=TARGET_RETRY, summary=f"request deletion of {check.user_id}")
         except ActivityError as failure:
@@ -157,12 +161,11 @@ class DeletionCheckWorkflow:
         if not probed:
             return []
         try:
-            return await workflow.execute_activity(
+            return await execute(
                 contracts.INSPECT_STORES,
                 InspectRequest(target=target, identities=[check.user_id], needles=check.values,
                                watch=check.values, scenario_now=iso(now),
                                run_id=workflow.info().workflow_id),
-                result_type=list[StoreRead],
                 start_to_close_timeout=inspect_timeout(target, len(check.values) + 1),
                 heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=INSPECT_RETRY,
                 summary=f"read {len(probed)} store(s) for {check.user_id}")
@@ -180,14 +183,13 @@ class DeletionCheckWorkflow:
             return None  # asking through `say` would write to the tenant being checked
         start_to_close, heartbeat = converse_timeouts(target, len(check.questions))
         try:
-            return await workflow.execute_activity(
+            return await execute(
                 contracts.CONVERSE,
                 ConverseRequest(target=target, phone=check.phone, user_id=check.user_id,
                                 messages=check.questions, scenario_now=iso(now),
                                 run_id=workflow.info().workflow_id,
                                 # every message a question: through `ask`, which writes nothing
                                 questions=list(range(len(check.questions)))),
-                result_type=list[Reply],
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,
                 summary=f"ask {len(check.questions)} question(s) as {check.user_id}")
@@ -203,13 +205,12 @@ class DeletionCheckWorkflow:
         if self._deletion is not None and (self._deletion.done or self._deletion.failed):
             return erasure.deletion_outcome(self._deletion, None)
         try:
-            self._deletion = await workflow.execute_activity(
+            self._deletion = await execute(
                 contracts.DELETION_STATUS,
                 DeleteRequest(target=target, phone=check.phone or "", user_id=check.user_id,
                               deletion_id=self._deletion.deletion_id if self._deletion
                               else None, scenario_now=iso(now),
                               run_id=workflow.info().workflow_id),
-                result_type=DeletionState,
                 start_to_close_timeout=target_timeout(target.timeout),
                 retry_policy=TARGET_RETRY, summary=f"deletion status of {check.user_id}")
         except ActivityError as failure:

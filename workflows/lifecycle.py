@@ -8,6 +8,7 @@ a broken target can never make a check pass, and never crashes the lifecycle eit
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,9 +19,16 @@ with workflow.unsafe.imports_passed_through():
     import memlife.contracts as contracts
     import memlife.workflows.spaces as spaces
     import memlife.workflows.steps as steps
-    from memlife.contracts import PairInput, PairResult, StepOutcome, StepRecord
+    from memlife.contracts import (
+        PairInput,
+        PairProgress,
+        PairResult,
+        PairVerdicts,
+        StepOutcome,
+        StepRecord,
+    )
     from memlife.rules.adjudication import review_items
-    from memlife.rules.evidence import DeletionState, Observation, Reply
+    from memlife.rules.evidence import DeletionState, Observation
     from memlife.rules.pairs import TenantIdentity
     from memlife.rules.scenario import (
         AwaitDeletionStep,
@@ -87,20 +95,19 @@ class LifecycleRunner:
 
     # -- what the workflow shows ---------------------------------------------------------
 
-    def progress(self) -> dict[str, Any]:
-        return {
-            "step": self.step_index, "steps": self.steps_total, "kind": self.step_kind,
-            "stage": self.stage, "cases": self.cases, "cases_passed": self.cases_passed,
-            "failures": self.failures, "inconclusive": self.inconclusive,
-            "wake_at": iso(self.wake_at) if self.wake_at else None,
-            "cancelled": self.cancel_reason,
-        }
+    def progress(self) -> PairProgress:
+        return PairProgress(
+            step=self.step_index, steps=self.steps_total, kind=self.step_kind,
+            stage=self.stage, cases=self.cases, cases_passed=self.cases_passed,
+            failures=self.failures, inconclusive=self.inconclusive,
+            wake_at=iso(self.wake_at) if self.wake_at else None,
+            cancelled=self.cancel_reason)
 
-    def verdicts(self) -> dict[str, Any]:
+    def verdicts(self) -> PairVerdicts:
         """Tallies so far and every failed or inconclusive check (the first 200)."""
-        return {"verdict": self.verdict(), "cases": self.cases,
-                "cases_passed": self.cases_passed, "failures": self.failures,
-                "inconclusive": self.inconclusive, "problems": self.problems}
+        return PairVerdicts(verdict=self.verdict(), cases=self.cases,
+                            cases_passed=self.cases_passed, failures=self.failures,
+                            inconclusive=self.inconclusive, problems=self.problems)
 
     def verdict(self) -> str:
         """running, then fail | inconclusive | cancelled | pass."""
@@ -134,7 +141,7 @@ class LifecycleRunner:
         await self._run_step(-1, "register", "", steps.register(self, ("a", "b")))
         for index, step in enumerate(self.input.scenario.timeline):
             if self.cancel_reason:
-                workflow.logger.info("lifecycle cancelled before step %d: %s", index,
+                self.calls.log(logging.INFO, "lifecycle cancelled before step %d: %s", index,
                                      self.cancel_reason)
                 break
             self._raise_failed_recording()
@@ -169,7 +176,7 @@ class LifecycleRunner:
         self.step_index, self.step_kind = index, kind
         self.stage = stage_of(index, label)
         self.observer.step_started(self)
-        started_scenario, started_wall = self.scenario_now(), workflow.now()
+        started_scenario, started_wall = self.scenario_now(), self.calls.now()
         produced = await work
         record = self._step_record(index, kind, label, started_scenario, started_wall,
                                    produced)
@@ -181,7 +188,7 @@ class LifecycleRunner:
         else:
             outcome = await self._record(index, kind, record)
         if self.input.review_queue and produced.cases:
-            await self._queue_for_review(index, produced, outcome)
+            await self._queue_for_review(self.input.review_queue, index, produced, outcome)
         for summary in outcome.inspections:
             role = next(c.role for c in produced.inspections if c.case_id == summary.case_id)
             self.state.absorb_inspection(role, summary)
@@ -198,7 +205,7 @@ class LifecycleRunner:
 
     def scenario_now(self) -> datetime:
         return self.input.clock.scenario_now(self.input.clock_origin,
-                                             workflow.now()) + self.skipped
+                                             self.calls.now()) + self.skipped
 
     async def sleep(self, scenario_duration: timedelta, summary: str) -> None:
         """A durable wait that an operator may end early (skip_wait, cancel). An ended
@@ -207,13 +214,13 @@ class LifecycleRunner:
             return
         clock = self.input.clock
         real = clock.real_wait(scenario_duration)
-        self.wake_at = workflow.now() + real
+        self.wake_at = self.calls.now() + real
         try:
             remaining = await self.calls.sleep(real, summary)
             if remaining is not None:
-                now = workflow.now()
+                now = self.calls.now()
                 self.skipped += clock.scenario_now(now, now + remaining) - now
-                workflow.logger.info("wait skipped by an operator: %s (%s of it left)",
+                self.calls.log(logging.INFO, "wait skipped by an operator: %s (%s of it left)",
                                      summary, remaining)
         finally:
             self.wake_at = None
@@ -235,7 +242,7 @@ class LifecycleRunner:
                                scenario_time=scenario_time, **fields)
 
         if tenant.user_id is None:
-            return [observation(i, status="target-error", wall_time=workflow.now(),
+            return [observation(i, status="target-error", wall_time=self.calls.now(),
                                 error="tenant could not be registered; nothing was sent")
                     for i in range(len(messages))]
         target = self.input.target
@@ -249,14 +256,13 @@ class LifecycleRunner:
                     run_id=self.input.run_id,
                     questions=[i for i, m in enumerate(messages) if m.kind == "probe"],
                     **({} if space is None else self._space_fields(space))),
-                list[Reply],
                 start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,
                 summary=f"{messages[0].kind} {tenant.alias}: {len(messages)} message(s)",
             )
         except CALL_ERRORS as error:
             text = failure_text(error)
-            return [observation(i, status="target-error", error=text, wall_time=workflow.now())
+            return [observation(i, status="target-error", error=text, wall_time=self.calls.now())
                     for i in range(len(messages))]
         return [observation(r.index, reply=r.reply, context=r.context, status=r.status,
                             http_status=r.http_status, error=r.error, latency_ms=r.latency_ms,
@@ -275,7 +281,7 @@ class LifecycleRunner:
         recorder's judge_step has nothing to add), so where the Calls record beside the
         next step (a cohort's Batcher) nothing waits for the recording."""
         return (self.calls.records_beside and not produced.cases
-                and not produced.inspections and workflow.patched("record-beside-next-step"))
+                and not produced.inspections and self.calls.patched("record-beside-next-step"))
 
     def _raise_failed_recording(self) -> None:
         """A recording that failed beside a step fails the lifecycle before the next one,
@@ -292,7 +298,7 @@ class LifecycleRunner:
             run_id=self.input.run_id, pair_index=self.input.pair_index,
             step_index=index, kind=kind, label=label, stage=stage_of(index, label),
             scenario_started=started_scenario, scenario_finished=self.scenario_now(),
-            wall_started=started_wall, wall_finished=workflow.now(),
+            wall_started=started_wall, wall_finished=self.calls.now(),
             observations=work.observations, cases=work.cases,
             inspections=work.inspections, reads=work.reads,
             staged_reads=work.staged_reads,
@@ -300,7 +306,7 @@ class LifecycleRunner:
             verdicts=work.verdicts, latency_budget_ms=budget,
             tenants=list(self.tenants.values()),
         )
-        if record.cases and workflow.patched("forbidden-once-per-step"):
+        if record.cases and self.calls.patched("forbidden-once-per-step"):
             return record.with_forbidden_once()
         return record
 
@@ -308,12 +314,12 @@ class LifecycleRunner:
         # Recording is a short, idempotent database write: a local activity (no server round
         # trip to schedule it) that simply runs again if the workflow task is retried.
         return await self.calls.local_activity(
-            contracts.RECORD_STEP, [record], StepOutcome,
+            contracts.RECORD_STEP, record,
             start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
             summary=f"record step {index} ({kind})",
         )
 
-    async def _queue_for_review(self, index: int, produced: StepWork,
+    async def _queue_for_review(self, queue: str, index: int, produced: StepWork,
                                 outcome: StepOutcome) -> None:
         """Failed answers go to the review queue; queueing trouble never stops a lifecycle."""
         items = review_items(self.input.run_id, self.input.pair_index, index, self.stage,
@@ -321,12 +327,12 @@ class LifecycleRunner:
         if not items:
             return
         try:
-            await workflow.execute_activity(
-                contracts.QUEUE_FOR_REVIEW, args=[self.input.review_queue, items],
-                result_type=int, start_to_close_timeout=RECORD_TIMEOUT,
+            await self.calls.direct(
+                contracts.QUEUE_FOR_REVIEW, (queue, items),
+                start_to_close_timeout=RECORD_TIMEOUT,
                 retry_policy=RECORD_RETRY, summary=f"queue {len(items)} reply(ies) for review")
         except CALL_ERRORS as error:
-            workflow.logger.warning("could not queue replies for review: %s", error)
+            self.calls.log(logging.WARNING, "could not queue replies for review: %s", error)
 
     async def _tally(self, verdicts: list[CaseVerdict]) -> None:
         for verdict in verdicts:

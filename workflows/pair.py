@@ -4,13 +4,11 @@ pair: easy to read pair by pair in the Web UI. The lifecycle itself is lifecycle
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     import memlife.workflows.attributes as attributes
-    from memlife.contracts import PairInput, PairResult
+    from memlife.contracts import PairInput, PairProgress, PairResult, PairVerdicts
     from memlife.workflows.calls import DirectCalls
     from memlife.workflows.lifecycle import LifecycleRunner, Observer
 
@@ -66,19 +64,16 @@ class PairLifecycleWorkflow:
         self._cancel_reason: str | None = None  # until the runner exists
 
     @workflow.query
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> PairProgress:
         if self._runner is None:
-            return {"step": -1, "steps": 0, "kind": "starting", "stage": "", "cases": 0,
-                    "cases_passed": 0, "failures": 0, "inconclusive": 0, "wake_at": None,
-                    "cancelled": self._cancel_reason}
+            return PairProgress(cancelled=self._cancel_reason)
         return self._runner.progress()
 
     @workflow.query
-    def verdicts(self) -> dict[str, Any]:
+    def verdicts(self) -> PairVerdicts:
         """Tallies so far and every failed or inconclusive check (the first 200)."""
         if self._runner is None:
-            return {"verdict": "running", "cases": 0, "cases_passed": 0, "failures": 0,
-                    "inconclusive": 0, "problems": []}
+            return PairVerdicts()
         return self._runner.verdicts()
 
     @workflow.signal

@@ -11,9 +11,9 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     import memlife.contracts as contracts
     from memlife.contracts import PairInput, SpaceRequest
-    from memlife.rules.evidence import Observation, SpaceResult
+    from memlife.rules.evidence import Observation
     from memlife.rules.request_verdicts import unanswered_verdict
-    from memlife.rules.scenario import ProbeStep, Role, SpaceStep, WriteStep
+    from memlife.rules.scenario import ProbeStep, Role, SpaceAction, SpaceStep, WriteStep
     from memlife.rules.state import pick
     from memlife.rules.verdicts import CaseVerdict, ProbeCase
     from memlife.workflows.calls import CALL_ERRORS, failure_text, iso
@@ -37,7 +37,7 @@ async def change(run: Lifecycle, index: int, step: SpaceStep) -> StepWork:
     observations: list[Observation] = []
     verdicts: list[CaseVerdict] = []
 
-    async def one(role: Role, action: str) -> str | None:
+    async def one(role: Role, action: SpaceAction) -> str | None:
         tenant = run.tenants[role]
         seq, scenario_time = run.next_seq(), run.scenario_now()
         try:
@@ -47,14 +47,14 @@ async def change(run: Lifecycle, index: int, step: SpaceStep) -> StepWork:
                              user_id=tenant.user_id or "", space_name=name,
                              space_id=state.space_id or "", scenario_now=iso(scenario_time),
                              run_id=run.input.run_id),
-                SpaceResult, start_to_close_timeout=target_timeout(target.timeout),
+                start_to_close_timeout=target_timeout(target.timeout),
                 retry_policy=TARGET_RETRY, summary=f"{action} space {step.space}")
         except CALL_ERRORS as failure:
             error = failure_text(failure)
             observations.append(Observation(
                 seq=seq, role=role, kind="space", request=f"{action} {step.space}",
                 status="target-error", error=error, scenario_time=scenario_time,
-                wall_time=workflow.now()))
+                wall_time=run.calls.now()))
             verdicts.append(unanswered_verdict(
                 f"s{index}-{role}-{action}-{step.space}", role, tenant.alias, "space", "S1",
                 f"{action} {step.space}", error))
@@ -91,7 +91,8 @@ async def change(run: Lifecycle, index: int, step: SpaceStep) -> StepWork:
 async def write(run: Lifecycle, step: WriteStep) -> StepWork:
     """The tenants state the space's facts inside it."""
     assert step.space is not None
-    scenario, space = run.input.scenario, run.state.spaces[step.space]
+    shared = step.space  # narrowed for the functions below
+    scenario, space = run.input.scenario, run.state.spaces[shared]
     domains = scenario.spaces[step.space].domains
 
     async def write_tenant(role: Role) -> list[Observation]:
@@ -102,7 +103,7 @@ async def write(run: Lifecycle, step: WriteStep) -> StepWork:
         observations = await run.converse(role, messages, space=step.space)
         for domain, observation in zip(domains, observations, strict=True):
             if observation.status == "ok":
-                run.state.record_space_write(step.space, domain)
+                run.state.record_space_write(shared, domain)
         return observations
 
     per_tenant = await asyncio.gather(*(write_tenant(role) for role in step.tenants))
@@ -112,13 +113,14 @@ async def write(run: Lifecycle, step: WriteStep) -> StepWork:
 async def probe(run: Lifecycle, index: int, step: ProbeStep) -> StepWork:
     """Questions about the space's facts, asked inside it."""
     assert step.space is not None
-    scenario, space = run.input.scenario, run.state.spaces[step.space]
+    shared = step.space  # narrowed for the functions below
+    scenario, space = run.input.scenario, run.state.spaces[shared]
     now = run.scenario_now()
 
     async def probe_tenant(role: Role) -> tuple[list[ProbeCase], list[Observation]]:
         language = scenario.language_of(run.state.pair.tenant(role))
-        cases = [run.state.space_case(f"s{index}-{role}-{step.space}-{d}-q{q}", role,
-                                      step.space, d, question, now, scenario.space_grace)
+        cases = [run.state.space_case(f"s{index}-{role}-{shared}-{d}-q{q}", role,
+                                      shared, d, question, now, scenario.space_grace)
                  for d in sorted(space.stated)
                  for q, question in enumerate(scenario.domains[d].templates[language].question)]
         observations = await run.converse(

@@ -20,14 +20,13 @@ with workflow.unsafe.imports_passed_through():
         MaintainRequest,
         PairInput,
         RegisterRequest,
-        RegisterResult,
     )
     from memlife.rules import adversarial
     from memlife.rules.durations import format_duration
     from memlife.rules.evidence import (
         DeletionState,
-        MaintenanceResult,
         Observation,
+        ObservationKind,
         StoreRead,
     )
     from memlife.rules.operations import template_variables
@@ -62,7 +61,7 @@ with workflow.unsafe.imports_passed_through():
 @dataclass
 class Message:
     text: str
-    kind: str
+    kind: ObservationKind
     domain: str | None = None
     case_id: str | None = None
 
@@ -108,7 +107,7 @@ async def register(run: Lifecycle, roles: tuple[Role, ...]) -> StepWork:
     observations = await asyncio.gather(*(_register_one(run, role) for role in roles))
     await run.calls.local_activity(
         contracts.RECORD_TENANTS,
-        [run.input.run_id, run.input.pair_index, list(run.tenants.values())], None,
+        (run.input.run_id, run.input.pair_index, list(run.tenants.values())),
         start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
         summary="record tenants",
     )
@@ -125,7 +124,6 @@ async def _register_one(run: Lifecycle, role: Role) -> Observation:
             RegisterRequest(target=target, phone=tenant.phone, tenant_alias=tenant.alias,
                             scenario_now=iso(scenario_time),
                             run_id=run.input.run_id),
-            RegisterResult,
             start_to_close_timeout=target_timeout(target.timeout),
             retry_policy=TARGET_RETRY,
             summary=f"register {tenant.alias}",
@@ -134,7 +132,7 @@ async def _register_one(run: Lifecycle, role: Role) -> Observation:
         run.tenants[role] = tenant.model_copy(update={"user_id": None})
         return Observation(seq=seq, role=role, kind="register", request=tenant.phone,
                            status="target-error", error=failure_text(error),
-                           scenario_time=scenario_time, wall_time=workflow.now())
+                           scenario_time=scenario_time, wall_time=run.calls.now())
     # The phone the target took, when the one asked for was taken (activities/target.py).
     phone = result.phone or tenant.phone
     run.tenants[role] = tenant.model_copy(update={"user_id": result.user_id, "phone": phone})
@@ -249,7 +247,6 @@ async def forget(run: Lifecycle, index: int, step: DeleteStep) -> StepWork:
                               values=values,
                               scenario_now=iso(scenario_time),
                               run_id=run.input.run_id),
-                DeletionState,
                 start_to_close_timeout=target_timeout(target.timeout),
                 retry_policy=TARGET_RETRY, summary=f"forget {tenant.alias} {domain}",
             )
@@ -284,7 +281,6 @@ async def delete(run: Lifecycle, index: int, step: DeleteStep) -> StepWork:
                     DeleteRequest(target=target, phone=tenant.phone,
                                   user_id=tenant.user_id, scenario_now=iso(scenario_time),
                                   run_id=run.input.run_id),
-                    DeletionState,
                     start_to_close_timeout=target_timeout(target.timeout),
                     retry_policy=TARGET_RETRY, summary=f"delete {tenant.alias}",
                 )
@@ -311,7 +307,7 @@ def _erasure_result(run: Lifecycle, case_id: str, role: Role, seq: int, scenario
         status="ok" if state else "target-error", error=error,
         http_status=state.http_status if state else None,
         latency_ms=state.latency_ms if state else None, scenario_time=scenario_time,
-        wall_time=state.wall_time if state else workflow.now(),
+        wall_time=state.wall_time if state else run.calls.now(),
         traceparent=state.traceparent if state else None)
     verdict = None if state else deletion_verdict(
         case_id, role, run.tenants[role].alias, None, error, timedelta(0), timedelta(0),
@@ -340,7 +336,6 @@ async def maintain(run: Lifecycle, index: int, step: MaintainStep) -> StepWork:
                     MaintainRequest(target=target, operation=name, phone=tenant.phone,
                                     user_id=user_id, scenario_now=iso(scenario_time),
                                     run_id=run.input.run_id),
-                    MaintenanceResult,
                     start_to_close_timeout=target_timeout(target.timeout),
                     retry_policy=TARGET_RETRY, summary=f"maintain {name}",
                 )
@@ -348,7 +343,7 @@ async def maintain(run: Lifecycle, index: int, step: MaintainStep) -> StepWork:
                 error = failure_text(failure)
                 return (Observation(seq=seq, role=role, kind="maintain", request=name,
                                     status="target-error", error=error,
-                                    scenario_time=scenario_time, wall_time=workflow.now()),
+                                    scenario_time=scenario_time, wall_time=run.calls.now()),
                         maintenance_verdict(f"s{index}-{role}-maintain-{name}", role,
                                             tenant.alias, name, error))
             return Observation(seq=seq, role=role, kind="maintain", request=name,
@@ -393,7 +388,6 @@ async def await_deletion(run: Lifecycle, index: int, step: AwaitDeletionStep) ->
                                   deletion_id=tenant_state.deletion_id,
                                   scenario_now=iso(scenario_time),
                                   run_id=run.input.run_id),
-                    DeletionState,
                     start_to_close_timeout=target_timeout(target.timeout),
                     retry_policy=TARGET_RETRY,
                     summary=f"deletion status {tenant_state.alias}",
@@ -407,7 +401,7 @@ async def await_deletion(run: Lifecycle, index: int, step: AwaitDeletionStep) ->
                 observations.append(Observation(
                     seq=seq, role=role, kind="deletion-status", request=user_id,
                     status="target-error", error=failure_text(failure),
-                    scenario_time=scenario_time, wall_time=workflow.now()))
+                    scenario_time=scenario_time, wall_time=run.calls.now()))
         elapsed = run.scenario_now() - requested
         verdict = deletion_verdict(f"s{index}-{role}-deletion", role, tenant_state.alias,
                                    state, error, deadline, elapsed)
@@ -426,7 +420,7 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
     probed = [store for store in target.stores if store.probe is not None]
     # The reads' records go to the recorder, and history keeps their counts (the records
     # were most of a cohort's history: bench/histories.py). Runs started before: whole.
-    staged = workflow.patched("reads-by-reference")
+    staged = run.calls.patched("reads-by-reference")
     stage_keys: dict[str, str] = {}
 
     async def inspect_one(role: Role) -> tuple[InspectCase, list[StoreRead]]:
@@ -450,7 +444,6 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
                                erased=[n.text for n in case.needles
                                        if n.origin == "deleted"],
                                stage_key=stage_key),
-                list[StoreRead],
                 start_to_close_timeout=inspect_timeout(target, len(case.needles) + 1),
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=INSPECT_RETRY,
@@ -473,8 +466,8 @@ async def inspect(run: Lifecycle, index: int, step: InspectStep) -> StepWork:
             reply=f"{read.total} record(s)" if read.status == "ok" else None,
             status="ok" if read.status == "ok" else "target-error", error=read.error,
             latency_ms=read.latency_ms, scenario_time=now,
-            # workflow.now() is the skipped clock in skip mode, not when the read was made.
-            wall_time=read.wall_time or workflow.now(), traceparent=read.traceparent)
+            # The workflow clock is the skipped clock in skip mode, not when the read was made.
+            wall_time=read.wall_time or run.calls.now(), traceparent=read.traceparent)
         for case, reads in results for read in reads
     ]
     return StepWork(observations=observations,

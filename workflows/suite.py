@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any
 
@@ -17,13 +18,16 @@ with workflow.unsafe.imports_passed_through():
         PairInput,
         PairResult,
         RunInput,
+        RunProgress,
         RunSummary,
+        RunVerdicts,
         SuiteProgress,
         cohort_workflow_id,
         pair_workflow_id,
     )
     from memlife.rules.pairs import pair_tenants
     from memlife.rules.sizing import SUITE_CONTINUE_AT_EVENTS, active_cohorts
+    from memlife.workflows.calls import execute
     from memlife.workflows.cohort import CohortLifecycleWorkflow
     from memlife.workflows.options import (
         PARAPHRASE_RETRY,
@@ -71,25 +75,22 @@ class SuiteWorkflow:
         self._carried: SuiteProgress | None = None
 
     @workflow.query
-    def progress(self) -> dict[str, Any]:
-        return {"phase": self._phase, "pairs": self._pairs_total,
-                "pairs_done": self._pairs_done,
-                "cohort_size": self._run.cohort_size if self._run else 0,
-                "run_id": self._run.run_id if self._run else None,
-                "cancelled": self._cancel_reason}
+    def progress(self) -> RunProgress:
+        return RunProgress(phase=self._phase, pairs=self._pairs_total,
+                           pairs_done=self._pairs_done,
+                           cohort_size=self._run.cohort_size if self._run else 0,
+                           run_id=self._run.run_id if self._run else None,
+                           cancelled=self._cancel_reason)
 
     @workflow.query
-    def verdicts(self) -> dict[str, Any]:
+    def verdicts(self) -> RunVerdicts:
         """Per finished pair: cases, passes, failures; and which pairs have failed so far."""
         done = {index: result for index, result in self._results.items() if result}
-        return {
-            "verdict": self._verdict(),
-            "pairs_failing": sorted(self._failing_pairs),
-            "pairs_broken": self._broken_pairs(),
-            **self._counts(),
+        return RunVerdicts(
+            verdict=self._verdict(), pairs_failing=sorted(self._failing_pairs),
+            pairs_broken=self._broken_pairs(), **self._counts(),
             # Those of this Temporal run: the suite's earlier runs carried only counts.
-            "pairs": {str(i): r.model_dump() for i, r in sorted(done.items())},
-        }
+            pairs={str(i): r for i, r in sorted(done.items())})
 
     _COUNTS = ("cases", "cases_passed", "failures", "inconclusive")
 
@@ -149,7 +150,7 @@ class SuiteWorkflow:
             self._resume(run, carried)
             by_reference, origin = carried.by_reference, carried.clock_origin
         scenario = run.scenario
-        children = []
+        children: list[Coroutine[Any, Any, Any]] = []
         if run.cohort_size:
             cohorts = [CohortInput(
                 run_id=run.run_id, first_pair=first,
@@ -190,17 +191,16 @@ class SuiteWorkflow:
         failed_pairs, cancelled = self._broken_pairs(), self._cancelled_pairs()
         if run.review_queue and run.paraphrases and workflow.patched("paraphrase-candidates"):
             self._set_phase("paraphrases")
-            await workflow.execute_activity(
-                contracts.QUEUE_PARAPHRASES, args=[run.run_id, run.review_queue],
-                result_type=int, start_to_close_timeout=PARAPHRASE_TIMEOUT,
+            await execute(
+                contracts.QUEUE_PARAPHRASES, (run.run_id, run.review_queue),
+                start_to_close_timeout=PARAPHRASE_TIMEOUT,
                 retry_policy=PARAPHRASE_RETRY, summary="queue paraphrase candidates")
         self._set_phase("summarizing")
-        finish_args: list[Any] = [run.run_id, failed_pairs]
-        if cancelled:
-            finish_args.append(cancelled)
-        summary = await workflow.execute_activity(
-            contracts.FINISH_RUN, args=finish_args, result_type=RunSummary,
-            start_to_close_timeout=RECORD_TIMEOUT,
+        # The cancelled pairs only when there are some: as runs before them sent it.
+        finish_args: tuple[str, list[int]] | tuple[str, list[int], list[int]] = (
+            (run.run_id, failed_pairs, cancelled) if cancelled else (run.run_id, failed_pairs))
+        summary = await execute(
+            contracts.FINISH_RUN, finish_args, start_to_close_timeout=RECORD_TIMEOUT,
             retry_policy=RECORD_RETRY, summary="summarize run",
         )
         self._phase = "done"
@@ -231,8 +231,8 @@ class SuiteWorkflow:
                 # memlife/<scenario>/<run>, as every run's id: the schedule names the run
                 # (schedules.py), and its pairs' ids nest under the suite's.
                 run_id = workflow_id.split("/", 2)[-1]
-            run = await workflow.execute_activity(
-                contracts.PREPARE_SCHEDULED_RUN, args=[run, run_id], result_type=RunInput,
+            run = await execute(
+                contracts.PREPARE_SCHEDULED_RUN, (run, run_id),
                 start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
                 summary="prepare scheduled run",
             )
@@ -242,7 +242,7 @@ class SuiteWorkflow:
         self._upsert(attributes.RUN.value_set(run.run_id),
                      attributes.SCENARIO.value_set(scenario.name),
                      attributes.TARGET.value_set(run.target.name))
-        await workflow.execute_activity(
+        await execute(
             contracts.RECORD_RUN_STARTED, run, start_to_close_timeout=RECORD_TIMEOUT,
             retry_policy=RECORD_RETRY, summary="record run",
         )
@@ -250,11 +250,11 @@ class SuiteWorkflow:
         # the pairs puts them, rather than each carrying both in its input (contracts.py).
         by_reference = bool(run.cohort_size) and workflow.patched("cohort-by-reference")
         if run.cohort_size:
-            self._pairs_total = await workflow.execute_activity(
+            self._pairs_total = await execute(
                 contracts.MATERIALIZE_PAIRS,
-                args=[run.run_id, scenario, run.seed or run.run_id,
-                      *([run.target] if by_reference else [])],
-                result_type=int, start_to_close_timeout=RECORD_TIMEOUT * 5,
+                (run.run_id, scenario, run.seed or run.run_id, run.target) if by_reference
+                else (run.run_id, scenario, run.seed or run.run_id),
+                start_to_close_timeout=RECORD_TIMEOUT * 5,
                 retry_policy=RECORD_RETRY,
                 summary="materialize pairs")
         self._set_phase("lifecycles")

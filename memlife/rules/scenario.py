@@ -180,13 +180,17 @@ class RegisterStep(_Strict):
     tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
 
 
+# What a space step does (and what a target is asked to do: memlife/contracts.py).
+SpaceAction = Literal["create", "join", "leave", "delete"]
+
+
 class SpaceStep(_Strict):
     """Change a shared space: `create` (the first tenant creates it, every tenant listed
     joins), `join`, `leave`, `delete` (its facts must leave every store and answer)."""
 
     step: Literal["space"]
     label: str = ""
-    action: Literal["create", "join", "leave", "delete"]
+    action: SpaceAction
     space: Slug
     tenants: list[Role] = Field(default_factory=lambda: ["a"], min_length=1)
 

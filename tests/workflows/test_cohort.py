@@ -80,8 +80,8 @@ async def test_cohorts_record_what_single_pairs_record(
     for first in (0, 2):
         batched = await _activities(skip_env, cohort_workflow_id(name, cohort.run_id, first))
         assert LOCAL not in batched, (first, batched)
-        assert batched.pop(contracts.RECORD_STEPS) == steps
-        assert batched.pop(contracts.RECORD_TENANT_SETS) == registrations
+        assert batched.pop(contracts.RECORD_STEPS.name) == steps
+        assert batched.pop(contracts.RECORD_TENANT_SETS.name) == registrations
         assert 0 < sum(batched.values()) < sum(per_pair.values()), (first, batched, per_pair)
 
 
@@ -120,7 +120,7 @@ async def _scheduled_together(env: WorkflowEnvironment, workflow_id: str) -> int
             by_task.setdefault(attributes.workflow_task_completed_event_id, set()).add(
                 attributes.activity_type.name)
     return sum(1 for names in by_task.values()
-               if {contracts.RECORD_STEPS, contracts.TARGET_BATCH} <= names)
+               if {contracts.RECORD_STEPS.name, contracts.TARGET_BATCH.name} <= names)
 
 
 async def test_a_step_with_nothing_to_judge_is_recorded_beside_the_next_one(
@@ -144,7 +144,7 @@ async def test_a_step_with_nothing_to_judge_is_recorded_beside_the_next_one(
     assert together >= 8, together
 
 
-@activity.defn(name=contracts.RECORD_STEPS)
+@activity.defn(name=contracts.RECORD_STEPS.name)
 def failing_record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
     """The recorder's record_steps, refusing pair 0's first write."""
     if any((step.pair_index, step.step_index) == (0, 0) for step in steps):

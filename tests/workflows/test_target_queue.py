@@ -24,10 +24,10 @@ from tests.workflows.helpers import run_input, run_suite
 
 # The activities that send requests to the target; everything else the workflows schedule
 # records, loads or summarizes.
-TARGET_ACTIVITIES = {contracts.TARGET_BATCH, contracts.REGISTER_TENANT, contracts.CONVERSE,
-                     contracts.DELETE_TENANT, contracts.DELETION_STATUS, contracts.FORGET_FACT,
-                     contracts.MAINTAIN_TARGET, contracts.SPACE_OPERATION,
-                     contracts.INSPECT_STORES}
+TARGET_ACTIVITIES = {activity.name for activity in (
+    contracts.TARGET_BATCH, contracts.REGISTER_TENANT, contracts.CONVERSE,
+    contracts.DELETE_TENANT, contracts.DELETION_STATUS, contracts.FORGET_FACT,
+    contracts.MAINTAIN_TARGET, contracts.SPACE_OPERATION, contracts.INSPECT_STORES)}
 
 
 async def _queues_by_activity(client: Client, workflow_id: str) -> dict[str, set[str]]:
