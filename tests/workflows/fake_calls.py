@@ -1,0 +1,220 @@
+"""A lifecycle's Calls (workflows/calls.py) with no Temporal: the lifecycle's own code
+(workflows/lifecycle.py, steps.py, spaces.py) runs in milliseconds, its activities
+answered by name, as temporalio/samples-python mocks them. What stands around the
+lifecycle is small and in memory:
+
+- `MemoryTarget` answers the target calls: a memory that keeps each user's latest value
+  per domain (it reads the scenario's own templates) and answers a question with it.
+  Its faults stand for the bugs the lifecycle must lead to a verdict: `shared` answers
+  from every user's memory, `keeps_deleted` forgets nothing.
+- Recording judges with the real rules (memlife/rules/judging.py), so what the lifecycle
+  decides is checked by the verdicts it leads to; nothing is written.
+- The clock moves only when the lifecycle sleeps.
+
+Temporal tests stay for what only Temporal does: timers, signals, kills and replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memlife import contracts
+from memlife.contracts import (
+    Activity,
+    ConverseRequest,
+    DeleteRequest,
+    ForgetRequest,
+    InspectRequest,
+    PairInput,
+    RegisterRequest,
+    RegisterResult,
+    StepOutcome,
+    StepRecord,
+)
+from memlife.rules.clock import Clock
+from memlife.rules.evidence import DeletionState, Reply, StoreRead
+from memlife.rules.judging import judge_step
+from memlife.rules.pairs import materialize, pair_tenants
+from memlife.rules.scenario import Scenario
+from memlife.rules.target import Target
+from memlife.workflows.calls import BatchItemError
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+NO_ANSWER = "No tengo esa información."
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    before, _, after = template.partition("{value}")
+    return re.compile(re.escape(before) + r"(?P<value>.+?)" + re.escape(after) + r"$")
+
+
+class MemoryTarget:
+    """The target calls, answered from memory (see the module's docstring)."""
+
+    def __init__(self, scenario: Scenario, *, shared: bool = False,
+                 keeps_deleted: bool = False) -> None:
+        self.shared, self.keeps_deleted = shared, keeps_deleted
+        self.statements: list[tuple[re.Pattern[str], str]] = []
+        self.questions: dict[str, str] = {}
+        for name, domain in scenario.domains.items():
+            for templates in domain.templates.values():
+                for template in (*templates.statement, *templates.updates()):
+                    self.statements.append((_pattern(template), name))
+                for question in (*templates.question, *templates.question_dev):
+                    self.questions[question] = name
+        self.memory: dict[str, dict[str, str]] = {}  # user -> domain -> value
+        self.unreachable: set[str] = set()  # binding names answered with a target error
+
+    def _fail(self, activity: str) -> None:
+        if activity in self.unreachable:
+            raise BatchItemError("TargetUnavailable: connection refused")
+
+    def register(self, request: RegisterRequest) -> RegisterResult:
+        self._fail(contracts.REGISTER_TENANT.name)
+        user = f"user-{request.phone}"
+        self.memory.setdefault(user, {})
+        return RegisterResult(user_id=user, latency_ms=1.0, status=201, wall_time=START)
+
+    def converse(self, request: ConverseRequest) -> list[Reply]:
+        self._fail(contracts.CONVERSE.name)
+        user = request.user_id or ""
+        replies = []
+        for index, message in enumerate(request.messages):
+            text = "Entendido."
+            if index in request.questions:
+                text = self._answer(user, self.questions.get(message))
+            else:
+                for pattern, domain in self.statements:
+                    if match := pattern.search(message):
+                        self.memory.setdefault(user, {})[domain] = match["value"]
+                        break
+            replies.append(Reply(index=index, reply=text, latency_ms=5.0, wall_time=START))
+        return replies
+
+    def _answer(self, user: str, domain: str | None) -> str:
+        memories = list(self.memory.values()) if self.shared else [self.memory.get(user, {})]
+        found = [memory[domain] for memory in memories if domain in memory]
+        return " / ".join(found) if found else NO_ANSWER
+
+    def delete(self, request: DeleteRequest) -> DeletionState:
+        self._fail(contracts.DELETE_TENANT.name)
+        if not self.keeps_deleted:
+            self.memory.pop(request.user_id or "", None)
+        return DeletionState(done=True, http_status=200, latency_ms=1.0, wall_time=START)
+
+    def deletion_status(self, request: DeleteRequest) -> DeletionState:
+        return DeletionState(done=True, http_status=200, latency_ms=1.0, wall_time=START)
+
+    def forget(self, request: ForgetRequest) -> DeletionState:
+        if not self.keeps_deleted:
+            self.memory.get(request.user_id, {}).pop(request.domain, None)
+        return DeletionState(done=True, http_status=200, latency_ms=1.0, wall_time=START)
+
+    def inspect(self, request: InspectRequest) -> list[StoreRead]:
+        return []  # a target of no stores: the lifecycle reads none
+
+
+def judge(step: StepRecord) -> StepOutcome:
+    """What record_step answers (activities/record.py), without the recorder: the rules'
+    verdicts on the step. No other run, so no foreign values."""
+    step = step.with_forbidden_per_case()
+    verdicts, summaries = judge_step(step.cases, step.observations, step.inspections,
+                                     step.reads, step.stores, step.latency_budget_ms)
+    return StepOutcome(verdicts=verdicts + list(step.verdicts), inspections=summaries)
+
+
+@dataclass
+class Call:
+    activity: str
+    arg: Any
+    at: datetime
+    options: dict[str, Any]
+
+
+@dataclass
+class FakeCalls:
+    """workflows/calls.py's Calls, answered by `handlers` keyed by activity name."""
+
+    handlers: dict[str, Callable[[Any], Any]]
+    clock: datetime = START
+    records_beside: bool = False
+    patches: set[str] | None = None  # None: every patch taken, as a new run takes them
+    skip_waits: bool = False  # an operator ends each wait at once (skip_wait)
+    calls: list[Call] = field(default_factory=list)
+    sleeps: list[tuple[timedelta, str]] = field(default_factory=list)
+    logged: list[str] = field(default_factory=list)
+
+    async def _call(self, activity: Activity[Any, Any], arg: Any, options: dict[str, Any]
+                    ) -> Any:
+        assert "start_to_close_timeout" in options, f"{activity.name} has no timeout"
+        assert "retry_policy" in options, f"{activity.name} has no retry policy"
+        self.calls.append(Call(activity.name, arg, self.clock, options))
+        await asyncio.sleep(0)  # as an activity would, let the other tenant's calls go
+        return self.handlers[activity.name](arg)
+
+    async def activity(self, activity: Activity[Any, Any], arg: Any, **options: Any) -> Any:
+        return await self._call(activity, arg, options)
+
+    async def local_activity(self, activity: Activity[Any, Any], arg: Any,
+                             **options: Any) -> Any:
+        return await self._call(activity, arg, options)
+
+    async def direct(self, activity: Activity[Any, Any], arg: Any, **options: Any) -> Any:
+        return await self._call(activity, arg, options)
+
+    async def sleep(self, real: timedelta, summary: str) -> timedelta | None:
+        self.sleeps.append((real, summary))
+        if self.skip_waits:
+            return real
+        self.clock += real
+        return None
+
+    def now(self) -> datetime:
+        return self.clock
+
+    def patched(self, patch_id: str) -> bool:
+        return self.patches is None or patch_id in self.patches
+
+    def log(self, level: int, message: str, *args: object) -> None:
+        self.logged.append(message % args)
+
+    def names(self) -> list[str]:
+        """The activities called, in order, each once per run of equal names."""
+        names: list[str] = []
+        for call in self.calls:
+            short = call.activity.removeprefix("memlife.")
+            if not names or names[-1] != short:
+                names.append(short)
+        return names
+
+
+def fake_calls(target: MemoryTarget, **options: Any) -> FakeCalls:
+    handlers: dict[str, Callable[[Any], Any]] = {
+        contracts.REGISTER_TENANT.name: target.register,
+        contracts.CONVERSE.name: target.converse,
+        contracts.DELETE_TENANT.name: target.delete,
+        contracts.DELETION_STATUS.name: target.deletion_status,
+        contracts.FORGET_FACT.name: target.forget,
+        contracts.INSPECT_STORES.name: target.inspect,
+        contracts.RECORD_STEP.name: judge,
+        contracts.RECORD_TENANTS.name: lambda _: None,
+        contracts.QUEUE_FOR_REVIEW.name: lambda arg: len(arg[1]),
+    }
+    return FakeCalls(handlers, **options)
+
+
+def pair_input(scenario: Scenario, target: Target, *, seed: str = "fake", pair: int = 0,
+               clock: Clock | None = None, review_queue: str | None = None) -> PairInput:
+    """One pair of `scenario`, drawn from `seed`, as the suite gives it to a lifecycle."""
+    drawn = materialize(scenario, seed)
+    chosen = drawn.pairs[pair]
+    return PairInput(run_id="fake-run", pair_index=pair,
+                     scenario=drawn.model_copy(update={"pairs": [chosen]}), target=target,
+                     clock=clock or Clock(mode="skip"), clock_origin=START,
+                     tenants=pair_tenants("fake-run", pair, chosen, drawn),
+                     review_queue=review_queue)
