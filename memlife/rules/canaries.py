@@ -159,9 +159,19 @@ RECIPES: dict[str, dict[str, Recipe]] = {
 KINDS = tuple(RECIPES)
 
 
+# What a value listed in a scenario gets after it against a long-lived target, so that
+# each run states its own (rules/pairs.py: vary_listed): a surname and a number, from the
+# same word lists (about 10^5 markers per language).
+MARKER = Recipe((_SURNAME, Draw("number", low=10, high=999)), "{surname} {number}")
+
+
 def generate(kind: str, language: str, rng: random.Random) -> str:
     """One value of the kind, drawn from `rng` in the language (Spanish unless known)."""
-    recipe = RECIPES[kind].get(language) or RECIPES[kind]["es"]
+    return compose(RECIPES[kind].get(language) or RECIPES[kind]["es"], language, rng)
+
+
+def compose(recipe: Recipe, language: str, rng: random.Random) -> str:
+    """The recipe's parts drawn from `rng`, in order, from the language's word lists."""
     words = LANGUAGES.get(language) or LANGUAGES["es"]
     parts: dict[str, object] = {}
     for draw in recipe.draws:
@@ -247,3 +257,20 @@ class CanaryPool:
                 self._take(normalized)
                 return value
         raise CanarySpaceExhausted(kind)
+
+    def take(self, text: str) -> None:
+        """Count `text` as taken, clashing or not (a rendering of a value already taken)."""
+        normalized = normalize(text)
+        if normalized and normalized not in self._taken_set:
+            self._take(normalized)
+
+    def mark(self, text: str, language: str = "es") -> str:
+        """`text` (a value as a scenario lists it) with a marker drawn after it, clashing
+        with nothing taken: the listed value made this run's own."""
+        for _ in range(10_000):
+            value = f"{text} {compose(MARKER, language, self._rng)}"
+            normalized = normalize(value)
+            if not self._clashes(normalized):
+                self._take(normalized)
+                return value
+        raise CanarySpaceExhausted(f"marker of {text!r}")

@@ -11,6 +11,7 @@ from memlife.rules.canaries import CanaryPool
 from memlife.rules.models import Frozen
 from memlife.rules.phones import synthetic_phone
 from memlife.rules.scenario import FactValue, Pair, Role, Scenario, Tenant
+from memlife.rules.scoring import normalize
 
 
 class TenantIdentity(Frozen):
@@ -33,6 +34,53 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
         return scenario
     return scenario.model_copy(update={"pairs": list(generated_pairs(scenario, seed, avoid)),
                                        "generate": None})
+
+
+def vary_listed(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Scenario:
+    """The listed pairs with each value made this run's own, for a long-lived target: a
+    marker drawn from `seed` after it (`azul` -> `azul Quintana 412`), so that no two runs
+    state the same values there, and a run's values are its seed's again when it is run
+    again. Every occurrence of one text gets the same marked text (a twin states its
+    original's values), a fact's renderings (`any_of`) the same marker as its value; none
+    clashes with a text of `avoid`, a question, or another marked value. A fresh target of
+    the run's own keeps the values as written (`materialize`)."""
+    if scenario.generate is not None:
+        return scenario
+    questions = [q for domain in scenario.domains.values()
+                 for templates in domain.templates.values()
+                 for q in (*templates.question, *templates.question_dev)]
+    pool = CanaryPool(f"listed:{seed}", avoid=[*questions, *avoid])
+    marked: dict[str, tuple[str, str]] = {}  # normalized text -> (marked text, marker)
+
+    def mark(text: str, language: str) -> tuple[str, str]:
+        key = normalize(text)
+        if key not in marked:
+            value = pool.mark(text, language)
+            marked[key] = value, value[len(text) + 1:]
+        return marked[key]
+
+    def vary(fact: FactValue, language: str) -> FactValue:
+        value, marker = mark(fact.value, language)
+        renderings = [f"{text} {marker}" for text in fact.any_of]
+        for text in renderings:  # the fact's own: they may overlap its value
+            pool.take(text)
+        return fact.model_copy(update={
+            "value": value, "any_of": renderings,
+            "updates": [mark(text, language)[0] for text in fact.updates]})
+
+    pairs = []
+    for pair in scenario.pairs:
+        tenants = {}
+        for role in ("a", "b"):
+            tenant = pair.tenant(role)
+            language = scenario.language_of(tenant)
+            tenants[role] = tenant.model_copy(update={"facts": {
+                domain: vary(fact, language) for domain, fact in tenant.facts.items()}})
+        spaces = {space: {domain: vary(fact, scenario.language)
+                          for domain, fact in facts.items()}
+                  for space, facts in pair.spaces.items()}
+        pairs.append(pair.model_copy(update={**tenants, "spaces": spaces}))
+    return scenario.model_copy(update={"pairs": pairs})
 
 
 def generated_pairs(scenario: Scenario, seed: str, avoid: Iterable[str] = ()
