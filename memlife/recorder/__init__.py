@@ -23,7 +23,8 @@ _PUBLIC = {
     "RunExperimentRow": "tables", "RunRow": "tables", "RunValueRow": "tables",
     "StepRow": "tables", "TenantRow": "tables",
     "TargetClaimRow": "tables", "VerdictRow": "tables", "StagedReadsRow": "tables",
-    "RunSetupRow": "tables", "REFUSED": "artifact",
+    "RunSetupRow": "tables", "RetiredClaimRow": "tables", "ClaimReviewRow": "tables",
+    "RegistrationAttemptRow": "tables", "REFUSED": "artifact",
     "stage_reads": "staging", "stage_many_reads": "staging", "staged_reads": "staging",
     "drop_staged_reads": "staging",
 }

@@ -208,6 +208,65 @@ class TargetClaimRow(SQLModel, table=True):
     domain: str = ""
 
 
+class RetiredClaimRow(SQLModel, table=True):
+    """A claim retired from target_claims (recorder/claims.py: retire_claims), kept for
+    the record: which run used what against the target, and why it was let go. Never read
+    when a run is prepared, so it may grow with the target's history."""
+
+    __tablename__ = "retired_target_claims"
+    # A value may be claimed again once retired (the same seed draws it again): one row
+    # per claim per run.
+    id: str = Field(primary_key=True)  # sha256 of (the claim's id, run)
+    claim_id: str
+    target: str = Field(index=True)
+    kind: str
+    text: str
+    run_id: str = Field(index=True)
+    owner: str
+    domain: str = ""
+    retired_at: datetime
+    reason: str
+
+
+class ClaimReviewRow(SQLModel, table=True):
+    """A finished run whose claims against a target were reviewed once (its verdicts are
+    final): what retired, and what stays claimed because it may still be on the target."""
+
+    __tablename__ = "target_claim_reviews"
+    id: str = Field(primary_key=True)  # sha256 of (target, run)
+    target: str = Field(index=True)
+    run_id: str
+    reviewed_at: datetime
+    retired: int
+    kept: int
+
+
+class ClaimGenerationRow(SQLModel, table=True):
+    """Bumped whenever a target's value claims change (claimed or retired): how a worker
+    knows its index of other runs' values is stale, in one read by key."""
+
+    __tablename__ = "target_claim_generations"
+    target: str = Field(primary_key=True)
+    generation: int = 0
+
+
+class RegistrationAttemptRow(SQLModel, table=True):
+    """One phone a registration tried, written before its requests are sent and again
+    after each answer (activities/target.py: register): a retried registration finds the
+    user its earlier attempt created instead of creating another (recorder/registrations.py).
+    Kept until the run's claims are reviewed."""
+
+    __tablename__ = "registration_attempts"
+    id: str = Field(primary_key=True)  # sha256 of (registration key, phone)
+    key: str = Field(index=True)
+    run_id: str = Field(index=True)
+    tenant_alias: str
+    phone: str
+    outcome: str  # "sent" | "refused" | "registered"
+    steps_done: int = 0
+    answer_json: str = "{}"  # what the answered steps extracted, their status and latency
+
+
 class StagedReadsRow(SQLModel, table=True):
     """An inspection's store reads, whole, from the activity that made them until the step
     that judges them is recorded (recorder/staging.py): their records are the bulk of a

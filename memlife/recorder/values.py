@@ -12,7 +12,7 @@ import threading
 import time
 
 from memlife.contracts import shared_target
-from memlife.recorder.claims import claim_count, claims_of_others
+from memlife.recorder.claims import claims_generation, claims_of_others
 from memlife.recorder.database import database_url, session
 from memlife.recorder.queries import run_value_tuples
 from memlife.recorder.tables import RunRow
@@ -64,8 +64,10 @@ def _run_value_index(run_id: str) -> _RunIndexes:
 
 # (text, run, owner, domain) per value other runs claimed against a shared target.
 _OtherRun = tuple[str, str, str, str]
-# A run's shared target (None: a fresh target of its own), and the other runs' values there
-# with the claim count they were built at and when that count was last checked.
+# A run's shared target (None: a fresh target of its own), and the other runs' live values
+# there with the claims' generation they were built at (bumped whenever a value is claimed
+# or retired: a count could stay the same while the claims change) and when it was last
+# checked.
 _shared_targets: dict[tuple[str, str], str | None] = {}
 # Other runs' values as written, and their other forms.
 _OtherRuns = tuple[ValueIndex[_OtherRun], FormIndex[_OtherRun]]
@@ -88,8 +90,9 @@ def run_shared_target(run_id: str) -> str | None:
 
 
 def _other_runs_index(run_id: str) -> _OtherRuns | None:
-    """Values other runs claimed against this run's target, rebuilt when their number
-    changes (checked at most every few seconds)."""
+    """Values other runs claim against this run's target (live claims only: as many as
+    the target's tenants who may hold them, recorder/claims.py), rebuilt when they change
+    (checked at most every few seconds)."""
     target = run_shared_target(run_id)
     if target is None:
         return None
@@ -99,7 +102,7 @@ def _other_runs_index(run_id: str) -> _OtherRuns | None:
     now = time.monotonic()
     if cached is not None and now - cached[1] < _RECHECK_SECONDS:
         return cached[2]
-    count = claim_count(target)
+    count = claims_generation(target)
     if cached is not None and cached[0] == count:
         index = cached[2]
     else:
