@@ -13,8 +13,9 @@ still fails is returned as a target error: verdicts are data, never activity fai
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -46,6 +47,9 @@ from memlife.rules.target import (
 from memlife.targets.http import MissingSecret, TargetError
 from memlife.targets.sequence import SequenceResult, run_sequence
 
+if TYPE_CHECKING:  # the recorder is imported where it is used, as claims are
+    from memlife.recorder.registrations import Attempt, Outcome
+
 
 @activity.defn(name=contracts.REGISTER_TENANT.name)
 async def register_tenant(request: RegisterRequest) -> RegisterResult:
@@ -72,20 +76,31 @@ async def register(request: RegisterRequest, send: Send) -> RegisterResult:
     """Register the tenant under a phone that is its own: never one another run used
     against the same target (recorder/claims.py), never one the target says already
     exists (a `created` of false). A taken phone is replaced by a fresh fictional one, and
-    the result says which phone the tenant has."""
+    the result says which phone the tenant has.
+
+    Against a shared target a registration is idempotent: it keeps a journal of what it
+    sent and got back (recorder/registrations.py), so a retried attempt finds the user an
+    earlier one created (resuming after the last step that got an answer, or adopting the
+    user the phone names when that answer was lost) instead of leaving it on the target as
+    an orphan. A fresh target is the run's alone and goes with it: no journal there."""
     from memlife.recorder.claims import claim
+    from memlife.recorder.registrations import attempts
     from memlife.recorder.values import run_shared_target
     from memlife.rules.phones import synthetic_phone
 
     shared = (await asyncio.to_thread(run_shared_target, request.run_id)
               if request.run_id else None)
+    key = registration_key(request) if shared is not None else None
+    journal = await asyncio.to_thread(attempts, key) if key is not None else {}
     phone = request.phone
     refused: list[str] = []
     for attempt in range(1, IDENTITY_ATTEMPTS + 1):
-        taken = shared is not None and bool(await asyncio.to_thread(
+        earlier = journal.get(phone)
+        known_refused = earlier is not None and earlier.outcome == "refused"
+        taken = not known_refused and shared is not None and bool(await asyncio.to_thread(
             claim, shared, request.run_id, "phone", [(phone, request.tenant_alias, "")]))
-        if not taken:
-            result = await _register_as(request, phone, send)
+        if not taken and not known_refused:
+            result = await _register_as(request, phone, send, key, earlier)
             if result is not None:
                 return result
         refused.append(phone)
@@ -96,31 +111,78 @@ async def register(request: RegisterRequest, send: Send) -> RegisterResult:
                         f"on {request.target.name}")
 
 
-async def _register_as(request: RegisterRequest, phone: str,
-                       send: Send) -> RegisterResult | None:
+def registration_key(request: RegisterRequest) -> str | None:
+    """What stays the same across the retries of one registration and differs between
+    registrations (a tenant registered again after its deletion is a new one): the
+    activity's identity in its workflow run, and the tenant. None outside an activity."""
+    try:
+        info = activity.info()
+    except RuntimeError:
+        return None
+    return (f"{request.run_id}/{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}/"
+            f"{request.tenant_alias}")
+
+
+async def _register_as(request: RegisterRequest, phone: str, send: Send,
+                       key: str | None = None, earlier: Attempt | None = None,
+                       ) -> RegisterResult | None:
     """The registration requests in order; None when the target answers that the identity
-    already exists (`created` extracted as false)."""
-    wall_time = datetime.now(UTC)
-    user_id = phone  # the target identifies tenants by phone until it says otherwise
-    latency_ms, status, trace = 0.0, 0, None
-    # What a step extracts is a variable of the steps after it, as in every sequence (the
-    # loader accepts `{model}` after a step that extracts `model`: Letta's agent takes the
-    # model handle its server lists).
-    extracted: dict[str, Any] = {}
-    for operation in request.target.operations.register_steps():  # e.g. user, then session
-        response = await send(request.target, operation,
+    already exists (`created` extracted as false). With a journal `key`, each answer is
+    noted as it comes, and a retry (`earlier`) resumes after the last step answered."""
+    from memlife.recorder.registrations import note
+
+    async def journal(outcome: Outcome, steps_done: int, answer: dict[str, Any]) -> None:
+        if key is not None:
+            await asyncio.to_thread(note, key, request.run_id, request.tenant_alias, phone,
+                                    outcome, steps_done, answer)
+
+    steps = request.target.operations.register_steps()  # e.g. user, then session
+    done = earlier.answer if earlier is not None else {}
+    extracted: dict[str, Any] = dict(done.get("fields", {}))
+    latency_ms = float(done.get("latency_ms", 0.0))
+    status, trace = int(done.get("status", 0)), done.get("traceparent")
+    first = earlier.steps_done if earlier is not None else 0
+    wall_time = (datetime.fromisoformat(done["wall_time"]) if "wall_time" in done
+                 else datetime.now(UTC))
+    if earlier is None:  # before anything is sent: a retry then knows what may exist
+        await journal("sent", 0, {"wall_time": wall_time.isoformat()})
+    for index in range(first, len(steps)):
+        # What a step extracts is a variable of the steps after it, as in every sequence
+        # (the loader accepts `{model}` after a step that extracts `model`: Letta's agent
+        # takes the model handle its server lists). The user id is the phone until the
+        # target gives one.
+        user_id = str(extracted.get("user_id", phone))
+        response = await send(request.target, steps[index],
                               {**extracted, "phone": phone,
-                               "tenant_alias": request.tenant_alias, "user_id": user_id},
+                               "tenant_alias": request.tenant_alias, "user_id": user_id,
+                               "registration_key": _idempotency_key(key, request, phone)},
                               request.scenario_now, request.run_id)
-        if _is_false(response.fields.get("created")):
+        # "Already exists" answering the step an earlier attempt sent and never heard back
+        # from is that attempt's own user: adopted, not left behind as an orphan. (Lost
+        # between the target's refusal and the journal, a phone that was someone else's
+        # would be adopted too: a moment's window, where memlife would at worst see that
+        # user's data as a leak, never miss one.)
+        adopt = earlier is not None and index == first and earlier.outcome == "sent"
+        if _is_false(response.fields.get("created")) and not adopt:
+            await journal("refused", index, {})
             return None
         extracted.update(response.fields)
-        user_id = str(response.fields.get("user_id", user_id))
         latency_ms += response.latency_ms
         status, trace = response.status, response.traceparent
-    return RegisterResult(user_id=user_id, latency_ms=latency_ms, status=status,
-                          wall_time=wall_time, phone=None if phone == request.phone else phone,
+        await journal("registered" if index + 1 == len(steps) else "sent", index + 1, {
+            "fields": extracted, "latency_ms": latency_ms, "status": status,
+            "traceparent": trace, "wall_time": wall_time.isoformat()})
+    return RegisterResult(user_id=str(extracted.get("user_id", phone)), latency_ms=latency_ms,
+                          status=status, wall_time=wall_time,
+                          phone=None if phone == request.phone else phone,
                           traceparent=trace)
+
+
+def _idempotency_key(key: str | None, request: RegisterRequest, phone: str) -> str:
+    """`{registration_key}` of a target file's register steps: the same across the retries
+    of one registration with one phone, for a service that takes an idempotency key."""
+    identity = key or f"{request.run_id}/{request.tenant_alias}/{request.scenario_now}"
+    return hashlib.sha256(f"{identity}\n{phone}".encode()).hexdigest()[:32]
 
 
 def _is_false(value: Any) -> bool:

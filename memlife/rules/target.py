@@ -58,7 +58,9 @@ __all__ = [
 
 # Which variables each operation may use.
 OPERATION_VARIABLES: dict[str, frozenset[str]] = {
-    "register": frozenset({"phone", "tenant_alias", "user_id"}),
+    # registration_key: the same across the retries of one registration (an idempotency key
+    # for a service that takes one; activities/target.py).
+    "register": frozenset({"phone", "tenant_alias", "user_id", "registration_key"}),
     "say": frozenset({"phone", "user_id", "message"}),
     "ask": frozenset({"phone", "user_id", "message"}),
     "delete_tenant": frozenset({"phone", "user_id"}),
