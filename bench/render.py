@@ -9,6 +9,7 @@ import statistics
 from typing import Any
 
 from bench import cpus
+from bench.claims_table import render_lines as claims_lines
 from bench.report_tables import render_lines as report_lines
 from bench.runs import NIGHTLY
 from bench.scale_table import scale_lines, verdict
@@ -257,7 +258,8 @@ def render(results: dict[str, Any]) -> str:
                           "the rest.", "", *scale_lines(results),
                           *report_lines(results.get("reports", [])),
                           *scaleout_lines(results.get("scaleout", [])),
-                          *stacks_lines(results.get("stacks", []))])
+                          *stacks_lines(results.get("stacks", [])),
+                          *claims_lines(results.get("claims"))])
     steps = len(load_scenario(NIGHTLY).timeline)
     throughput, noop = results["throughput"], results["noop"]
     plains = _replays(results, "plain")
@@ -390,7 +392,8 @@ def render(results: dict[str, Any]) -> str:
                    "what there is to win." if plain_load["median"] > 1.0 else "")]
     return "\n".join(lines + scale_lines(results) + report_lines(results.get("reports", []))
                      + scaleout_lines(results.get("scaleout", []))
-                     + stacks_lines(results.get("stacks", [])))
+                     + stacks_lines(results.get("stacks", []))
+                     + claims_lines(results.get("claims")))
 
 
 def stacks_lines(rows: list[dict[str, Any]]) -> list[str]:
