@@ -19,6 +19,7 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from memlife.bundled.reference.target_file import reference_target
+from memlife.recorder.claims import claims_of_others, retire_claims
 from memlife.rules.scenario import Scenario
 from memlife.stack import embedded
 from memlife.stack.codec import DATA_CONVERTER
@@ -60,6 +61,13 @@ async def test_runs_after_runs_on_one_target_pass_and_a_later_fault_is_caught(
                                              f"night-{night}", cohort=cohort)
             assert artifact["failures"] == [], (night, artifact["failures"][:3])
             assert artifact["inconclusive"] == [], night
+        # Night 2 (a cohort: its values claimed) deleted its tenants a and confirmed it, and
+        # saw nothing where it should not be: their values are let go; its tenants b were
+        # never deleted, and every one of their values stays claimed (recorder/claims.py).
+        review = retire_claims(target.base_url)
+        assert review.runs == 1 and review.retired > 0, review
+        owners = {owner for _, _, owner, _ in claims_of_others(target.base_url, "nobody")}
+        assert owners and all(owner.split(" ")[0].endswith("b") for owner in owners), owners
     # The same service, its database and both runs' tenants kept, now with a fault.
     fault = "nightly-resurrection"
     with embedded.reference_target(tmp_path / "faulty", [fault], db_path=database) as process:
