@@ -5,8 +5,14 @@ lifecycle is small and in memory:
 
 - `MemoryTarget` answers the target calls: a memory that keeps each user's latest value
   per domain (it reads the scenario's own templates) and answers a question with it.
+  Shared spaces keep their own memory, read by members only; maintenance answers.
   Its faults stand for the bugs the lifecycle must lead to a verdict: `shared` answers
-  from every user's memory, `keeps_deleted` forgets nothing.
+  from every user's memory, `keeps_deleted` forgets nothing (nor a deleted space),
+  `space_leak` answers a space to anyone, `revocation_ignored` to a member who left,
+  `member_delete_overreach` empties a deleted member's spaces (as the reference target's
+  faults of those names), `resurrects` brings erased facts back on maintenance.
+- `batch_answers` answers a cohort's batches (TARGET_BATCH, RECORD_STEPS,
+  RECORD_TENANT_SETS) with the same target and judge.
 - Recording judges with the real rules (memlife/rules/judging.py), so what the lifecycle
   decides is checked by the verdicts it leads to; nothing is written.
 - The clock moves only when the lifecycle sleeps.
@@ -26,18 +32,28 @@ from typing import Any
 from memlife import contracts
 from memlife.contracts import (
     Activity,
+    BatchOutcome,
     ConverseRequest,
     DeleteRequest,
     ForgetRequest,
     InspectRequest,
+    MaintainRequest,
     PairInput,
     RegisterRequest,
     RegisterResult,
+    SpaceRequest,
     StepOutcome,
     StepRecord,
+    TargetBatch,
 )
 from memlife.rules.clock import Clock
-from memlife.rules.evidence import DeletionState, Reply, StoreRead
+from memlife.rules.evidence import (
+    DeletionState,
+    MaintenanceResult,
+    Reply,
+    SpaceResult,
+    StoreRead,
+)
 from memlife.rules.judging import judge_step
 from memlife.rules.pairs import materialize, pair_tenants
 from memlife.rules.scenario import Scenario
@@ -53,12 +69,30 @@ def _pattern(template: str) -> re.Pattern[str]:
     return re.compile(re.escape(before) + r"(?P<value>.+?)" + re.escape(after) + r"$")
 
 
+NO_ACCESS = "No tienes acceso a ese espacio."
+
+
+@dataclass
+class MemorySpace:
+    """A shared space: its members (user ids), who left it, what was said in it."""
+
+    name: str
+    members: set[str] = field(default_factory=set)
+    former: set[str] = field(default_factory=set)
+    facts: dict[str, str] = field(default_factory=dict)  # domain -> value
+    deleted: bool = False
+
+
 class MemoryTarget:
     """The target calls, answered from memory (see the module's docstring)."""
 
     def __init__(self, scenario: Scenario, *, shared: bool = False,
-                 keeps_deleted: bool = False) -> None:
+                 keeps_deleted: bool = False, space_leak: bool = False,
+                 revocation_ignored: bool = False, member_delete_overreach: bool = False,
+                 resurrects: bool = False) -> None:
         self.shared, self.keeps_deleted = shared, keeps_deleted
+        self.space_leak, self.revocation_ignored = space_leak, revocation_ignored
+        self.member_delete_overreach, self.resurrects = member_delete_overreach, resurrects
         self.statements: list[tuple[re.Pattern[str], str]] = []
         self.questions: dict[str, str] = {}
         for name, domain in scenario.domains.items():
@@ -68,11 +102,18 @@ class MemoryTarget:
                 for question in (*templates.question, *templates.question_dev):
                     self.questions[question] = name
         self.memory: dict[str, dict[str, str]] = {}  # user -> domain -> value
-        self.unreachable: set[str] = set()  # binding names answered with a target error
+        self.erased: dict[str, dict[str, str]] = {}  # user -> what was erased of it
+        self.spaces: dict[str, MemorySpace] = {}  # by space id
+        # Binding names (a space operation's also as "name:action") answered with a target
+        # error, before doing anything (unreachable) or after doing it (answer_lost).
+        self.unreachable: set[str] = set()
+        self.answer_lost: set[str] = set()
 
-    def _fail(self, activity: str) -> None:
-        if activity in self.unreachable:
-            raise BatchItemError("TargetUnavailable: connection refused")
+    def _fail(self, activity: str, action: str = "", lost: bool = False) -> None:
+        if {activity, f"{activity}:{action}"} & (self.answer_lost if lost
+                                                 else self.unreachable):
+            raise BatchItemError("TargetUnavailable: connection refused"
+                                 + (" (after the request was sent)" if lost else ""))
 
     def register(self, request: RegisterRequest) -> RegisterResult:
         self._fail(contracts.REGISTER_TENANT.name)
@@ -82,6 +123,8 @@ class MemoryTarget:
 
     def converse(self, request: ConverseRequest) -> list[Reply]:
         self._fail(contracts.CONVERSE.name)
+        if request.space_id is not None:
+            return self._converse_in_space(request)
         user = request.user_id or ""
         replies = []
         for index, message in enumerate(request.messages):
@@ -101,18 +144,77 @@ class MemoryTarget:
         found = [memory[domain] for memory in memories if domain in memory]
         return " / ".join(found) if found else NO_ANSWER
 
+    def _converse_in_space(self, request: ConverseRequest) -> list[Reply]:
+        space = self.spaces.get(request.space_id or "")
+        if space is None:  # as a real target's 404: the request failed
+            raise BatchItemError(f"TargetError: HTTP 404 no space {request.space_id}")
+        user = request.user_id
+        admitted = not space.deleted and (
+            user in space.members or self.space_leak
+            or (self.revocation_ignored and user in space.former))
+        replies = []
+        for index, message in enumerate(request.messages):
+            text = "Entendido." if admitted else NO_ACCESS
+            if index in request.questions:
+                domain = self.questions.get(message)
+                text = (space.facts.get(domain or "", NO_ANSWER) if admitted else NO_ACCESS)
+            elif admitted:
+                for pattern, domain in self.statements:
+                    if match := pattern.search(message):
+                        space.facts[domain] = match["value"]
+                        break
+            replies.append(Reply(index=index, reply=text, latency_ms=5.0, wall_time=START))
+        return replies
+
+    def space_operation(self, request: SpaceRequest) -> SpaceResult:
+        operation = contracts.SPACE_OPERATION.name
+        self._fail(operation, request.action)
+        user = request.user_id
+        if request.action == "create":
+            space_id = f"space-{request.space_name}"
+            self.spaces[space_id] = MemorySpace(request.space_name, members={user})
+        else:
+            space_id = request.space_id or request.space_name
+            space = self.spaces[space_id]
+            if request.action == "join":
+                space.members.add(user)
+                space.former.discard(user)
+            elif request.action == "leave":
+                space.members.discard(user)
+                space.former.add(user)
+            elif not self.keeps_deleted:
+                space.deleted = True
+                space.facts.clear()
+        self._fail(operation, request.action, lost=True)
+        return SpaceResult(space_id=space_id, status="active", http_status=200,
+                           latency_ms=1.0, wall_time=START)
+
+    def maintain(self, request: MaintainRequest) -> MaintenanceResult:
+        self._fail(contracts.MAINTAIN_TARGET.name, request.operation)
+        if self.resurrects:  # a rebuild from what erasure left behind
+            erased = self.erased.pop(request.user_id, {})
+            self.memory.setdefault(request.user_id, {}).update(erased)
+        return MaintenanceResult(operation=request.operation, status="ok", http_status=200,
+                                 latency_ms=1.0, wall_time=START)
+
     def delete(self, request: DeleteRequest) -> DeletionState:
         self._fail(contracts.DELETE_TENANT.name)
+        user = request.user_id or ""
         if not self.keeps_deleted:
-            self.memory.pop(request.user_id or "", None)
+            self.erased.setdefault(user, {}).update(self.memory.pop(user, {}))
+        if self.member_delete_overreach:
+            for space in self.spaces.values():
+                if user in space.members:
+                    space.facts.clear()
         return DeletionState(done=True, http_status=200, latency_ms=1.0, wall_time=START)
 
     def deletion_status(self, request: DeleteRequest) -> DeletionState:
         return DeletionState(done=True, http_status=200, latency_ms=1.0, wall_time=START)
 
     def forget(self, request: ForgetRequest) -> DeletionState:
-        if not self.keeps_deleted:
-            self.memory.get(request.user_id, {}).pop(request.domain, None)
+        if not self.keeps_deleted and request.domain in self.memory.get(request.user_id, {}):
+            self.erased.setdefault(request.user_id, {})[request.domain] = (
+                self.memory[request.user_id].pop(request.domain))
         return DeletionState(done=True, http_status=200, latency_ms=1.0, wall_time=START)
 
     def inspect(self, request: InspectRequest) -> list[StoreRead]:
@@ -193,19 +295,66 @@ class FakeCalls:
         return names
 
 
-def fake_calls(target: MemoryTarget, **options: Any) -> FakeCalls:
-    handlers: dict[str, Callable[[Any], Any]] = {
+def target_handlers(target: MemoryTarget) -> dict[str, Callable[[Any], Any]]:
+    """The target calls' answers, by activity name."""
+    return {
         contracts.REGISTER_TENANT.name: target.register,
         contracts.CONVERSE.name: target.converse,
         contracts.DELETE_TENANT.name: target.delete,
         contracts.DELETION_STATUS.name: target.deletion_status,
         contracts.FORGET_FACT.name: target.forget,
         contracts.INSPECT_STORES.name: target.inspect,
+        contracts.SPACE_OPERATION.name: target.space_operation,
+        contracts.MAINTAIN_TARGET.name: target.maintain,
+    }
+
+
+def fake_calls(target: MemoryTarget, **options: Any) -> FakeCalls:
+    handlers: dict[str, Callable[[Any], Any]] = {
+        **target_handlers(target),
         contracts.RECORD_STEP.name: judge,
         contracts.RECORD_TENANTS.name: lambda _: None,
         contracts.QUEUE_FOR_REVIEW.name: lambda arg: len(arg[1]),
     }
     return FakeCalls(handlers, **options)
+
+
+# A batch's kind -> the single call it stands for (as workflows/batching.py groups them).
+BATCH_KINDS: dict[str, Activity[Any, Any]] = {
+    "register": contracts.REGISTER_TENANT, "converse": contracts.CONVERSE,
+    "delete": contracts.DELETE_TENANT, "deletion-status": contracts.DELETION_STATUS,
+    "forget": contracts.FORGET_FACT, "maintain": contracts.MAINTAIN_TARGET,
+    "space": contracts.SPACE_OPERATION, "inspect": contracts.INSPECT_STORES}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_jsonable(item) for item in value]
+    return value.model_dump(mode="json")
+
+
+def batch_answers(target: MemoryTarget) -> dict[str, Callable[[Any], Any]]:
+    """What a cohort's batch activities answer (activities/batch.py, record.py), by name:
+    each item of a target batch rebuilt from its JSON with the batch's target and answered
+    by `target`, an item's error as data (BatchOutcome.ok False); every step judged."""
+    single = target_handlers(target)
+
+    def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
+        activity = BATCH_KINDS[batch.kind]
+        outcomes = []
+        for item in batch.items:
+            request = activity.input_type.model_validate({**item, "target": batch.target})
+            try:
+                outcomes.append(BatchOutcome(value=_jsonable(single[activity.name](request))))
+            except BatchItemError as error:
+                outcomes.append(BatchOutcome(ok=False, error=str(error)))
+        return outcomes
+
+    return {
+        contracts.TARGET_BATCH.name: target_batch,
+        contracts.RECORD_STEPS.name: lambda steps: [judge(step) for step in steps],
+        contracts.RECORD_TENANT_SETS.name: lambda _: None,
+    }
 
 
 def pair_input(scenario: Scenario, target: Target, *, seed: str = "fake", pair: int = 0,
