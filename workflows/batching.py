@@ -2,14 +2,21 @@
 made leave as one activity per kind (all the cohort's conversations of a step in one
 activity, all its store inspections in another) and one activity records every pair's
 step in one transaction; pairs that wait together share one timer. This is the cohort
-workflow's Calls (calls.py)."""
+workflow's Calls (calls.py).
+
+What the Batcher and the shared timers need of Temporal (run an activity, wait for a
+condition, the clock, patches, the log) goes through a `WorkflowOps`; the default is the
+workflow module itself, so a cohort issues exactly the commands it always did. Tests give
+a fake of it and run the batching in plain asyncio (tests/workflows/test_cohort_decisions.py).
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -56,6 +63,57 @@ _TARGET_KINDS: dict[str, tuple[BatchKind, TypeAdapter[Any]]] = {
 _BATCHED = {*_TARGET_KINDS, contracts.RECORD_STEP.name, contracts.RECORD_TENANTS.name}
 
 
+class WorkflowOps(Protocol):
+    """What batching uses of the workflow it runs in."""
+
+    async def execute(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+        """An activity (calls.py: execute)."""
+
+    async def execute_local(self, activity: Activity[In, Out], arg: In,
+                            **options: Any) -> Out:
+        """A local activity (calls.py: execute_local)."""
+
+    async def wait_condition(self, fn: Callable[[], bool], *,
+                             timeout: timedelta | None = None,
+                             timeout_summary: str | None = None) -> None:
+        """workflow.wait_condition: `fn` is checked only when every other task of the
+        workflow is blocked; TimeoutError when `timeout` passes first."""
+
+    def now(self) -> datetime: ...
+
+    def patched(self, patch_id: str) -> bool: ...
+
+    def log(self, level: int, message: str, *args: object) -> None: ...
+
+
+class TemporalOps:
+    """The workflow module's own functions: what a cohort workflow runs with."""
+
+    async def execute(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
+        return await execute(activity, arg, **options)
+
+    async def execute_local(self, activity: Activity[In, Out], arg: In,
+                            **options: Any) -> Out:
+        return await execute_local(activity, arg, **options)
+
+    async def wait_condition(self, fn: Callable[[], bool], *,
+                             timeout: timedelta | None = None,
+                             timeout_summary: str | None = None) -> None:
+        await workflow.wait_condition(fn, timeout=timeout, timeout_summary=timeout_summary)
+
+    def now(self) -> datetime:
+        return workflow.now()
+
+    def patched(self, patch_id: str) -> bool:
+        return workflow.patched(patch_id)
+
+    def log(self, level: int, message: str, *args: object) -> None:
+        workflow.logger.log(level, message, *args)
+
+
+TEMPORAL = TemporalOps()
+
+
 @dataclass
 class _Call:
     activity: str
@@ -68,7 +126,8 @@ class SharedTimers:
     wake in the same task and their next calls still leave as one batch (separate timers
     may fire in separate tasks, and the cohort would drift apart for good)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ops: WorkflowOps = TEMPORAL) -> None:
+        self._ops = ops
         self._timers: dict[tuple[datetime, timedelta], asyncio.Task[timedelta | None]] = {}
         self._skips = 0
         self.cancelled = False
@@ -78,7 +137,7 @@ class SharedTimers:
 
     async def sleep(self, real: timedelta, summary: str) -> timedelta | None:
         """Sleep `real`; None when it ran its course, else what was left of it (skipped)."""
-        key = (workflow.now(), real)
+        key = (self._ops.now(), real)
         timer = self._timers.get(key)
         if timer is None:
             timer = self._timers[key] = asyncio.create_task(self._timer(real, summary))
@@ -86,13 +145,13 @@ class SharedTimers:
         return await asyncio.shield(timer)
 
     async def _timer(self, real: timedelta, summary: str) -> timedelta | None:
-        wake_at, skips = workflow.now() + real, self._skips
+        wake_at, skips = self._ops.now() + real, self._skips
         try:
-            await workflow.wait_condition(lambda: self._skips != skips or self.cancelled,
-                                          timeout=real, timeout_summary=summary)
+            await self._ops.wait_condition(lambda: self._skips != skips or self.cancelled,
+                                           timeout=real, timeout_summary=summary)
         except TimeoutError:
             return None
-        return max(timedelta(0), wake_at - workflow.now())
+        return max(timedelta(0), wake_at - self._ops.now())
 
 
 class Batcher:
@@ -108,7 +167,9 @@ class Batcher:
     # while the next step's target calls do.
     records_beside = True
 
-    def __init__(self, cohort: CohortInput, target: Target, timers: SharedTimers) -> None:
+    def __init__(self, cohort: CohortInput, target: Target, timers: SharedTimers,
+                 ops: WorkflowOps = TEMPORAL) -> None:
+        self._ops = ops
         self._cohort = cohort
         self._target = target
         self.timers = timers
@@ -135,23 +196,23 @@ class Batcher:
         return result
 
     async def direct(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
-        return await execute(activity, arg, **options)
+        return await self._ops.execute(activity, arg, **options)
 
     def now(self) -> datetime:
-        return workflow.now()
+        return self._ops.now()
 
     def patched(self, patch_id: str) -> bool:
-        return workflow.patched(patch_id)
+        return self._ops.patched(patch_id)
 
     def log(self, level: int, message: str, *args: object) -> None:
-        workflow.logger.log(level, message, *args)
+        self._ops.log(level, message, *args)
 
     async def sleep(self, real: timedelta, summary: str) -> timedelta | None:
         return await self.timers.sleep(real, summary)
 
     async def serve(self) -> None:
         while True:
-            await workflow.wait_condition(lambda: bool(self._queue))
+            await self._ops.wait_condition(lambda: bool(self._queue))
             calls, self._queue = self._queue, []
             groups: dict[str, list[_Call]] = {}
             for call in calls:
@@ -191,7 +252,8 @@ class Batcher:
         while the recorder was busy with other cohorts' steps: the one task of 1,000 pairs
         the SDK logged over 5 s (TMPRL1104, 5.5 s) was this one. Runs recorded before keep
         their local activity."""
-        run = execute if workflow.patched("record-tenants-activity") else execute_local
+        ops = self._ops
+        run = ops.execute if ops.patched("record-tenants-activity") else ops.execute_local
         await run(
             contracts.RECORD_TENANT_SETS,
             (self._cohort.run_id, [call.payload[1] for call in calls],
@@ -204,7 +266,8 @@ class Batcher:
         holds the workflow task open while it runs, and with many cohorts writing at once
         those tasks took seconds (measured: bench/task_latency.py; the server retries a
         task at 10 s). Runs recorded before keep their local activity."""
-        run = execute if workflow.patched("record-steps-activity") else execute_local
+        ops = self._ops
+        run = ops.execute if ops.patched("record-steps-activity") else ops.execute_local
         return await run(
             contracts.RECORD_STEPS, steps,
             start_to_close_timeout=RECORD_TIMEOUT * 2, retry_policy=RECORD_RETRY,
@@ -214,7 +277,7 @@ class Batcher:
         kind, result_type = _TARGET_KINDS[activity]
         target = self._target
         items = [call.payload.model_dump(mode="json", exclude={"target"}) for call in calls]
-        outcomes = await execute(
+        outcomes = await self._ops.execute(
             contracts.TARGET_BATCH, TargetBatch(kind=kind, target=target, items=items),
             start_to_close_timeout=batch_timeout(target, kind,
                                                  [call.payload for call in calls]),
