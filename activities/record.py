@@ -19,7 +19,14 @@ from temporalio.exceptions import ApplicationError
 
 from memlife import contracts, recorder
 from memlife.activities.invariance import record_twin_verdicts
-from memlife.contracts import CohortSetup, RunInput, RunSummary, StepOutcome, StepRecord
+from memlife.contracts import (
+    CohortSetup,
+    PreparedRun,
+    RunInput,
+    RunSummary,
+    StepOutcome,
+    StepRecord,
+)
 from memlife.log import get_logger
 from memlife.recorder.values import foreign_values, forget_run_values
 from memlife.rules.erasure import ErasureReceipt
@@ -48,6 +55,29 @@ def record_run_started(run: RunInput) -> None:
         db.merge(recorder.RunExperimentRow(run_id=run.run_id,
                                            experiment=run.meta.experiment or ""))
     _write_chunked(recorder.RunValueRow, _value_rows(run.run_id, run.scenario.pairs, 0), 2000)
+
+
+@activity.defn(name=contracts.PREPARE_RUN.name)
+def prepare_run(run: RunInput) -> PreparedRun:
+    """Every run's first activity, however it was started (`memlife run`, a schedule, the
+    bench, cohorts or not, a fresh or a shared target): the run's record, then its pairs
+    drawn from its seed, with values no other run used against a shared target
+    (recorder/claims.py). Cohorts read their pairs from the recorder; a run of pair
+    workflows gets them back in its input. Idempotent: a retry writes the same rows and
+    claims what it claimed before."""
+    seed = run.seed or run.run_id
+    if run.cohort_size:
+        run = run.model_copy(update={"seed": seed})
+        record_run_started(run)  # first: materializing reads whether the target is shared
+        return PreparedRun(run=run, pairs=materialize_pairs(run.run_id, run.scenario, seed,
+                                                            run.target))
+    from memlife.recorder.claims import materialize_unclaimed
+
+    scenario = materialize_unclaimed(run.scenario, seed, run.run_id,
+                                     run.meta.shared_target())
+    run = run.model_copy(update={"scenario": scenario, "seed": seed})
+    record_run_started(run)
+    return PreparedRun(run=run, pairs=len(scenario.pairs))
 
 
 @activity.defn(name=contracts.MATERIALIZE_PAIRS.name)

@@ -253,14 +253,10 @@ def nightly_input(pairs: int, target: Target, clock: Clock, address: str, cohort
         scenario_sha256=scenario.digest(), target_name=target.name,
         target_base_url=target.base_url, clock=clock.describe(),
         temporal_address=address, canary_seed=run_id)
-    if size:
-        return RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock,
-                        meta=meta, cohort_size=size, seed=run_id,
-                        max_active_pairs=max_active_pairs)
-    from memlife.rules.pairs import materialize
-
-    return RunInput(run_id=run_id, scenario=materialize(scenario, run_id), target=target,
-                    clock=clock, meta=meta)
+    # As written, drawn from the seed by the run's first activity (prepare_run).
+    return RunInput(run_id=run_id, scenario=scenario, target=target, clock=clock, meta=meta,
+                    cohort_size=size, seed=run_id,
+                    max_active_pairs=max_active_pairs if size else 0)
 
 
 async def memlife_run(client: Client, address: str, work: Path, pairs: int, clock: Clock,

@@ -223,6 +223,9 @@ class SuiteWorkflow:
     async def _begin(self, run: RunInput) -> tuple[RunInput, bool]:
         """A run's first steps: its id (a scheduled run), its record, its pairs. Returns
         the run and whether cohorts read the scenario and target from the recorder."""
+        if workflow.patched("one-preparation"):
+            return await self._prepare(run)
+        # Runs started before preparation was one activity: as they were recorded.
         if not run.run_id:  # started by a schedule: a fresh run every time
             start = workflow.info().start_time
             run_id = start.strftime("%Y%m%dT%H%M%SZ") + "-" + workflow.uuid4().hex[:6]
@@ -259,6 +262,27 @@ class SuiteWorkflow:
                 summary="materialize pairs")
         self._set_phase("lifecycles")
         return run, by_reference
+
+    async def _prepare(self, run: RunInput) -> tuple[RunInput, bool]:
+        """One activity prepares every run, however it was started (activities/record.py:
+        prepare_run): its record, its pairs, its values claimed. A scheduled run gets its
+        id from the schedule's workflow id (memlife/<scenario>/<run>: schedules.py), and
+        that id is its canary seed: fresh tenants every time."""
+        if not run.run_id:  # a schedule's target is a service: even listed values are drawn
+            run_id = workflow.info().workflow_id.split("/", 2)[-1]
+            meta = run.meta.model_copy(update={"canary_seed": run_id})
+            run = run.model_copy(update={"run_id": run_id, "seed": run_id, "meta": meta})
+        self._run = run
+        self._upsert(attributes.RUN.value_set(run.run_id),
+                     attributes.SCENARIO.value_set(run.scenario.name),
+                     attributes.TARGET.value_set(run.target.name))
+        prepared = await execute(
+            contracts.PREPARE_RUN, run, start_to_close_timeout=RECORD_TIMEOUT * 5,
+            retry_policy=RECORD_RETRY, summary="prepare run")
+        self._run, self._pairs_total = prepared.run, prepared.pairs
+        self._set_phase("lifecycles")
+        # Cohorts read the scenario and the target from the recorder (load_cohort).
+        return prepared.run, bool(run.cohort_size)
 
     def _resume(self, run: RunInput, carried: SuiteProgress) -> None:
         """Take up a run where the suite's previous Temporal run left it; its search

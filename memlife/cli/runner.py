@@ -247,9 +247,7 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
     """One run of one configuration: its tenants, its target, its workflow."""
     from memlife.bundled.reference.target_file import reference_target
     from memlife.contracts import FRESH_TARGET_KIND, RunInput, RunMeta, suite_workflow_id
-    from memlife.recorder.claims import materialize_unclaimed
     from memlife.rules.durations import format_duration
-    from memlife.rules.pairs import materialize
     from memlife.rules.sizing import cohort_size
     from memlife.stack import embedded
     from memlife.workflows import attributes
@@ -261,16 +259,12 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
     base_seed = plan.seed or session.experiment or ""
     seed = (f"{base_seed}-r{repetition}" if plan.repeat > 1 else base_seed) or run_id
     target, identity = configuration.target, {}
-    written = plan.scenario
-    pairs = written.pair_count()
-    cohort = (cohort_size(pairs, written.acting_steps())
+    # The scenario as written: the run's first activity draws its pairs from the seed and
+    # claims their values against a shared target (activities/record.py: prepare_run).
+    scenario = plan.scenario
+    pairs = scenario.pair_count()
+    cohort = (cohort_size(pairs, scenario.acting_steps())
               if plan.cohort == "auto" else int(plan.cohort))
-    if cohort:  # the suite draws the pairs into the recorder (activities/record.py)
-        scenario = written
-    elif target is None:
-        scenario = materialize(written, seed)
-    else:  # a service other runs use too: values none of them used (recorder/claims.py)
-        scenario = materialize_unclaimed(written, seed, run_id, target.base_url)
     if target is None:
         # A fresh database per run: needle searches see this run's data only.
         faults = plan.faults if configuration.faults is None else configuration.faults
@@ -291,7 +285,9 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
         target_name=target.name, target_base_url=target.base_url, target_identity=identity,
         settle=format_duration(settle) if settle else None,
         clock=clock.describe(), temporal_address=session.address, web_ui=session.web_ui,
-        canary_seed=seed if plan.scenario.generate is not None else None,
+        # What the run's values are drawn from: generated ones, and listed ones marked for a
+        # target other runs share (rules/pairs.py: vary_listed).
+        canary_seed=seed if scenario.generate is not None or not identity else None,
         experiment=experiment, configuration=configuration.label if experiment else None,
         repetition=repetition if experiment else None,
         namespace=session.client.namespace, cohort_size=cohort,
@@ -300,7 +296,7 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
     link = (f"{session.web_ui}/namespaces/{session.client.namespace}/workflows/"
             f"{quote(workflow_id, safe='')}" if session.web_ui else None)
     where = f" · {configuration.label} #{repetition}" if experiment else ""
-    twins = pairs - (written.generate.count if written.generate else pairs)
+    twins = pairs - (scenario.generate.count if scenario.generate else pairs)
     twinned = f", {twins} of them control twins for N1" if twins else ""
     print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
           f"({pairs} pair(s){twinned}) · target {target.name} at {target.base_url} "
@@ -310,8 +306,7 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
         RunInput(run_id=run_id, scenario=scenario, target=target,
                  clock=clock, meta=meta, search_attributes=session.search_attributes,
                  review_queue=plan.review_queue, paraphrases=plan.paraphrases,
-                 cohort_size=cohort,
-                 seed=seed if cohort else None, max_active_pairs=plan.max_active_pairs,
+                 cohort_size=cohort, seed=seed, max_active_pairs=plan.max_active_pairs,
                  target_task_queue=session.target_queue),
         id=workflow_id, task_queue=session.task_queue,
         static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",

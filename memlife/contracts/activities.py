@@ -20,7 +20,7 @@ from memlife.contracts.requests import (
     StepRecord,
     TargetBatch,
 )
-from memlife.contracts.runs import CohortSetup, RunInput
+from memlife.contracts.runs import CohortSetup, PreparedRun, RunInput
 from memlife.rules.adjudication import Adjudication, ReviewItem
 from memlife.rules.erasure import ErasureReceipt
 from memlife.rules.evidence import (
@@ -92,6 +92,8 @@ INSPECT_STORES = Activity[InspectRequest, list[StoreRead]]("memlife.inspect_stor
 TARGET_BATCH = Activity[TargetBatch, list[BatchOutcome]]("memlife.target_batch")
 
 # Recording, in the recorder.
+# Every run's first activity: its record, its pairs drawn, its values claimed.
+PREPARE_RUN = Activity[RunInput, PreparedRun]("memlife.prepare_run")
 RECORD_RUN_STARTED = Activity[RunInput, None]("memlife.record_run_started")
 # (run id, scenario, seed[, target]): the target when cohorts read it from the recorder.
 MATERIALIZE_PAIRS = Activity[
@@ -120,8 +122,8 @@ RECORD_ADJUDICATIONS = Activity[list[Adjudication], None]("memlife.record_adjudi
 
 ACTIVITIES = (
     REGISTER_TENANT, CONVERSE, DELETE_TENANT, DELETION_STATUS, FORGET_FACT, MAINTAIN_TARGET,
-    SPACE_OPERATION, INSPECT_STORES, TARGET_BATCH, RECORD_RUN_STARTED, MATERIALIZE_PAIRS,
-    LOAD_PAIRS, LOAD_COHORT, RECORD_TENANTS, RECORD_TENANT_SETS, RECORD_STEP, RECORD_STEPS,
-    FINISH_RUN, PREPARE_SCHEDULED_RUN, RECORD_RECEIPT, QUEUE_FOR_REVIEW, QUEUE_PARAPHRASES,
-    RECORD_ADJUDICATIONS,
+    SPACE_OPERATION, INSPECT_STORES, TARGET_BATCH, PREPARE_RUN, RECORD_RUN_STARTED,
+    MATERIALIZE_PAIRS, LOAD_PAIRS, LOAD_COHORT, RECORD_TENANTS, RECORD_TENANT_SETS,
+    RECORD_STEP, RECORD_STEPS, FINISH_RUN, PREPARE_SCHEDULED_RUN, RECORD_RECEIPT,
+    QUEUE_FOR_REVIEW, QUEUE_PARAPHRASES, RECORD_ADJUDICATIONS,
 )

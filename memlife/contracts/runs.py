@@ -80,7 +80,10 @@ class SuiteProgress(Frozen):
 class RunInput(Frozen):
     # Empty for a scheduled run: the workflow assigns a fresh id, seed and tenants at start.
     run_id: str
-    scenario: Scenario  # materialized: concrete pairs (a scheduled run: as written)
+    # As written: the run's preparation (prepare_run) draws its pairs from `seed` (the run
+    # id when None). Runs started before it materialized them here, and in a continued
+    # suite's input they are drawn.
+    scenario: Scenario
     target: Target
     clock: Clock = Clock()
     meta: RunMeta
@@ -92,8 +95,8 @@ class RunInput(Frozen):
     # that hold none of its forms (activities/paraphrase.py; needs memlife[model]).
     paraphrases: bool = False
     # Pairs per CohortLifecycleWorkflow; 0: one PairLifecycleWorkflow per pair. With
-    # cohorts, `scenario` is as written and the suite materializes its pairs from `seed`
-    # into the recorder (the input stays small at ten thousand pairs).
+    # cohorts the pairs stay in the recorder, where the preparation draws them (the
+    # suite's input and history stay small at ten thousand pairs).
     cohort_size: int = 0
     seed: str | None = None
     # Pairs in flight at once, in cohorts (0: all): a worker holds every live pair's state,
@@ -108,6 +111,14 @@ class RunInput(Frozen):
     # The task queue the run's target requests go through, served by workers of their own
     # (`memlife run --target-worker`, docs/scale.md); None: the run's own queue.
     target_task_queue: str | None = None
+
+class PreparedRun(Frozen):
+    """What a run's preparation (activities/record.py: prepare_run) answers: the run with
+    its seed, and, unless cohorts read them from the recorder, its pairs drawn."""
+
+    run: RunInput
+    pairs: int  # how many pairs the run has
+
 
 class CohortInput(Frozen):
     """Pairs first_pair … first_pair + pair_count - 1 of a run, read from the recorder.

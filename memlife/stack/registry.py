@@ -9,6 +9,7 @@ from memlife.activities.record import (
     load_cohort,
     load_pairs,
     materialize_pairs,
+    prepare_run,
     prepare_scheduled_run,
     record_receipt,
     record_run_started,
@@ -42,5 +43,5 @@ ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, f
                     target_batch]
 SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, record_steps,
                    record_tenant_sets, materialize_pairs, load_pairs, load_cohort, finish_run,
-                   prepare_scheduled_run, record_adjudications, record_receipt]
+                   prepare_run, prepare_scheduled_run, record_adjudications, record_receipt]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES

@@ -64,8 +64,10 @@ async def _time_skipping(faults: list[str] | None = None, refuse: bool = False,
 async def record(name: str, scenario_path: Path, faults: list[str],
                  generated_pairs: int | None = None, cohort_size: int = 0,
                  max_active_pairs: int = 0, refuse: bool = False,
-                 options: dict[str, object] | None = None) -> None:
-    """A run's suite history and its first pair's (or, in cohorts, first cohort's)."""
+                 options: dict[str, object] | None = None, as_written: bool = False) -> None:
+    """A run's suite history and its first pair's (or, in cohorts, first cohort's).
+    `as_written`: the scenario goes to the suite as written, its pairs drawn by the run's
+    preparation (as `memlife run` starts runs since v18)."""
     async with _time_skipping(faults, refuse) as (env, process, executor):
         task_queue = f"record-{uuid.uuid4().hex[:6]}"
         async with build_worker(env.client, task_queue, executor):
@@ -75,10 +77,11 @@ async def record(name: str, scenario_path: Path, faults: list[str],
                 scenario = scenario.model_copy(update={
                     "generate": scenario.generate.model_copy(
                         update={"count": generated_pairs})})
-                if not cohort_size:  # cohorts: the suite materializes the pairs
+                if not (cohort_size or as_written):  # else the suite draws the pairs
                     scenario = materialize(scenario, seed=name)
             run = run_input(scenario, reference_target(process.base_url)).model_copy(
-                update={"cohort_size": cohort_size, "seed": name if cohort_size else None,
+                update={"cohort_size": cohort_size,
+                        "seed": name if cohort_size or as_written else None,
                         "max_active_pairs": max_active_pairs, **(options or {})})
             await run_suite(env.client, task_queue, run)
         first = (("cohort", cohort_workflow_id(scenario.name, run.run_id, 0)) if cohort_size
@@ -365,6 +368,15 @@ async def main() -> None:
     if "v17-paraphrases-suite" not in have:
         await record("v17-paraphrases", nightly, [], generated_pairs=1,
                      options={"review_queue": "record", "paraphrases": True})
+    # v18: every run starts with one preparation activity (prepare_run: its record, its
+    # pairs drawn, its values claimed), the scenario sent as written; activities called
+    # through their typed bindings (memlife/contracts/activities.py).
+    if "v18-prepared-pair-suite" not in have:
+        await record("v18-prepared-pair", nightly, ["nightly-resurrection"],
+                     generated_pairs=1, as_written=True)
+    if "v18-prepared-cohort-suite" not in have:
+        await record("v18-prepared-cohort", nightly, ["nightly-resurrection"],
+                     generated_pairs=3, cohort_size=2)
 
 
 if __name__ == "__main__":

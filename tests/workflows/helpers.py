@@ -7,7 +7,13 @@ from typing import Any
 from temporalio.client import Client
 
 from memlife import recorder
-from memlife.contracts import RunInput, RunMeta, RunSummary, suite_workflow_id
+from memlife.contracts import (
+    FRESH_TARGET_KIND,
+    RunInput,
+    RunMeta,
+    RunSummary,
+    suite_workflow_id,
+)
 from memlife.recorder.builder import build_artifact
 from memlife.rules.clock import Clock
 from memlife.rules.scenario import DeleteStep, Scenario, UpdateStep
@@ -22,7 +28,11 @@ from memlife.workflows.suite import SuiteWorkflow
 UNHURRIED = timedelta(seconds=60)
 
 
-def run_input(scenario: Scenario, target: Target, clock: Clock | None = None) -> RunInput:
+def run_input(scenario: Scenario, target: Target, clock: Clock | None = None, *,
+              fresh: bool = False) -> RunInput:
+    """A run as `memlife run` starts it. `fresh`: the target was started for this run
+    alone (its own database), so its values are the seed's exactly and nothing is claimed;
+    else it is a service other runs may share (contracts: shared_target)."""
     run_id = f"test-{uuid.uuid4().hex[:10]}"
     scenario = scenario.model_copy(update={"latency_budget": UNHURRIED})
     meta = RunMeta(
@@ -30,6 +40,7 @@ def run_input(scenario: Scenario, target: Target, clock: Clock | None = None) ->
         scenario_file="(test)", scenario_name=scenario.name, scenario_sha256=scenario.digest(),
         target_name=target.name, target_base_url=target.base_url, clock="skip",
         temporal_address="time-skipping",
+        target_identity={"kind": FRESH_TARGET_KIND} if fresh else {},
     )
     return RunInput(run_id=run_id, scenario=scenario, target=target,
                     clock=clock or Clock(mode="skip"), meta=meta)

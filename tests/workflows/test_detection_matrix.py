@@ -85,15 +85,17 @@ def target_with(tmp_path: Path) -> Iterator[object]:
 
 
 async def run_nightly(env: WorkflowEnvironment, task_queue: str, scenario: Scenario,
-                      target: object, seed: str, *, cohort: bool = False) -> dict:
+                      target: object, seed: str, *, cohort: bool = False,
+                      shared: bool = False) -> dict:
     """One run's artifact. With `cohort`, its pairs run in one cohort workflow (as runs
-    above 64 pairs do), else in a workflow each."""
+    above 64 pairs do), else in a workflow each. `shared`: the target outlives the run
+    (its values claimed), else it was started for this run alone."""
     if cohort:
         assert scenario.generate is not None
-        run = run_input(scenario, target).model_copy(
+        run = run_input(scenario, target, fresh=not shared).model_copy(
             update={"cohort_size": scenario.generate.count, "seed": seed})
     else:
-        run = run_input(materialize(scenario, seed), target)
+        run = run_input(materialize(scenario, seed), target, fresh=not shared)
     await run_suite(env.client, task_queue, run)
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None

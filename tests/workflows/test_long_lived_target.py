@@ -58,7 +58,7 @@ async def test_runs_after_runs_on_one_target_pass_and_a_later_fault_is_caught(
         for night, cohort in ((1, False), (2, True)):
             async with fresh_skip_server() as (env, task_queue):
                 artifact = await run_nightly(env, task_queue, nightly_small, target,
-                                             f"night-{night}", cohort=cohort)
+                                             f"night-{night}", cohort=cohort, shared=True)
             assert artifact["failures"] == [], (night, artifact["failures"][:3])
             assert artifact["inconclusive"] == [], night
         # Night 2 (a cohort: its values claimed) deleted its tenants a and confirmed it, and
@@ -74,7 +74,7 @@ async def test_runs_after_runs_on_one_target_pass_and_a_later_fault_is_caught(
         async with fresh_skip_server() as (env, task_queue):
             artifact = await run_nightly(env, task_queue, nightly_small,
                                          reference_target(process.base_url), "night-3",
-                                         cohort=True)
+                                         cohort=True, shared=True)
     must_fail, must_pass = DETECTION[fault]
     found = cells(artifact)
     assert set(must_fail) <= found, sorted(found)

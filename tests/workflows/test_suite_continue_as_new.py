@@ -52,12 +52,12 @@ async def test_a_suite_past_its_history_budget_continues_as_new_and_loses_nothin
     assert all(history.events[-1].event_type
                == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
                for history in histories[:-1])
-    # The run is recorded and its pairs materialized once, by the first Temporal run.
+    # The run is prepared once (recorded, its pairs drawn), by the first Temporal run.
     scheduled = [event.activity_task_scheduled_event_attributes.activity_type.name
                  for history in histories for event in history.events
                  if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
-    assert scheduled.count(contracts.RECORD_RUN_STARTED.name) == 1
-    assert scheduled.count(contracts.MATERIALIZE_PAIRS.name) == 1
+    assert scheduled.count(contracts.PREPARE_RUN.name) == 1
+    assert scheduled[0] == contracts.PREPARE_RUN.name
     (whole_history,) = await temporal_runs(skip_env.client, suite_workflow_id(written.name,
                                                                      whole.run_id))
     assert _children_started(whole_history) == PAIRS
