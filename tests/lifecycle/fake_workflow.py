@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from memlife.contracts import Activity
-from tests.workflows.fake_calls import START
+from tests.lifecycle.fake_calls import START
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from memlife.rules.scenario import Scenario
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
 from memlife.workflows.lifecycle import LifecycleRunner
-from tests.workflows.fake_calls import (
+from tests.lifecycle.fake_calls import (
     START,
     FakeCalls,
     MemoryTarget,

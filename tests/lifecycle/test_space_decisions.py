@@ -19,7 +19,7 @@ from memlife.rules.scenario import Scenario
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
 from memlife.workflows.lifecycle import LifecycleRunner
-from tests.workflows.fake_calls import FakeCalls, MemoryTarget, fake_calls, judge, pair_input
+from tests.lifecycle.fake_calls import FakeCalls, MemoryTarget, fake_calls, judge, pair_input
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

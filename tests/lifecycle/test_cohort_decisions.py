@@ -27,14 +27,14 @@ from memlife.rules.target import Target
 from memlife.workflows.batching import Batcher, SharedTimers
 from memlife.workflows.calls import BatchItemError
 from memlife.workflows.lifecycle import LifecycleRunner
-from tests.workflows.fake_calls import (
+from tests.lifecycle.fake_calls import (
     START,
     MemoryTarget,
     batch_answers,
     fake_calls,
     pair_input,
 )
-from tests.workflows.fake_workflow import FakeWorkflow
+from tests.lifecycle.fake_workflow import FakeWorkflow
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 PAIRS = 4
