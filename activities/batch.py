@@ -44,9 +44,14 @@ from memlife.targets.lanes import WORK_BEGAN
 BATCH_ITEMS_IN_FLIGHT = 64
 
 _REQUEST_TYPES: dict[str, type[Any]] = {
-    "register": RegisterRequest, "converse": ConverseRequest, "delete": DeleteRequest,
-    "deletion-status": DeleteRequest, "forget": ForgetRequest, "inspect": InspectRequest,
-    "maintain": MaintainRequest, "space": SpaceRequest,
+    "register": RegisterRequest,
+    "converse": ConverseRequest,
+    "delete": DeleteRequest,
+    "deletion-status": DeleteRequest,
+    "forget": ForgetRequest,
+    "inspect": InspectRequest,
+    "maintain": MaintainRequest,
+    "space": SpaceRequest,
 }
 
 
@@ -86,8 +91,9 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
     # already there instead of dumping every result again every two seconds.
     done_json: dict[str, Any] = dict(state.get("done", {}))
     done = {int(k): BatchOutcome.model_validate(v) for k, v in done_json.items()}
-    partial = {int(k): [Reply.model_validate(r) for r in v]
-               for k, v in state.get("partial", {}).items()}
+    partial = {
+        int(k): [Reply.model_validate(r) for r in v] for k, v in state.get("partial", {}).items()
+    }
     request_type = _REQUEST_TYPES[batch.kind]
     limit = asyncio.Semaphore(BATCH_ITEMS_IN_FLIGHT)
     # Store reads change nothing: a retried inspection reads again, and its (large) results
@@ -97,9 +103,12 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
     def progress() -> dict[str, Any]:
         if not resumable:
             return {}
-        return {"done": done_json,
-                "partial": {str(k): [r.model_dump(mode="json") for r in v]
-                            for k, v in partial.items() if v}}
+        return {
+            "done": done_json,
+            "partial": {
+                str(k): [r.model_dump(mode="json") for r in v] for k, v in partial.items() if v
+            },
+        }
 
     # An inspection's reads, staged for its step's recording once every item has read:
     # one write for the batch (activities/stores.py, stage_and_strip).
@@ -132,6 +141,10 @@ async def target_batch(batch: TargetBatch) -> list[BatchOutcome]:
         if inspected:
             indexes = list(inspected)
             stripped = await stage_and_strip([inspected[i] for i in indexes])
-            done.update({i: BatchOutcome(value=_jsonable(reads))
-                         for i, reads in zip(indexes, stripped, strict=True)})
+            done.update(
+                {
+                    i: BatchOutcome(value=_jsonable(reads))
+                    for i, reads in zip(indexes, stripped, strict=True)
+                }
+            )
     return [done[i] for i in range(len(batch.items))]

@@ -21,7 +21,6 @@ log = get_logger("memlife.activities.target")
 T = TypeVar("T")
 
 
-
 HEARTBEAT_EVERY = 2.0  # seconds; the workflows' heartbeat timeout is a few times this
 
 
@@ -45,19 +44,22 @@ async def heartbeating(details: Callable[[], Any]) -> AsyncIterator[None]:
 
 
 def application_error(error: TargetError) -> ApplicationError:
-    return ApplicationError(str(error), type=type(error).__name__,
-                            non_retryable=not error.retryable)
+    return ApplicationError(
+        str(error), type=type(error).__name__, non_retryable=not error.retryable
+    )
 
 
-async def call_with_retries(target: Target, operation: Operation, variables: dict[str, Any],
-                            scenario_now: str, run: str) -> tuple[http.Response, int]:
+async def call_with_retries(
+    target: Target, operation: Operation, variables: dict[str, Any], scenario_now: str, run: str
+) -> tuple[http.Response, int]:
     """One request, retried in place with exponential backoff while the error is
     retryable, up to the target's max_attempts. Returns (response, attempts)."""
     delay = 0.2
     for attempt in range(1, target.max_attempts + 1):
         try:
-            return await http.call(target, operation, variables,
-                                   scenario_now=scenario_now, run=run), attempt
+            return await http.call(
+                target, operation, variables, scenario_now=scenario_now, run=run
+            ), attempt
         except TargetError as error:
             if not error.retryable or attempt == target.max_attempts:
                 raise
@@ -73,13 +75,15 @@ async def call_with_retries(target: Target, operation: Operation, variables: dic
 Send = Callable[[Target, Operation, dict[str, Any], str, str], Awaitable[http.Response]]
 
 
-async def send_once(target: Target, operation: Operation, variables: dict[str, Any],
-                    scenario_now: str, run: str) -> http.Response:
+async def send_once(
+    target: Target, operation: Operation, variables: dict[str, Any], scenario_now: str, run: str
+) -> http.Response:
     return await http.call(target, operation, variables, scenario_now=scenario_now, run=run)
 
 
-async def send_retrying(target: Target, operation: Operation, variables: dict[str, Any],
-                        scenario_now: str, run: str) -> http.Response:
+async def send_retrying(
+    target: Target, operation: Operation, variables: dict[str, Any], scenario_now: str, run: str
+) -> http.Response:
     return (await call_with_retries(target, operation, variables, scenario_now, run))[0]
 
 

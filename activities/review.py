@@ -24,10 +24,15 @@ async def queue_for_review(queue: str, items: list[ReviewItem]) -> int:
 async def enqueue(queue: str, items: list[ReviewItem]) -> int:
     """queue_for_review's work, for any activity that queues items."""
     await activity.client().start_workflow(
-        "AdjudicationWorkflow", None, id=review_workflow_id(queue),
-        task_queue=activity.info().task_queue, start_signal="enqueue",
-        start_signal_args=[items], id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        static_summary=f"review queue {queue}: replies waiting for a reviewer")
+        "AdjudicationWorkflow",
+        None,
+        id=review_workflow_id(queue),
+        task_queue=activity.info().task_queue,
+        start_signal="enqueue",
+        start_signal_args=[items],
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"review queue {queue}: replies waiting for a reviewer",
+    )
     log.info("queued for review", queue=queue, items=len(items))
     return len(items)
 
@@ -36,13 +41,24 @@ async def enqueue(queue: str, items: list[ReviewItem]) -> int:
 def record_adjudications(batch: list[Adjudication]) -> None:
     rows: list = [
         recorder.AdjudicationRow(
-            id=a.item.ticket, run_id=a.item.run_id, pair_index=a.item.pair_index,
-            step_index=a.item.step_index, stage=a.item.stage, case_id=a.item.case_id,
-            tenant_alias=a.item.tenant_alias, kind=a.item.kind, reviewer=a.decision.reviewer,
-            decided_at=a.decided_at, asserted_json=json.dumps(
-                [a.item.candidates[i] for i in a.decision.asserted], ensure_ascii=False),
-            abstains=a.decision.abstains, note=a.decision.note,
-            exact_json=json.dumps(a.item.exact), checks_json=json.dumps(a.checks))
+            id=a.item.ticket,
+            run_id=a.item.run_id,
+            pair_index=a.item.pair_index,
+            step_index=a.item.step_index,
+            stage=a.item.stage,
+            case_id=a.item.case_id,
+            tenant_alias=a.item.tenant_alias,
+            kind=a.item.kind,
+            reviewer=a.decision.reviewer,
+            decided_at=a.decided_at,
+            asserted_json=json.dumps(
+                [a.item.candidates[i] for i in a.decision.asserted], ensure_ascii=False
+            ),
+            abstains=a.decision.abstains,
+            note=a.decision.note,
+            exact_json=json.dumps(a.item.exact),
+            checks_json=json.dumps(a.checks),
+        )
         for a in batch
     ]
     recorder.merge_all(rows)

@@ -42,9 +42,14 @@ READ_CONCURRENCY = 8
 EXCERPT_CHARS = 160
 
 
-async def _read_store(request: InspectRequest, store: Store, mode: str, key: str,
-                      limit: asyncio.Semaphore,
-                      watch_normalized: list[str]) -> StoreRead:
+async def _read_store(
+    request: InspectRequest,
+    store: Store,
+    mode: str,
+    key: str,
+    limit: asyncio.Semaphore,
+    watch_normalized: list[str],
+) -> StoreRead:
     assert store.probe is not None
     probe = store.probe
     trace: str | None = None  # an HTTP read's traceparent
@@ -57,13 +62,16 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
                 raw, total, latency_ms = await _files_read(probe, key, request.max_records)
             elif isinstance(probe, QdrantProbe):
                 raw, total, latency_ms = await asyncio.to_thread(
-                    stores.qdrant_read, probe, mode, key, request.max_records)
+                    stores.qdrant_read, probe, mode, key, request.max_records
+                )
             elif isinstance(probe, FalkorDBProbe):
                 raw, total, latency_ms = await asyncio.to_thread(
-                    stores.falkordb_read, probe, mode, key, request.max_records)
+                    stores.falkordb_read, probe, mode, key, request.max_records
+                )
             elif isinstance(probe, ChromaProbe):
                 raw, total, latency_ms = await asyncio.to_thread(
-                    stores.chroma_read, probe, mode, key, request.max_records)
+                    stores.chroma_read, probe, mode, key, request.max_records
+                )
             else:
                 raw, latency_ms, trace = await _http_read(request, store, probe, mode, key)
                 total = len(raw)
@@ -72,14 +80,27 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
         except Exception as error:  # one store's failure is its own alone
             # Unread is never absent, and one store that cannot be read (a driver missing,
             # a client's own error) leaves every other store's reads standing.
-            reason = (f"no records at {getattr(probe, 'records', '?')!r}"
-                      if isinstance(error, KeyError) else f"{type(error).__name__}: {error}")
+            reason = (
+                f"no records at {getattr(probe, 'records', '?')!r}"
+                if isinstance(error, KeyError)
+                else f"{type(error).__name__}: {error}"
+            )
             if not isinstance(error, TargetError | KeyError):
-                log.warning("store read failed", store=store.name, mode=mode,
-                            error=f"{type(error).__name__}: {error}"[:300])
-            return StoreRead(store=store.name, mode=mode, key=key, status="error",
-                             error=reason, traceparent=getattr(error, "traceparent", None),
-                             wall_time=wall_time)
+                log.warning(
+                    "store read failed",
+                    store=store.name,
+                    mode=mode,
+                    error=f"{type(error).__name__}: {error}"[:300],
+                )
+            return StoreRead(
+                store=store.name,
+                mode=mode,
+                key=key,
+                status="error",
+                error=reason,
+                traceparent=getattr(error, "traceparent", None),
+                wall_time=wall_time,
+            )
     views = []
     for record in raw[: request.max_records]:
         value = _field(record, probe.content)
@@ -94,16 +115,27 @@ async def _read_store(request: InspectRequest, store: Store, mode: str, key: str
         own = tenant is None or str(tenant) in request.identities
         if not matched and own and not request.keep_unmatched:
             continue
-        views.append(StoreRecordView(
-            id=None if record_id is None else str(record_id),
-            tenant_id=None if tenant is None else str(tenant),
-            deleted=None if probe.deleted is None else bool(deleted),
-            matches=matched, forms=reworded,
-            # Evidence only where a watched value is: the rest would only weigh on history.
-            excerpt=content[:EXCERPT_CHARS] if matched else "",
-        ))
-    return StoreRead(store=store.name, mode=mode, key=key, total=total, records=views,
-                     latency_ms=latency_ms, traceparent=trace, wall_time=wall_time)
+        views.append(
+            StoreRecordView(
+                id=None if record_id is None else str(record_id),
+                tenant_id=None if tenant is None else str(tenant),
+                deleted=None if probe.deleted is None else bool(deleted),
+                matches=matched,
+                forms=reworded,
+                # Evidence only where a watched value is: the rest would only weigh on history.
+                excerpt=content[:EXCERPT_CHARS] if matched else "",
+            )
+        )
+    return StoreRead(
+        store=store.name,
+        mode=mode,
+        key=key,
+        total=total,
+        records=views,
+        latency_ms=latency_ms,
+        traceparent=trace,
+        wall_time=wall_time,
+    )
 
 
 def _reworded(normalized: str, watch: list[str], matched: list[int]) -> dict[int, str]:
@@ -143,41 +175,46 @@ def _normalized(content: str) -> str:
     return _normalized_cached(content) if len(content) <= 2048 else normalize(content)
 
 
-async def _http_read(request: InspectRequest, store: Store, probe: StoreProbe, mode: str,
-                     key: str) -> tuple[list[Any], float, str | None]:
+async def _http_read(
+    request: InspectRequest, store: Store, probe: StoreProbe, mode: str, key: str
+) -> tuple[list[Any], float, str | None]:
     operation, variables = {
         "scope": (probe.scope, {"user_id": key}),
         "needle": (probe.needle, {"needle": key}),
         "needles": (probe.needles, {"needles": key.split("\n")}),
     }[mode]
     assert operation is not None
-    response, _ = await call_with_retries(request.target, operation, variables,
-                                          request.scenario_now, request.run_id)
+    response, _ = await call_with_retries(
+        request.target, operation, variables, request.scenario_now, request.run_id
+    )
     if response.refused:  # a status the probe lists as `refused`: nothing held
         return [], response.latency_ms, response.traceparent
     raw = http.extract(response.data, probe.records)
     if not isinstance(raw, list):
         raise http.TargetBadResponse(
-            f"{probe.records!r} is not a list of records in the {store.name} response")
+            f"{probe.records!r} is not a list of records in the {store.name} response"
+        )
     return raw, response.latency_ms, response.traceparent
 
 
-async def _sql_read(probe: SqlProbe, mode: str, key: str,
-                    max_records: int) -> tuple[list[Any], int, float]:
+async def _sql_read(
+    probe: SqlProbe, mode: str, key: str, max_records: int
+) -> tuple[list[Any], int, float]:
     """One parameterized SELECT in a read-only transaction, off the event loop."""
-    query, parameters = ((probe.scope, {"user_id": key}) if mode == "scope"
-                         else (probe.needle, {"needle": key}))
-    return await asyncio.to_thread(sql.read_rows, probe.url_env, query, parameters,
-                                   max_records)
+    query, parameters = (
+        (probe.scope, {"user_id": key}) if mode == "scope" else (probe.needle, {"needle": key})
+    )
+    return await asyncio.to_thread(sql.read_rows, probe.url_env, query, parameters, max_records)
 
 
-async def _files_read(probe: FilesProbe, key: str,
-                      max_records: int) -> tuple[list[Any], int, float]:
+async def _files_read(
+    probe: FilesProbe, key: str, max_records: int
+) -> tuple[list[Any], int, float]:
     """Every file under the store's data directory, byte by byte, off the event loop."""
+
     def scan() -> tuple[list[Any], int, float]:
         root = files.data_directory(probe.path, probe.path_env)
-        return files.scan(root, probe.include, key.split("\n"), list(probe.encodings),
-                          max_records)
+        return files.scan(root, probe.include, key.split("\n"), list(probe.encodings), max_records)
 
     return await asyncio.to_thread(scan)
 
@@ -196,17 +233,24 @@ async def inspect_and_stage(request: InspectRequest) -> list[StoreRead]:
     return (await stage_and_strip([(request, await inspect(request))]))[0]
 
 
-async def stage_and_strip(inspected: Sequence[tuple[InspectRequest, list[StoreRead]]],
-                          ) -> list[list[StoreRead]]:
+async def stage_and_strip(
+    inspected: Sequence[tuple[InspectRequest, list[StoreRead]]],
+) -> list[list[StoreRead]]:
     """Each inspection's reads, staged under its request's stage key (those that have one)
     in one write, and returned without their records."""
-    staged = [(request.stage_key, request.run_id, reads) for request, reads in inspected
-              if request.stage_key is not None]
+    staged = [
+        (request.stage_key, request.run_id, reads)
+        for request, reads in inspected
+        if request.stage_key is not None
+    ]
     if staged:
         await asyncio.to_thread(recorder.stage_many_reads, staged)
-    return [reads if request.stage_key is None else
-            [read.model_copy(update={"records": []}) for read in reads]
-            for request, reads in inspected]
+    return [
+        reads
+        if request.stage_key is None
+        else [read.model_copy(update={"records": []}) for read in reads]
+        for request, reads in inspected
+    ]
 
 
 async def inspect(request: InspectRequest) -> list[StoreRead]:
@@ -220,22 +264,36 @@ async def inspect(request: InspectRequest) -> list[StoreRead]:
         if isinstance(store.probe, FilesProbe):
             # Bytes on disk have no tenant: one scan for the values that must be gone.
             if erased:
-                reads.append(_read_store(request, store, "needles", "\n".join(erased),
-                                         limit, watch_normalized))
+                reads.append(
+                    _read_store(
+                        request, store, "needles", "\n".join(erased), limit, watch_normalized
+                    )
+                )
             continue
         if isinstance(store.probe, SqlProbe) and store.probe.scope is None:
             # No tenant column: only the values that must be gone are looked for.
-            reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
-                      for needle in erased]
+            reads += [
+                _read_store(request, store, "needle", needle, limit, watch_normalized)
+                for needle in erased
+            ]
             continue
-        reads += [_read_store(request, store, "scope", identity, limit, watch_normalized)
-                  for identity in request.identities]
+        reads += [
+            _read_store(request, store, "scope", identity, limit, watch_normalized)
+            for identity in request.identities
+        ]
         # One read for all the values where the probe can (SQL, Cypher: one per value).
-        if request.needles and (isinstance(store.probe, QdrantProbe | ChromaProbe) or (
-                isinstance(store.probe, StoreProbe) and store.probe.needles is not None)):
-            reads.append(_read_store(request, store, "needles", "\n".join(request.needles),
-                                     limit, watch_normalized))
+        if request.needles and (
+            isinstance(store.probe, QdrantProbe | ChromaProbe)
+            or (isinstance(store.probe, StoreProbe) and store.probe.needles is not None)
+        ):
+            reads.append(
+                _read_store(
+                    request, store, "needles", "\n".join(request.needles), limit, watch_normalized
+                )
+            )
         else:
-            reads += [_read_store(request, store, "needle", needle, limit, watch_normalized)
-                      for needle in request.needles]
+            reads += [
+                _read_store(request, store, "needle", needle, limit, watch_normalized)
+                for needle in request.needles
+            ]
     return list(await asyncio.gather(*reads))

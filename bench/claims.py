@@ -35,8 +35,12 @@ SIX_CASE = REPO / "scenarios" / "seed-six-case.yaml"
 PURGE_AFTER = timedelta(minutes=31)
 
 
-async def one_run(index: int, scenario: Any, target: Any, scenario_file: Path,
-                  ) -> dict[str, float]:
+async def one_run(
+    index: int,
+    scenario: Any,
+    target: Any,
+    scenario_file: Path,
+) -> dict[str, float]:
     """One run against the long-lived target; its figures."""
     from memlife import __version__
     from memlife.activities.calls import send_once
@@ -56,16 +60,25 @@ async def one_run(index: int, scenario: Any, target: Any, scenario_file: Path,
 
     run_id = f"bench-claims-{index:03d}"
     started = time.perf_counter()
-    materialized = await asyncio.to_thread(materialize_unclaimed, scenario, run_id, run_id,
-                                           target.base_url)
+    materialized = await asyncio.to_thread(
+        materialize_unclaimed, scenario, run_id, run_id, target.base_url
+    )
     prepare_s = time.perf_counter() - started
-    meta = RunMeta(memlife_version=__version__, git_revision=None, command="bench claims",
-                   scenario_file=str(scenario_file), scenario_name=scenario.name,
-                   scenario_sha256="0" * 64, target_name=target.name,
-                   target_base_url=target.base_url, target_identity={"kind": "target file"},
-                   clock="skip", temporal_address="none", canary_seed=run_id)
-    record_run_started(RunInput(run_id=run_id, scenario=materialized, target=target,
-                                meta=meta))
+    meta = RunMeta(
+        memlife_version=__version__,
+        git_revision=None,
+        command="bench claims",
+        scenario_file=str(scenario_file),
+        scenario_name=scenario.name,
+        scenario_sha256="0" * 64,
+        target_name=target.name,
+        target_base_url=target.base_url,
+        target_identity={"kind": "target file"},
+        clock="skip",
+        temporal_address="none",
+        canary_seed=run_id,
+    )
+    record_run_started(RunInput(run_id=run_id, scenario=materialized, target=target, meta=meta))
     started = time.perf_counter()
     index_size = foreign_values(run_id, 0).size
     index_s = time.perf_counter() - started
@@ -74,40 +87,95 @@ async def one_run(index: int, scenario: Any, target: Any, scenario_file: Path,
         tenants = pair_tenants(run_id, pair_index, pair, materialized)
         registered, observations, verdicts = [], [], []
         for seq, tenant in enumerate(tenants):
-            result = await register(RegisterRequest(
-                target=target, phone=tenant.phone, tenant_alias=tenant.alias,
-                scenario_now=now.isoformat(), run_id=run_id), send_once)
-            registered.append(tenant.model_copy(update={
-                "user_id": result.user_id, "phone": result.phone or tenant.phone}))
-            observations.append(Observation(seq=seq, role=tenant.role, kind="register",
-                                            request=tenant.phone, scenario_time=now,
-                                            wall_time=datetime.now(UTC)))
+            result = await register(
+                RegisterRequest(
+                    target=target,
+                    phone=tenant.phone,
+                    tenant_alias=tenant.alias,
+                    scenario_now=now.isoformat(),
+                    run_id=run_id,
+                ),
+                send_once,
+            )
+            registered.append(
+                tenant.model_copy(
+                    update={"user_id": result.user_id, "phone": result.phone or tenant.phone}
+                )
+            )
+            observations.append(
+                Observation(
+                    seq=seq,
+                    role=tenant.role,
+                    kind="register",
+                    request=tenant.phone,
+                    scenario_time=now,
+                    wall_time=datetime.now(UTC),
+                )
+            )
         record_tenant_sets(run_id, [pair_index], [registered])
         # Both deleted at once, then confirmed once the target's purge is due: the run's
         # scenario clock on the target only moves forward.
-        requests = [DeleteRequest(target=target, phone=tenant.phone,
-                                  user_id=tenant.user_id or "", run_id=run_id,
-                                  scenario_now=now.isoformat()) for tenant in registered]
+        requests = [
+            DeleteRequest(
+                target=target,
+                phone=tenant.phone,
+                user_id=tenant.user_id or "",
+                run_id=run_id,
+                scenario_now=now.isoformat(),
+            )
+            for tenant in registered
+        ]
         states = [await delete(request, send_once) for request in requests]
         for tenant, request, state in zip(registered, requests, states, strict=True):
             if not state.done:
-                state = await read_deletion_status(request.model_copy(update={
-                    "deletion_id": state.deletion_id,
-                    "scenario_now": (now + PURGE_AFTER).isoformat()}), send_once)
-            verdicts.append(deletion_verdict(
-                f"s1-{tenant.role}-deletion", tenant.role, tenant.alias, state, None,
-                timedelta(hours=24), PURGE_AFTER))
+                state = await read_deletion_status(
+                    request.model_copy(
+                        update={
+                            "deletion_id": state.deletion_id,
+                            "scenario_now": (now + PURGE_AFTER).isoformat(),
+                        }
+                    ),
+                    send_once,
+                )
+            verdicts.append(
+                deletion_verdict(
+                    f"s1-{tenant.role}-deletion",
+                    tenant.role,
+                    tenant.alias,
+                    state,
+                    None,
+                    timedelta(hours=24),
+                    PURGE_AFTER,
+                )
+            )
         for step_index, kind, stage, step_observations, step_verdicts in (
-                (-1, "register", "", observations, []),
-                (1, "await-deletion", "deletion-confirmed", [], verdicts)):
-            record_step(StepRecord(
-                run_id=run_id, pair_index=pair_index, step_index=step_index, kind=kind,
-                stage=stage, scenario_started=now, scenario_finished=now,
-                wall_started=now, wall_finished=now, observations=step_observations,
-                verdicts=step_verdicts, tenants=registered))
+            (-1, "register", "", observations, []),
+            (1, "await-deletion", "deletion-confirmed", [], verdicts),
+        ):
+            record_step(
+                StepRecord(
+                    run_id=run_id,
+                    pair_index=pair_index,
+                    step_index=step_index,
+                    kind=kind,
+                    stage=stage,
+                    scenario_started=now,
+                    scenario_finished=now,
+                    wall_started=now,
+                    wall_finished=now,
+                    observations=step_observations,
+                    verdicts=step_verdicts,
+                    tenants=registered,
+                )
+            )
     finish_run(run_id, [])
-    return {"run": index, "prepare_ms": prepare_s * 1000, "index_ms": index_s * 1000,
-            "live_claims": claim_count(target.base_url), "foreign_values": index_size}
+    return {
+        "run": index,
+        "prepare_ms": prepare_s * 1000,
+        "index_ms": index_s * 1000,
+        "live_claims": claim_count(target.base_url),
+        "foreign_values": index_size,
+    }
 
 
 async def measure(runs: int, scenario_file: Path, work: Path) -> list[dict[str, float]]:
@@ -128,10 +196,13 @@ async def measure(runs: int, scenario_file: Path, work: Path) -> list[dict[str, 
                 figure = await one_run(index, scenario, target, scenario_file)
                 figures.append(figure)
                 if index in {1, runs // 2, runs} or index % 10 == 0:
-                    print(f"run {index:>3}: {figure['live_claims']:>4} live claims, "
-                          f"prepared in {figure['prepare_ms']:.1f} ms, foreign index "
-                          f"({figure['foreign_values']} values) in "
-                          f"{figure['index_ms']:.1f} ms", flush=True)
+                    print(
+                        f"run {index:>3}: {figure['live_claims']:>4} live claims, "
+                        f"prepared in {figure['prepare_ms']:.1f} ms, foreign index "
+                        f"({figure['foreign_values']} values) in "
+                        f"{figure['index_ms']:.1f} ms",
+                        flush=True,
+                    )
         finally:
             await http.close_clients()
         figures[-1]["claims_after"] = claim_count(target.base_url)
@@ -142,18 +213,28 @@ def row(figures: list[dict[str, float]], scenario_file: Path, command: str) -> d
     """What BENCHMARKS.json keeps: the figures at run 1, the middle run and the last."""
     runs = len(figures)
     marks = sorted({1, max(1, runs // 2), runs})
-    return {"runs": runs, "scenario": scenario_file.name, "command": command,
-            "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "at": [figures[mark - 1] for mark in marks]}
+    return {
+        "runs": runs,
+        "scenario": scenario_file.name,
+        "command": command,
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "at": [figures[mark - 1] for mark in marks],
+    }
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench claims", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100, help="runs (default 100)")
-    parser.add_argument("--scenario", default=str(SIX_CASE),
-                        help="the runs' scenario (default scenarios/seed-six-case.yaml)")
-    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
-                        help="the report to render again; its figures are beside it as .json")
+    parser.add_argument(
+        "--scenario",
+        default=str(SIX_CASE),
+        help="the runs' scenario (default scenarios/seed-six-case.yaml)",
+    )
+    parser.add_argument(
+        "--out",
+        default=str(REPO / "BENCHMARKS.md"),
+        help="the report to render again; its figures are beside it as .json",
+    )
     args = parser.parse_args(argv)
     if args.runs < 2:
         parser.error("--runs: at least 2")
@@ -163,8 +244,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-claims-") as work:
         figures = asyncio.run(measure(args.runs, Path(args.scenario), Path(work)))
     results_path = Path(args.out).with_suffix(".json")
-    results = (json.loads(results_path.read_text(encoding="utf-8"))
-               if results_path.exists() else {})
+    results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() else {}
     results["claims"] = row(figures, Path(args.scenario), command)
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     Path(args.out).write_text(render(results) + "\n", encoding="utf-8")

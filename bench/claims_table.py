@@ -11,7 +11,8 @@ def render_lines(result: dict[str, Any] | None) -> list[str]:
     if not result:
         return []
     lines = [
-        "## Claims on one long-lived target", "",
+        "## Claims on one long-lived target",
+        "",
         f"{result['runs']} runs of `{result['scenario']}` one after another against one "
         "bundled reference target that outlives them, recording to one SQLite recorder. "
         "Each run is prepared as a run against a target file is (its values marked from its "
@@ -21,15 +22,18 @@ def render_lines(result: dict[str, Any] | None) -> list[str]:
         "does it, in the activities' own code without Temporal (bench/claims.py). Live "
         "claims are those no review has retired, counted after the run's preparation and "
         "registration; a claim retires once its run finished with its tenants' deletion "
-        "confirmed (docs/operations.md, \"Many runs, one service\"). The foreign-value index "
+        'confirmed (docs/operations.md, "Many runs, one service"). The foreign-value index '
         "holds the run's own values and the other runs' live ones; run 1's times include "
-        "the recorder's first use (its tables created).", "",
+        "the recorder's first use (its tables created).",
+        "",
         "| run | live claims | preparation | foreign-value index | values in it |",
         "|---|---|---|---|---|",
     ]
     for figure in result["at"]:
-        lines.append(f"| {figure['run']} | {figure['live_claims']} | "
-                     f"{figure['prepare_ms']:.1f} ms | {figure['index_ms']:.1f} ms | "
-                     f"{figure['foreign_values']} |")
+        lines.append(
+            f"| {figure['run']} | {figure['live_claims']} | "
+            f"{figure['prepare_ms']:.1f} ms | {figure['index_ms']:.1f} ms | "
+            f"{figure['foreign_values']} |"
+        )
     lines += ["", f"Reproduce: `{result['command']}` (measured {result['measured_at']}).", ""]
     return lines

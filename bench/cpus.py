@@ -39,13 +39,13 @@ def split(available: set[int] | frozenset[int]) -> Placement | None:
     fewer than 2 CPUs."""
     if len(available) < 2:
         return None
-    return Placement(target=frozenset(available),
-                     drivers=frozenset(available - {max(available)}))
+    return Placement(target=frozenset(available), drivers=frozenset(available - {max(available)}))
 
 
 # The target's CPUs while `placed` holds (None: every process on every CPU).
 _TARGET_CPUS: contextvars.ContextVar[frozenset[int] | None] = contextvars.ContextVar(
-    "bench_target_cpus", default=None)
+    "bench_target_cpus", default=None
+)
 
 
 @contextlib.contextmanager
@@ -91,8 +91,9 @@ def describe(placement: dict[str, Any] | None) -> str:
     """How BENCHMARKS.md says where the processes ran."""
     if not placement:
         return "every process on every CPU"
-    own = ", ".join(str(cpu) for cpu in placement["target"]
-                    if cpu not in placement["drivers"])
+    own = ", ".join(str(cpu) for cpu in placement["target"] if cpu not in placement["drivers"])
     drivers = ", ".join(str(cpu) for cpu in placement["drivers"])
-    return (f"CPU {own} is the target's alone, and everything that drives it runs on CPU "
-            f"{drivers} (where the target may run too)")
+    return (
+        f"CPU {own} is the target's alone, and everything that drives it runs on CPU "
+        f"{drivers} (where the target may run too)"
+    )

@@ -36,26 +36,42 @@ def measure(mode: str, run_id: str) -> dict[str, float]:
     if built is None:
         raise SystemExit(f"bench finish: no run {run_id!r} in {recorder.database_url()}")
     summary = built[0].summary()
-    return {"cases": summary["cases"], "rss_before_mb": before, "rss_indexed_mb": indexed,
-            "peak_mb": status_mb("VmHWM")}
+    return {
+        "cases": summary["cases"],
+        "rss_before_mb": before,
+        "rss_indexed_mb": indexed,
+        "peak_mb": status_mb("VmHWM"),
+    }
 
 
 def measure_in_process(mode: str, run_id: str, db_url: str | None) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if db_url:
         env["MEMLIFE_DB_URL"] = db_url
-    done = subprocess.run([sys.executable, "-m", "bench.finish", "--child", mode, run_id],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.finish", "--child", mode, run_id],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     if done.returncode:
-        raise SystemExit(done.stderr.strip().splitlines()[-1] if done.stderr.strip()
-                         else f"bench finish: {mode} exited {done.returncode}")
+        raise SystemExit(
+            done.stderr.strip().splitlines()[-1]
+            if done.stderr.strip()
+            else f"bench finish: {mode} exited {done.returncode}"
+        )
     return json.loads(done.stdout)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench finish", description=__doc__.splitlines()[0])
-    parser.add_argument("run", metavar="RUN", help="a run id in MEMLIFE_DB_URL's recorder, "
-                        "or an SQLite recorder file (its first run)")
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run id in MEMLIFE_DB_URL's recorder, or an SQLite recorder file (its first run)",
+    )
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -66,9 +82,11 @@ def main(argv: list[str]) -> int:
     run = recorded_runs([args.run])[0]
     results = {mode: measure_in_process(mode, run.run_id, run.db_url) for mode in MODES}
     for mode, figures in results.items():
-        print(f"{mode}: {figures['cases']:,} cases summarized; RSS "
-              f"{figures['rss_before_mb']:.0f} MB before, {figures['rss_indexed_mb']:.0f} MB "
-              f"with the index, peak {figures['peak_mb']:.0f} MB")
+        print(
+            f"{mode}: {figures['cases']:,} cases summarized; RSS "
+            f"{figures['rss_before_mb']:.0f} MB before, {figures['rss_indexed_mb']:.0f} MB "
+            f"with the index, peak {figures['peak_mb']:.0f} MB"
+        )
     saved = results["index-held"]["peak_mb"] - results["index-dropped"]["peak_mb"]
     print(f"peak, index dropped first: {saved:.0f} MB lower")
     return 0

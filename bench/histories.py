@@ -46,13 +46,16 @@ def history_cost(workflow_id: str, events: Iterable[HistoryEvent]) -> HistoryCos
             started[event.event_id] = event.event_time.ToMilliseconds()
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             began = started.pop(
-                event.workflow_task_completed_event_attributes.started_event_id, None)
+                event.workflow_task_completed_event_attributes.started_event_id, None
+            )
             if began is not None:
                 took = event.event_time.ToMilliseconds() - began
                 longest = max(longest, took)
                 slow += took > SLOW_TASK_MS
-        elif kind in (EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
-                      EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED):
+        elif kind in (
+            EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+            EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+        ):
             failed += 1
     return HistoryCost(workflow_id, count, size, longest, slow, failed)
 
@@ -79,8 +82,9 @@ class RunHistories:
         return asdict(self)
 
 
-def summarize(suite: HistoryCost | Sequence[HistoryCost],
-              lifecycles: Sequence[HistoryCost]) -> RunHistories:
+def summarize(
+    suite: HistoryCost | Sequence[HistoryCost], lifecycles: Sequence[HistoryCost]
+) -> RunHistories:
     """`suite`: its one history, or one per Temporal run when it continued as new."""
     if not lifecycles:
         raise ValueError("no lifecycle workflow histories to summarize")
@@ -91,33 +95,44 @@ def summarize(suite: HistoryCost | Sequence[HistoryCost],
     return RunHistories(
         workflows=len(everything) - len(suites) + 1,
         suite_bytes=max(cost.bytes for cost in suites),
-        suite_events=max(cost.events for cost in suites), suite_runs=len(suites),
-        largest_bytes=largest.bytes, largest_bytes_workflow=largest.workflow_id,
+        suite_events=max(cost.events for cost in suites),
+        suite_runs=len(suites),
+        largest_bytes=largest.bytes,
+        largest_bytes_workflow=largest.workflow_id,
         most_events=max(cost.events for cost in lifecycles),
-        longest_task_ms=slowest.longest_task_ms, longest_task_workflow=slowest.workflow_id,
+        longest_task_ms=slowest.longest_task_ms,
+        longest_task_workflow=slowest.workflow_id,
         slow_tasks=sum(cost.slow_tasks for cost in everything),
-        failed_tasks=sum(cost.failed_tasks for cost in everything))
+        failed_tasks=sum(cost.failed_tasks for cost in everything),
+    )
 
 
 async def temporal_runs(client: Client, workflow_id: str) -> list[WorkflowHistory]:
     """The history of every Temporal run of a workflow that continued as new, first to
     last: each run's first event names the run it continues."""
     histories = [await client.get_workflow_handle(workflow_id).fetch_history()]
-    while previous := histories[0].events[0].workflow_execution_started_event_attributes \
-            .continued_execution_run_id:
-        histories.insert(0, await client.get_workflow_handle(
-            workflow_id, run_id=previous).fetch_history())
+    while (
+        previous := histories[0]
+        .events[0]
+        .workflow_execution_started_event_attributes.continued_execution_run_id
+    ):
+        histories.insert(
+            0, await client.get_workflow_handle(workflow_id, run_id=previous).fetch_history()
+        )
     return histories
 
 
-async def run_histories(client: Client, suite_id: str,
-                        lifecycle_ids: Sequence[str]) -> RunHistories:
+async def run_histories(
+    client: Client, suite_id: str, lifecycle_ids: Sequence[str]
+) -> RunHistories:
     """Read each workflow's history from the server, every Temporal run of the suite's,
     and sum them up."""
+
     async def cost(workflow_id: str) -> HistoryCost:
         history = await client.get_workflow_handle(workflow_id).fetch_history()
         return history_cost(workflow_id, history.events)
 
-    suites = [history_cost(suite_id, history.events)
-              for history in await temporal_runs(client, suite_id)]
+    suites = [
+        history_cost(suite_id, history.events) for history in await temporal_runs(client, suite_id)
+    ]
     return summarize(suites, [await cost(i) for i in lifecycle_ids])

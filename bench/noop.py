@@ -20,6 +20,8 @@ class NoopWorkflow:
     async def run(self, activities: int) -> int:
         for _ in range(activities):
             await workflow.execute_activity(
-                noop, start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=RetryPolicy(maximum_attempts=3))
+                noop,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=RetryPolicy(maximum_attempts=3),
+            )
         return activities

@@ -74,30 +74,43 @@ class PlainResult:
 
     def figures(self) -> dict[str, Any]:
         """What BENCHMARKS.json keeps of a replay."""
-        return {"requests": self.requests, "seconds": self.seconds, "errors": self.errors,
-                "cpu_seconds": self.cpu_seconds}
+        return {
+            "requests": self.requests,
+            "seconds": self.seconds,
+            "errors": self.errors,
+            "cpu_seconds": self.cpu_seconds,
+        }
 
 
-def recorded_requests(run_id: str, url: str) -> tuple[dict[int, list[Request]],
-                                                     dict[tuple[int, str], str],
-                                                     dict[tuple[int, str, str], str]]:
+def recorded_requests(
+    run_id: str, url: str
+) -> tuple[dict[int, list[Request]], dict[tuple[int, str], str], dict[tuple[int, str, str], str]]:
     """Per pair, the requests in the order memlife made them; phones; current values."""
     engine = recorder.engine_for(url)
     by_pair: dict[int, list[Request]] = defaultdict(list)
     with engine.connect() as db:
-        rows = db.execute(text(
-            "SELECT pair_index, step_index, kind, role, request, reply, domain, scenario_time "
-            "FROM observations WHERE run_id = :run ORDER BY pair_index, step_index, seq"),
-            {"run": run_id})
+        rows = db.execute(
+            text(
+                "SELECT pair_index, step_index, kind, role, request, reply, domain, scenario_time "
+                "FROM observations WHERE run_id = :run ORDER BY pair_index, step_index, seq"
+            ),
+            {"run": run_id},
+        )
         for pair, step, kind, role, request, reply, domain, scenario_time in rows:
-            by_pair[pair].append(Request(step, kind, role, request, reply, domain,
-                                         _iso(scenario_time)))
-        phones = {(pair, role): phone for pair, role, phone in db.execute(text(
-            "SELECT pair_index, role, phone FROM tenants WHERE run_id = :run"),
-            {"run": run_id})}
+            by_pair[pair].append(
+                Request(step, kind, role, request, reply, domain, _iso(scenario_time))
+            )
+        phones = {
+            (pair, role): phone
+            for pair, role, phone in db.execute(
+                text("SELECT pair_index, role, phone FROM tenants WHERE run_id = :run"),
+                {"run": run_id},
+            )
+        }
         values: dict[tuple[int, str, str], tuple[int, str]] = {}
-        for row_id, text_value in db.execute(text(
-                "SELECT id, text FROM run_values WHERE run_id = :run"), {"run": run_id}):
+        for row_id, text_value in db.execute(
+            text("SELECT id, text FROM run_values WHERE run_id = :run"), {"run": run_id}
+        ):
             _, pair, role, domain, n = row_id.rsplit("/", 4)
             key = (int(pair), role, domain)
             if key not in values or values[key][0] < int(n):  # the latest update
@@ -113,8 +126,13 @@ class _Reply:
     """What the replay needs of an answer, from either client, and (aiohttp) its timing:
     latency in ms as memlife records it, and the target's Server-Timing total."""
 
-    def __init__(self, status: int, body: bytes, latency_ms: float | None = None,
-                 server_total: float | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        latency_ms: float | None = None,
+        server_total: float | None = None,
+    ) -> None:
         self.status, self.body = status, body
         self.latency_ms, self.server_total = latency_ms, server_total
 
@@ -123,43 +141,60 @@ class _Reply:
 
 
 @contextlib.asynccontextmanager
-async def _sender(base_url: str, client: str) -> AsyncIterator[
-        Callable[..., Awaitable[_Reply]]]:
+async def _sender(base_url: str, client: str) -> AsyncIterator[Callable[..., Awaitable[_Reply]]]:
     """send(method, path, now, json=..., params=...) with httpx (the issue's baseline) or
     aiohttp (the client memlife itself uses, memlife/targets/http.py)."""
     if client == "httpx":
-        async with httpx.AsyncClient(base_url=base_url, timeout=30.0, limits=httpx.Limits(
-                max_connections=64, max_keepalive_connections=32)) as session:
+        async with httpx.AsyncClient(
+            base_url=base_url,
+            timeout=30.0,
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+        ) as session:
+
             async def send_httpx(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
-                response = await session.request(method, path, headers={NOW_HEADER: now},
-                                                 **kwargs)
+                response = await session.request(method, path, headers={NOW_HEADER: now}, **kwargs)
                 return _Reply(response.status_code, await response.aread())
+
             yield send_httpx
         return
     tracing = aiohttp.TraceConfig()
     tracing.on_request_headers_sent.append(mark_headers_sent)
     async with aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=30.0), trace_configs=[tracing],
-            connector=aiohttp.TCPConnector(limit=64)) as session:
+        timeout=aiohttp.ClientTimeout(total=30.0),
+        trace_configs=[tracing],
+        connector=aiohttp.TCPConnector(limit=64),
+    ) as session:
+
         async def send_aiohttp(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
             params = kwargs.pop("params", None)
-            query = [(name, item) for name, value in (params or {}).items()
-                     for item in (value if isinstance(value, list) else [value])]
+            query = [
+                (name, item)
+                for name, value in (params or {}).items()
+                for item in (value if isinstance(value, list) else [value])
+            ]
             marks: dict[str, float] = {}
             started = time.perf_counter()
-            async with session.request(method, base_url + path, headers={NOW_HEADER: now},
-                                       params=query or None, trace_request_ctx=marks,
-                                       **kwargs) as response:
+            async with session.request(
+                method,
+                base_url + path,
+                headers={NOW_HEADER: now},
+                params=query or None,
+                trace_request_ctx=marks,
+                **kwargs,
+            ) as response:
                 body = await response.read()
             latency_ms = (time.perf_counter() - marks.get("sent", started)) * 1000
             total = parse_server_timing(
-                ", ".join(response.headers.getall("server-timing", ()))).get("total")
+                ", ".join(response.headers.getall("server-timing", ()))
+            ).get("total")
             return _Reply(response.status, body, latency_ms, total)
+
         yield send_aiohttp
 
 
-async def replay(base_url: str, run_id: str, url: str, concurrency: int,
-                 client: str = "httpx") -> PlainResult:
+async def replay(
+    base_url: str, run_id: str, url: str, concurrency: int, client: str = "httpx"
+) -> PlainResult:
     by_pair, phones, values = recorded_requests(run_id, url)
     if not by_pair:  # a rate of nothing would pass for a baseline
         raise LookupError(f"no recorded requests of run {run_id!r} in {url}")
@@ -177,8 +212,9 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int,
             return response
 
         async def converse(phone: str, r: Request) -> None:
-            response = await send("POST", "/v1/preview", r.scenario_time,
-                                  json={"phone": phone, "message": r.text})
+            response = await send(
+                "POST", "/v1/preview", r.scenario_time, json={"phone": phone, "message": r.text}
+            )
             if response.latency_ms is not None and response.server_total is not None:
                 timed.append((response.latency_ms, response.server_total))
 
@@ -195,49 +231,68 @@ async def replay(base_url: str, run_id: str, url: str, concurrency: int,
             for r in requests:
                 phone = phones.get((index, r.role), "")
                 if r.kind == "register":
-                    response = await send("POST", "/v1/users", r.scenario_time,
-                                          json={"phone": r.text})
+                    response = await send(
+                        "POST", "/v1/users", r.scenario_time, json={"phone": r.text}
+                    )
                     if r.reply and response.status < 300:
                         user_ids[r.reply] = current[r.role] = response.json()["user_id"]
                 elif r.kind in ("write", "update", "probe"):
                     await converse(phone, r)
                 elif r.kind == "delete" and r.domain is None:
-                    await send("DELETE", f"/v1/users/{user(r.text.split()[-1])}",
-                               r.scenario_time)
+                    await send("DELETE", f"/v1/users/{user(r.text.split()[-1])}", r.scenario_time)
                 elif r.kind == "delete":
                     owner = current.get(r.role, "")
                     value = values.get((index, r.role, r.domain), "")
-                    await send("POST", f"/v1/users/{owner}/forget", r.scenario_time,
-                               json={"value": value})
+                    await send(
+                        "POST", f"/v1/users/{owner}/forget", r.scenario_time, json={"value": value}
+                    )
                 elif r.kind == "deletion-status":
                     await send("GET", f"/v1/users/{user(r.text)}/deletion", r.scenario_time)
                 elif r.kind == "inspect":
                     store, mode, key = r.text.split(" ", 2)
                     if mode == "scope":
-                        await send("GET", f"/admin/stores/{store}/records", r.scenario_time,
-                                   params={"tenant_id": user(key)})
+                        await send(
+                            "GET",
+                            f"/admin/stores/{store}/records",
+                            r.scenario_time,
+                            params={"tenant_id": user(key)},
+                        )
                     else:  # needle, or needles: the values one per line
-                        await send("GET", f"/admin/stores/{store}/search", r.scenario_time,
-                                   params={"q": key.split("\n")})
+                        await send(
+                            "GET",
+                            f"/admin/stores/{store}/search",
+                            r.scenario_time,
+                            params={"q": key.split("\n")},
+                        )
 
         # Step by step, every pair at once (as memlife's lifecycles go): the target's clock
         # then moves as it did under memlife, and does the same background work.
         steps = sorted({r.step for requests in by_pair.values() for r in requests})
         started, cpu_started = time.perf_counter(), time.process_time()
         for step in steps:
-            await asyncio.gather(*(pair(index, [r for r in requests if r.step == step])
-                                   for index, requests in by_pair.items()))
+            await asyncio.gather(
+                *(
+                    pair(index, [r for r in requests if r.step == step])
+                    for index, requests in by_pair.items()
+                )
+            )
         seconds = time.perf_counter() - started
         runner_cpu = time.process_time() - cpu_started
-    return PlainResult(requests=sum(len(r) for r in by_pair.values()), errors=errors,
-                       seconds=seconds, cpu_seconds={"runner": runner_cpu}, timed=timed)
+    return PlainResult(
+        requests=sum(len(r) for r in by_pair.values()),
+        errors=errors,
+        seconds=seconds,
+        cpu_seconds={"runner": runner_cpu},
+        timed=timed,
+    )
 
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-async def replay_in_process(base_url: str, run_id: str, url: str, concurrency: int,
-                            client: str = "httpx") -> PlainResult:
+async def replay_in_process(
+    base_url: str, run_id: str, url: str, concurrency: int, client: str = "httpx"
+) -> PlainResult:
     """`replay` in a fresh Python process (this module's main): the baseline's rate then
     owes nothing to the state of the process that asks for it. The recorder's URL goes by
     the environment, as a worker's does, never on a command line."""
@@ -246,36 +301,63 @@ async def replay_in_process(base_url: str, run_id: str, url: str, concurrency: i
         errors_path = Path(scratch) / "stderr"
         with open(errors_path, "wb") as errors:
             process = subprocess.Popen(
-                [sys.executable, "-m", "bench.plain_runner", "--base-url", base_url,
-                 "--run-id", run_id, "--concurrency", str(concurrency), "--client", client,
-                 "--out", str(out)], cwd=REPO, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=errors,
-                env={**os.environ, "MEMLIFE_DB_URL": url, "PYTHONPATH": str(REPO)})
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.plain_runner",
+                    "--base-url",
+                    base_url,
+                    "--run-id",
+                    run_id,
+                    "--concurrency",
+                    str(concurrency),
+                    "--client",
+                    client,
+                    "--out",
+                    str(out),
+                ],
+                cwd=REPO,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                env={**os.environ, "MEMLIFE_DB_URL": url, "PYTHONPATH": str(REPO)},
+            )
             try:
                 status = await asyncio.to_thread(process.wait)
             except BaseException:  # stopped (SIGTERM, Ctrl-C): the replay goes too
                 stop_process(process, grace=5)
                 raise
         if status:
-            raise RuntimeError(f"the plain {client} replay of run {run_id} exited with "
-                               f"status {status}:\n"
-                               f"{errors_path.read_text(errors='replace')[-2000:]}")
+            raise RuntimeError(
+                f"the plain {client} replay of run {run_id} exited with "
+                f"status {status}:\n"
+                f"{errors_path.read_text(errors='replace')[-2000:]}"
+            )
         figures = json.loads(out.read_text(encoding="utf-8"))
-    return PlainResult(requests=figures["requests"], errors=figures["errors"],
-                       seconds=figures["seconds"], cpu_seconds=figures["cpu_seconds"],
-                       timed=[(latency, total) for latency, total in figures["timed"]])
+    return PlainResult(
+        requests=figures["requests"],
+        errors=figures["errors"],
+        seconds=figures["seconds"],
+        cpu_seconds=figures["cpu_seconds"],
+        timed=[(latency, total) for latency, total in figures["timed"]],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.plain_runner",
         description="Send the requests of a recorded memlife run again, with nothing else "
-                    "in the process, and write the rate (and, on aiohttp, each conversation "
-                    "request's timing) as JSON. The recorder is MEMLIFE_DB_URL's.")
+        "in the process, and write the rate (and, on aiohttp, each conversation "
+        "request's timing) as JSON. The recorder is MEMLIFE_DB_URL's.",
+    )
     parser.add_argument("--base-url", required=True, help="a fresh reference target")
     parser.add_argument("--run-id", required=True, help="the recorded run to replay")
-    parser.add_argument("--concurrency", type=int, required=True,
-                        help="requests in flight at most (the target's max_concurrency)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        required=True,
+        help="requests in flight at most (the target's max_concurrency)",
+    )
     parser.add_argument("--client", choices=("httpx", "aiohttp"), default="httpx")
     parser.add_argument("--out", required=True, type=Path, help="where to write the JSON")
     args = parser.parse_args(argv)
@@ -283,16 +365,22 @@ def main(argv: list[str] | None = None) -> int:
     if not url:
         parser.error("MEMLIFE_DB_URL is not set: point it at the recorder of the run")
     try:
-        result = asyncio.run(replay(args.base_url, args.run_id, url, args.concurrency,
-                                    args.client))
+        result = asyncio.run(replay(args.base_url, args.run_id, url, args.concurrency, args.client))
     except LookupError as error:
         print(f"bench.plain_runner: {error}", file=sys.stderr)
         return 2
-    args.out.write_text(json.dumps({"requests": result.requests, "errors": result.errors,
-                                    "seconds": result.seconds,
-                                    "cpu_seconds": result.cpu_seconds,
-                                    "timed": result.timed}),
-                        encoding="utf-8")
+    args.out.write_text(
+        json.dumps(
+            {
+                "requests": result.requests,
+                "errors": result.errors,
+                "seconds": result.seconds,
+                "cpu_seconds": result.cpu_seconds,
+                "timed": result.timed,
+            }
+        ),
+        encoding="utf-8",
+    )
     return 0
 
 

@@ -71,13 +71,22 @@ def database_cpu_seconds(server: PostgresServer) -> float:
 @contextlib.asynccontextmanager
 async def temporal(clock: Clock, work: Path) -> AsyncIterator[tuple[Client, str]]:
     """A time-skipping server of this measurement's own (`skip`), else a dev server."""
-    async with embedded.embedded_temporal(work, skip_time=clock.mode == "skip",
-                                          ui_port=None) as server:
+    async with embedded.embedded_temporal(
+        work, skip_time=clock.mode == "skip", ui_port=None
+    ) as server:
         yield server.client, server.address
 
 
-async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: int,
-                  database: PostgresServer, work: Path, command: str) -> dict[str, Any]:
+async def measure(
+    workers: int,
+    pairs: int,
+    shards: int,
+    clock: Clock,
+    cohort: int,
+    database: PostgresServer,
+    work: Path,
+    command: str,
+) -> dict[str, Any]:
     """One row: `pairs` nightly pairs in `shards` runs, served by `workers` workers."""
     work.mkdir(parents=True)
     db_url = fresh_database(database)
@@ -93,26 +102,31 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
             for log, address_of_metrics in zip(logs, metrics, strict=True):
                 served_by.append(start_worker(address, db_url, log, address_of_metrics))
             for n in range(shards):
-                targets.append(embedded.start_reference_target(work / f"target-{n}",
-                                                               access_log=False))
-            runs = [nightly_input(size, reference_target(target.base_url), clock, address,
-                                  cohort)
-                    for size, target in zip(sizes, targets, strict=True)]
+                targets.append(
+                    embedded.start_reference_target(work / f"target-{n}", access_log=False)
+                )
+            runs = [
+                nightly_input(size, reference_target(target.base_url), clock, address, cohort)
+                for size, target in zip(sizes, targets, strict=True)
+            ]
             await polling(list(zip(served_by, logs, strict=True)))
             ids = [suite_workflow_id(run.scenario.name, run.run_id) for run in runs]
             started = time.perf_counter()
             for run, workflow_id in zip(runs, ids, strict=True):
-                await client.start_workflow(SuiteWorkflow.run, run, id=workflow_id,
-                                            task_queue="memlife")
+                await client.start_workflow(
+                    SuiteWorkflow.run, run, id=workflow_id, task_queue="memlife"
+                )
             if clock.mode == "skip":
                 # Once for all runs. A handle's result() would unlock time skipping and lock
                 # it again when its run ends, stopping the clock for the runs still going.
                 await client.test_service.unlock_time_skipping(UnlockTimeSkippingRequest())
             summaries = await _results(client, ids, sizes, started)
             seconds = time.perf_counter() - started
-            cpu = {"workers": sum(cpu_seconds(w.pid) for w in served_by),
-                   "targets": sum(cpu_seconds(t.process.pid) for t in targets),
-                   "temporal": sum(cpu_seconds(pid) for pid in server_pids)}
+            cpu = {
+                "workers": sum(cpu_seconds(w.pid) for w in served_by),
+                "targets": sum(cpu_seconds(t.process.pid) for t in targets),
+                "temporal": sum(cpu_seconds(pid) for pid in server_pids),
+            }
             rss = [peak_rss_mb(w.pid) for w in served_by]
             tasks = [await _tasks(address) for address in metrics]
         finally:
@@ -125,13 +139,21 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
     cpu["postgres"] = database_cpu_seconds(database) - database_cpu
     engine = recorder.engine_for(db_url)
     with engine.connect() as db:
-        requests = db.execute(text("SELECT count(*) FROM observations WHERE run_id IN :ids")
-                              .bindparams(bindparam("ids", expanding=True)),
-                              {"ids": [run.run_id for run in runs]}).scalar_one()
+        requests = db.execute(
+            text("SELECT count(*) FROM observations WHERE run_id IN :ids").bindparams(
+                bindparam("ids", expanding=True)
+            ),
+            {"ids": [run.run_id for run in runs]},
+        ).scalar_one()
     engine.dispose()
     return {
-        "workers": workers, "shards": shards, "pairs": pairs, "cohort": runs[0].cohort_size,
-        "clock": clock.describe(), "seconds": round(seconds, 3), "requests": requests,
+        "workers": workers,
+        "shards": shards,
+        "pairs": pairs,
+        "cohort": runs[0].cohort_size,
+        "clock": clock.describe(),
+        "seconds": round(seconds, 3),
+        "requests": requests,
         "cases": sum(s.cases for s in summaries),
         "cases_passed": sum(s.cases_passed for s in summaries),
         "failures": sum(s.failures for s in summaries),
@@ -141,7 +163,8 @@ async def measure(workers: int, pairs: int, shards: int, clock: Clock, cohort: i
         "workflow_tasks": sum(t["tasks"] for t in tasks),
         "workflow_tasks_over_1s": sum(t["over_1s"] for t in tasks),
         "tasks_per_worker": [t["tasks"] for t in tasks],
-        "measured_at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "command": command,
+        "measured_at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "command": command,
     }
 
 
@@ -154,8 +177,9 @@ async def _tasks(address: str) -> dict[str, int]:
     return {"tasks": latency.tasks, "over_1s": latency.over_1s}
 
 
-async def _results(client: Client, ids: list[str], sizes: list[int],
-                   started: float) -> list[RunSummary]:
+async def _results(
+    client: Client, ids: list[str], sizes: list[int], started: float
+) -> list[RunSummary]:
     """Every run's summary, once it has ended, saying how far they are every 30 s. Each run's
     state is polled: the time-skipping server's long poll for a result can come back empty
     ("No completion event found")."""
@@ -187,17 +211,28 @@ def _command(argv: list[str]) -> str:
 
 async def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench scaleout", description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=300, help="nightly pairs in all "
-                        "(default 300)")
-    parser.add_argument("--workers", default="1,2,3", help="worker counts, side by side "
-                        "(default 1,2,3)")
-    parser.add_argument("--shards", type=int, default=3, help="reference-target processes, "
-                        "one run of pairs each (default 3)")
+    parser.add_argument("--pairs", type=int, default=300, help="nightly pairs in all (default 300)")
+    parser.add_argument(
+        "--workers", default="1,2,3", help="worker counts, side by side (default 1,2,3)"
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=3,
+        help="reference-target processes, one run of pairs each (default 3)",
+    )
     parser.add_argument("--clock", default="skip", help="skip (default) or compress=N")
-    parser.add_argument("--cohort", type=int, default=-1,
-                        help="pairs per cohort (default: as `memlife run --cohort auto`)")
-    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
-                        help="the report to render again; its figures are beside it as .json")
+    parser.add_argument(
+        "--cohort",
+        type=int,
+        default=-1,
+        help="pairs per cohort (default: as `memlife run --cohort auto`)",
+    )
+    parser.add_argument(
+        "--out",
+        default=str(REPO / "BENCHMARKS.md"),
+        help="the report to render again; its figures are beside it as .json",
+    )
     args = parser.parse_args(argv)
     try:
         counts = [int(part) for part in args.workers.split(",") if part.strip()]
@@ -218,11 +253,24 @@ async def main(argv: list[str]) -> int:
     with running_postgres("memlife-bench") as database:
         for workers in counts:
             say(f"{workers} worker(s): nightly at {args.pairs} pairs in {args.shards} shards")
-            rows.append(await measure(workers, args.pairs, args.shards, clock, args.cohort,
-                                      database, work / f"workers-{workers}", command))
+            rows.append(
+                await measure(
+                    workers,
+                    args.pairs,
+                    args.shards,
+                    clock,
+                    args.cohort,
+                    database,
+                    work / f"workers-{workers}",
+                    command,
+                )
+            )
             say(f"  {rows[-1]['seconds'] / 60:.1f} min, {rows[-1]['failures']} failure(s)")
-    results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() \
+    results = (
+        json.loads(results_path.read_text(encoding="utf-8"))
+        if results_path.exists()
         else {"scale": []}
+    )
     results["scaleout"] = rows
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     Path(args.out).write_text(render(results) + "\n", encoding="utf-8")

@@ -15,14 +15,16 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
     base = rows[0]  # one worker, unless the invocation measured none
     base_rate = base["pairs"] / base["seconds"]
     lines = [
-        "## Scaling out: 1, 2 and 3 workers on PostgreSQL", "",
+        "## Scaling out: 1, 2 and 3 workers on PostgreSQL",
+        "",
         f"The nightly at {base['pairs']:,} pairs, in {base['shards']} runs started together "
         f"(one per shard of pairs, each against a bundled reference-target process of its "
         f"own), served by N standalone workers (`worker.py`) on one task queue, recording to "
         f"one PostgreSQL; clock `{base['clock']}`, each worker count with fresh targets, "
         "database and Temporal server, side by side in one invocation. CPU is the "
         "processes' own user and system time over the wall time, in cores (the machine "
-        f"has {os.cpu_count()}).", "",
+        f"has {os.cpu_count()}).",
+        "",
         f"| workers | wall time | pairs/min | target requests/s | speed-up over "
         f"{base['workers']} | speed-up ÷ workers | cases passed | failures | inconclusive | "
         "workflow tasks over 1 s | "
@@ -43,18 +45,27 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
             f"{row['workflow_tasks_over_1s']:,} of {row['workflow_tasks']:,} | "
             f"{max(row['worker_peak_rss_mb']):,.0f} MB | {cores['workers']:.2f} | "
             f"{cores['targets']:.2f} | {cores['temporal']:.2f} | "
-            f"{'—' if 'postgres' not in cores else format(cores['postgres'], '.2f')} |")
+            f"{'—' if 'postgres' not in cores else format(cores['postgres'], '.2f')} |"
+        )
+
     def cores(row: dict[str, Any]) -> float:
         return sum(row["cpu_seconds"].values()) / row["seconds"]
 
     busiest = max(rows, key=cores)
-    lines += ["", f"With {base['workers']} worker(s) these processes kept {cores(base):.1f} of "
-              f"the machine's {os.cpu_count()} cores busy; at most {cores(busiest):.1f}, with "
-              f"{busiest['workers']}. A worker adds speed only with cores free for it: where "
-              "the first worker and the targets leave little, the speed-up measures the "
-              "machine more than memlife. A machine with more cores, or workers on hosts of "
-              "their own, measures memlife's."]
+    lines += [
+        "",
+        f"With {base['workers']} worker(s) these processes kept {cores(base):.1f} of "
+        f"the machine's {os.cpu_count()} cores busy; at most {cores(busiest):.1f}, with "
+        f"{busiest['workers']}. A worker adds speed only with cores free for it: where "
+        "the first worker and the targets leave little, the speed-up measures the "
+        "machine more than memlife. A machine with more cores, or workers on hosts of "
+        "their own, measures memlife's.",
+    ]
     commands = sorted({row["command"] for row in rows})
-    lines += ["", "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
-              f"{rows[-1]['measured_at']}).", ""]
+    lines += [
+        "",
+        "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
+        f"{rows[-1]['measured_at']}).",
+        "",
+    ]
     return lines

@@ -63,35 +63,52 @@ class Stack:
             return self.library
 
 
-def letta_orphaned_passages(data: Path, env: dict[str, str], artifact: dict[str, Any],
-                            seen: set[str]) -> str:
+def letta_orphaned_passages(
+    data: Path, env: dict[str, str], artifact: dict[str, Any], seen: set[str]
+) -> str:
     """The deleted agents' archival passages this run left, read in Letta's own PostgreSQL:
     passages in archives no agent links any more (letta-ai/letta PR #1632, never merged; in
     0.16.8 deleting an agent deletes its links to its archive, ON DELETE CASCADE, not the
     archive). `seen` holds the passages earlier runs on the same server left."""
     from memlife.bundled.letta.serve import Installation
 
-    rows = Installation(data).query(env["LETTA_DATABASE_URL"], (
-        "select p.id, p.archive_id, p.text from archival_passages p where not p.is_deleted "
-        "and not exists (select 1 from archives_agents l where l.archive_id = p.archive_id)"))
+    rows = Installation(data).query(
+        env["LETTA_DATABASE_URL"],
+        (
+            "select p.id, p.archive_id, p.text from archival_passages p where not p.is_deleted "
+            "and not exists (select 1 from archives_agents l where l.archive_id = p.archive_id)"
+        ),
+    )
     new = [(archive, text) for passage, archive, text in rows if passage not in seen]
     seen.update(passage for passage, _, _ in rows)
-    residue = {f["evidence"]["value"] for f in artifact["failures"]
-               if f["invariant"] == "I4" and f["store"] == "archival"}
+    residue = {
+        f["evidence"]["value"]
+        for f in artifact["failures"]
+        if f["invariant"] == "I4" and f["store"] == "archival"
+    }
     holding = {value for value in residue for _, text in new if value in text}
     archives = {archive for archive, _ in new}
-    return (f"{len(new)} passages in {len(archives)} archives no agent links (read in "
-            f"archival_passages); {len(holding)} of {len(residue)} I4 archival values in them")
+    return (
+        f"{len(new)} passages in {len(archives)} archives no agent links (read in "
+        f"archival_passages); {len(holding)} of {len(residue)} I4 archival values in them"
+    )
 
 
 STACKS = {
     "mem0": Stack("mem0", "scenarios/targets/mem0.yaml", "mem0.env", "mem0ai"),
-    "graphiti": Stack("graphiti", "scenarios/targets/graphiti.yaml", "graphiti.env",
-                      "graphiti-core"),
+    "graphiti": Stack(
+        "graphiti", "scenarios/targets/graphiti.yaml", "graphiti.env", "graphiti-core"
+    ),
     # Letta lives in an environment of its own (memlife/bundled/letta/serve.py), not in
     # memlife's: its version is the one it pins.
-    "letta": Stack("letta", "scenarios/targets/letta.yaml", "letta.env", "letta 0.16.8",
-                   keeps_state=True, confirm=letta_orphaned_passages),
+    "letta": Stack(
+        "letta",
+        "scenarios/targets/letta.yaml",
+        "letta.env",
+        "letta 0.16.8",
+        keeps_state=True,
+        confirm=letta_orphaned_passages,
+    ),
 }
 SCENARIOS = ("lifecycle-nightly-en", "lifecycle-nightly", "races")
 
@@ -109,14 +126,23 @@ def _environment(env_file: Path) -> dict[str, str]:
     return found
 
 
-def measure(stack: Stack, scenarios: list[str], work: Path, command: str,
-            written: Callable[[dict[str, Any]], None]) -> None:
+def measure(
+    stack: Stack,
+    scenarios: list[str],
+    work: Path,
+    command: str,
+    written: Callable[[dict[str, Any]], None],
+) -> None:
     port = free_port()
     data = REPO / ".memlife" / stack.kind if stack.keeps_state else work / stack.kind
     log = (work / f"{stack.kind}-serve.log").open("ab")
-    server = subprocess.Popen([*MEMLIFE, "target", "serve", stack.kind, "--port", str(port),
-                               "--data-dir", str(data)], cwd=REPO, stdout=log,
-                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [*MEMLIFE, "target", "serve", stack.kind, "--port", str(port), "--data-dir", str(data)],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
     seen: set[str] = set()
     try:
         started = time.monotonic()
@@ -132,36 +158,63 @@ def measure(stack: Stack, scenarios: list[str], work: Path, command: str,
             out = work / f"{stack.kind}-{scenario}.json"
             began = time.monotonic()
             done = subprocess.run(
-                [*MEMLIFE, "run", f"scenarios/{scenario}.yaml", "--target", str(target_file),
-                 "--clock", "skip", "--out", str(out)], cwd=REPO, env=env,
-                capture_output=True, text=True, check=False)
+                [
+                    *MEMLIFE,
+                    "run",
+                    f"scenarios/{scenario}.yaml",
+                    "--target",
+                    str(target_file),
+                    "--clock",
+                    "skip",
+                    "--out",
+                    str(out),
+                ],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             seconds = time.monotonic() - began
             if done.returncode not in (0, 1) or not out.exists():
-                raise SystemExit(f"bench stacks: {stack.kind} {scenario} ended with exit "
-                                 f"{done.returncode}:\n{done.stderr[-2000:]}")
+                raise SystemExit(
+                    f"bench stacks: {stack.kind} {scenario} ended with exit "
+                    f"{done.returncode}:\n{done.stderr[-2000:]}"
+                )
             artifact = json.loads(out.read_text(encoding="utf-8"))
             row = _row(stack, scenario, artifact, seconds, command)
             if stack.confirm is not None:
                 row["confirmed"] = stack.confirm(data, env, artifact, seen)
                 say(f"{stack.kind} {scenario}, read directly: {row['confirmed']}")
-            say(f"{stack.kind} {scenario}: {seconds:.0f} s, "
-                f"{row['failures']} failure(s), {row['inconclusive']} inconclusive")
+            say(
+                f"{stack.kind} {scenario}: {seconds:.0f} s, "
+                f"{row['failures']} failure(s), {row['inconclusive']} inconclusive"
+            )
             written(row)
     finally:
         stop_process(server, grace=30)
         log.close()
 
 
-def _row(stack: Stack, scenario: str, artifact: dict[str, Any], seconds: float,
-         command: str) -> dict[str, Any]:
+def _row(
+    stack: Stack, scenario: str, artifact: dict[str, Any], seconds: float, command: str
+) -> dict[str, Any]:
     findings = Counter(f"{f['invariant']} · {f['store']}" for f in artifact["failures"])
     summary = artifact["summary"]
-    return {"stack": stack.kind, "library": stack.version(), "scenario": scenario,
-            "pairs": len(artifact["pairs"]), "seconds": seconds,
-            "cases": summary["cases"], "cases_passed": summary["cases_passed"],
-            "failures": len(artifact["failures"]), "inconclusive": len(artifact["inconclusive"]),
-            "findings": dict(findings.most_common()), "command": command,
-            "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    return {
+        "stack": stack.kind,
+        "library": stack.version(),
+        "scenario": scenario,
+        "pairs": len(artifact["pairs"]),
+        "seconds": seconds,
+        "cases": summary["cases"],
+        "cases_passed": summary["cases_passed"],
+        "failures": len(artifact["failures"]),
+        "inconclusive": len(artifact["inconclusive"]),
+        "findings": dict(findings.most_common()),
+        "command": command,
+        "measured_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 def merge_stacks(rows: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -174,26 +227,38 @@ def merge_stacks(rows: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[s
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench stacks", description=__doc__.splitlines()[0])
-    parser.add_argument("--stacks", default=",".join(STACKS),
-                        help=f"stacks to run (default {','.join(STACKS)})")
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
-                        help=f"shipped scenarios (default {','.join(SCENARIOS)})")
-    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
-                        help="the report to render again; its figures are beside it as .json")
+    parser.add_argument(
+        "--stacks", default=",".join(STACKS), help=f"stacks to run (default {','.join(STACKS)})"
+    )
+    parser.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help=f"shipped scenarios (default {','.join(SCENARIOS)})",
+    )
+    parser.add_argument(
+        "--out",
+        default=str(REPO / "BENCHMARKS.md"),
+        help="the report to render again; its figures are beside it as .json",
+    )
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.stacks.split(",") if name.strip()]
     scenarios = [name.strip() for name in args.scenarios.split(",") if name.strip()]
     unknown = [name for name in names if name not in STACKS]
     missing = [name for name in scenarios if not (REPO / "scenarios" / f"{name}.yaml").exists()]
     if unknown or missing or not names or not scenarios:
-        parser.error(f"--stacks: one or more of {', '.join(STACKS)}; --scenarios: files of "
-                     f"scenarios/ without .yaml (unknown: {', '.join(unknown + missing)})")
+        parser.error(
+            f"--stacks: one or more of {', '.join(STACKS)}; --scenarios: files of "
+            f"scenarios/ without .yaml (unknown: {', '.join(unknown + missing)})"
+        )
     results_path = Path(args.out).with_suffix(".json")
     command = f"./scripts/bench stacks {shlex.join(argv)}".rstrip()
     work = Path(tempfile.mkdtemp(prefix="memlife-bench-stacks-"))
     say(f"working in {work}")
-    results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() \
+    results = (
+        json.loads(results_path.read_text(encoding="utf-8"))
+        if results_path.exists()
         else {"scale": []}
+    )
 
     def written(row: dict[str, Any]) -> None:
         """Each row as soon as it is measured: an hour-long bench stopped half-way keeps

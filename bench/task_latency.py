@@ -19,7 +19,7 @@ import httpx
 
 from memlife.log import TASK_LATENCY_METRIC as METRIC
 
-_BUCKET = re.compile(METRIC + r'_bucket\{(?P<labels>[^}]*)\} (?P<count>\S+)$')
+_BUCKET = re.compile(METRIC + r"_bucket\{(?P<labels>[^}]*)\} (?P<count>\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -62,8 +62,10 @@ def task_latency(exposition: str) -> TaskLatency:
     total = buckets[math.inf]
     within_1s = buckets.get(1_000.0)
     if within_1s is None:
-        raise ValueError(f"{METRIC} has no 1000 ms bucket: the worker was not started with "
-                         "memlife's buckets (memlife/log.py)")
+        raise ValueError(
+            f"{METRIC} has no 1000 ms bucket: the worker was not started with "
+            "memlife's buckets (memlife/log.py)"
+        )
     longest = min(bound for bound, count in buckets.items() if count == total)
     return TaskLatency(total, total - within_1s, longest, dict(sorted(by_type.items())))
 

@@ -13,8 +13,11 @@ from functools import lru_cache
 
 NATIVE = 384
 # What a client that names OpenAI's models expects when it does not say `dimensions`.
-DEFAULT_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
-                      "text-embedding-ada-002": 1536}
+DEFAULT_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
 
 
 def dimensions_for(model: str, asked: int | None) -> int:
@@ -36,9 +39,12 @@ def fit(vector: list[float], dimensions: int) -> list[float]:
 def offline() -> None:
     """Before Hugging Face is imported: no hub (the weights are on disk), no progress bars
     in a server's log."""
-    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"),
-                        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
-                        ("TRANSFORMERS_VERBOSITY", "error")):
+    for name, value in (
+        ("HF_HUB_OFFLINE", "1"),
+        ("TRANSFORMERS_OFFLINE", "1"),
+        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
+        ("TRANSFORMERS_VERBOSITY", "error"),
+    ):
         os.environ.setdefault(name, value)
 
 

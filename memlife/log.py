@@ -85,8 +85,11 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
     # repr, not structlog's JSON fallback, for what JSON cannot hold: the fallback imports
     # a module as it renders, which the workflow sandbox refuses, and the SDK logs a failed
     # workflow activation from inside it (the line saying why a workflow failed was lost).
-    renderer: Any = (structlog.processors.JSONRenderer(default=repr) if json_lines
-                     else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
+    renderer: Any = (
+        structlog.processors.JSONRenderer(default=repr)
+        if json_lines
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         add_activity_context,
@@ -97,10 +100,16 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
     finish: list[Any] = [structlog.processors.format_exc_info] if json_lines else []
     # Standard-library records (the SDK's) through the same renderer, on stderr.
     handler = logging.StreamHandler(_CurrentStderr())
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *finish,
-                    renderer],
-        foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared[1:]]))
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                *finish,
+                renderer,
+            ],
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared[1:]],
+        )
+    )
     root = logging.getLogger()
     root.handlers = [h for h in root.handlers if not getattr(h, "_memlife", False)]
     handler._memlife = True  # type: ignore[attr-defined]
@@ -124,8 +133,21 @@ def configure(level: str | None = None, sdk_level: str | None = None) -> None:
 
 # Workflow task latencies in finer steps than the SDK's default buckets: the goal is that
 # no task takes a second (docs/scale.md), and the server retries one at 10 s.
-TASK_LATENCY_BUCKETS_MS = (5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 750.0, 1_000.0,
-                           2_000.0, 5_000.0, 10_000.0, 30_000.0)
+TASK_LATENCY_BUCKETS_MS = (
+    5.0,
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    250.0,
+    500.0,
+    750.0,
+    1_000.0,
+    2_000.0,
+    5_000.0,
+    10_000.0,
+    30_000.0,
+)
 TASK_LATENCY_METRIC = "temporal_workflow_task_execution_latency"
 
 
@@ -146,13 +168,26 @@ def forward_sdk_core_logs(metrics_address: str | None = None) -> None:
     global _forwarding
     if _forwarding:
         return
-    metrics = None if metrics_address is None else PrometheusConfig(
-        bind_address=metrics_address,
-        histogram_bucket_overrides={TASK_LATENCY_METRIC: TASK_LATENCY_BUCKETS_MS})
-    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(
-        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
-        forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core"))),
-        metrics=metrics)), error_if_already_set=False)
+    metrics = (
+        None
+        if metrics_address is None
+        else PrometheusConfig(
+            bind_address=metrics_address,
+            histogram_bucket_overrides={TASK_LATENCY_METRIC: TASK_LATENCY_BUCKETS_MS},
+        )
+    )
+    Runtime.set_default(
+        Runtime(
+            telemetry=TelemetryConfig(
+                logging=LoggingConfig(
+                    filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+                    forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core")),
+                ),
+                metrics=metrics,
+            )
+        ),
+        error_if_already_set=False,
+    )
     _forwarding = True
 
 

@@ -13,32 +13,55 @@ REPO = Path(__file__).resolve().parent.parent
 
 # What the browser needs on a machine without a display or a network beyond loopback:
 # no sandbox (root), no GPU, and none of the background fetches a closed network refuses.
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+)
 
 
 @functools.cache
 def chromium() -> str:
     """The browser's path, installing it first when the machine has none."""
-    found = subprocess.run([str(REPO / "scripts" / "ensure-chromium")], capture_output=True,
-                           text=True, timeout=900, check=False)
+    found = subprocess.run(
+        [str(REPO / "scripts" / "ensure-chromium")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert found.returncode == 0, found.stderr
     return found.stdout.strip().splitlines()[-1]
 
 
-def screenshot(url: str, out: Path, profile: Path, width: int = 1200,
-               height: int = 900) -> None:
+def screenshot(url: str, out: Path, profile: Path, width: int = 1200, height: int = 900) -> None:
     """A PNG of `url` as Chromium renders it (a fresh profile in `profile`). Headless
     Chromium now and then never exits on a loaded machine (seen once in a full suite run,
     after 120 s): it is stopped, its whole process group by its PID, and started once more
     with a fresh profile."""
     errors = ""
     for attempt in (1, 2):
-        command = [chromium(), *FLAGS, f"--user-data-dir={profile}-{attempt}",
-                   f"--window-size={width},{height}", f"--screenshot={out}", url]
-        with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, start_new_session=True) as browser:
+        command = [
+            chromium(),
+            *FLAGS,
+            f"--user-data-dir={profile}-{attempt}",
+            f"--window-size={width},{height}",
+            f"--screenshot={out}",
+            url,
+        ]
+        with subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as browser:
             try:
                 _, errors = browser.communicate(timeout=60)
             except subprocess.TimeoutExpired:
@@ -57,8 +80,19 @@ def rendered_text_rows(url: str, profile: Path) -> list[str]:
     import re
 
     result = subprocess.run(
-        [chromium(), *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=20000",
-         "--dump-dom", url], capture_output=True, text=True, timeout=120, check=False)
+        [
+            chromium(),
+            *FLAGS,
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     rows = re.findall(r"<tr[^>]*>.*?</tr>", result.stdout, re.S)
     return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", row)).split()) for row in rows]

@@ -131,8 +131,9 @@ async def dev_client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     workflow updates: under load the time-skipping test server loses an update's outcome,
     and then every later update to that workflow (reproduced with the cores busy; see
     sdk-java#2283 and sdk-python#826 on its update support)."""
-    async with embedded.embedded_temporal(tmp_path_factory.mktemp("dev-server"),
-                                          ui_port=None) as temporal:
+    async with embedded.embedded_temporal(
+        tmp_path_factory.mktemp("dev-server"), ui_port=None
+    ) as temporal:
         yield temporal.client
 
 

@@ -21,8 +21,10 @@ CATALOGUE = REPO / "docs" / "bug-classes.md"
 PROVEN = {
     "scenarios/lifecycle-nightly.yaml": test_detection_matrix.DETECTION,
     "scenarios/colliding-identities.yaml": test_colliding_identities.DETECTION,
-    **{f"scenarios/{name}": table
-       for name, table in test_detection_matrix_scenarios.DETECTION.items()},
+    **{
+        f"scenarios/{name}": table
+        for name, table in test_detection_matrix_scenarios.DETECTION.items()
+    },
 }
 _CODE = re.compile(r"`([^`]+)`")
 
@@ -42,8 +44,7 @@ def rows() -> list[tuple[str, str, str, tuple[str, ...]]]:
     found = []
     for cells in _table():
         scenario, fault, caught = (_CODE.findall(cell)[0] for cell in cells[2:5])
-        found.append((cells[0], scenario, fault,
-                      tuple(part.strip() for part in caught.split("·"))))
+        found.append((cells[0], scenario, fault, tuple(part.strip() for part in caught.split("·"))))
     return found
 
 

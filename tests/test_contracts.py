@@ -33,10 +33,15 @@ def _implementations() -> dict[str, Any]:
 
 def _signatures(declared: Any) -> list[tuple[Any, ...]]:
     """The argument lists a binding allows: one per tuple of a union, or the one value."""
-    options = (typing.get_args(declared)
-               if typing.get_origin(declared) in (typing.Union, UnionType) else (declared,))
-    return [typing.get_args(option) if typing.get_origin(option) is tuple else (option,)
-            for option in options]
+    options = (
+        typing.get_args(declared)
+        if typing.get_origin(declared) in (typing.Union, UnionType)
+        else (declared,)
+    )
+    return [
+        typing.get_args(option) if typing.get_origin(option) is tuple else (option,)
+        for option in options
+    ]
 
 
 def test_every_binding_has_one_implementation_and_every_implementation_a_binding() -> None:
@@ -47,7 +52,8 @@ def test_every_binding_has_one_implementation_and_every_implementation_a_binding
 
 @pytest.mark.parametrize("binding", contracts.ACTIVITIES, ids=lambda b: b.name)
 def test_the_implementation_takes_and_answers_what_its_binding_says(
-        binding: contracts.Activity[Any, Any]) -> None:
+    binding: contracts.Activity[Any, Any],
+) -> None:
     implementation = _implementations()[binding.name]
     hints = typing.get_type_hints(implementation)
     parameters = list(inspect.signature(implementation).parameters.values())
@@ -56,8 +62,9 @@ def test_the_implementation_takes_and_answers_what_its_binding_says(
         for parameter, argument in zip(parameters, arguments, strict=False):
             assert hints[parameter.name] == argument, (binding.name, parameter.name)
         # What a shorter argument list leaves out has a default.
-        assert all(p.default is not inspect.Parameter.empty
-                   for p in parameters[len(arguments):]), (binding.name, arguments)
+        assert all(
+            p.default is not inspect.Parameter.empty for p in parameters[len(arguments) :]
+        ), (binding.name, arguments)
     assert len(parameters) == max(len(a) for a in _signatures(binding.input_type))
     expected = binding.result_type
     assert hints["return"] == (type(None) if expected is None else expected), binding.name
@@ -90,7 +97,11 @@ def test_a_call_that_does_not_match_its_binding_is_a_type_error(tmp_path: Path) 
     (tmp_path / "mismatch.py").write_text(textwrap.dedent(MISMATCHED_CALL))
     result = subprocess.run(
         [str(ROOT / "scripts" / "typecheck"), str(tmp_path / "mismatch.py")],
-        capture_output=True, text=True, check=False, timeout=240)
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=240,
+    )
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert result.returncode == 1, result.stdout + result.stderr
     # The wrong input (mypy finds no `In` both the binding and the request fit), and the

@@ -25,9 +25,13 @@ from memlife.workflows.attributes import REGISTRATION
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
 COMPOSE = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
-MANIFESTS = [doc for path in sorted((DEPLOY / "kubernetes").glob("*.yaml"))
-             if path.name != "kustomization.yaml"
-             for doc in yaml.safe_load_all(path.read_text()) if doc]
+MANIFESTS = [
+    doc
+    for path in sorted((DEPLOY / "kubernetes").glob("*.yaml"))
+    if path.name != "kustomization.yaml"
+    for doc in yaml.safe_load_all(path.read_text())
+    if doc
+]
 
 
 def memlife_command(command: list[str]) -> None:
@@ -68,44 +72,54 @@ def test_compose_keeps_secrets_out_and_lets_workers_drain() -> None:
     assert len(values) == 3
     for value in values:  # a key named like a password takes its value from the environment
         assert value.startswith("${"), value
-    assert "${MEMLIFE_DB_PASSWORD" in COMPOSE["services"]["worker"]["environment"][
-        "MEMLIFE_DB_URL"]
+    assert "${MEMLIFE_DB_PASSWORD" in COMPOSE["services"]["worker"]["environment"]["MEMLIFE_DB_URL"]
     worker = COMPOSE["services"]["worker"]
     drain = parse_duration(worker["environment"]["MEMLIFE_GRACEFUL_SHUTDOWN"])
     assert drain < parse_duration(worker["stop_grace_period"])
     memlife_command(COMPOSE["services"]["schedule"]["command"])
     memlife_command(COMPOSE["services"]["reference-target"]["command"])
     # The same search attributes memlife registers on the embedded dev server.
-    registered = dict(re.findall(r"(Memlife\w+):(\w+)",
-                                 COMPOSE["services"]["search-attributes"]["command"][0]))
+    registered = dict(
+        re.findall(r"(Memlife\w+):(\w+)", COMPOSE["services"]["search-attributes"]["command"][0])
+    )
     assert registered == REGISTRATION
 
 
 def test_the_image_carries_what_the_commands_use() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     copied = {line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY")}
-    assert {"memlife", "workflows", "activities", "scenarios", "deploy/targets",
-            "worker.py"} <= copied
+    assert {
+        "memlife",
+        "workflows",
+        "activities",
+        "scenarios",
+        "deploy/targets",
+        "worker.py",
+    } <= copied
     for path in copied:
         assert (REPO / path).exists(), path
 
 
-@pytest.mark.parametrize("manifest", MANIFESTS,
-                         ids=[f"{m['kind']}/{m['metadata']['name']}" for m in MANIFESTS])
+@pytest.mark.parametrize(
+    "manifest", MANIFESTS, ids=[f"{m['kind']}/{m['metadata']['name']}" for m in MANIFESTS]
+)
 def test_every_manifest_follows_the_kubernetes_api_schema(manifest: dict[str, Any]) -> None:
     kubernetes_validate.validate(manifest, kubernetes_validate.latest_version(), strict=True)
 
 
-def test_workers_drain_within_the_grace_period_with_config_from_configmap_and_secret(
-        ) -> None:
+def test_workers_drain_within_the_grace_period_with_config_from_configmap_and_secret() -> None:
     by_kind = {(m["kind"], m["metadata"]["name"]): m for m in MANIFESTS}
     config = by_kind[("ConfigMap", "memlife-config")]["data"]
     assert "MEMLIFE_DB_URL" not in config  # it carries a password: the Secret holds it
     worker = by_kind[("Deployment", "memlife-worker")]["spec"]["template"]["spec"]
     drain = parse_duration(config["MEMLIFE_GRACEFUL_SHUTDOWN"])
     assert drain.total_seconds() < worker["terminationGracePeriodSeconds"]
-    refs = {(kind, ref["name"]) for container in worker["containers"]
-            for source in container["envFrom"] for kind, ref in source.items()}
+    refs = {
+        (kind, ref["name"])
+        for container in worker["containers"]
+        for source in container["envFrom"]
+        for kind, ref in source.items()
+    }
     assert refs == {("configMapRef", "memlife-config"), ("secretRef", "memlife-secrets")}
     assert ("Secret", "memlife-secrets") in by_kind
     job = by_kind[("Job", "memlife-schedule-nightly")]["spec"]["template"]["spec"]
@@ -120,6 +134,9 @@ def test_workers_drain_within_the_grace_period_with_config_from_configmap_and_se
 
 def test_the_readme_shows_how_to_run_the_stack() -> None:
     readme = (DEPLOY / "README.md").read_text()
-    for needle in ("docker compose -f deploy/compose.yaml", "kubectl apply -k deploy/kubernetes",
-                   "TEMPORAL_API_KEY"):
+    for needle in (
+        "docker compose -f deploy/compose.yaml",
+        "kubectl apply -k deploy/kubernetes",
+        "TEMPORAL_API_KEY",
+    ):
         assert needle in readme, needle

@@ -8,9 +8,14 @@ from memlife import log
 
 def test_workflow_ids_name_the_run_pair_and_check() -> None:
     assert log.ids_from_workflow_id("memlife/lifecycle-nightly/20261130T0200Z-ab12cd/pair-7") == {
-        "scenario": "lifecycle-nightly", "run": "20261130T0200Z-ab12cd", "pair": 7}
+        "scenario": "lifecycle-nightly",
+        "run": "20261130T0200Z-ab12cd",
+        "pair": 7,
+    }
     assert log.ids_from_workflow_id("memlife/seed-six-case/r1") == {
-        "scenario": "seed-six-case", "run": "r1"}
+        "scenario": "seed-six-case",
+        "run": "r1",
+    }
     assert log.ids_from_workflow_id("memlife/deletion-check/gdpr-1") == {"check": "gdpr-1"}
     assert log.ids_from_workflow_id("someone-elses-workflow") == {}
 
@@ -21,9 +26,13 @@ async def test_inside_an_activity_every_line_carries_its_context() -> None:
         return log.add_activity_context(None, "info", {"event": "hello"})
 
     environment = ActivityEnvironment()
-    environment.info = environment.info.__class__(**{
-        **environment.info.__dict__,
-        "workflow_id": "memlife/lifecycle-nightly/r9/pair-3", "activity_type": "memlife.example"})
+    environment.info = environment.info.__class__(
+        **{
+            **environment.info.__dict__,
+            "workflow_id": "memlife/lifecycle-nightly/r9/pair-3",
+            "activity_type": "memlife.example",
+        }
+    )
     event = await environment.run(example)
     assert (event["run"], event["pair"], event["activity"]) == ("r9", 3, "memlife.example")
     assert log.add_activity_context(None, "info", {"event": "x"}) == {"event": "x"}
@@ -87,8 +96,11 @@ def test_a_failure_logged_inside_the_workflow_sandbox_is_one_json_line(monkeypat
         except AttributeError:
             monkeypatch.setattr(builtins, "__import__", sandboxed)
             logging.getLogger("temporalio.workflow").warning(
-                "Failed activation on workflow %s", "Cohort", exc_info=True,
-                extra={"unserializable": object()})
+                "Failed activation on workflow %s",
+                "Cohort",
+                exc_info=True,
+                extra={"unserializable": object()},
+            )
             monkeypatch.setattr(builtins, "__import__", real_import)
     finally:
         monkeypatch.setattr(builtins, "__import__", real_import)

@@ -62,17 +62,25 @@ class AdjudicationWorkflow:
 
     @workflow.query
     def status(self) -> dict[str, Any]:
-        return {"pending": len(self._pending), "decided": len(self._decided),
-                "reviewers": dict(self._reviewers)}
+        return {
+            "pending": len(self._pending),
+            "decided": len(self._decided),
+            "reviewers": dict(self._reviewers),
+        }
 
     @workflow.update
     def decide(self, decision: Decision) -> dict[str, Any]:
         item = self._pending.pop(decision.ticket)
         self._decided.add(decision.ticket)
         self._reviewers[decision.reviewer] = self._reviewers.get(decision.reviewer, 0) + 1
-        self._to_record.append(Adjudication(item=item, decision=decision,
-                                            decided_at=workflow.now(),
-                                            checks=adjudicate(item, decision)))
+        self._to_record.append(
+            Adjudication(
+                item=item,
+                decision=decision,
+                decided_at=workflow.now(),
+                checks=adjudicate(item, decision),
+            )
+        )
         # Nothing about the expected value comes back: the reviewer stays blind.
         return {"recorded": True, "pending": len(self._pending)}
 
@@ -80,8 +88,9 @@ class AdjudicationWorkflow:
     def _check_decision(self, decision: Decision) -> None:
         item = self._pending.get(decision.ticket)
         if item is None:
-            raise ValueError(f"ticket {decision.ticket} is not pending (decided already, or "
-                             "unknown)")
+            raise ValueError(
+                f"ticket {decision.ticket} is not pending (decided already, or unknown)"
+            )
         problems = decision_problems(item, decision)
         if problems:
             raise ValueError("; ".join(problems))
@@ -94,17 +103,24 @@ class AdjudicationWorkflow:
             self._reviewers = dict(state.reviewers)
         while True:
             await workflow.wait_condition(
-                lambda: bool(self._to_record) or workflow.info().is_continue_as_new_suggested())
+                lambda: bool(self._to_record) or workflow.info().is_continue_as_new_suggested()
+            )
             if self._to_record:
                 batch, self._to_record = self._to_record, []
                 await execute(
-                    contracts.RECORD_ADJUDICATIONS, batch, start_to_close_timeout=RECORD_TIMEOUT,
-                    retry_policy=RECORD_RETRY, summary=f"record {len(batch)} decision(s)")
+                    contracts.RECORD_ADJUDICATIONS,
+                    batch,
+                    start_to_close_timeout=RECORD_TIMEOUT,
+                    retry_policy=RECORD_RETRY,
+                    summary=f"record {len(batch)} decision(s)",
+                )
             if workflow.info().is_continue_as_new_suggested():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if not self._to_record:
-                    workflow.continue_as_new(QueueState(
-                        pending=list(self._pending.values()), decided=sorted(self._decided),
-                        reviewers=self._reviewers))
-
-
+                    workflow.continue_as_new(
+                        QueueState(
+                            pending=list(self._pending.values()),
+                            decided=sorted(self._decided),
+                            reviewers=self._reviewers,
+                        )
+                    )

@@ -52,14 +52,20 @@ with workflow.unsafe.imports_passed_through():
     )
 
 _KINDS: tuple[tuple[Activity[Any, Any], BatchKind], ...] = (
-    (contracts.REGISTER_TENANT, "register"), (contracts.CONVERSE, "converse"),
-    (contracts.DELETE_TENANT, "delete"), (contracts.DELETION_STATUS, "deletion-status"),
-    (contracts.FORGET_FACT, "forget"), (contracts.MAINTAIN_TARGET, "maintain"),
-    (contracts.SPACE_OPERATION, "space"), (contracts.INSPECT_STORES, "inspect"))
+    (contracts.REGISTER_TENANT, "register"),
+    (contracts.CONVERSE, "converse"),
+    (contracts.DELETE_TENANT, "delete"),
+    (contracts.DELETION_STATUS, "deletion-status"),
+    (contracts.FORGET_FACT, "forget"),
+    (contracts.MAINTAIN_TARGET, "maintain"),
+    (contracts.SPACE_OPERATION, "space"),
+    (contracts.INSPECT_STORES, "inspect"),
+)
 # Which batch kind each single-call activity joins, and how its result is read back (as
 # its binding says, memlife/contracts.py).
 _TARGET_KINDS: dict[str, tuple[BatchKind, TypeAdapter[Any]]] = {
-    activity.name: (kind, TypeAdapter(activity.result_type)) for activity, kind in _KINDS}
+    activity.name: (kind, TypeAdapter(activity.result_type)) for activity, kind in _KINDS
+}
 _BATCHED = {*_TARGET_KINDS, contracts.RECORD_STEP.name, contracts.RECORD_TENANTS.name}
 
 
@@ -69,13 +75,16 @@ class WorkflowOps(Protocol):
     async def execute(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         """An activity (calls.py: execute)."""
 
-    async def execute_local(self, activity: Activity[In, Out], arg: In,
-                            **options: Any) -> Out:
+    async def execute_local(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         """A local activity (calls.py: execute_local)."""
 
-    async def wait_condition(self, fn: Callable[[], bool], *,
-                             timeout: timedelta | None = None,
-                             timeout_summary: str | None = None) -> None:
+    async def wait_condition(
+        self,
+        fn: Callable[[], bool],
+        *,
+        timeout: timedelta | None = None,
+        timeout_summary: str | None = None,
+    ) -> None:
         """workflow.wait_condition: `fn` is checked only when every other task of the
         workflow is blocked; TimeoutError when `timeout` passes first."""
 
@@ -92,13 +101,16 @@ class TemporalOps:
     async def execute(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         return await execute(activity, arg, **options)
 
-    async def execute_local(self, activity: Activity[In, Out], arg: In,
-                            **options: Any) -> Out:
+    async def execute_local(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         return await execute_local(activity, arg, **options)
 
-    async def wait_condition(self, fn: Callable[[], bool], *,
-                             timeout: timedelta | None = None,
-                             timeout_summary: str | None = None) -> None:
+    async def wait_condition(
+        self,
+        fn: Callable[[], bool],
+        *,
+        timeout: timedelta | None = None,
+        timeout_summary: str | None = None,
+    ) -> None:
         await workflow.wait_condition(fn, timeout=timeout, timeout_summary=timeout_summary)
 
     def now(self) -> datetime:
@@ -147,8 +159,11 @@ class SharedTimers:
     async def _timer(self, real: timedelta, summary: str) -> timedelta | None:
         wake_at, skips = self._ops.now() + real, self._skips
         try:
-            await self._ops.wait_condition(lambda: self._skips != skips or self.cancelled,
-                                           timeout=real, timeout_summary=summary)
+            await self._ops.wait_condition(
+                lambda: self._skips != skips or self.cancelled,
+                timeout=real,
+                timeout_summary=summary,
+            )
         except TimeoutError:
             return None
         return max(timedelta(0), wake_at - self._ops.now())
@@ -167,8 +182,9 @@ class Batcher:
     # while the next step's target calls do.
     records_beside = True
 
-    def __init__(self, cohort: CohortInput, target: Target, timers: SharedTimers,
-                 ops: WorkflowOps = TEMPORAL) -> None:
+    def __init__(
+        self, cohort: CohortInput, target: Target, timers: SharedTimers, ops: WorkflowOps = TEMPORAL
+    ) -> None:
         self._ops = ops
         self._cohort = cohort
         self._target = target
@@ -190,8 +206,7 @@ class Batcher:
         result: Out = await self.call(activity.name, arg)
         return result
 
-    async def local_activity(self, activity: Activity[In, Out], arg: In,
-                             **options: Any) -> Out:
+    async def local_activity(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         result: Out = await self.call(activity.name, arg)
         return result
 
@@ -235,8 +250,11 @@ class Batcher:
         # The whole batch failed, or a result does not parse: every item failed (fail closed,
         # and no pair is left waiting).
         except (ActivityError, ValueError) as error:
-            failure = BatchItemError(failure_text(error) if isinstance(error, ActivityError)
-                                     else f"{type(error).__name__}: {error}")
+            failure = BatchItemError(
+                failure_text(error)
+                if isinstance(error, ActivityError)
+                else f"{type(error).__name__}: {error}"
+            )
             for call in calls:
                 call.future.set_exception(failure)
             return
@@ -256,10 +274,15 @@ class Batcher:
         run = ops.execute if ops.patched("record-tenants-activity") else ops.execute_local
         await run(
             contracts.RECORD_TENANT_SETS,
-            (self._cohort.run_id, [call.payload[1] for call in calls],
-             [call.payload[2] for call in calls]),
-            start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
-            summary=f"record tenants of {len(calls)} pair(s)")
+            (
+                self._cohort.run_id,
+                [call.payload[1] for call in calls],
+                [call.payload[2] for call in calls],
+            ),
+            start_to_close_timeout=RECORD_TIMEOUT,
+            retry_policy=RECORD_RETRY,
+            summary=f"record tenants of {len(calls)} pair(s)",
+        )
 
     async def _record_steps(self, steps: list[StepRecord]) -> list[StepOutcome]:
         """Judge and write every pair's step. An activity of its own: a local activity
@@ -269,20 +292,26 @@ class Batcher:
         ops = self._ops
         run = ops.execute if ops.patched("record-steps-activity") else ops.execute_local
         return await run(
-            contracts.RECORD_STEPS, steps,
-            start_to_close_timeout=RECORD_TIMEOUT * 2, retry_policy=RECORD_RETRY,
-            summary=f"record {len(steps)} pair step(s)")
+            contracts.RECORD_STEPS,
+            steps,
+            start_to_close_timeout=RECORD_TIMEOUT * 2,
+            retry_policy=RECORD_RETRY,
+            summary=f"record {len(steps)} pair step(s)",
+        )
 
     async def _target_batch(self, activity: str, calls: list[_Call]) -> list[Any]:
         kind, result_type = _TARGET_KINDS[activity]
         target = self._target
         items = [call.payload.model_dump(mode="json", exclude={"target"}) for call in calls]
         outcomes = await self._ops.execute(
-            contracts.TARGET_BATCH, TargetBatch(kind=kind, target=target, items=items),
-            start_to_close_timeout=batch_timeout(target, kind,
-                                                 [call.payload for call in calls]),
-            heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=RESUMABLE_RETRY,
-            task_queue=self._cohort.target_task_queue, summary=f"{kind} × {len(calls)}")
+            contracts.TARGET_BATCH,
+            TargetBatch(kind=kind, target=target, items=items),
+            start_to_close_timeout=batch_timeout(target, kind, [call.payload for call in calls]),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            retry_policy=RESUMABLE_RETRY,
+            task_queue=self._cohort.target_task_queue,
+            summary=f"{kind} × {len(calls)}",
+        )
         return [_read_outcome(outcome, result_type) for outcome in outcomes]
 
 

@@ -28,16 +28,16 @@ async def execute(activity: Activity[In, Out], arg: In, **options: Any) -> Out:
     binding (memlife/contracts.py). `options` are execute_activity's (timeouts, retry
     policy, summary, task queue)."""
     result: Out = await workflow.execute_activity(
-        activity.name, args=activity.arguments(arg), result_type=activity.result_type,
-        **options)
+        activity.name, args=activity.arguments(arg), result_type=activity.result_type, **options
+    )
     return result
 
 
 async def execute_local(activity: Activity[In, Out], arg: In, **options: Any) -> Out:
     """`execute`, as a local activity."""
     result: Out = await workflow.execute_local_activity(
-        activity.name, args=activity.arguments(arg), result_type=activity.result_type,
-        **options)
+        activity.name, args=activity.arguments(arg), result_type=activity.result_type, **options
+    )
     return result
 
 
@@ -77,8 +77,7 @@ class Calls(Protocol):
     async def activity(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         """A target call (an activity, or an item of a batch)."""
 
-    async def local_activity(self, activity: Activity[In, Out], arg: In,
-                             **options: Any) -> Out:
+    async def local_activity(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         """A recording (a local activity, or an item of a batch)."""
 
     async def direct(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
@@ -115,8 +114,7 @@ class DirectCalls:
     async def activity(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         return await execute(activity, arg, task_queue=self.target_task_queue, **options)
 
-    async def local_activity(self, activity: Activity[In, Out], arg: In,
-                             **options: Any) -> Out:
+    async def local_activity(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
         return await execute_local(activity, arg, **options)
 
     async def direct(self, activity: Activity[In, Out], arg: In, **options: Any) -> Out:
@@ -137,7 +135,9 @@ class DirectCalls:
         try:
             await workflow.wait_condition(
                 lambda: self.skip_requested or self._cancelled(),
-                timeout=real, timeout_summary=summary)
+                timeout=real,
+                timeout_summary=summary,
+            )
             if self.skip_requested:
                 return max(timedelta(0), wake_at - workflow.now())
             return None  # cancelled: the lifecycle stops at this step's end

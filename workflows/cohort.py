@@ -41,13 +41,11 @@ class CohortLifecycleWorkflow:
     @workflow.query
     def progress(self) -> dict[str, PairProgress]:
         """Every pair's progress, by pair index."""
-        return {str(self._first_pair + i): pair.progress()
-                for i, pair in enumerate(self._pairs)}
+        return {str(self._first_pair + i): pair.progress() for i, pair in enumerate(self._pairs)}
 
     @workflow.query
     def verdicts(self) -> dict[str, PairVerdicts]:
-        return {str(self._first_pair + i): pair.verdicts()
-                for i, pair in enumerate(self._pairs)}
+        return {str(self._first_pair + i): pair.verdicts() for i, pair in enumerate(self._pairs)}
 
     @workflow.signal
     def skip_wait(self) -> None:
@@ -66,25 +64,40 @@ class CohortLifecycleWorkflow:
         last = cohort.first_pair + cohort.pair_count - 1
         if cohort.scenario is None or cohort.target is None:  # by reference (contracts.py)
             setup = await execute(
-                contracts.LOAD_COHORT, (cohort.run_id, cohort.first_pair, cohort.pair_count),
+                contracts.LOAD_COHORT,
+                (cohort.run_id, cohort.first_pair, cohort.pair_count),
                 start_to_close_timeout=RECORD_TIMEOUT,
-                retry_policy=RECORD_RETRY, summary=f"load pairs {cohort.first_pair}–{last}")
+                retry_policy=RECORD_RETRY,
+                summary=f"load pairs {cohort.first_pair}–{last}",
+            )
             scenario, target, pairs = setup.scenario, setup.target, setup.pairs
         else:
             scenario, target = cohort.scenario, cohort.target
             pairs = await execute(
-                contracts.LOAD_PAIRS, (cohort.run_id, cohort.first_pair, cohort.pair_count),
+                contracts.LOAD_PAIRS,
+                (cohort.run_id, cohort.first_pair, cohort.pair_count),
                 start_to_close_timeout=RECORD_TIMEOUT,
-                retry_policy=RECORD_RETRY, summary=f"load pairs {cohort.first_pair}–{last}")
+                retry_policy=RECORD_RETRY,
+                summary=f"load pairs {cohort.first_pair}–{last}",
+            )
         batcher = Batcher(cohort, target, self._timers)
         for offset, pair in enumerate(pairs):
             index = cohort.first_pair + offset
-            self._pairs.append(LifecycleRunner(PairInput(
-                run_id=cohort.run_id, pair_index=index,
-                scenario=scenario.model_copy(update={"pairs": [pair]}), target=target,
-                clock=cohort.clock, clock_origin=cohort.clock_origin,
-                tenants=pair_tenants(cohort.run_id, index, pair, scenario),
-                review_queue=cohort.review_queue), batcher))
+            self._pairs.append(
+                LifecycleRunner(
+                    PairInput(
+                        run_id=cohort.run_id,
+                        pair_index=index,
+                        scenario=scenario.model_copy(update={"pairs": [pair]}),
+                        target=target,
+                        clock=cohort.clock,
+                        clock_origin=cohort.clock_origin,
+                        tenants=pair_tenants(cohort.run_id, index, pair, scenario),
+                        review_queue=cohort.review_queue,
+                    ),
+                    batcher,
+                )
+            )
         serving = asyncio.create_task(batcher.serve())
         results = await asyncio.gather(*(self._one(pair) for pair in self._pairs))
         serving.cancel()
@@ -93,15 +106,16 @@ class CohortLifecycleWorkflow:
         workflow.set_current_details(
             f"**{'FAIL' if failing or len(done) < len(results) else 'done'}**: "
             f"{len(done)}/{len(results)} pair(s) finished · {failing} with failures · "
-            f"{sum(r.failures for r in done)} failure(s)")
-        workflow.logger.info("cohort done: %d pair(s) in %d batch(es)", len(results),
-                             batcher.batches)
+            f"{sum(r.failures for r in done)} failure(s)"
+        )
+        workflow.logger.info(
+            "cohort done: %d pair(s) in %d batch(es)", len(results), batcher.batches
+        )
         return list(results)
 
     async def _one(self, pair: LifecycleRunner) -> PairResult | None:
         try:
             return await pair.run()
         except BatchItemError as error:  # a call outside the lifecycle's own handling
-            workflow.logger.error("pair %d of the cohort failed: %s", pair.input.pair_index,
-                                  error)
+            workflow.logger.error("pair %d of the cohort failed: %s", pair.input.pair_index, error)
             return None

@@ -56,9 +56,11 @@ class DeletionCheckWorkflow:
         if receipt is None:
             return DeletionCheckProgress(wake_at=iso(self._wake_at) if self._wake_at else None)
         return DeletionCheckProgress(
-            phase=receipt.verdict, rounds=receipt.rounds,
+            phase=receipt.verdict,
+            rounds=receipt.rounds,
             stores={s.store: s.status for s in receipt.stores},
-            wake_at=iso(self._wake_at) if self._wake_at else None)
+            wake_at=iso(self._wake_at) if self._wake_at else None,
+        )
 
     @workflow.query
     def receipt(self) -> ErasureReceipt | None:
@@ -82,10 +84,13 @@ class DeletionCheckWorkflow:
         receipt = check.receipt or erasure.new_receipt(check, workflow.now())
         self._receipt = receipt
         if check.search_attributes and check.receipt is None:
-            workflow.upsert_search_attributes([
-                attributes.TARGET.value_set(target.name),
-                attributes.PHASE.value_set("deletion-check"),
-                attributes.VERDICT.value_set(attributes.RUNNING)])
+            workflow.upsert_search_attributes(
+                [
+                    attributes.TARGET.value_set(target.name),
+                    attributes.PHASE.value_set("deletion-check"),
+                    attributes.VERDICT.value_set(attributes.RUNNING),
+                ]
+            )
         if check.request and receipt.requested_at is None:
             receipt = await self._request(check, receipt)
         while True:
@@ -99,55 +104,75 @@ class DeletionCheckWorkflow:
             await self._sleep(min(check.poll, receipt.deadline_at - now))
         receipt = erasure.finish(receipt, self._now())
         if self._cancel_reason:
-            receipt = receipt.model_copy(update={
-                "verdict": "inconclusive" if receipt.verdict == "pass" else receipt.verdict,
-                "reasons": [*receipt.reasons, f"cancelled: {self._cancel_reason}"]})
+            receipt = receipt.model_copy(
+                update={
+                    "verdict": "inconclusive" if receipt.verdict == "pass" else receipt.verdict,
+                    "reasons": [*receipt.reasons, f"cancelled: {self._cancel_reason}"],
+                }
+            )
         self._receipt = receipt
         if workflow.patched("record-erasure-receipt"):
             # Released checks ended without this; their histories replay past it.
             await execute(
-                contracts.RECORD_RECEIPT, receipt, start_to_close_timeout=RECORD_TIMEOUT,
-                retry_policy=RECORD_RETRY, summary="record the erasure receipt")
+                contracts.RECORD_RECEIPT,
+                receipt,
+                start_to_close_timeout=RECORD_TIMEOUT,
+                retry_policy=RECORD_RETRY,
+                summary="record the erasure receipt",
+            )
         if check.search_attributes:
-            workflow.upsert_search_attributes([attributes.PHASE.value_set("done"),
-                                               attributes.VERDICT.value_set(receipt.verdict)])
-        headline = (f"{receipt.verdict.upper()}: {check.user_id} on {target.name} · "
-                    + (" · ".join(receipt.reasons) or "gone from every store checked"))
+            workflow.upsert_search_attributes(
+                [attributes.PHASE.value_set("done"), attributes.VERDICT.value_set(receipt.verdict)]
+            )
+        headline = f"{receipt.verdict.upper()}: {check.user_id} on {target.name} · " + (
+            " · ".join(receipt.reasons) or "gone from every store checked"
+        )
         workflow.set_current_details(f"**{headline}**")
         # As a run (workflows/suite.py): a check that did not pass ends FAILED, carrying
         # its receipt; checks started before this ended COMPLETED whatever their verdict.
         if receipt.verdict != "pass" and workflow.patched("verdict-as-status"):
-            raise ApplicationError(headline, receipt.model_dump(mode="json"),
-                                   type="MemlifeVerdict", non_retryable=True)
+            raise ApplicationError(
+                headline, receipt.model_dump(mode="json"), type="MemlifeVerdict", non_retryable=True
+            )
         return receipt
 
-    async def _request(self, check: DeletionCheckInput,
-                       receipt: ErasureReceipt) -> ErasureReceipt:
+    async def _request(self, check: DeletionCheckInput, receipt: ErasureReceipt) -> ErasureReceipt:
         target = check.target
         now = self._now()
         try:
             state = await execute(
                 contracts.DELETE_TENANT,
-                DeleteRequest(target=target, phone=check.phone or "", user_id=check.user_id,
-                              scenario_now=iso(now),
-                              run_id=workflow.info().workflow_id),
+                DeleteRequest(
+                    target=target,
+                    phone=check.phone or "",
+                    user_id=check.user_id,
+                    scenario_now=iso(now),
+                    run_id=workflow.info().workflow_id,
+                ),
                 start_to_close_timeout=target_timeout(target.timeout),
-                retry_policy=TARGET_RETRY, summary=f"request deletion of {check.user_id}")
+                retry_policy=TARGET_RETRY,
+                summary=f"request deletion of {check.user_id}",
+            )
         except ActivityError as failure:
-            return receipt.model_copy(update={
-                "requested_at": now, "request_status": f"error: {failure_text(failure)}"})
+            return receipt.model_copy(
+                update={"requested_at": now, "request_status": f"error: {failure_text(failure)}"}
+            )
         self._deletion = state
-        return receipt.model_copy(update={
-            "requested_at": now, "deletion_id": state.deletion_id,
-            "request_status": f"HTTP {state.http_status}"
-            + (f", status {state.status!r}" if state.status else ""),
-            "confirmed_at": now if state.done else None})
+        return receipt.model_copy(
+            update={
+                "requested_at": now,
+                "deletion_id": state.deletion_id,
+                "request_status": f"HTTP {state.http_status}"
+                + (f", status {state.status!r}" if state.status else ""),
+                "confirmed_at": now if state.done else None,
+            }
+        )
 
-    async def _round(self, check: DeletionCheckInput,
-                     receipt: ErasureReceipt) -> ErasureReceipt:
+    async def _round(self, check: DeletionCheckInput, receipt: ErasureReceipt) -> ErasureReceipt:
         now = self._now()
         reads, replies, status = await asyncio.gather(
-            self._read_stores(check, now), self._ask(check, now), self._status(check, now))
+            self._read_stores(check, now), self._ask(check, now), self._status(check, now)
+        )
         outcomes = erasure.store_outcomes(check, receipt, reads)
         if replies is not None:
             outcomes[erasure.RESPONSE_SURFACE] = erasure.answer_outcome(check, replies)
@@ -163,42 +188,71 @@ class DeletionCheckWorkflow:
         try:
             return await execute(
                 contracts.INSPECT_STORES,
-                InspectRequest(target=target, identities=[check.user_id], needles=check.values,
-                               watch=check.values, scenario_now=iso(now),
-                               run_id=workflow.info().workflow_id),
+                InspectRequest(
+                    target=target,
+                    identities=[check.user_id],
+                    needles=check.values,
+                    watch=check.values,
+                    scenario_now=iso(now),
+                    run_id=workflow.info().workflow_id,
+                ),
                 start_to_close_timeout=inspect_timeout(target, len(check.values) + 1),
-                heartbeat_timeout=HEARTBEAT_TIMEOUT, retry_policy=INSPECT_RETRY,
-                summary=f"read {len(probed)} store(s) for {check.user_id}")
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                retry_policy=INSPECT_RETRY,
+                summary=f"read {len(probed)} store(s) for {check.user_id}",
+            )
         except ActivityError as failure:  # fail closed: unread is not absent
-            return [StoreRead(store=s.name, mode="scope", key=check.user_id, status="error",
-                              error=failure_text(failure)) for s in probed]
+            return [
+                StoreRead(
+                    store=s.name,
+                    mode="scope",
+                    key=check.user_id,
+                    status="error",
+                    error=failure_text(failure),
+                )
+                for s in probed
+            ]
 
     async def _ask(self, check: DeletionCheckInput, now: Any) -> list[Any] | None:
         if not (check.questions and check.phone):
             return None
         target = check.target
         asks = target.operations.ask is not None
-        if workflow.patched("deletion-check-never-writes") and not (
-                asks or check.ask_through_say):
+        if workflow.patched("deletion-check-never-writes") and not (asks or check.ask_through_say):
             return None  # asking through `say` would write to the tenant being checked
         start_to_close, heartbeat = converse_timeouts(target, len(check.questions))
         try:
             return await execute(
                 contracts.CONVERSE,
-                ConverseRequest(target=target, phone=check.phone, user_id=check.user_id,
-                                messages=check.questions, scenario_now=iso(now),
-                                run_id=workflow.info().workflow_id,
-                                # every message a question: through `ask`, which writes nothing
-                                questions=list(range(len(check.questions)))),
-                start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
+                ConverseRequest(
+                    target=target,
+                    phone=check.phone,
+                    user_id=check.user_id,
+                    messages=check.questions,
+                    scenario_now=iso(now),
+                    run_id=workflow.info().workflow_id,
+                    # every message a question: through `ask`, which writes nothing
+                    questions=list(range(len(check.questions))),
+                ),
+                start_to_close_timeout=start_to_close,
+                heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,
-                summary=f"ask {len(check.questions)} question(s) as {check.user_id}")
+                summary=f"ask {len(check.questions)} question(s) as {check.user_id}",
+            )
         except ActivityError as failure:
-            return [Reply(index=i, status="target-error", error=failure_text(failure),
-                          wall_time=workflow.now()) for i in range(len(check.questions))]
+            return [
+                Reply(
+                    index=i,
+                    status="target-error",
+                    error=failure_text(failure),
+                    wall_time=workflow.now(),
+                )
+                for i in range(len(check.questions))
+            ]
 
-    async def _status(self, check: DeletionCheckInput,
-                      now: Any) -> tuple[erasure.StoreStatus, list[str]] | None:
+    async def _status(
+        self, check: DeletionCheckInput, now: Any
+    ) -> tuple[erasure.StoreStatus, list[str]] | None:
         target = check.target
         if not check.request or target.operations.deletion_status is None:
             return None
@@ -207,12 +261,18 @@ class DeletionCheckWorkflow:
         try:
             self._deletion = await execute(
                 contracts.DELETION_STATUS,
-                DeleteRequest(target=target, phone=check.phone or "", user_id=check.user_id,
-                              deletion_id=self._deletion.deletion_id if self._deletion
-                              else None, scenario_now=iso(now),
-                              run_id=workflow.info().workflow_id),
+                DeleteRequest(
+                    target=target,
+                    phone=check.phone or "",
+                    user_id=check.user_id,
+                    deletion_id=self._deletion.deletion_id if self._deletion else None,
+                    scenario_now=iso(now),
+                    run_id=workflow.info().workflow_id,
+                ),
                 start_to_close_timeout=target_timeout(target.timeout),
-                retry_policy=TARGET_RETRY, summary=f"deletion status of {check.user_id}")
+                retry_policy=TARGET_RETRY,
+                summary=f"deletion status of {check.user_id}",
+            )
         except ActivityError as failure:
             return erasure.deletion_outcome(None, failure_text(failure))
         return erasure.deletion_outcome(self._deletion, None)
@@ -223,7 +283,9 @@ class DeletionCheckWorkflow:
         try:
             await workflow.wait_condition(
                 lambda: self._skip_requested or self._cancel_reason is not None,
-                timeout=duration, timeout_summary=f"next round in {duration}")
+                timeout=duration,
+                timeout_summary=f"next round in {duration}",
+            )
             if self._skip_requested:
                 self._skipped += max(timedelta(0), wake_at - workflow.now())
         except TimeoutError:

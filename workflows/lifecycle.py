@@ -69,8 +69,9 @@ class Observer:
 
 
 class LifecycleRunner:
-    def __init__(self, pair_input: PairInput, calls: Calls,
-                 observer: Observer | None = None) -> None:
+    def __init__(
+        self, pair_input: PairInput, calls: Calls, observer: Observer | None = None
+    ) -> None:
         self.input = pair_input
         self.calls = calls
         self.observer = observer or Observer()
@@ -97,17 +98,28 @@ class LifecycleRunner:
 
     def progress(self) -> PairProgress:
         return PairProgress(
-            step=self.step_index, steps=self.steps_total, kind=self.step_kind,
-            stage=self.stage, cases=self.cases, cases_passed=self.cases_passed,
-            failures=self.failures, inconclusive=self.inconclusive,
+            step=self.step_index,
+            steps=self.steps_total,
+            kind=self.step_kind,
+            stage=self.stage,
+            cases=self.cases,
+            cases_passed=self.cases_passed,
+            failures=self.failures,
+            inconclusive=self.inconclusive,
             wake_at=iso(self.wake_at) if self.wake_at else None,
-            cancelled=self.cancel_reason)
+            cancelled=self.cancel_reason,
+        )
 
     def verdicts(self) -> PairVerdicts:
         """Tallies so far and every failed or inconclusive check (the first 200)."""
-        return PairVerdicts(verdict=self.verdict(), cases=self.cases,
-                            cases_passed=self.cases_passed, failures=self.failures,
-                            inconclusive=self.inconclusive, problems=self.problems)
+        return PairVerdicts(
+            verdict=self.verdict(),
+            cases=self.cases,
+            cases_passed=self.cases_passed,
+            failures=self.failures,
+            inconclusive=self.inconclusive,
+            problems=self.problems,
+        )
 
     def verdict(self) -> str:
         """running, then fail | inconclusive | cancelled | pass."""
@@ -120,9 +132,14 @@ class LifecycleRunner:
         return "inconclusive" if self.inconclusive or self.cases_passed < self.cases else "pass"
 
     def result(self) -> PairResult:
-        return PairResult(pair_index=self.input.pair_index, cases=self.cases,
-                          cases_passed=self.cases_passed, inconclusive=self.inconclusive,
-                          failures=self.failures, cancelled=self.cancel_reason is not None)
+        return PairResult(
+            pair_index=self.input.pair_index,
+            cases=self.cases,
+            cases_passed=self.cases_passed,
+            inconclusive=self.inconclusive,
+            failures=self.failures,
+            cancelled=self.cancel_reason is not None,
+        )
 
     # -- the timeline --------------------------------------------------------------------
 
@@ -141,8 +158,12 @@ class LifecycleRunner:
         await self._run_step(-1, "register", "", steps.register(self, ("a", "b")))
         for index, step in enumerate(self.input.scenario.timeline):
             if self.cancel_reason:
-                self.calls.log(logging.INFO, "lifecycle cancelled before step %d: %s", index,
-                                     self.cancel_reason)
+                self.calls.log(
+                    logging.INFO,
+                    "lifecycle cancelled before step %d: %s",
+                    index,
+                    self.cancel_reason,
+                )
                 break
             self._raise_failed_recording()
             await self._run_step(index, step.step, step.label, self._work(index, step))
@@ -155,11 +176,11 @@ class LifecycleRunner:
         if isinstance(step, UpdateStep):
             return steps.update(self, step)
         if isinstance(step, ProbeStep):
-            return (spaces.probe(self, index, step) if step.space
-                    else steps.probe(self, index, step))
+            return spaces.probe(self, index, step) if step.space else steps.probe(self, index, step)
         if isinstance(step, DeleteStep):
-            return (steps.forget(self, index, step) if step.domains
-                    else steps.delete(self, index, step))
+            return (
+                steps.forget(self, index, step) if step.domains else steps.delete(self, index, step)
+            )
         if isinstance(step, AwaitDeletionStep):
             return steps.await_deletion(self, index, step)
         if isinstance(step, InspectStep):
@@ -171,15 +192,13 @@ class LifecycleRunner:
         assert isinstance(step, RegisterStep)
         return steps.register(self, tuple(step.tenants))
 
-    async def _run_step(self, index: int, kind: str, label: str,
-                        work: Awaitable[StepWork]) -> None:
+    async def _run_step(self, index: int, kind: str, label: str, work: Awaitable[StepWork]) -> None:
         self.step_index, self.step_kind = index, kind
         self.stage = stage_of(index, label)
         self.observer.step_started(self)
         started_scenario, started_wall = self.scenario_now(), self.calls.now()
         produced = await work
-        record = self._step_record(index, kind, label, started_scenario, started_wall,
-                                   produced)
+        record = self._step_record(index, kind, label, started_scenario, started_wall, produced)
         if self._judged_in_workflow(produced):
             # Nothing for the recorder to judge: the outcome is the step's own verdicts,
             # and its recording goes on beside the next step instead of before it.
@@ -194,7 +213,8 @@ class LifecycleRunner:
             self.state.absorb_inspection(role, summary)
         for role in ("a", "b"):
             self.state.absorb_probe_verdicts(
-                role, [v for v in outcome.verdicts if v.role == role and v.store == "response"])
+                role, [v for v in outcome.verdicts if v.role == role and v.store == "response"]
+            )
         await self._tally(outcome.verdicts)
 
     # -- plumbing ------------------------------------------------------------------------
@@ -204,8 +224,9 @@ class LifecycleRunner:
         return self.seq
 
     def scenario_now(self) -> datetime:
-        return self.input.clock.scenario_now(self.input.clock_origin,
-                                             self.calls.now()) + self.skipped
+        return (
+            self.input.clock.scenario_now(self.input.clock_origin, self.calls.now()) + self.skipped
+        )
 
     async def sleep(self, scenario_duration: timedelta, summary: str) -> None:
         """A durable wait that an operator may end early (skip_wait, cancel). An ended
@@ -220,13 +241,18 @@ class LifecycleRunner:
             if remaining is not None:
                 now = self.calls.now()
                 self.skipped += clock.scenario_now(now, now + remaining) - now
-                self.calls.log(logging.INFO, "wait skipped by an operator: %s (%s of it left)",
-                                     summary, remaining)
+                self.calls.log(
+                    logging.INFO,
+                    "wait skipped by an operator: %s (%s of it left)",
+                    summary,
+                    remaining,
+                )
         finally:
             self.wake_at = None
 
-    async def converse(self, role: Role, messages: list[Message],
-                       space: str | None = None) -> list[Observation]:
+    async def converse(
+        self, role: Role, messages: list[Message], space: str | None = None
+    ) -> list[Observation]:
         """Send one tenant's messages in order (one activity); one observation each. With
         `space`, they are said inside that shared space."""
         if not messages:
@@ -237,39 +263,72 @@ class LifecycleRunner:
 
         def observation(i: int, **fields: Any) -> Observation:
             message = messages[i]
-            return Observation(seq=seqs[i], role=role, kind=message.kind, domain=message.domain,
-                               case_id=message.case_id, request=message.text,
-                               scenario_time=scenario_time, **fields)
+            return Observation(
+                seq=seqs[i],
+                role=role,
+                kind=message.kind,
+                domain=message.domain,
+                case_id=message.case_id,
+                request=message.text,
+                scenario_time=scenario_time,
+                **fields,
+            )
 
         if tenant.user_id is None:
-            return [observation(i, status="target-error", wall_time=self.calls.now(),
-                                error="tenant could not be registered; nothing was sent")
-                    for i in range(len(messages))]
+            return [
+                observation(
+                    i,
+                    status="target-error",
+                    wall_time=self.calls.now(),
+                    error="tenant could not be registered; nothing was sent",
+                )
+                for i in range(len(messages))
+            ]
         target = self.input.target
         start_to_close, heartbeat = converse_timeouts(target, len(messages))
         try:
             replies = await self.calls.activity(
                 contracts.CONVERSE,
                 contracts.ConverseRequest(
-                    target=target, phone=tenant.phone, user_id=tenant.user_id,
-                    messages=[m.text for m in messages], scenario_now=iso(scenario_time),
+                    target=target,
+                    phone=tenant.phone,
+                    user_id=tenant.user_id,
+                    messages=[m.text for m in messages],
+                    scenario_now=iso(scenario_time),
                     run_id=self.input.run_id,
                     questions=[i for i, m in enumerate(messages) if m.kind == "probe"],
-                    **({} if space is None else self._space_fields(space))),
-                start_to_close_timeout=start_to_close, heartbeat_timeout=heartbeat,
+                    **({} if space is None else self._space_fields(space)),
+                ),
+                start_to_close_timeout=start_to_close,
+                heartbeat_timeout=heartbeat,
                 retry_policy=RESUMABLE_RETRY,
                 summary=f"{messages[0].kind} {tenant.alias}: {len(messages)} message(s)",
             )
         except CALL_ERRORS as error:
             text = failure_text(error)
-            return [observation(i, status="target-error", error=text, wall_time=self.calls.now())
-                    for i in range(len(messages))]
-        return [observation(r.index, reply=r.reply, context=r.context, status=r.status,
-                            http_status=r.http_status, error=r.error, latency_ms=r.latency_ms,
-                            wall_time=r.wall_time, stages=r.stages, cost=r.cost,
-                            tokens=r.tokens, traceparent=r.traceparent,
-                            refused=r.refused, retrieval=r.retrieval)
-                for r in replies]
+            return [
+                observation(i, status="target-error", error=text, wall_time=self.calls.now())
+                for i in range(len(messages))
+            ]
+        return [
+            observation(
+                r.index,
+                reply=r.reply,
+                context=r.context,
+                status=r.status,
+                http_status=r.http_status,
+                error=r.error,
+                latency_ms=r.latency_ms,
+                wall_time=r.wall_time,
+                stages=r.stages,
+                cost=r.cost,
+                tokens=r.tokens,
+                traceparent=r.traceparent,
+                refused=r.refused,
+                retrieval=r.retrieval,
+            )
+            for r in replies
+        ]
 
     def _space_fields(self, space: str) -> dict[str, str]:
         """Where a conversation inside `space` goes: its id, else its name."""
@@ -280,8 +339,12 @@ class LifecycleRunner:
         """A step without probe cases or inspections judges to its own verdicts (the
         recorder's judge_step has nothing to add), so where the Calls record beside the
         next step (a cohort's Batcher) nothing waits for the recording."""
-        return (self.calls.records_beside and not produced.cases
-                and not produced.inspections and self.calls.patched("record-beside-next-step"))
+        return (
+            self.calls.records_beside
+            and not produced.cases
+            and not produced.inspections
+            and self.calls.patched("record-beside-next-step")
+        )
 
     def _raise_failed_recording(self) -> None:
         """A recording that failed beside a step fails the lifecycle before the next one,
@@ -290,20 +353,36 @@ class LifecycleRunner:
             self._recording.remove(task)
             task.result()
 
-    def _step_record(self, index: int, kind: str, label: str, started_scenario: datetime,
-                     started_wall: datetime, work: StepWork) -> StepRecord:
+    def _step_record(
+        self,
+        index: int,
+        kind: str,
+        label: str,
+        started_scenario: datetime,
+        started_wall: datetime,
+        work: StepWork,
+    ) -> StepRecord:
         """What the recorder writes and judges of a step, taken when the step ends."""
         budget = self.input.scenario.latency_budget / timedelta(milliseconds=1)
         record = StepRecord(
-            run_id=self.input.run_id, pair_index=self.input.pair_index,
-            step_index=index, kind=kind, label=label, stage=stage_of(index, label),
-            scenario_started=started_scenario, scenario_finished=self.scenario_now(),
-            wall_started=started_wall, wall_finished=self.calls.now(),
-            observations=work.observations, cases=work.cases,
-            inspections=work.inspections, reads=work.reads,
+            run_id=self.input.run_id,
+            pair_index=self.input.pair_index,
+            step_index=index,
+            kind=kind,
+            label=label,
+            stage=stage_of(index, label),
+            scenario_started=started_scenario,
+            scenario_finished=self.scenario_now(),
+            wall_started=started_wall,
+            wall_finished=self.calls.now(),
+            observations=work.observations,
+            cases=work.cases,
+            inspections=work.inspections,
+            reads=work.reads,
             staged_reads=work.staged_reads,
             stores=list(self.input.target.stores) if work.inspections else [],
-            verdicts=work.verdicts, latency_budget_ms=budget,
+            verdicts=work.verdicts,
+            latency_budget_ms=budget,
             tenants=list(self.tenants.values()),
         )
         if record.cases and self.calls.patched("forbidden-once-per-step"):
@@ -314,23 +393,36 @@ class LifecycleRunner:
         # Recording is a short, idempotent database write: a local activity (no server round
         # trip to schedule it) that simply runs again if the workflow task is retried.
         return await self.calls.local_activity(
-            contracts.RECORD_STEP, record,
-            start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
+            contracts.RECORD_STEP,
+            record,
+            start_to_close_timeout=RECORD_TIMEOUT,
+            retry_policy=RECORD_RETRY,
             summary=f"record step {index} ({kind})",
         )
 
-    async def _queue_for_review(self, queue: str, index: int, produced: StepWork,
-                                outcome: StepOutcome) -> None:
+    async def _queue_for_review(
+        self, queue: str, index: int, produced: StepWork, outcome: StepOutcome
+    ) -> None:
         """Failed answers go to the review queue; queueing trouble never stops a lifecycle."""
-        items = review_items(self.input.run_id, self.input.pair_index, index, self.stage,
-                             produced.cases, produced.observations, outcome.verdicts)
+        items = review_items(
+            self.input.run_id,
+            self.input.pair_index,
+            index,
+            self.stage,
+            produced.cases,
+            produced.observations,
+            outcome.verdicts,
+        )
         if not items:
             return
         try:
             await self.calls.direct(
-                contracts.QUEUE_FOR_REVIEW, (queue, items),
+                contracts.QUEUE_FOR_REVIEW,
+                (queue, items),
                 start_to_close_timeout=RECORD_TIMEOUT,
-                retry_policy=RECORD_RETRY, summary=f"queue {len(items)} reply(ies) for review")
+                retry_policy=RECORD_RETRY,
+                summary=f"queue {len(items)} reply(ies) for review",
+            )
         except CALL_ERRORS as error:
             self.calls.log(logging.WARNING, "could not queue replies for review: %s", error)
 
@@ -342,11 +434,16 @@ class LifecycleRunner:
             self.failures += sum(1 for f in verdict.findings if f.outcome == "fail")
             for finding in verdict.findings:
                 if len(self.problems) < 200:
-                    self.problems.append({
-                        "case": verdict.case_id, "tenant": verdict.tenant_alias,
-                        "stage": self.stage, "invariant": finding.invariant,
-                        "outcome": finding.outcome, "reason": finding.reason,
-                        "store": finding.store})
+                    self.problems.append(
+                        {
+                            "case": verdict.case_id,
+                            "tenant": verdict.tenant_alias,
+                            "stage": self.stage,
+                            "invariant": finding.invariant,
+                            "outcome": finding.outcome,
+                            "reason": finding.reason,
+                            "store": finding.store,
+                        }
+                    )
         if verdicts:
             await self.observer.tallied(self)
-

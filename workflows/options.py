@@ -16,8 +16,12 @@ TARGET_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=4,
-    non_retryable_error_types=["TargetClientError", "MissingSecret", "TargetConfigError",
-                               "TargetBadResponse"],
+    non_retryable_error_types=[
+        "TargetClientError",
+        "MissingSecret",
+        "TargetConfigError",
+        "TargetBadResponse",
+    ],
 )
 
 # Conversations and store inspections retry their requests in place and heartbeat what is
@@ -92,9 +96,12 @@ def batch_timeout(target: Target, kind: str, requests: list[Any]) -> timedelta:
     lanes = max(1, target.max_concurrency)
     return _per_request(target) * (count / lanes + 1) + _SLACK
 
+
 # Paraphrase candidates (activities/paraphrase.py): a local model embeds every answer of the
 # run, minutes at thousands of pairs; a missing model is the worker's to fix, not retried.
 PARAPHRASE_TIMEOUT = timedelta(hours=1)
 PARAPHRASE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=5), maximum_attempts=3,
-    non_retryable_error_types=["ParaphraseModelMissing", "ValidationError", "TypeError"])
+    initial_interval=timedelta(seconds=5),
+    maximum_attempts=3,
+    non_retryable_error_types=["ParaphraseModelMissing", "ValidationError", "TypeError"],
+)

@@ -25,15 +25,21 @@ class _ShownInTheWebUI(Observer):
     def step_started(self, runner: LifecycleRunner) -> None:
         if self.search_attributes:
             stage, kind = runner.stage, runner.step_kind
-            workflow.upsert_search_attributes([attributes.PHASE.value_set(
-                f"{stage} ({kind})" if stage != kind else kind)])
+            workflow.upsert_search_attributes(
+                [attributes.PHASE.value_set(f"{stage} ({kind})" if stage != kind else kind)]
+            )
 
     async def tallied(self, runner: LifecycleRunner) -> None:
         show_details(runner)
         if not self.search_attributes:
             return
-        current = (attributes.FAIL if runner.failures else
-                   attributes.INCONCLUSIVE if runner.inconclusive else attributes.RUNNING)
+        current = (
+            attributes.FAIL
+            if runner.failures
+            else attributes.INCONCLUSIVE
+            if runner.inconclusive
+            else attributes.RUNNING
+        )
         if current == self.verdict_attribute:
             return
         self.verdict_attribute = current
@@ -42,7 +48,8 @@ class _ShownInTheWebUI(Observer):
         if current == attributes.FAIL and parent is not None:
             try:  # the run's verdict turns "fail" now, not when this pair ends days later
                 await workflow.get_external_workflow_handle(parent.workflow_id).signal(
-                    "pair_failing", runner.input.pair_index)
+                    "pair_failing", runner.input.pair_index
+                )
             except Exception as error:
                 workflow.logger.warning("could not tell the suite about a failure: %s", error)
 
@@ -52,7 +59,8 @@ def show_details(runner: LifecycleRunner) -> None:
     workflow.set_current_details(
         f"**{runner.verdict().upper()}**: {runner.cases_passed}/{runner.cases} cases passed · "
         f"{runner.failures} failure(s) · {runner.inconclusive} inconclusive · stage "
-        f"{runner.stage or '-'}")
+        f"{runner.stage or '-'}"
+    )
 
 
 @workflow.defn(name="PairLifecycleWorkflow")
@@ -99,21 +107,29 @@ class PairLifecycleWorkflow:
         runner.cancel_reason = self._cancel_reason
         scenario = pair_input.scenario
         if pair_input.search_attributes:
-            workflow.upsert_search_attributes([
-                attributes.RUN.value_set(pair_input.run_id),
-                attributes.SCENARIO.value_set(scenario.name),
-                attributes.TARGET.value_set(pair_input.target.name),
-                attributes.PAIR.value_set(pair_input.pair_index),
-                attributes.TENANT.value_set([t.alias for t in pair_input.tenants]),
-                attributes.VERDICT.value_set(attributes.RUNNING),
-            ])
+            workflow.upsert_search_attributes(
+                [
+                    attributes.RUN.value_set(pair_input.run_id),
+                    attributes.SCENARIO.value_set(scenario.name),
+                    attributes.TARGET.value_set(pair_input.target.name),
+                    attributes.PAIR.value_set(pair_input.pair_index),
+                    attributes.TENANT.value_set([t.alias for t in pair_input.tenants]),
+                    attributes.VERDICT.value_set(attributes.RUNNING),
+                ]
+            )
         result = await runner.run()
         show_details(runner)
         if pair_input.search_attributes:
-            final = (attributes.CANCELLED if runner.cancel_reason else
-                     attributes.FAIL if runner.failures else
-                     attributes.INCONCLUSIVE if runner.inconclusive or
-                     runner.cases_passed < runner.cases else attributes.PASS)
-            workflow.upsert_search_attributes([attributes.PHASE.value_set(runner.step_kind),
-                                               attributes.VERDICT.value_set(final)])
+            final = (
+                attributes.CANCELLED
+                if runner.cancel_reason
+                else attributes.FAIL
+                if runner.failures
+                else attributes.INCONCLUSIVE
+                if runner.inconclusive or runner.cases_passed < runner.cases
+                else attributes.PASS
+            )
+            workflow.upsert_search_attributes(
+                [attributes.PHASE.value_set(runner.step_kind), attributes.VERDICT.value_set(final)]
+            )
         return result

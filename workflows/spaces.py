@@ -43,36 +43,71 @@ async def change(run: Lifecycle, index: int, step: SpaceStep) -> StepWork:
         try:
             result = await run.calls.activity(
                 contracts.SPACE_OPERATION,
-                SpaceRequest(target=target, action=action, phone=tenant.phone,
-                             user_id=tenant.user_id or "", space_name=name,
-                             space_id=state.space_id or "", scenario_now=iso(scenario_time),
-                             run_id=run.input.run_id),
+                SpaceRequest(
+                    target=target,
+                    action=action,
+                    phone=tenant.phone,
+                    user_id=tenant.user_id or "",
+                    space_name=name,
+                    space_id=state.space_id or "",
+                    scenario_now=iso(scenario_time),
+                    run_id=run.input.run_id,
+                ),
                 start_to_close_timeout=target_timeout(target.timeout),
-                retry_policy=TARGET_RETRY, summary=f"{action} space {step.space}")
+                retry_policy=TARGET_RETRY,
+                summary=f"{action} space {step.space}",
+            )
         except CALL_ERRORS as failure:
             error = failure_text(failure)
-            observations.append(Observation(
-                seq=seq, role=role, kind="space", request=f"{action} {step.space}",
-                status="target-error", error=error, scenario_time=scenario_time,
-                wall_time=run.calls.now()))
-            verdicts.append(unanswered_verdict(
-                f"s{index}-{role}-{action}-{step.space}", role, tenant.alias, "space", "S1",
-                f"{action} {step.space}", error))
+            observations.append(
+                Observation(
+                    seq=seq,
+                    role=role,
+                    kind="space",
+                    request=f"{action} {step.space}",
+                    status="target-error",
+                    error=error,
+                    scenario_time=scenario_time,
+                    wall_time=run.calls.now(),
+                )
+            )
+            verdicts.append(
+                unanswered_verdict(
+                    f"s{index}-{role}-{action}-{step.space}",
+                    role,
+                    tenant.alias,
+                    "space",
+                    "S1",
+                    f"{action} {step.space}",
+                    error,
+                )
+            )
             return None
-        observations.append(Observation(
-            seq=seq, role=role, kind="space", request=f"{action} {step.space}",
-            reply=result.status, http_status=result.http_status, latency_ms=result.latency_ms,
-            scenario_time=scenario_time, wall_time=result.wall_time,
-            traceparent=result.traceparent))
+        observations.append(
+            Observation(
+                seq=seq,
+                role=role,
+                kind="space",
+                request=f"{action} {step.space}",
+                reply=result.status,
+                http_status=result.http_status,
+                latency_ms=result.latency_ms,
+                scenario_time=scenario_time,
+                wall_time=result.wall_time,
+                traceparent=result.traceparent,
+            )
+        )
         return result.space_id
 
     now = run.scenario_now()
     if step.action == "create":
         # Without create_space, a space comes to exist when something is said in it (a
         # Mem0 agent scope): it is known by its name.
-        state.space_id = (await one(step.tenants[0], "create")
-                          if target.operations.create_space is not None else name
-                          ) or state.space_id
+        state.space_id = (
+            await one(step.tenants[0], "create")
+            if target.operations.create_space is not None
+            else name
+        ) or state.space_id
         # The creator joins too where joining is its own request (attaching a Letta
         # block to its agent): creating a space need not make one a member of it.
         joining = step.tenants if target.operations.join_space is not None else []
@@ -97,9 +132,16 @@ async def write(run: Lifecycle, step: WriteStep) -> StepWork:
 
     async def write_tenant(role: Role) -> list[Observation]:
         language = scenario.language_of(run.state.pair.tenant(role))
-        messages = [Message(pick(scenario.domains[d].templates[language].statement,
-                                 run.input.pair_index + i).format(value=space.facts[d].value),
-                            "write", d) for i, d in enumerate(domains)]
+        messages = [
+            Message(
+                pick(
+                    scenario.domains[d].templates[language].statement, run.input.pair_index + i
+                ).format(value=space.facts[d].value),
+                "write",
+                d,
+            )
+            for i, d in enumerate(domains)
+        ]
         observations = await run.converse(role, messages, space=step.space)
         for domain, observation in zip(domains, observations, strict=True):
             if observation.status == "ok":
@@ -119,15 +161,28 @@ async def probe(run: Lifecycle, index: int, step: ProbeStep) -> StepWork:
 
     async def probe_tenant(role: Role) -> tuple[list[ProbeCase], list[Observation]]:
         language = scenario.language_of(run.state.pair.tenant(role))
-        cases = [run.state.space_case(f"s{index}-{role}-{shared}-{d}-q{q}", role,
-                                      shared, d, question, now, scenario.space_grace)
-                 for d in sorted(space.stated)
-                 for q, question in enumerate(scenario.domains[d].templates[language].question)]
+        cases = [
+            run.state.space_case(
+                f"s{index}-{role}-{shared}-{d}-q{q}",
+                role,
+                shared,
+                d,
+                question,
+                now,
+                scenario.space_grace,
+            )
+            for d in sorted(space.stated)
+            for q, question in enumerate(scenario.domains[d].templates[language].question)
+        ]
         observations = await run.converse(
-            role, [Message(c.question, "probe", c.domain, c.case_id) for c in cases],
-            space=step.space)
+            role,
+            [Message(c.question, "probe", c.domain, c.case_id) for c in cases],
+            space=step.space,
+        )
         return cases, observations
 
     per_tenant = await asyncio.gather(*(probe_tenant(role) for role in step.tenants))
-    return StepWork(cases=[c for cases, _ in per_tenant for c in cases],
-                    observations=[o for _, obs in per_tenant for o in obs])
+    return StepWork(
+        cases=[c for cases, _ in per_tenant for c in cases],
+        observations=[o for _, obs in per_tenant for o in obs],
+    )

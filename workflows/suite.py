@@ -44,8 +44,10 @@ VERDICT_FAILURE = "MemlifeVerdict"
 
 def verdict_headline(verdict: str, summary: RunSummary, failed_pairs: list[int]) -> str:
     """One line: the verdict and its counts, as `memlife run` ends its output."""
-    text = (f"{verdict.upper()}: {summary.cases_passed}/{summary.cases} cases passed · "
-            f"{summary.failures} failure(s) · {summary.inconclusive} inconclusive")
+    text = (
+        f"{verdict.upper()}: {summary.cases_passed}/{summary.cases} cases passed · "
+        f"{summary.failures} failure(s) · {summary.inconclusive} inconclusive"
+    )
     if failed_pairs:
         text += f" · pair lifecycle(s) {', '.join(map(str, failed_pairs))} broke"
     if not summary.latency_within_target:
@@ -54,8 +56,10 @@ def verdict_headline(verdict: str, summary: RunSummary, failed_pairs: list[int])
 
 
 def _report_hint(run_id: str) -> str:
-    return (f"Every finding is recorded: `memlife report {run_id} --format html` shows them; "
-            "the Result or Failure below carries the counts.")
+    return (
+        f"Every finding is recorded: `memlife report {run_id} --format html` shows them; "
+        "the Result or Failure below carries the counts."
+    )
 
 
 @workflow.defn(name="SuiteWorkflow")
@@ -76,39 +80,55 @@ class SuiteWorkflow:
 
     @workflow.query
     def progress(self) -> RunProgress:
-        return RunProgress(phase=self._phase, pairs=self._pairs_total,
-                           pairs_done=self._pairs_done,
-                           cohort_size=self._run.cohort_size if self._run else 0,
-                           run_id=self._run.run_id if self._run else None,
-                           cancelled=self._cancel_reason)
+        return RunProgress(
+            phase=self._phase,
+            pairs=self._pairs_total,
+            pairs_done=self._pairs_done,
+            cohort_size=self._run.cohort_size if self._run else 0,
+            run_id=self._run.run_id if self._run else None,
+            cancelled=self._cancel_reason,
+        )
 
     @workflow.query
     def verdicts(self) -> RunVerdicts:
         """Per finished pair: cases, passes, failures; and which pairs have failed so far."""
         done = {index: result for index, result in self._results.items() if result}
         return RunVerdicts(
-            verdict=self._verdict(), pairs_failing=sorted(self._failing_pairs),
-            pairs_broken=self._broken_pairs(), **self._counts(),
+            verdict=self._verdict(),
+            pairs_failing=sorted(self._failing_pairs),
+            pairs_broken=self._broken_pairs(),
+            **self._counts(),
             # Those of this Temporal run: the suite's earlier runs carried only counts.
-            pairs={str(i): r for i, r in sorted(done.items())})
+            pairs={str(i): r for i, r in sorted(done.items())},
+        )
 
     _COUNTS = ("cases", "cases_passed", "failures", "inconclusive")
 
     def _counts(self) -> dict[str, int]:
         """The cases and their outcomes of every pair done, in any Temporal run."""
         done = [result for result in self._results.values() if result]
-        return {name: (getattr(self._carried, name) if self._carried else 0)
-                + sum(getattr(result, name) for result in done) for name in self._COUNTS}
+        return {
+            name: (getattr(self._carried, name) if self._carried else 0)
+            + sum(getattr(result, name) for result in done)
+            for name in self._COUNTS
+        }
 
     def _broken_pairs(self) -> list[int]:
         """Pairs whose lifecycle workflow failed (no result), in any Temporal run."""
-        return sorted([*(self._carried.broken_pairs if self._carried else []),
-                       *(i for i, result in self._results.items() if result is None)])
+        return sorted(
+            [
+                *(self._carried.broken_pairs if self._carried else []),
+                *(i for i, result in self._results.items() if result is None),
+            ]
+        )
 
     def _cancelled_pairs(self) -> list[int]:
-        return sorted([*(self._carried.cancelled_pairs if self._carried else []),
-                       *(i for i, result in self._results.items()
-                         if result and result.cancelled)])
+        return sorted(
+            [
+                *(self._carried.cancelled_pairs if self._carried else []),
+                *(i for i, result in self._results.items() if result and result.cancelled),
+            ]
+        )
 
     @workflow.signal
     def pair_failing(self, pair_index: int) -> None:
@@ -130,15 +150,20 @@ class SuiteWorkflow:
         await self._broadcast("cancel", self._cancel_reason)
 
     async def _broadcast(self, signal: str, *args: Any) -> None:
-        running = list(dict.fromkeys(  # a cohort serves many pairs: signal it once
-            workflow_id for index, workflow_id in self._children.items()
-            if index not in self._results))
+        running = list(
+            dict.fromkeys(  # a cohort serves many pairs: signal it once
+                workflow_id
+                for index, workflow_id in self._children.items()
+                if index not in self._results
+            )
+        )
         for workflow_id in running:
             try:
                 await workflow.get_external_workflow_handle(workflow_id).signal(signal, *args)
             except Exception as error:  # a pair that just finished cannot be signalled
-                workflow.logger.info("signal %s to %s not delivered: %s", signal,
-                                     workflow_id, error)
+                workflow.logger.info(
+                    "signal %s to %s not delivered: %s", signal, workflow_id, error
+                )
 
     @workflow.run
     async def run(self, run: RunInput) -> RunSummary:
@@ -152,37 +177,55 @@ class SuiteWorkflow:
         scenario = run.scenario
         children: list[Coroutine[Any, Any, Any]] = []
         if run.cohort_size:
-            cohorts = [CohortInput(
-                run_id=run.run_id, first_pair=first,
-                pair_count=min(run.cohort_size, self._pairs_total - first),
-                scenario=None if by_reference else scenario,
-                target=None if by_reference else run.target, clock=run.clock,
-                clock_origin=origin, review_queue=run.review_queue,
-                target_task_queue=run.target_task_queue)
-                for first in range(0, self._pairs_total, run.cohort_size)]
+            cohorts = [
+                CohortInput(
+                    run_id=run.run_id,
+                    first_pair=first,
+                    pair_count=min(run.cohort_size, self._pairs_total - first),
+                    scenario=None if by_reference else scenario,
+                    target=None if by_reference else run.target,
+                    clock=run.clock,
+                    clock_origin=origin,
+                    review_queue=run.review_queue,
+                    target_task_queue=run.target_task_queue,
+                )
+                for first in range(0, self._pairs_total, run.cohort_size)
+            ]
             if carried is not None or workflow.patched("suite-continue-as-new"):
                 window = active_cohorts(run.cohort_size, run.max_active_pairs, len(cohorts))
                 next_cohort = await self._cohorts_until_full(
-                    run, cohorts, carried.next_cohort if carried else 0, window)
+                    run, cohorts, carried.next_cohort if carried else 0, window
+                )
                 if next_cohort < len(cohorts):
                     # Signal handlers (skip_wait, cancel) finish before the history closes.
                     await workflow.wait_condition(workflow.all_handlers_finished)
-                    workflow.continue_as_new(run.model_copy(update={
-                        "progress": self._progress(next_cohort, origin, by_reference)}))
+                    workflow.continue_as_new(
+                        run.model_copy(
+                            update={"progress": self._progress(next_cohort, origin, by_reference)}
+                        )
+                    )
             else:
                 # Waves: a run started before the window existed keeps starting every
                 # cohort at once when replayed.
-                window = (active_cohorts(run.cohort_size, run.max_active_pairs, len(cohorts))
-                          if workflow.patched("cohort-window") else len(cohorts))
+                window = (
+                    active_cohorts(run.cohort_size, run.max_active_pairs, len(cohorts))
+                    if workflow.patched("cohort-window")
+                    else len(cohorts)
+                )
                 slots = asyncio.Semaphore(window)
                 children += [self._cohort_in_turn(slots, cohort) for cohort in cohorts]
         for index, pair in enumerate([] if run.cohort_size else scenario.pairs):
             tenants = pair_tenants(run.run_id, index, pair, scenario)
             pair_input = PairInput(
-                run_id=run.run_id, pair_index=index,
+                run_id=run.run_id,
+                pair_index=index,
                 scenario=scenario.model_copy(update={"pairs": [pair]}),
-                target=run.target, clock=run.clock, clock_origin=origin, tenants=tenants,
-                search_attributes=run.search_attributes, review_queue=run.review_queue,
+                target=run.target,
+                clock=run.clock,
+                clock_origin=origin,
+                tenants=tenants,
+                search_attributes=run.search_attributes,
+                review_queue=run.review_queue,
                 target_task_queue=run.target_task_queue,
             )
             children.append(self._pair(pair_input))
@@ -192,22 +235,34 @@ class SuiteWorkflow:
         if run.review_queue and run.paraphrases and workflow.patched("paraphrase-candidates"):
             self._set_phase("paraphrases")
             await execute(
-                contracts.QUEUE_PARAPHRASES, (run.run_id, run.review_queue),
+                contracts.QUEUE_PARAPHRASES,
+                (run.run_id, run.review_queue),
                 start_to_close_timeout=PARAPHRASE_TIMEOUT,
-                retry_policy=PARAPHRASE_RETRY, summary="queue paraphrase candidates")
+                retry_policy=PARAPHRASE_RETRY,
+                summary="queue paraphrase candidates",
+            )
         self._set_phase("summarizing")
         # The cancelled pairs only when there are some: as runs before them sent it.
         finish_args: tuple[str, list[int]] | tuple[str, list[int], list[int]] = (
-            (run.run_id, failed_pairs, cancelled) if cancelled else (run.run_id, failed_pairs))
+            (run.run_id, failed_pairs, cancelled) if cancelled else (run.run_id, failed_pairs)
+        )
         summary = await execute(
-            contracts.FINISH_RUN, finish_args, start_to_close_timeout=RECORD_TIMEOUT,
-            retry_policy=RECORD_RETRY, summary="summarize run",
+            contracts.FINISH_RUN,
+            finish_args,
+            start_to_close_timeout=RECORD_TIMEOUT,
+            retry_policy=RECORD_RETRY,
+            summary="summarize run",
         )
         self._phase = "done"
-        final = (attributes.CANCELLED if cancelled or self._cancel_reason else
-                 attributes.PASS if summary.passed else
-                 attributes.FAIL if summary.failures or failed_pairs else
-                 attributes.INCONCLUSIVE)
+        final = (
+            attributes.CANCELLED
+            if cancelled or self._cancel_reason
+            else attributes.PASS
+            if summary.passed
+            else attributes.FAIL
+            if summary.failures or failed_pairs
+            else attributes.INCONCLUSIVE
+        )
         self._final_verdict = final
         self._upsert(attributes.PHASE.value_set("done"), attributes.VERDICT.value_set(final))
         headline = verdict_headline(final, summary, failed_pairs)
@@ -216,8 +271,9 @@ class SuiteWorkflow:
         # show it at a glance; the failure carries the summary (memlife reads it as the
         # run's result). Runs started before this ended COMPLETED whatever their verdict.
         if final != attributes.PASS and workflow.patched("verdict-as-status"):
-            raise ApplicationError(headline, summary.model_dump(mode="json"),
-                                   type=VERDICT_FAILURE, non_retryable=True)
+            raise ApplicationError(
+                headline, summary.model_dump(mode="json"), type=VERDICT_FAILURE, non_retryable=True
+            )
         return summary
 
     async def _begin(self, run: RunInput) -> tuple[RunInput, bool]:
@@ -235,19 +291,26 @@ class SuiteWorkflow:
                 # (schedules.py), and its pairs' ids nest under the suite's.
                 run_id = workflow_id.split("/", 2)[-1]
             run = await execute(
-                contracts.PREPARE_SCHEDULED_RUN, (run, run_id),
-                start_to_close_timeout=RECORD_TIMEOUT, retry_policy=RECORD_RETRY,
+                contracts.PREPARE_SCHEDULED_RUN,
+                (run, run_id),
+                start_to_close_timeout=RECORD_TIMEOUT,
+                retry_policy=RECORD_RETRY,
                 summary="prepare scheduled run",
             )
         self._run = run
         scenario = run.scenario
         self._pairs_total = len(scenario.pairs)
-        self._upsert(attributes.RUN.value_set(run.run_id),
-                     attributes.SCENARIO.value_set(scenario.name),
-                     attributes.TARGET.value_set(run.target.name))
+        self._upsert(
+            attributes.RUN.value_set(run.run_id),
+            attributes.SCENARIO.value_set(scenario.name),
+            attributes.TARGET.value_set(run.target.name),
+        )
         await execute(
-            contracts.RECORD_RUN_STARTED, run, start_to_close_timeout=RECORD_TIMEOUT,
-            retry_policy=RECORD_RETRY, summary="record run",
+            contracts.RECORD_RUN_STARTED,
+            run,
+            start_to_close_timeout=RECORD_TIMEOUT,
+            retry_policy=RECORD_RETRY,
+            summary="record run",
         )
         # Cohorts read the scenario and the target from the recorder, where materializing
         # the pairs puts them, rather than each carrying both in its input (contracts.py).
@@ -255,11 +318,13 @@ class SuiteWorkflow:
         if run.cohort_size:
             self._pairs_total = await execute(
                 contracts.MATERIALIZE_PAIRS,
-                (run.run_id, scenario, run.seed or run.run_id, run.target) if by_reference
+                (run.run_id, scenario, run.seed or run.run_id, run.target)
+                if by_reference
                 else (run.run_id, scenario, run.seed or run.run_id),
                 start_to_close_timeout=RECORD_TIMEOUT * 5,
                 retry_policy=RECORD_RETRY,
-                summary="materialize pairs")
+                summary="materialize pairs",
+            )
         self._set_phase("lifecycles")
         return run, by_reference
 
@@ -273,12 +338,18 @@ class SuiteWorkflow:
             meta = run.meta.model_copy(update={"canary_seed": run_id})
             run = run.model_copy(update={"run_id": run_id, "seed": run_id, "meta": meta})
         self._run = run
-        self._upsert(attributes.RUN.value_set(run.run_id),
-                     attributes.SCENARIO.value_set(run.scenario.name),
-                     attributes.TARGET.value_set(run.target.name))
+        self._upsert(
+            attributes.RUN.value_set(run.run_id),
+            attributes.SCENARIO.value_set(run.scenario.name),
+            attributes.TARGET.value_set(run.target.name),
+        )
         prepared = await execute(
-            contracts.PREPARE_RUN, run, start_to_close_timeout=RECORD_TIMEOUT * 5,
-            retry_policy=RECORD_RETRY, summary="prepare run")
+            contracts.PREPARE_RUN,
+            run,
+            start_to_close_timeout=RECORD_TIMEOUT * 5,
+            retry_policy=RECORD_RETRY,
+            summary="prepare run",
+        )
         self._run, self._pairs_total = prepared.run, prepared.pairs
         self._set_phase("lifecycles")
         # Cohorts read the scenario and the target from the recorder (load_cohort).
@@ -296,12 +367,15 @@ class SuiteWorkflow:
 
     def _history_full(self, run: RunInput) -> bool:
         info = workflow.info()
-        return (info.get_current_history_length()
-                >= (run.continue_at_events or SUITE_CONTINUE_AT_EVENTS)
-                or info.is_continue_as_new_suggested())
+        return (
+            info.get_current_history_length()
+            >= (run.continue_at_events or SUITE_CONTINUE_AT_EVENTS)
+            or info.is_continue_as_new_suggested()
+        )
 
-    async def _cohorts_until_full(self, run: RunInput, cohorts: list[CohortInput],
-                                  first: int, window: int) -> int:
+    async def _cohorts_until_full(
+        self, run: RunInput, cohorts: list[CohortInput], first: int, window: int
+    ) -> int:
         """Start cohorts from `first` on, `window` at a time, until all have started or
         the suite's history is long enough to continue as new; wait for those started.
         Returns the first cohort not started. The window drains before the suite continues
@@ -324,25 +398,34 @@ class SuiteWorkflow:
         await asyncio.gather(*started)
         return index
 
-    def _progress(self, next_cohort: int, origin: datetime,
-                  by_reference: bool) -> SuiteProgress:
+    def _progress(self, next_cohort: int, origin: datetime, by_reference: bool) -> SuiteProgress:
         """What the next Temporal run of this suite carries: everything found so far."""
         return SuiteProgress(
-            next_cohort=next_cohort, clock_origin=origin, pairs_total=self._pairs_total,
-            pairs_done=self._pairs_done, by_reference=by_reference, **self._counts(),
-            failing_pairs=sorted(self._failing_pairs), broken_pairs=self._broken_pairs(),
-            cancelled_pairs=self._cancelled_pairs(), cancel_reason=self._cancel_reason,
-            continued=(self._carried.continued if self._carried else 0) + 1)
+            next_cohort=next_cohort,
+            clock_origin=origin,
+            pairs_total=self._pairs_total,
+            pairs_done=self._pairs_done,
+            by_reference=by_reference,
+            **self._counts(),
+            failing_pairs=sorted(self._failing_pairs),
+            broken_pairs=self._broken_pairs(),
+            cancelled_pairs=self._cancelled_pairs(),
+            cancel_reason=self._cancel_reason,
+            continued=(self._carried.continued if self._carried else 0) + 1,
+        )
 
     async def _pair(self, pair_input: PairInput) -> PairResult | None:
         pair = pair_input.scenario.pairs[0]
-        workflow_id = pair_workflow_id(pair_input.scenario.name, pair_input.run_id,
-                                       pair_input.pair_index)
+        workflow_id = pair_workflow_id(
+            pair_input.scenario.name, pair_input.run_id, pair_input.pair_index
+        )
         self._children[pair_input.pair_index] = workflow_id
         result: PairResult | None = None
         try:
             result = await workflow.execute_child_workflow(
-                PairLifecycleWorkflow.run, pair_input, id=workflow_id,
+                PairLifecycleWorkflow.run,
+                pair_input,
+                id=workflow_id,
                 static_summary=f"pair {pair_input.pair_index}: {pair.a.alias} / {pair.b.alias}",
             )
             return result
@@ -357,17 +440,25 @@ class SuiteWorkflow:
                 self._failing_pairs.add(pair_input.pair_index)
             self._upsert_verdict()
 
-    async def _cohort_in_turn(self, slots: asyncio.Semaphore,
-                              cohort: CohortInput) -> list[PairResult | None]:
+    async def _cohort_in_turn(
+        self, slots: asyncio.Semaphore, cohort: CohortInput
+    ) -> list[PairResult | None]:
         async with slots:
             return await self._cohort_or_cancelled(cohort)
 
     async def _cohort_or_cancelled(self, cohort: CohortInput) -> list[PairResult | None]:
         if self._cancel_reason:  # cancelled before its turn: it never starts
             results: list[PairResult | None] = [
-                PairResult(pair_index=cohort.first_pair + offset, cases=0, cases_passed=0,
-                           inconclusive=0, failures=0, cancelled=True)
-                for offset in range(cohort.pair_count)]
+                PairResult(
+                    pair_index=cohort.first_pair + offset,
+                    cases=0,
+                    cases_passed=0,
+                    inconclusive=0,
+                    failures=0,
+                    cancelled=True,
+                )
+                for offset in range(cohort.pair_count)
+            ]
             for result in results:
                 assert result is not None
                 self._results[result.pair_index] = result
@@ -378,16 +469,18 @@ class SuiteWorkflow:
     async def _cohort(self, cohort: CohortInput) -> list[PairResult | None]:
         last = cohort.first_pair + cohort.pair_count - 1
         assert self._run is not None
-        workflow_id = cohort_workflow_id(self._run.scenario.name, cohort.run_id,
-                                         cohort.first_pair)
+        workflow_id = cohort_workflow_id(self._run.scenario.name, cohort.run_id, cohort.first_pair)
         indexes = range(cohort.first_pair, last + 1)
         for index in indexes:
             self._children[index] = workflow_id
         results: list[PairResult | None] = [None] * cohort.pair_count
         try:
             results = await workflow.execute_child_workflow(
-                CohortLifecycleWorkflow.run, cohort, id=workflow_id,
-                static_summary=f"pairs {cohort.first_pair}–{last}")
+                CohortLifecycleWorkflow.run,
+                cohort,
+                id=workflow_id,
+                static_summary=f"pairs {cohort.first_pair}–{last}",
+            )
             return results
         except ChildWorkflowError as error:
             workflow.logger.error("cohort lifecycle failed: %s", error)

@@ -41,25 +41,28 @@ class Tenants:
 
     def register(self, phone: str) -> tuple[str, bool]:
         """The phone's active user id, and whether it was created now."""
-        row = self._db.execute("SELECT user_id FROM users WHERE phone=? AND status='active'",
-                               (phone,)).fetchone()
+        row = self._db.execute(
+            "SELECT user_id FROM users WHERE phone=? AND status='active'", (phone,)
+        ).fetchone()
         if row is not None:
             return row["user_id"], False
         user_id = f"{self._prefix}{uuid.uuid4().hex[:16]}"
-        self._db.execute("INSERT INTO users(user_id, phone, status, created_at) "
-                         "VALUES (?,?,?,?)", (user_id, phone, "active", stamp()))
+        self._db.execute(
+            "INSERT INTO users(user_id, phone, status, created_at) VALUES (?,?,?,?)",
+            (user_id, phone, "active", stamp()),
+        )
         return user_id, True
 
     def for_phone(self, phone: str) -> str:
-        row = self._db.execute("SELECT user_id FROM users WHERE phone=? AND status='active'",
-                               (phone,)).fetchone()
+        row = self._db.execute(
+            "SELECT user_id FROM users WHERE phone=? AND status='active'", (phone,)
+        ).fetchone()
         if row is None:
             raise UnknownTenant(phone)
         return str(row["user_id"])
 
     def is_active(self, user_id: str) -> bool:
-        row = self._db.execute("SELECT status FROM users WHERE user_id=?",
-                               (user_id,)).fetchone()
+        row = self._db.execute("SELECT status FROM users WHERE user_id=?", (user_id,)).fetchone()
         return row is not None and row["status"] == "active"
 
     def deletion_of(self, user_id: str) -> str | None:
@@ -67,8 +70,7 @@ class Tenants:
         for a user never registered."""
         if self._db.execute("SELECT 1 FROM users WHERE user_id=?", (user_id,)).fetchone() is None:
             raise UnknownTenant(user_id)
-        done = self._db.execute("SELECT id FROM deletions WHERE user_id=?",
-                                (user_id,)).fetchone()
+        done = self._db.execute("SELECT id FROM deletions WHERE user_id=?", (user_id,)).fetchone()
         return None if done is None else str(done["id"])
 
     def record_deletion(self, user_id: str) -> dict[str, str]:
@@ -76,15 +78,20 @@ class Tenants:
         self._db.execute("UPDATE users SET status='deleted' WHERE user_id=?", (user_id,))
         deletion_id = f"del_{uuid.uuid4().hex[:16]}"
         now = stamp()
-        self._db.execute("INSERT INTO deletions(id, user_id, status, requested_at, "
-                         "completed_at) VALUES (?,?,?,?,?)",
-                         (deletion_id, user_id, "completed", now, now))
+        self._db.execute(
+            "INSERT INTO deletions(id, user_id, status, requested_at, "
+            "completed_at) VALUES (?,?,?,?,?)",
+            (deletion_id, user_id, "completed", now, now),
+        )
         return {"deletion_id": deletion_id, "status": "completed"}
 
     def deletion_status(self, user_id: str) -> dict[str, str | None]:
-        row = self._db.execute("SELECT * FROM deletions WHERE user_id=?",
-                               (user_id,)).fetchone()
+        row = self._db.execute("SELECT * FROM deletions WHERE user_id=?", (user_id,)).fetchone()
         if row is None:
             raise UnknownTenant(user_id)
-        return {"deletion_id": row["id"], "status": row["status"],
-                "requested_at": row["requested_at"], "completed_at": row["completed_at"]}
+        return {
+            "deletion_id": row["id"],
+            "status": row["status"],
+            "requested_at": row["requested_at"],
+            "completed_at": row["completed_at"],
+        }

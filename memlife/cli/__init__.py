@@ -29,22 +29,23 @@ from memlife.cli import (
 )
 from memlife.cli.common import EXIT_USAGE, HelpFormatter, err
 
-GROUPS = (validate, run, dev, schedule, status, deletion, review, report, target,
-          model, signing)
+GROUPS = (validate, run, dev, schedule, status, deletion, review, report, target, model, signing)
 
 
 def build_parser() -> argparse.ArgumentParser:
     from memlife.stack.commands import command
 
     parser = argparse.ArgumentParser(
-        prog=command(), formatter_class=HelpFormatter,
+        prog=command(),
+        formatter_class=HelpFormatter,
         description="Long-horizon lifecycle tests for multi-tenant conversational memory.\n\n"
         "Drives synthetic pairs of tenants through scripted lifecycles against a memory "
         "system and proves, with a recorded trail, that one tenant's facts never reach "
         "another, that updates propagate, and that a deleted tenant is gone from every "
         "store and every answer. `COMMAND --help` says what each command does.",
         epilog="Exit status: 0 ok; 1 a check failed (with --enforce) or a receipt is not "
-        "clean; 2 bad input or an unreachable service.")
+        "clean; 2 bad input or an unreachable service.",
+    )
     parser.add_argument("--version", action="version", version=f"memlife {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
@@ -64,8 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memlife.stack.heap import limit_malloc_arenas
 
         limit_malloc_arenas()  # before any thread: one keeps the arena it first used
-    configure(level="INFO" if service else "WARNING",
-              sdk_level="WARNING" if service else "ERROR")
+    configure(level="INFO" if service else "WARNING", sdk_level="WARNING" if service else "ERROR")
     # Commands that never reach Temporal (set_defaults(temporal=False)) skip starting the
     # SDK's runtime: a third of a second of every reference target's start.
     if getattr(args, "temporal", True):
@@ -91,8 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         cause = error.cause
         while getattr(cause, "cause", None) is not None:
             cause = cause.cause
-        err(f"Temporal: a workflow failed ({type(cause).__name__}: {cause}); what was "
-            "recorded so far is kept; see the worker's log and the Web UI")
+        err(
+            f"Temporal: a workflow failed ({type(cause).__name__}: {cause}); what was "
+            "recorded so far is kept; see the worker's log and the Web UI"
+        )
         return EXIT_USAGE
 
 

@@ -48,13 +48,26 @@ class HelpFormatter(argparse.HelpFormatter):
             kept = [line for line in lines if line.startswith(" ")]
             if kept:  # a list: its head line wrapped, its items as written
                 head = [line for line in lines if not line.startswith(" ")]
-                paragraphs.append("\n".join(
-                    [textwrap.fill(" ".join(head), width, initial_indent=indent,
-                                   subsequent_indent=indent)] * bool(head)
-                    + [indent + line for line in kept]))
+                paragraphs.append(
+                    "\n".join(
+                        [
+                            textwrap.fill(
+                                " ".join(head),
+                                width,
+                                initial_indent=indent,
+                                subsequent_indent=indent,
+                            )
+                        ]
+                        * bool(head)
+                        + [indent + line for line in kept]
+                    )
+                )
             else:
-                paragraphs.append(textwrap.fill(" ".join(lines), width, initial_indent=indent,
-                                                subsequent_indent=indent))
+                paragraphs.append(
+                    textwrap.fill(
+                        " ".join(lines), width, initial_indent=indent, subsequent_indent=indent
+                    )
+                )
         return "\n\n".join(paragraphs)
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
@@ -66,12 +79,14 @@ class HelpFormatter(argparse.HelpFormatter):
         return text
 
 
-def add_command(commands: Any, name: str, summary: str, description: str,
-                **options: Any) -> argparse.ArgumentParser:
+def add_command(
+    commands: Any, name: str, summary: str, description: str, **options: Any
+) -> argparse.ArgumentParser:
     """A subcommand whose `--help` says what it does (`description`) and lists it in the
     parent's help under `summary`."""
-    return commands.add_parser(name, help=summary, description=description,
-                               formatter_class=HelpFormatter, **options)
+    return commands.add_parser(
+        name, help=summary, description=description, formatter_class=HelpFormatter, **options
+    )
 
 
 def duration_option(text: str, flag: str, problems: list[Problem]) -> timedelta | None:
@@ -98,9 +113,10 @@ def check_target_reachable(file: str, base_url: str) -> None:
     try:
         httpx.get(base_url, timeout=5)
     except httpx.HTTPError as exc:
-        reason = {"ConnectError": "connection refused or no such host",
-                  "ConnectTimeout": "connection timed out"}.get(type(exc).__name__,
-                                                                type(exc).__name__)
+        reason = {
+            "ConnectError": "connection refused or no such host",
+            "ConnectTimeout": "connection timed out",
+        }.get(type(exc).__name__, type(exc).__name__)
         raise UnreachableError(
             f"{file}: base_url: cannot reach {base_url} ({reason}); start the target, or fix "
             "base_url"
@@ -120,8 +136,9 @@ def ensure_runtime_extras(targets: list[Any]) -> None:
             extras.ensure(extra, purpose)
 
 
-def scenario_target_problems(scenario: Any, target: Any, file: str,
-                             scenario_file: str) -> list[Problem]:
+def scenario_target_problems(
+    scenario: Any, target: Any, file: str, scenario_file: str
+) -> list[Problem]:
     """What the scenario asks of the target that the target file cannot do."""
     from memlife.rules.scenario import (
         AwaitDeletionStep,
@@ -134,58 +151,104 @@ def scenario_target_problems(scenario: Any, target: Any, file: str,
     problems = []
     for index, step in enumerate(scenario.timeline):
         if isinstance(step, DeleteStep) and step.domains and target.operations.forget is None:
-            problems.append(Problem(file, "operations.forget", f"the scenario forgets single "
-                                    f"facts (timeline.{index}) but the target file has no "
-                                    "forget operation; drop the step or describe one"))
+            problems.append(
+                Problem(
+                    file,
+                    "operations.forget",
+                    f"the scenario forgets single "
+                    f"facts (timeline.{index}) but the target file has no "
+                    "forget operation; drop the step or describe one",
+                )
+            )
             break
     for index, step in enumerate(scenario.timeline):
-        if (isinstance(step, DeleteStep) and not step.domains
-                or isinstance(step, AwaitDeletionStep)) and (
-                target.operations.delete_tenant is None):
-            problems.append(Problem(file, "operations.delete_tenant", f"the scenario deletes "
-                                    f"tenants (timeline.{index}) but the target file has no "
-                                    "delete_tenant operation"))
+        if (
+            isinstance(step, DeleteStep) and not step.domains or isinstance(step, AwaitDeletionStep)
+        ) and (target.operations.delete_tenant is None):
+            problems.append(
+                Problem(
+                    file,
+                    "operations.delete_tenant",
+                    f"the scenario deletes "
+                    f"tenants (timeline.{index}) but the target file has no "
+                    "delete_tenant operation",
+                )
+            )
             break
     # Creating is optional: without create_space a space exists once something is said in it.
-    needed = {f"{step.action}_space" for step in scenario.timeline
-              if isinstance(step, SpaceStep) and step.action != "create"}
+    needed = {
+        f"{step.action}_space"
+        for step in scenario.timeline
+        if isinstance(step, SpaceStep) and step.action != "create"
+    }
     # A space created with several tenants: all but its creator join it.
-    if any(isinstance(step, SpaceStep) and step.action == "create" and len(step.tenants) > 1
-           for step in scenario.timeline):
+    if any(
+        isinstance(step, SpaceStep) and step.action == "create" and len(step.tenants) > 1
+        for step in scenario.timeline
+    ):
         needed.add("join_space")
-    if any(getattr(step, "space", None) for step in scenario.timeline
-           if not isinstance(step, SpaceStep)):
+    if any(
+        getattr(step, "space", None)
+        for step in scenario.timeline
+        if not isinstance(step, SpaceStep)
+    ):
         needed.add("space_say")
     for name in sorted(n for n in needed if getattr(target.operations, n) is None):
-        problems.append(Problem(file, f"operations.{name}", "the scenario uses shared spaces "
-                                f"but the target file has no {name} operation; describe one "
-                                "(docs/target-files.md)"))
+        problems.append(
+            Problem(
+                file,
+                f"operations.{name}",
+                "the scenario uses shared spaces "
+                f"but the target file has no {name} operation; describe one "
+                "(docs/target-files.md)",
+            )
+        )
     maintenance = list(target.operations.maintain)
     for index, step in enumerate(scenario.timeline):
         if not isinstance(step, MaintainStep):
             continue
         if not maintenance:
-            problems.append(Problem(file, "operations.maintain", f"the scenario triggers "
-                                    f"maintenance (timeline.{index}) but the target file "
-                                    "names no maintain operation; drop the step or name one"))
+            problems.append(
+                Problem(
+                    file,
+                    "operations.maintain",
+                    f"the scenario triggers "
+                    f"maintenance (timeline.{index}) but the target file "
+                    "names no maintain operation; drop the step or name one",
+                )
+            )
             break
         for position, name in enumerate(step.operations or []):
             if name not in maintenance:
-                problems.append(Problem(
-                    scenario_file, f"timeline.{index}.operations.{position}",
-                    f"unknown maintenance {name!r}; {file} names: {', '.join(maintenance)}"))
+                problems.append(
+                    Problem(
+                        scenario_file,
+                        f"timeline.{index}.operations.{position}",
+                        f"unknown maintenance {name!r}; {file} names: {', '.join(maintenance)}",
+                    )
+                )
     declared = [store.name for store in target.stores if store.probe is not None]
     for index, step in enumerate(scenario.timeline):
         if isinstance(step, InspectStep) and step.stores:
             for position, name in enumerate(step.stores):
                 if name not in declared:
-                    problems.append(Problem(
-                        scenario_file, f"timeline.{index}.stores.{position}",
-                        f"unknown store {name!r}; {file} probes: {', '.join(declared) or 'none'}"))
+                    problems.append(
+                        Problem(
+                            scenario_file,
+                            f"timeline.{index}.stores.{position}",
+                            f"unknown store {name!r}; {file} probes: "
+                            f"{', '.join(declared) or 'none'}",
+                        )
+                    )
     inspects = [i for i, step in enumerate(scenario.timeline) if isinstance(step, InspectStep)]
     if inspects and not any(store.probe for store in target.stores):
-        problems.append(Problem(file, "stores", f"the scenario inspects stores "
-                                f"(timeline.{inspects[0]}) but no store has a probe"))
+        problems.append(
+            Problem(
+                file,
+                "stores",
+                f"the scenario inspects stores (timeline.{inspects[0]}) but no store has a probe",
+            )
+        )
     return problems
 
 
@@ -193,8 +256,11 @@ def unknown_faults(faults: list[str]) -> list[Problem]:
     """--fault names the bundled reference target does not know."""
     from memlife.bundled.reference.faults import FAULTS
 
-    return [Problem("command line", "--fault", f"unknown fault {fault!r}; known: "
-                    f"{', '.join(FAULTS)}") for fault in faults if fault not in FAULTS]
+    return [
+        Problem("command line", "--fault", f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        for fault in faults
+        if fault not in FAULTS
+    ]
 
 
 async def search_attributes_ready(client: Any) -> bool:
@@ -206,7 +272,10 @@ async def search_attributes_ready(client: Any) -> bool:
 
     missing = await ensure_search_attributes(client)
     if missing:
-        err("memlife: note: this namespace lacks memlife's search attributes ("
-            + ", ".join(missing) + "); runs work, but cannot be found by them. Register "
-            "them once with:\n  " + "\n  ".join(attributes.create_commands(temporal_command())))
+        err(
+            "memlife: note: this namespace lacks memlife's search attributes ("
+            + ", ".join(missing)
+            + "); runs work, but cannot be found by them. Register "
+            "them once with:\n  " + "\n  ".join(attributes.create_commands(temporal_command()))
+        )
     return not missing

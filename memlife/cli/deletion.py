@@ -26,7 +26,9 @@ from memlife.stack.commands import command, temporal_command
 
 def add_parsers(commands: Any) -> None:
     check = add_command(
-        commands, "check-deletion", "is a tenant gone from every store? (erasure receipt)",
+        commands,
+        "check-deletion",
+        "is a tenant gone from every store? (erasure receipt)",
         "Check that one tenant (a real one, not only a synthetic one) is gone: optionally "
         "request its deletion, then every --poll read every store the target file probes "
         "(by the tenant's scope and, for each --value, across the whole store), ask the "
@@ -35,59 +37,101 @@ def add_parsers(commands: Any) -> None:
         "retention policy. The result is an erasure receipt: per store, the queries, what "
         "was found, when it became clean, the time-to-forget. Values appear only as labels "
         "(value #1, sha256 …). Exit 0 only when the verdict is pass; without --wait, "
-        "`memlife receipt ID` fetches it later.")
-    check.add_argument("--target", required=True, metavar="FILE",
-                       help="the target file (its stores' probes and operations)")
+        "`memlife receipt ID` fetches it later.",
+    )
+    check.add_argument(
+        "--target",
+        required=True,
+        metavar="FILE",
+        help="the target file (its stores' probes and operations)",
+    )
     check.add_argument("--tenant", required=True, metavar="ID", help="the tenant's user id")
-    check.add_argument("--phone", default=None,
-                       help="the tenant's channel (needed for --ask)")
-    check.add_argument("--value", action="append", default=[], metavar="V",
-                       help="a value of the tenant to search for everywhere (repeatable)")
-    check.add_argument("--ask", action="append", default=[], metavar="QUESTION",
-                       help="ask the tenant's channel, through the target file's `ask` (which "
-                       "writes nothing); an answer carrying a value is residue (repeatable)")
-    check.add_argument("--ask-through-say", action="store_true",
-                       help="let --ask go through `say` when the target file has no `ask`: "
-                       "the service then stores each question as the tenant's, so the check "
-                       "writes to the tenant it checks (and may find that as residue)")
-    check.add_argument("--request", action="store_true",
-                       help="request the deletion first (the target file's delete_tenant)")
-    check.add_argument("--deadline", default="24h", metavar="DURATION",
-                       help="how long the tenant has to disappear")
-    check.add_argument("--poll", default="15m", metavar="DURATION",
-                       help="how often everything is read again")
-    check.add_argument("--wait", action="store_true",
-                       help="wait for the end and print the receipt")
-    check.add_argument("--out", default=None, metavar="FILE",
-                       help="write the receipt here (with --wait)")
-    check.add_argument("--format", choices=["md", "json"], default="md",
-                       help="the receipt's format")
-    check.add_argument("--sign", default=None, metavar="KEYFILE",
-                       help="sign the receipt --out writes (JSON) with this Ed25519 private key "
-                       "(`memlife keygen`; check it with `memlife verify`)")
-    check.add_argument("--id", default=None,
-                       help="the check's id (default: the time and a random suffix)")
-    check.add_argument("--task-queue", default=None, metavar="QUEUE",
-                       help="the task queue the check goes to (default: memlife)")
-    check.add_argument("--print-input", action="store_true",
-                       help="print the workflow's JSON input instead of starting it (for "
-                       "`temporal workflow start` or the Web UI)")
+    check.add_argument("--phone", default=None, help="the tenant's channel (needed for --ask)")
+    check.add_argument(
+        "--value",
+        action="append",
+        default=[],
+        metavar="V",
+        help="a value of the tenant to search for everywhere (repeatable)",
+    )
+    check.add_argument(
+        "--ask",
+        action="append",
+        default=[],
+        metavar="QUESTION",
+        help="ask the tenant's channel, through the target file's `ask` (which "
+        "writes nothing); an answer carrying a value is residue (repeatable)",
+    )
+    check.add_argument(
+        "--ask-through-say",
+        action="store_true",
+        help="let --ask go through `say` when the target file has no `ask`: "
+        "the service then stores each question as the tenant's, so the check "
+        "writes to the tenant it checks (and may find that as residue)",
+    )
+    check.add_argument(
+        "--request",
+        action="store_true",
+        help="request the deletion first (the target file's delete_tenant)",
+    )
+    check.add_argument(
+        "--deadline", default="24h", metavar="DURATION", help="how long the tenant has to disappear"
+    )
+    check.add_argument(
+        "--poll", default="15m", metavar="DURATION", help="how often everything is read again"
+    )
+    check.add_argument("--wait", action="store_true", help="wait for the end and print the receipt")
+    check.add_argument(
+        "--out", default=None, metavar="FILE", help="write the receipt here (with --wait)"
+    )
+    check.add_argument(
+        "--format", choices=["md", "json"], default="md", help="the receipt's format"
+    )
+    check.add_argument(
+        "--sign",
+        default=None,
+        metavar="KEYFILE",
+        help="sign the receipt --out writes (JSON) with this Ed25519 private key "
+        "(`memlife keygen`; check it with `memlife verify`)",
+    )
+    check.add_argument(
+        "--id", default=None, help="the check's id (default: the time and a random suffix)"
+    )
+    check.add_argument(
+        "--task-queue",
+        default=None,
+        metavar="QUEUE",
+        help="the task queue the check goes to (default: memlife)",
+    )
+    check.add_argument(
+        "--print-input",
+        action="store_true",
+        help="print the workflow's JSON input instead of starting it (for "
+        "`temporal workflow start` or the Web UI)",
+    )
     check.set_defaults(handler=cmd_check_deletion)
 
     receipt = add_command(
-        commands, "receipt", "the erasure receipt of a deletion check",
+        commands,
+        "receipt",
+        "the erasure receipt of a deletion check",
         "Print (or write) the erasure receipt of a deletion check: so far while it runs, the "
         "final one after. Finished receipts are kept in the recorder, past Temporal's "
-        "retention. Exit 0 only when the verdict is pass.")
+        "retention. Exit 0 only when the verdict is pass.",
+    )
     receipt.add_argument("check", metavar="CHECK", help="the check's id or workflow id")
-    receipt.add_argument("--wait", action="store_true",
-                         help="wait until the check ends")
+    receipt.add_argument("--wait", action="store_true", help="wait until the check ends")
     receipt.add_argument("--out", default=None, metavar="FILE", help="write it here")
-    receipt.add_argument("--format", choices=["md", "json"], default="md",
-                         help="the receipt's format")
-    receipt.add_argument("--sign", default=None, metavar="KEYFILE",
-                         help="sign the receipt --out writes (JSON) with this Ed25519 "
-                         "private key (`memlife keygen`; check it with `memlife verify`)")
+    receipt.add_argument(
+        "--format", choices=["md", "json"], default="md", help="the receipt's format"
+    )
+    receipt.add_argument(
+        "--sign",
+        default=None,
+        metavar="KEYFILE",
+        help="sign the receipt --out writes (JSON) with this Ed25519 "
+        "private key (`memlife keygen`; check it with `memlife verify`)",
+    )
     receipt.set_defaults(handler=cmd_receipt)
 
 
@@ -103,30 +147,54 @@ def deletion_check_input(args: argparse.Namespace) -> Any:
     if not args.tenant.strip():
         problems.append(Problem("command line", "--tenant", "must not be empty"))
     if args.ask and not args.phone:
-        problems.append(Problem("command line", "--ask", "asking the tenant's channel needs "
-                                "its --phone"))
+        problems.append(
+            Problem("command line", "--ask", "asking the tenant's channel needs its --phone")
+        )
     if target is not None:
         if args.ask and target.operations.ask is None and not args.ask_through_say:
-            problems.append(Problem(args.target, "operations.ask", "--ask needs an ask "
-                                    "operation: without one a question goes through say, "
-                                    "which writes it to the tenant being checked; describe "
-                                    "ask (e.g. the service's search), or add --ask-through-say"
-                                    " to accept the writes"))
+            problems.append(
+                Problem(
+                    args.target,
+                    "operations.ask",
+                    "--ask needs an ask "
+                    "operation: without one a question goes through say, "
+                    "which writes it to the tenant being checked; describe "
+                    "ask (e.g. the service's search), or add --ask-through-say"
+                    " to accept the writes",
+                )
+            )
         if args.request and target.operations.delete_tenant is None:
-            problems.append(Problem(args.target, "operations.delete_tenant", "--request needs "
-                                    "a delete_tenant operation in the target file"))
+            problems.append(
+                Problem(
+                    args.target,
+                    "operations.delete_tenant",
+                    "--request needs a delete_tenant operation in the target file",
+                )
+            )
         if not any(store.probe for store in target.stores) and not args.ask:
-            problems.append(Problem(args.target, "stores", "no store has a probe and no "
-                                    "--ask question was given: there is nothing to check"))
+            problems.append(
+                Problem(
+                    args.target,
+                    "stores",
+                    "no store has a probe and no "
+                    "--ask question was given: there is nothing to check",
+                )
+            )
     if problems:
         raise InputError(problems)
-    check_id = args.id or (datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-"
-                           + os.urandom(3).hex())
+    check_id = args.id or (datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(3).hex())
     return DeletionCheckInput(
-        check_id=check_id, target=target, user_id=args.tenant.strip(), phone=args.phone,
-        values=args.value, questions=args.ask, ask_through_say=args.ask_through_say,
-        request=args.request, deadline=deadline,
-        poll=poll)
+        check_id=check_id,
+        target=target,
+        user_id=args.tenant.strip(),
+        phone=args.phone,
+        values=args.value,
+        questions=args.ask,
+        ask_through_say=args.ask_through_say,
+        request=args.request,
+        deadline=deadline,
+        poll=poll,
+    )
 
 
 def cmd_check_deletion(args: argparse.Namespace) -> int:
@@ -136,8 +204,9 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
 
     signing_key = _signing_key(args, "a receipt, with --wait --out FILE --format json")
     if args.sign and not args.wait:
-        raise InputError([Problem("command line", "--sign", "signs the receipt of a finished "
-                                  "check: add --wait")])
+        raise InputError(
+            [Problem("command line", "--sign", "signs the receipt of a finished check: add --wait")]
+        )
     check = deletion_check_input(args)
     workflow_id = f"memlife/deletion-check/{check.check_id}"
     if args.print_input:
@@ -146,23 +215,30 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
         payload = pydantic_data_converter.payload_converter.to_payloads([check])[0]
         document = json.loads(payload.data)
         print(json.dumps(document, indent=2))
-        err(f"start it with: {temporal_command()} workflow start --type DeletionCheckWorkflow "
-             f"--task-queue {args.task_queue or DEFAULT_TASK_QUEUE} --workflow-id "
-             f"{workflow_id} --input-file FILE")
+        err(
+            f"start it with: {temporal_command()} workflow start --type DeletionCheckWorkflow "
+            f"--task-queue {args.task_queue or DEFAULT_TASK_QUEUE} --workflow-id "
+            f"{workflow_id} --input-file FILE"
+        )
         return EXIT_OK
 
     async def start() -> Any:
         client, _ = await connect_to_stack()
         ready = await search_attributes_ready(client)
         handle = await client.start_workflow(
-            DeletionCheckWorkflow.run, check.model_copy(update={"search_attributes": ready}),
-            id=workflow_id, task_queue=args.task_queue or DEFAULT_TASK_QUEUE,
+            DeletionCheckWorkflow.run,
+            check.model_copy(update={"search_attributes": ready}),
+            id=workflow_id,
+            task_queue=args.task_queue or DEFAULT_TASK_QUEUE,
             static_summary=f"deletion check of {check.user_id} on {check.target.name}",
-            search_attributes=None if not ready else _check_attributes(check))
+            search_attributes=None if not ready else _check_attributes(check),
+        )
         print(f"deletion check {check.check_id} started ({workflow_id})", flush=True)
         if not args.wait:
-            print(f"  follow it: {command()} status {check.check_id}\n"
-                  f"  its receipt: {command()} receipt {check.check_id} [--out FILE]")
+            print(
+                f"  follow it: {command()} status {check.check_id}\n"
+                f"  its receipt: {command()} receipt {check.check_id} [--out FILE]"
+            )
             return None
         return await _await_receipt(handle)
 
@@ -177,10 +253,13 @@ def _check_attributes(check: Any) -> Any:
 
     from memlife.workflows import attributes
 
-    return TypedSearchAttributes([
-        SearchAttributePair(attributes.TARGET, check.target.name),
-        SearchAttributePair(attributes.PHASE, "deletion-check"),
-        SearchAttributePair(attributes.VERDICT, attributes.RUNNING)])
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(attributes.TARGET, check.target.name),
+            SearchAttributePair(attributes.PHASE, "deletion-check"),
+            SearchAttributePair(attributes.VERDICT, attributes.RUNNING),
+        ]
+    )
 
 
 async def _await_receipt(handle: Any) -> Any:
@@ -188,13 +267,18 @@ async def _await_receipt(handle: Any) -> Any:
         progress = await handle.query("progress")
         stores = " · ".join(f"{k} {v}" for k, v in progress["stores"].items())
         return f"round {progress['rounds']}: {stores}" + (
-            f" · next round {progress['wake_at']}" if progress.get("wake_at") else "")
+            f" · next round {progress['wake_at']}" if progress.get("wake_at") else ""
+        )
 
     from memlife.rules.erasure import ErasureReceipt
     from memlife.stack.connection import verdict_result
 
-    return await wait_showing(handle, describe, "deletion check: waiting for a worker…",
-                              lambda h: verdict_result(h, ErasureReceipt))
+    return await wait_showing(
+        handle,
+        describe,
+        "deletion check: waiting for a worker…",
+        lambda h: verdict_result(h, ErasureReceipt),
+    )
 
 
 def _signing_key(args: argparse.Namespace, needs: str) -> bytes | None:
@@ -205,19 +289,18 @@ def _signing_key(args: argparse.Namespace, needs: str) -> bytes | None:
 
     problems = check_sign_option(args, needs)
     if args.format != "json":
-        problems.append(Problem("command line", "--sign", "signs a JSON receipt: add "
-                                "--format json"))
+        problems.append(
+            Problem("command line", "--sign", "signs a JSON receipt: add --format json")
+        )
     if problems:
         raise InputError(problems)
     return load_private_key(args.sign)
 
 
-def _emit_receipt(receipt: Any, out: str | None, fmt: str,
-                  signing_key: bytes | None = None) -> int:
+def _emit_receipt(receipt: Any, out: str | None, fmt: str, signing_key: bytes | None = None) -> int:
     from memlife.reports.receipt import receipt_markdown
 
-    text = (receipt.model_dump_json(indent=2) + "\n" if fmt == "json"
-            else receipt_markdown(receipt))
+    text = receipt.model_dump_json(indent=2) + "\n" if fmt == "json" else receipt_markdown(receipt)
     if out and signing_key is not None:
         from memlife.reports.signing import sign
 
@@ -248,8 +331,7 @@ def cmd_receipt(args: argparse.Namespace) -> int:
 
     async def fetch() -> Any:
         client, _ = await connect_to_stack()
-        workflow_id = (args.check if "/" in args.check
-                       else f"memlife/deletion-check/{args.check}")
+        workflow_id = args.check if "/" in args.check else f"memlife/deletion-check/{args.check}"
         from memlife.workflows.deletion_check import DeletionCheckWorkflow
 
         handle = client.get_workflow_handle_for(DeletionCheckWorkflow.run, workflow_id)
@@ -259,12 +341,21 @@ def cmd_receipt(args: argparse.Namespace) -> int:
             recorded = _recorded_receipt(workflow_id.rsplit("/", 1)[-1])
             if recorded is not None:  # past Temporal's retention: the recorder keeps it
                 return recorded
-            raise InputError([Problem("command line", "CHECK", f"no deletion check "
-                                      f"{args.check!r}; see `{command()} status`")]) from None
+            raise InputError(
+                [
+                    Problem(
+                        "command line",
+                        "CHECK",
+                        f"no deletion check {args.check!r}; see `{command()} status`",
+                    )
+                ]
+            ) from None
         if description.status and description.status.name == "RUNNING" and not args.wait:
             receipt = await handle.query("receipt", result_type=ErasureReceipt)
-            err("memlife: the check is still running; this is its receipt so far "
-                 "(--wait waits for the end)")
+            err(
+                "memlife: the check is still running; this is its receipt so far "
+                "(--wait waits for the end)"
+            )
             return receipt
         return await _await_receipt(handle)
 

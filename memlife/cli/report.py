@@ -24,28 +24,41 @@ FORMATS = ("json", "md", "html", "junit")
 
 def add_parsers(commands: Any) -> None:
     report = add_command(
-        commands, "report", "a run's report: json | md | html | junit",
+        commands,
+        "report",
+        "a run's report: json | md | html | junit",
         "A run's report: the verdict; recall, update (U1), deletion (I4) and "
         "response-isolation (I3) rates with bootstrap 95% intervals over pairs; the "
         "invariant × store × stage matrix; every leak and every residue on its own. html is "
         "one self-contained page (a per-pair timeline, the matrix, a latency histogram "
         "against the budget); junit has one test case per check, for CI. Phone numbers and "
-        "tenant ids are redacted unless --no-redact.")
-    report.add_argument("run", metavar="RUN",
-                        help="a run id, `latest`, an experiment id, or an artifact file")
+        "tenant ids are redacted unless --no-redact.",
+    )
+    report.add_argument(
+        "run", metavar="RUN", help="a run id, `latest`, an experiment id, or an artifact file"
+    )
     report.add_argument("--format", choices=FORMATS, default="md", help="the report's format")
-    report.add_argument("--out", default=None, metavar="FILE",
-                        help="write it here (default: standard output)")
-    report.add_argument("--no-redact", action="store_true",
-                        help="keep phone numbers and tenant ids")
-    report.add_argument("--web-ui", default=None, metavar="URL",
-                        help="the Temporal Web UI each finding links to (its pair's workflow); "
-                        "default: the run's own, else memlife dev's (http://127.0.0.1:8233)")
+    report.add_argument(
+        "--out", default=None, metavar="FILE", help="write it here (default: standard output)"
+    )
+    report.add_argument(
+        "--no-redact", action="store_true", help="keep phone numbers and tenant ids"
+    )
+    report.add_argument(
+        "--web-ui",
+        default=None,
+        metavar="URL",
+        help="the Temporal Web UI each finding links to (its pair's workflow); "
+        "default: the run's own, else memlife dev's (http://127.0.0.1:8233)",
+    )
     report.set_defaults(handler=cmd_report, temporal=False)
 
 
-def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument, Sequence[float] | None,
-                                           Lists | Mapping[str, Lists] | None]:
+def load_artifact(
+    reference: str,
+) -> tuple[
+    Artifact | ExperimentDocument, Sequence[float] | None, Lists | Mapping[str, Lists] | None
+]:
     """A run id (or `latest`) from the recorder, an experiment id, or an artifact file
     written by `run`. A run from the recorder comes without its lists and observations,
     with the probes' latencies and its lists to read as the report is written
@@ -62,11 +75,17 @@ def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument, Sequen
     run_id = reference
     if reference == "latest":
         with recorder.session() as db:
-            latest = db.exec(select(recorder.RunRow).order_by(
-                recorder.RunRow.started_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
+            latest = db.exec(
+                select(recorder.RunRow).order_by(recorder.RunRow.started_at.desc()).limit(1)
+            ).first()  # type: ignore[attr-defined]
             if latest is None:
-                raise InputError([Problem("command line", "RUN", "no runs recorded in "
-                                          f"{recorder.database_url()}")])
+                raise InputError(
+                    [
+                        Problem(
+                            "command line", "RUN", f"no runs recorded in {recorder.database_url()}"
+                        )
+                    ]
+                )
             run_id = latest.id
     # Of each pair's tallies, a report reads those its rates are drawn from.
     reported = recorder.report_artifact(run_id, invariants=set(RATES.values()))
@@ -74,14 +93,23 @@ def load_artifact(reference: str) -> tuple[Artifact | ExperimentDocument, Sequen
         experiment = recorder.report_experiment(run_id)
         if experiment is not None:
             return experiment[0], None, experiment[1]
-        raise InputError([Problem("command line", "RUN", f"no run {run_id!r} in "
-                                  f"{recorder.database_url()}; give a run id, an experiment "
-                                  "id, `latest`, or an artifact file")])
+        raise InputError(
+            [
+                Problem(
+                    "command line",
+                    "RUN",
+                    f"no run {run_id!r} in "
+                    f"{recorder.database_url()}; give a run id, an experiment "
+                    "id, `latest`, or an artifact file",
+                )
+            ]
+        )
     return reported
 
 
-def read_artifact_file(path: Path) -> tuple[Artifact | ExperimentDocument,
-                                           Sequence[float] | None, Lists | None]:
+def read_artifact_file(
+    path: Path,
+) -> tuple[Artifact | ExperimentDocument, Sequence[float] | None, Lists | None]:
     """An artifact file, validated against its model: every problem names its field. A
     run's artifact is read as a stream (recorder/files.py): its digest and its probes'
     latencies held, its lists read again as the report is written, so a file of any size
@@ -101,8 +129,9 @@ def read_artifact_file(path: Path) -> tuple[Artifact | ExperimentDocument,
     except OSError as error:
         raise InputError([Problem(str(path), "", f"not a JSON artifact ({error})")]) from None
     except (ValueError, ijson.JSONError) as error:
-        raise InputError([Problem(str(path), "", "not a JSON artifact "
-                                  f"({not_json_reason(error)})")]) from None
+        raise InputError(
+            [Problem(str(path), "", f"not a JSON artifact ({not_json_reason(error)})")]
+        ) from None
     return _read_whole(path), None, None
 
 
@@ -117,10 +146,12 @@ def _read_whole(path: Path) -> Artifact | ExperimentDocument:
     except (OSError, ValueError) as error:
         raise InputError([Problem(str(path), "", f"not a JSON artifact ({error})")]) from None
     except RecursionError:  # json nests recursively: no artifact is nested this deep
-        raise InputError([Problem(str(path), "", "not a JSON artifact (nested too deeply)")]
-                         ) from None
-    if not isinstance(document, dict) or not ({"summary", "meta"} <= set(document)
-                                              or {"experiment", "runs"} <= set(document)):
+        raise InputError(
+            [Problem(str(path), "", "not a JSON artifact (nested too deeply)")]
+        ) from None
+    if not isinstance(document, dict) or not (
+        {"summary", "meta"} <= set(document) or {"experiment", "runs"} <= set(document)
+    ):
         raise InputError([Problem(str(path), "", "not a memlife artifact (no meta/summary)")])
     model = ExperimentDocument if "runs" in document else Artifact
     try:
@@ -136,17 +167,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     from memlife.reports.experiment import render_experiment_chunks
 
     if args.web_ui and not re.match(r"^https?://[^\s/]+", args.web_ui):
-        return problems_exit([Problem("command line", "--web-ui", f"{args.web_ui!r} is not "
-                                      "an http(s) address, e.g. http://127.0.0.1:8233")])
+        return problems_exit(
+            [
+                Problem(
+                    "command line",
+                    "--web-ui",
+                    f"{args.web_ui!r} is not an http(s) address, e.g. http://127.0.0.1:8233",
+                )
+            ]
+        )
     artifact, samples, lists = load_artifact(args.run)
     if isinstance(artifact, ExperimentDocument):
         assert lists is None or isinstance(lists, Mapping)
-        chunks = render_experiment_chunks(artifact, args.format, redacted=not args.no_redact,
-                                          lists=lists)
+        chunks = render_experiment_chunks(
+            artifact, args.format, redacted=not args.no_redact, lists=lists
+        )
     else:
         assert not isinstance(lists, Mapping)
-        chunks = render_chunks(artifact, args.format, redacted=not args.no_redact,
-                               web_ui=args.web_ui, samples=samples, lists=lists)
+        chunks = render_chunks(
+            artifact,
+            args.format,
+            redacted=not args.no_redact,
+            web_ui=args.web_ui,
+            samples=samples,
+            lists=lists,
+        )
     if args.out:
         size = write_chunks(Path(args.out), chunks, progress=err)
         print(f"report ({args.format}): {args.out} ({file_size(size)})")

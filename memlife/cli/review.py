@@ -36,24 +36,45 @@ Answer with JSON only: {{"stated": [candidate numbers], "abstains": true or fals
 
 def add_parsers(commands: Any) -> None:
     parser = add_command(
-        commands, "review", "review queued replies blind (or let a model judge them)",
+        commands,
+        "review",
+        "review queued replies blind (or let a model judge them)",
         "Decide, one at a time, what queued replies state: the replies a run queued with "
         "--review because exact matching failed on them. You see the question, the reply "
         "and numbered candidate values, nothing about tenant, pair or which value was "
         "expected. Answer with candidate numbers, 0 for none, a for an abstention, s to "
         "skip. With --judge-endpoint a model decides instead. Reports show the exact and "
-        "the adjudicated rates side by side.")
+        "the adjudicated rates side by side.",
+    )
     parser.add_argument("--queue", default="default", help="the review queue")
-    parser.add_argument("--reviewer", default=None,
-                        help="who decides (default: $MEMLIFE_REVIEWER or $USER)")
-    parser.add_argument("--limit", type=int, default=None, metavar="N",
-                        help="stop after N decisions (default: the whole queue)")
-    parser.add_argument("--judge-endpoint", default=None, metavar="URL",
-                        help="an OpenAI-compatible API base URL: a model decides")
-    parser.add_argument("--judge-model", default=None, metavar="MODEL",
-                        help="the model to ask (required with --judge-endpoint)")
-    parser.add_argument("--judge-key-env", default=None, metavar="VAR",
-                        help="environment variable holding the endpoint's API key")
+    parser.add_argument(
+        "--reviewer", default=None, help="who decides (default: $MEMLIFE_REVIEWER or $USER)"
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop after N decisions (default: the whole queue)",
+    )
+    parser.add_argument(
+        "--judge-endpoint",
+        default=None,
+        metavar="URL",
+        help="an OpenAI-compatible API base URL: a model decides",
+    )
+    parser.add_argument(
+        "--judge-model",
+        default=None,
+        metavar="MODEL",
+        help="the model to ask (required with --judge-endpoint)",
+    )
+    parser.add_argument(
+        "--judge-key-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding the endpoint's API key",
+    )
     parser.set_defaults(handler=cmd_review)
 
 
@@ -64,24 +85,32 @@ def cmd_review(args: argparse.Namespace) -> int:
     reviewer = args.reviewer or default_reviewer()
     if args.judge_endpoint:
         if not args.judge_model:
-            return problems_exit([Problem("command line", "--judge-model", "required with "
-                                      "--judge-endpoint")])
+            return problems_exit(
+                [Problem("command line", "--judge-model", "required with --judge-endpoint")]
+            )
         key = None
         if args.judge_key_env:
             key = os.environ.get(args.judge_key_env)
             if not key:
-                return problems_exit([Problem("command line", "--judge-key-env", f"environment "
-                                          f"variable {args.judge_key_env} is not set")])
+                return problems_exit(
+                    [
+                        Problem(
+                            "command line",
+                            "--judge-key-env",
+                            f"environment variable {args.judge_key_env} is not set",
+                        )
+                    ]
+                )
         endpoint, model = args.judge_endpoint, args.judge_model
 
         def judge(item: dict[str, Any]) -> Verdict:
             return judge_with_model(endpoint, model, key, item)
+
         reviewer = args.reviewer or f"model:{model}"
 
     async def session() -> dict[str, int]:
         client, _ = await connect_to_stack()
-        return await review(client, args.queue, reviewer, judge=judge,
-                                   limit=args.limit)
+        return await review(client, args.queue, reviewer, judge=judge, limit=args.limit)
 
     counts = asyncio.run(session())
     print(f"\nreview: {counts['decided']} decided, {counts['skipped']} skipped, by {reviewer}")
@@ -113,28 +142,41 @@ def parse_answer(text: str, candidates: int) -> Verdict | None:
     return Verdict(asserted, False)
 
 
-def judge_with_model(endpoint: str, model: str, api_key: str | None,
-                     item: dict[str, Any], timeout: float = 60.0) -> Verdict:
+def judge_with_model(
+    endpoint: str, model: str, api_key: str | None, item: dict[str, Any], timeout: float = 60.0
+) -> Verdict:
     """Ask an OpenAI-compatible chat completions endpoint to decide one item."""
     import httpx
 
     candidates = "\n".join(f"{i + 1}. {value}" for i, value in enumerate(item["candidates"]))
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     response = httpx.post(
-        endpoint.rstrip("/") + "/chat/completions", headers=headers, timeout=timeout,
-        json={"model": model, "temperature": 0,
-              "response_format": {"type": "json_object"},
-              "messages": [{"role": "user", "content": PROMPT.format(
-                  question=item["question"], reply=item["reply"],
-                  candidates=candidates)}]})
+        endpoint.rstrip("/") + "/chat/completions",
+        headers=headers,
+        timeout=timeout,
+        json={
+            "model": model,
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+            "messages": [
+                {
+                    "role": "user",
+                    "content": PROMPT.format(
+                        question=item["question"], reply=item["reply"], candidates=candidates
+                    ),
+                }
+            ],
+        },
+    )
     response.raise_for_status()
     content = response.json()["choices"][0]["message"]["content"]
     decided = json.loads(content)
     stated = [int(n) - 1 for n in decided.get("stated", [])]
     if any(not 0 <= i < len(item["candidates"]) for i in stated):
         raise ValueError(f"the model named a candidate that does not exist: {decided}")
-    return Verdict(sorted(set(stated)), bool(decided.get("abstains")) and not stated,
-                   note=f"model {model}")
+    return Verdict(
+        sorted(set(stated)), bool(decided.get("abstains")) and not stated, note=f"model {model}"
+    )
 
 
 async def decide(handle: Any, decision: Any, patience: float = 30.0) -> bool:
@@ -169,10 +211,16 @@ async def decide(handle: Any, decision: Any, patience: float = 30.0) -> bool:
         pause = min(pause * 2, 2.0)
 
 
-async def review(client: Any, queue: str, reviewer: str, *,
-                 ask: Callable[[str], str] = input,
-                 judge: Callable[[dict[str, Any]], Verdict] | None = None,
-                 limit: int | None = None, out: Any = sys.stdout) -> dict[str, int]:
+async def review(
+    client: Any,
+    queue: str,
+    reviewer: str,
+    *,
+    ask: Callable[[str], str] = input,
+    judge: Callable[[dict[str, Any]], Verdict] | None = None,
+    limit: int | None = None,
+    out: Any = sys.stdout,
+) -> dict[str, int]:
     """Decide pending items until the queue is empty, `limit` is reached, or the person
     quits. Returns counts of decided and skipped items."""
     from temporalio.client import WorkflowUpdateFailedError
@@ -184,19 +232,30 @@ async def review(client: Any, queue: str, reviewer: str, *,
     try:
         await handle.describe()
     except Exception:
-        raise InputError([Problem("command line", "--queue", f"no review queue {queue!r}: "
-                                  "start a run with --review first")]) from None
+        raise InputError(
+            [
+                Problem(
+                    "command line",
+                    "--queue",
+                    f"no review queue {queue!r}: start a run with --review first",
+                )
+            ]
+        ) from None
     skipped: set[str] = set()
     decided = 0
     while limit is None or decided < limit:
-        pending = [item for item in await handle.query("pending", 200)
-                   if item["ticket"] not in skipped]
+        pending = [
+            item for item in await handle.query("pending", 200) if item["ticket"] not in skipped
+        ]
         if not pending:
             break
         item = pending[0]
         status = await handle.query("status")
-        print(f"\n— reply waiting for review ({status['pending']} pending, "
-              f"{status['decided']} decided) · ticket {item['ticket']}", file=out)
+        print(
+            f"\n— reply waiting for review ({status['pending']} pending, "
+            f"{status['decided']} decided) · ticket {item['ticket']}",
+            file=out,
+        )
         print(f"  question: {item['question']}", file=out)
         print(f"  reply:    {item['reply']}", file=out)
         print("  candidate values:", file=out)
@@ -218,21 +277,34 @@ async def review(client: Any, queue: str, reviewer: str, *,
             continue
         assert isinstance(verdict, Verdict)
         try:
-            recorded = await decide(handle, Decision(
-                ticket=item["ticket"], asserted=verdict.asserted, abstains=verdict.abstains,
-                reviewer=reviewer, note=verdict.note))
+            recorded = await decide(
+                handle,
+                Decision(
+                    ticket=item["ticket"],
+                    asserted=verdict.asserted,
+                    abstains=verdict.abstains,
+                    reviewer=reviewer,
+                    note=verdict.note,
+                ),
+            )
         except WorkflowUpdateFailedError as error:
             print(f"  not recorded: {error.cause}", file=out)
             skipped.add(item["ticket"])
             continue
         if not recorded:
-            print("  not recorded: the server lost the decision's outcome and the ticket is "
-                  "still pending; it stays in the queue", file=out)
+            print(
+                "  not recorded: the server lost the decision's outcome and the ticket is "
+                "still pending; it stays in the queue",
+                file=out,
+            )
             skipped.add(item["ticket"])
             continue
         decided += 1
-        stated = ("abstains" if verdict.abstains else
-                  ", ".join(item["candidates"][i] for i in verdict.asserted) or "nothing")
+        stated = (
+            "abstains"
+            if verdict.abstains
+            else ", ".join(item["candidates"][i] for i in verdict.asserted) or "nothing"
+        )
         print(f"  recorded: the reply states {stated} (by {reviewer})", file=out)
     return {"decided": decided, "skipped": len(skipped)}
 
@@ -240,8 +312,10 @@ async def review(client: Any, queue: str, reviewer: str, *,
 def _ask_person(ask: Callable[[str], str], candidates: int, out: Any) -> Verdict | None | str:
     while True:
         try:
-            answer = ask("  which values does the reply state? numbers (e.g. 1 or 1 2), "
-                         "0 = none, a = it abstains, s = skip, q = quit: ")
+            answer = ask(
+                "  which values does the reply state? numbers (e.g. 1 or 1 2), "
+                "0 = none, a = it abstains, s = skip, q = quit: "
+            )
         except EOFError:
             return "quit"
         if answer.strip().lower() in ("q", "quit"):

@@ -98,15 +98,15 @@ async def execute(plan: RunPlan) -> int:
     from memlife.stack.commands import command
     from memlife.stack.connection import configured_connection, connect
 
-    experiment = (new_run_id() if len(plan.configurations) > 1 or plan.repeat > 1
-                  else None)
+    experiment = new_run_id() if len(plan.configurations) > 1 or plan.repeat > 1 else None
     clock = plan.clock
     started: list[StartedRun] = []
     embedded_ui = False  # a Web UI that stops with this command
     async with AsyncExitStack() as stack:
         connection = configured_connection()
-        dev_stack = None if connection is not None or clock.mode == "skip" else (
-            await _running_dev_stack())
+        dev_stack = (
+            None if connection is not None or clock.mode == "skip" else (await _running_dev_stack())
+        )
         if connection is not None:
             client = await connect(connection)
             address, web_ui = connection["target_host"], os.environ.get("MEMLIFE_WEB_UI")
@@ -114,26 +114,37 @@ async def execute(plan: RunPlan) -> int:
             client, address, web_ui = dev_stack
             err(f"using the local stack from `{command()} dev` at {address}")
         else:
-            temporal = await stack.enter_async_context(embedded.embedded_temporal(
-                STATE_DIR, skip_time=clock.mode == "skip"))
+            temporal = await stack.enter_async_context(
+                embedded.embedded_temporal(STATE_DIR, skip_time=clock.mode == "skip")
+            )
             client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
             embedded_ui = web_ui is not None
         task_queue = plan.task_queue or DEFAULT_TASK_QUEUE
         target_queue = plan.target_queue
         if plan.target_worker:
             target_queue = await _start_target_worker(
-                stack, task_queue, None if connection is not None else address)
+                stack, task_queue, None if connection is not None else address
+            )
         if plan.worker:
             await stack.enter_async_context(embedded.running_worker(client, task_queue))
         await _check_served(client, address, plan, task_queue)
         # The time-skipping server has no custom search attributes.
-        session = Session(client, address, web_ui, task_queue,
-                          clock.mode != "skip" and await _search_attributes(client),
-                          experiment, target_queue)
+        session = Session(
+            client,
+            address,
+            web_ui,
+            task_queue,
+            clock.mode != "skip" and await _search_attributes(client),
+            experiment,
+            target_queue,
+        )
         if experiment:
-            print(f"memlife {__version__} · experiment {experiment} · scenario "
-                  f"{plan.scenario.name} · {len(plan.configurations)} configuration(s) × "
-                  f"{plan.repeat} repetition(s) · clock {clock.describe()}", flush=True)
+            print(
+                f"memlife {__version__} · experiment {experiment} · scenario "
+                f"{plan.scenario.name} · {len(plan.configurations)} configuration(s) × "
+                f"{plan.repeat} repetition(s) · clock {clock.describe()}",
+                flush=True,
+            )
         for repetition in range(1, plan.repeat + 1):
             for configuration in plan.configurations:
                 started.append(await _start(plan, session, stack, configuration, repetition))
@@ -158,23 +169,23 @@ async def execute(plan: RunPlan) -> int:
     found = {artifact.meta.run_id for artifact in artifacts}
     missing = [run.run_id for run in started if run.run_id not in found]
     if missing:
-        err(f"recorder {recorder.database_url()}: run {missing[0]} finished but its "
+        err(
+            f"recorder {recorder.database_url()}: run {missing[0]} finished but its "
             "records are not here; is MEMLIFE_DB_URL the same for the workers and this "
-            "command?")
+            "command?"
+        )
         return EXIT_USAGE
     if experiment is None:
         artifact = artifacts[0]
         link = started[0].link
         if link and embedded_ui:  # the server is gone; `memlife dev` serves its history
-            link = (f"run `{command()} dev` (it keeps {STATE_DIR / 'temporal.db'}), then open "
-                    f"{link}")
+            link = f"run `{command()} dev` (it keeps {STATE_DIR / 'temporal.db'}), then open {link}"
         render.print_summary(artifact, link)
         document = artifact
     else:
         from memlife.recorder.experiment import experiment_document
 
-        document = (compared if compared is not None
-                    else experiment_document(experiment, artifacts))
+        document = compared if compared is not None else experiment_document(experiment, artifacts)
         render.print_comparison(document)
     if plan.out:
         if plan.signing_key is not None:  # one run's (run.py refuses an experiment's)
@@ -182,15 +193,20 @@ async def execute(plan: RunPlan) -> int:
 
             parts = recorder.artifact_parts(started[0].run_id)
             assert parts is not None  # its digest was just read
-            chunks = signed_chunks(*parts, plan.signing_key, "artifact",
-                                   lambda: datetime.now(UTC))
+            chunks = signed_chunks(*parts, plan.signing_key, "artifact", lambda: datetime.now(UTC))
         else:
-            chunks = (recorder.experiment_chunks(document) if compared is not None
-                      else recorder.artifact_chunks(started[0].run_id))
+            chunks = (
+                recorder.experiment_chunks(document)
+                if compared is not None
+                else recorder.artifact_chunks(started[0].run_id)
+            )
             assert chunks is not None  # its digest was just read
         size = render.write_immutable(Path(plan.out), chunks, progress=err)
-        signed = (f", signed; `{command()} verify {plan.out} --public-key PUBFILE` checks it"
-                  if plan.signing_key is not None else "")
+        signed = (
+            f", signed; `{command()} verify {plan.out} --public-key PUBFILE` checks it"
+            if plan.signing_key is not None
+            else ""
+        )
         print(f"artifact: {plan.out} ({render.file_size(size)}{signed})")
     if plan.enforce and not all(a.summary.passed for a in artifacts):
         return EXIT_FAILED
@@ -206,13 +222,16 @@ async def _check_served(client: Any, address: str, plan: RunPlan, task_queue: st
 
     remedies: dict[str, str] = {}
     if not plan.worker:
-        remedies[task_queue] = (f"start `{command()} worker --task-queue {task_queue}` with "
-                                "this command's MEMLIFE_DB_URL, or run without --no-worker")
+        remedies[task_queue] = (
+            f"start `{command()} worker --task-queue {task_queue}` with "
+            "this command's MEMLIFE_DB_URL, or run without --no-worker"
+        )
     if plan.target_queue is not None:
         remedies[plan.target_queue] = (
             f"start `{command()} worker --serve activities --task-queue "
             f"{plan.target_queue}` with this command's MEMLIFE_DB_URL, or use "
-            "--target-worker instead of --target-queue")
+            "--target-worker instead of --target-queue"
+        )
     needs = [Need(task_queue, "workflow")] if not plan.worker else []
     needs += [Need(queue, "activity") for queue in remedies]
     if not needs:
@@ -221,29 +240,42 @@ async def _check_served(client: Any, address: str, plan: RunPlan, task_queue: st
     missing = await unserved(client, needs, within=wait, say=err)
     if missing:
         need = missing[0]
-        raise MemlifeError(str(Problem(
-            f"Temporal at {address}", f"task queue {need.queue}",
-            f"no worker polls it for {need.kind} tasks (waited {wait:g} s); "
-            f"{remedies[need.queue]}; no run was started")))
+        raise MemlifeError(
+            str(
+                Problem(
+                    f"Temporal at {address}",
+                    f"task queue {need.queue}",
+                    f"no worker polls it for {need.kind} tasks (waited {wait:g} s); "
+                    f"{remedies[need.queue]}; no run was started",
+                )
+            )
+        )
 
 
-async def _start_target_worker(stack: AsyncExitStack, task_queue: str,
-                               address: str | None) -> str:
+async def _start_target_worker(stack: AsyncExitStack, task_queue: str, address: str | None) -> str:
     """A worker process of their own for the run's target requests, polling before the
     run starts and stopped when this command ends: its task queue."""
     from memlife import recorder
     from memlife.stack.worker_process import target_task_queue, worker_process
 
     queue = target_task_queue(task_queue)
-    child = await stack.enter_async_context(worker_process(
-        queue, STATE_DIR, db_url=recorder.database_url(), address=address, say=err))
-    err(f"target requests: from worker pid {child.pid} on task queue {queue} "
-        f"(its log: {child.log_path})")
+    child = await stack.enter_async_context(
+        worker_process(queue, STATE_DIR, db_url=recorder.database_url(), address=address, say=err)
+    )
+    err(
+        f"target requests: from worker pid {child.pid} on task queue {queue} "
+        f"(its log: {child.log_path})"
+    )
     return queue
 
 
-async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
-                 configuration: Configuration, repetition: int) -> StartedRun:
+async def _start(
+    plan: RunPlan,
+    session: Session,
+    stack: AsyncExitStack,
+    configuration: Configuration,
+    repetition: int,
+) -> StartedRun:
     """One run of one configuration: its tenants, its target, its workflow."""
     from memlife.bundled.reference.target_file import reference_target
     from memlife.contracts import FRESH_TARGET_KIND, RunInput, RunMeta, suite_workflow_id
@@ -263,56 +295,92 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
     # claims their values against a shared target (activities/record.py: prepare_run).
     scenario = plan.scenario
     pairs = scenario.pair_count()
-    cohort = (cohort_size(pairs, scenario.acting_steps())
-              if plan.cohort == "auto" else int(plan.cohort))
+    cohort = (
+        cohort_size(pairs, scenario.acting_steps()) if plan.cohort == "auto" else int(plan.cohort)
+    )
     if target is None:
         # A fresh database per run: needle searches see this run's data only.
         faults = plan.faults if configuration.faults is None else configuration.faults
-        process = stack.enter_context(embedded.reference_target(
-            STATE_DIR, faults, db_path=STATE_DIR / "reference" / f"{run_id}.db",
-            retrieval=configuration.retrieval))
+        process = stack.enter_context(
+            embedded.reference_target(
+                STATE_DIR,
+                faults,
+                db_path=STATE_DIR / "reference" / f"{run_id}.db",
+                retrieval=configuration.retrieval,
+            )
+        )
         target = reference_target(process.base_url)
-        identity = {"kind": FRESH_TARGET_KIND, "faults": ",".join(faults) or "none",
-                    "retrieval": configuration.retrieval}
+        identity = {
+            "kind": FRESH_TARGET_KIND,
+            "faults": ",".join(faults) or "none",
+            "retrieval": configuration.retrieval,
+        }
     clock = plan.clock
     settle = next((step.duration for step in scenario.timeline if step.step == "wait"), None)
     experiment = session.experiment
     meta = RunMeta(
-        memlife_version=__version__, git_revision=_git_revision(),
+        memlife_version=__version__,
+        git_revision=_git_revision(),
         command=shlex.join(["memlife", *sys.argv[1:]]),
-        scenario_file=plan.scenario_file, scenario_name=scenario.name,
+        scenario_file=plan.scenario_file,
+        scenario_name=scenario.name,
         scenario_sha256=hashlib.sha256(Path(plan.scenario_file).read_bytes()).hexdigest(),
-        target_name=target.name, target_base_url=target.base_url, target_identity=identity,
+        target_name=target.name,
+        target_base_url=target.base_url,
+        target_identity=identity,
         settle=format_duration(settle) if settle else None,
-        clock=clock.describe(), temporal_address=session.address, web_ui=session.web_ui,
+        clock=clock.describe(),
+        temporal_address=session.address,
+        web_ui=session.web_ui,
         # What the run's values are drawn from: generated ones, and listed ones marked for a
         # target other runs share (rules/pairs.py: vary_listed).
         canary_seed=seed if scenario.generate is not None or not identity else None,
-        experiment=experiment, configuration=configuration.label if experiment else None,
+        experiment=experiment,
+        configuration=configuration.label if experiment else None,
         repetition=repetition if experiment else None,
-        namespace=session.client.namespace, cohort_size=cohort,
+        namespace=session.client.namespace,
+        cohort_size=cohort,
     )
     workflow_id = suite_workflow_id(scenario.name, run_id)
-    link = (f"{session.web_ui}/namespaces/{session.client.namespace}/workflows/"
-            f"{quote(workflow_id, safe='')}" if session.web_ui else None)
+    link = (
+        f"{session.web_ui}/namespaces/{session.client.namespace}/workflows/"
+        f"{quote(workflow_id, safe='')}"
+        if session.web_ui
+        else None
+    )
     where = f" · {configuration.label} #{repetition}" if experiment else ""
     twins = pairs - (scenario.generate.count if scenario.generate else pairs)
     twinned = f", {twins} of them control twins for N1" if twins else ""
-    print(f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
-          f"({pairs} pair(s){twinned}) · target {target.name} at {target.base_url} "
-          f"· clock {clock.describe()}{where}", flush=True)
+    print(
+        f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
+        f"({pairs} pair(s){twinned}) · target {target.name} at {target.base_url} "
+        f"· clock {clock.describe()}{where}",
+        flush=True,
+    )
     handle = await session.client.start_workflow(
         SuiteWorkflow.run,
-        RunInput(run_id=run_id, scenario=scenario, target=target,
-                 clock=clock, meta=meta, search_attributes=session.search_attributes,
-                 review_queue=plan.review_queue, paraphrases=plan.paraphrases,
-                 cohort_size=cohort, seed=seed, max_active_pairs=plan.max_active_pairs,
-                 target_task_queue=session.target_queue),
-        id=workflow_id, task_queue=session.task_queue,
+        RunInput(
+            run_id=run_id,
+            scenario=scenario,
+            target=target,
+            clock=clock,
+            meta=meta,
+            search_attributes=session.search_attributes,
+            review_queue=plan.review_queue,
+            paraphrases=plan.paraphrases,
+            cohort_size=cohort,
+            seed=seed,
+            max_active_pairs=plan.max_active_pairs,
+            target_task_queue=session.target_queue,
+        ),
+        id=workflow_id,
+        task_queue=session.task_queue,
         static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
         search_attributes=attributes.start_attributes(
-            scenario=scenario.name, target=target.name, run=run_id)
-        if session.search_attributes else None,
+            scenario=scenario.name, target=target.name, run=run_id
+        )
+        if session.search_attributes
+        else None,
     )
     return StartedRun(run_id, configuration.label, repetition, handle, link)
 
@@ -320,15 +388,23 @@ async def _start(plan: RunPlan, session: Session, stack: AsyncExitStack,
 def _git_revision() -> str | None:
     source = Path(__file__).resolve().parent.parent.parent
     try:
-        result = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"],
-                                capture_output=True, text=True, timeout=5, check=False)
+        result = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if result.returncode != 0:
         return None
     dirty = subprocess.run(
         ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True, text=True, timeout=5, check=False,
+        capture_output=True,
+        text=True,
+        timeout=5,
+        check=False,
     ).stdout.strip()
     return result.stdout.strip() + ("-dirty" if dirty else "")
 
@@ -367,8 +443,9 @@ async def _await_with_progress(client: Any, handle: Any, scenario: str, run_id: 
 
     async def describe() -> str:
         progress = await handle.query("progress")
-        pairs = await pair_progress(client, scenario, run_id, progress["pairs"],
-                                     progress.get("cohort_size", 0))
+        pairs = await pair_progress(
+            client, scenario, run_id, progress["pairs"], progress.get("cohort_size", 0)
+        )
         return describe_run_progress(progress, pairs, datetime.now(UTC))
 
     return await wait_showing(handle, describe, "waiting for the worker…", suite_result)
@@ -389,8 +466,9 @@ async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
         return None
     mark_client_used()
     try:
-        client = await asyncio.wait_for(Client.connect(
-            info.temporal_address, data_converter=DATA_CONVERTER), timeout=3)
+        client = await asyncio.wait_for(
+            Client.connect(info.temporal_address, data_converter=DATA_CONVERTER), timeout=3
+        )
         await client.workflow_service.get_system_info(GetSystemInfoRequest())
     except Exception:  # a stale file from a stack that was killed: run embedded instead
         return None

@@ -28,23 +28,33 @@ PUBLIC_FILE = "memlife-signing.pub"
 
 def add_parsers(commands: Any) -> None:
     keygen = add_command(
-        commands, "keygen", "write an Ed25519 key pair for signing receipts and artifacts",
+        commands,
+        "keygen",
+        "write an Ed25519 key pair for signing receipts and artifacts",
         f"Write a new Ed25519 key pair into DIR: {PRIVATE_FILE} (the private key, readable "
         f"by you alone: keep it on the machine that signs) and {PUBLIC_FILE} (give it to "
-        "whoever verifies). Existing keys are never overwritten.")
+        "whoever verifies). Existing keys are never overwritten.",
+    )
     keygen.add_argument("--out", required=True, metavar="DIR", help="where to write the keys")
     keygen.set_defaults(handler=cmd_keygen, temporal=False)
     verify = add_command(
-        commands, "verify", "check a signed receipt or artifact (offline)",
+        commands,
+        "verify",
+        "check a signed receipt or artifact (offline)",
         "Check a signed erasure receipt or run artifact against a public key, offline: the "
         "Ed25519 signature and the hash chain over its evidence. Exits 0 when both hold, 1 "
         "naming every part that does not match (a section, the first changed evidence "
         "entry or, in a large artifact, the span of entries it is in), 2 when the file or "
         "the key cannot be used. The file is read as a stream: an artifact of any size "
-        "verifies in bounded memory.")
+        "verifies in bounded memory.",
+    )
     verify.add_argument("file", metavar="FILE", help="the signed JSON document")
-    verify.add_argument("--public-key", required=True, metavar="PUBFILE",
-                        help=f"the signer's public key ({PUBLIC_FILE})")
+    verify.add_argument(
+        "--public-key",
+        required=True,
+        metavar="PUBFILE",
+        help=f"the signer's public key ({PUBLIC_FILE})",
+    )
     verify.set_defaults(handler=cmd_verify, temporal=False)
 
 
@@ -56,8 +66,15 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     private, public = folder / PRIVATE_FILE, folder / PUBLIC_FILE
     existing = [str(path) for path in (private, public) if path.exists()]
     if existing:
-        return problems_exit([Problem("command line", "--out", f"{', '.join(existing)} "
-                                      "already exist(s); memlife never overwrites a key")])
+        return problems_exit(
+            [
+                Problem(
+                    "command line",
+                    "--out",
+                    f"{', '.join(existing)} already exist(s); memlife never overwrites a key",
+                )
+            ]
+        )
     folder.mkdir(parents=True, exist_ok=True)
     private_pem, public_pem = generate_key_pair()
     # Created readable by its owner alone, before a byte is written.
@@ -65,8 +82,10 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     with os.fdopen(descriptor, "wb") as stream:
         stream.write(private_pem)
     public.write_bytes(public_pem)
-    print(f"private key: {private} (keep it here; sign with --sign {private})\n"
-          f"public key:  {public} (key id {key_id(public_pem)}; give it to verifiers)")
+    print(
+        f"private key: {private} (keep it here; sign with --sign {private})\n"
+        f"public key:  {public} (key id {key_id(public_pem)}; give it to verifiers)"
+    )
     return EXIT_OK
 
 
@@ -85,16 +104,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except OSError as error:
         raise InputError([Problem(args.file, "", f"cannot read: {error.strerror}")]) from None
     except (ValueError, RecursionError, ijson.JSONError) as error:
-        raise InputError([Problem(args.file, "", f"not JSON ({not_json_reason(error)})")]
-                         ) from None
+        raise InputError([Problem(args.file, "", f"not JSON ({not_json_reason(error)})")]) from None
     if problems:
         for problem in problems:
             print(f"{args.file}: {problem}")
         print(f"NOT VERIFIED: {len(problems)} mismatch(es)")
         return EXIT_FAILED
-    print(f"VERIFIED: {block['kind']} signed by key {key_id(public_pem)} at "
-          f"{block['signed_at']}; {chained_entries(block)} {block['evidence']} entries "
-          "chained")
+    print(
+        f"VERIFIED: {block['kind']} signed by key {key_id(public_pem)} at "
+        f"{block['signed_at']}; {chained_entries(block)} {block['evidence']} entries "
+        "chained"
+    )
     return EXIT_OK
 
 
@@ -106,8 +126,13 @@ def check_sign_option(args: argparse.Namespace, needs: str) -> list[Problem]:
     if not getattr(args, "out", None):
         problems.append(Problem("command line", "--sign", f"signs what --out writes: {needs}"))
     if not Path(args.sign).is_file():
-        problems.append(Problem("command line", "--sign", f"no key file {args.sign!r} "
-                                "(memlife keygen --out DIR writes one)"))
+        problems.append(
+            Problem(
+                "command line",
+                "--sign",
+                f"no key file {args.sign!r} (memlife keygen --out DIR writes one)",
+            )
+        )
     return problems
 
 
@@ -134,5 +159,6 @@ def _read(path: str, option: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as error:
-        raise InputError([Problem("command line", option, f"cannot read {path!r}: "
-                                  f"{error.strerror}")]) from None
+        raise InputError(
+            [Problem("command line", option, f"cannot read {path!r}: {error.strerror}")]
+        ) from None

@@ -18,29 +18,40 @@ from memlife.stack.commands import command
 
 def add_parsers(commands: Any) -> None:
     status = add_command(
-        commands, "status", "runs and checks in flight",
+        commands,
+        "status",
+        "runs and checks in flight",
         "Runs and deletion checks in flight on the local stack or the configured cluster: "
         "phase, pairs done, verdict so far. With RUN, that run pair by pair: step, stage, "
-        "what each pair is doing, its failures and its next wake-up.")
-    status.add_argument("run", nargs="?", metavar="RUN",
-                        help="a run id (or `latest`), a check id or a workflow id")
+        "what each pair is doing, its failures and its next wake-up.",
+    )
+    status.add_argument(
+        "run", nargs="?", metavar="RUN", help="a run id (or `latest`), a check id or a workflow id"
+    )
     status.add_argument("--json", action="store_true", help="as JSON")
     status.set_defaults(handler=cmd_status)
 
     forward = add_command(
-        commands, "fast-forward", "end the current waits of a run now",
+        commands,
+        "fast-forward",
+        "end the current waits of a run now",
         "End the current waits of every pair of a run (or the next round of a deletion "
         "check) now. Scenario time moves on by what was skipped, so a simulated target's "
-        "background jobs still run.")
+        "background jobs still run.",
+    )
     forward.add_argument("run", metavar="RUN", help="a run id, a check id or a workflow id")
     forward.set_defaults(handler=cmd_signal, signal="skip_wait")
     cancel = add_command(
-        commands, "cancel", "cancel a run or check cleanly",
+        commands,
+        "cancel",
+        "cancel a run or check cleanly",
         "Stop a run (every pair at its next step boundary, or at once while waiting) or a "
-        "deletion check. The run is recorded as cancelled and never passes.")
+        "deletion check. The run is recorded as cancelled and never passes.",
+    )
     cancel.add_argument("run", metavar="RUN", help="a run id, a check id or a workflow id")
-    cancel.add_argument("--reason", default="cancelled by an operator",
-                        help="recorded with the run")
+    cancel.add_argument(
+        "--reason", default="cancelled by an operator", help="recorded with the run"
+    )
     cancel.set_defaults(handler=cmd_signal, signal="cancel")
 
 
@@ -52,8 +63,11 @@ async def find_workflow(client: Any, reference: str) -> tuple[str, str]:
     if "/" in reference:
         description = await client.get_workflow_handle(reference).describe()
         return reference, description.workflow_type
-    query = (f'MemlifeRun = "{reference}" AND WorkflowType = "SuiteWorkflow"'
-             if reference != "latest" else 'WorkflowType = "SuiteWorkflow"')
+    query = (
+        f'MemlifeRun = "{reference}" AND WorkflowType = "SuiteWorkflow"'
+        if reference != "latest"
+        else 'WorkflowType = "SuiteWorkflow"'
+    )
     try:
         async for execution in client.list_workflows(query, limit=1):
             return execution.id, execution.workflow_type
@@ -69,8 +83,15 @@ async def find_workflow(client: Any, reference: str) -> tuple[str, str]:
         return check, "DeletionCheckWorkflow"
     except Exception:
         pass
-    raise InputError([Problem("command line", "RUN", f"no run or check {reference!r} found; "
-                              f"see `{command()} status`")])
+    raise InputError(
+        [
+            Problem(
+                "command line",
+                "RUN",
+                f"no run or check {reference!r} found; see `{command()} status`",
+            )
+        ]
+    )
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -94,31 +115,49 @@ def cmd_status(args: argparse.Namespace) -> int:
             run_id = progress.get("run_id") or args.run
             scenario = workflow_id.split("/")[1]
             cohort_size = progress.get("cohort_size", 0)
-            pairs = await pair_progress(client, scenario, run_id, progress["pairs"],
-                                        cohort_size)
+            pairs = await pair_progress(client, scenario, run_id, progress["pairs"], cohort_size)
             web_ui = web_ui_for(address)
             for pair in pairs:  # a failing pair links to its workflow in the Web UI
                 if pair.get("failures"):
-                    pair["web_ui"] = web_ui_link(web_ui, client.namespace, pair_home_workflow_id(
-                        scenario, run_id, pair["pair"], cohort_size))
-            return [{"workflow_id": workflow_id, "type": kind, "run_id": run_id,
-                     "status": description.status.name if description.status else "?",
-                     **progress, "verdict": verdicts["verdict"],
-                     "failures": verdicts["failures"]}], pairs
+                    pair["web_ui"] = web_ui_link(
+                        web_ui,
+                        client.namespace,
+                        pair_home_workflow_id(scenario, run_id, pair["pair"], cohort_size),
+                    )
+            return [
+                {
+                    "workflow_id": workflow_id,
+                    "type": kind,
+                    "run_id": run_id,
+                    "status": description.status.name if description.status else "?",
+                    **progress,
+                    "verdict": verdicts["verdict"],
+                    "failures": verdicts["failures"],
+                }
+            ], pairs
         rows = []
-        query = ('ExecutionStatus = "Running" AND (WorkflowType = "SuiteWorkflow" OR '
-                 'WorkflowType = "DeletionCheckWorkflow")')
+        query = (
+            'ExecutionStatus = "Running" AND (WorkflowType = "SuiteWorkflow" OR '
+            'WorkflowType = "DeletionCheckWorkflow")'
+        )
         async for execution in client.list_workflows(query, limit=200):
             handle = client.get_workflow_handle(execution.id)
-            row: dict[str, Any] = {"workflow_id": execution.id, "type": execution.workflow_type,
-                                   "started": execution.start_time}
+            row: dict[str, Any] = {
+                "workflow_id": execution.id,
+                "type": execution.workflow_type,
+                "started": execution.start_time,
+            }
             try:
                 row.update(await handle.query("progress"))
                 if execution.workflow_type == "SuiteWorkflow":
                     row["verdict"] = (await handle.query("verdicts"))["verdict"]
-                    pairs = await pair_progress(client, execution.id.split("/")[1],
-                                                row.get("run_id") or "", row["pairs"],
-                                                row.get("cohort_size", 0))
+                    pairs = await pair_progress(
+                        client,
+                        execution.id.split("/")[1],
+                        row.get("run_id") or "",
+                        row["pairs"],
+                        row.get("cohort_size", 0),
+                    )
                     row["detail"] = describe_pairs(pairs, now)
             except Exception as error:  # no worker polling yet: still list it
                 row["phase"] = f"(no answer: {str(error).splitlines()[0][:60]})"
@@ -135,12 +174,21 @@ def cmd_status(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.run and pairs:
         run = rows[0]
-        console.print(f"run {run.get('run_id')} · {run['phase']} · "
-                      f"{run['pairs_done']}/{run['pairs']} pair(s) done · verdict "
-                      f"{run['verdict']} · {run['failures']} failure(s) · {run['status']}")
+        console.print(
+            f"run {run.get('run_id')} · {run['phase']} · "
+            f"{run['pairs_done']}/{run['pairs']} pair(s) done · verdict "
+            f"{run['verdict']} · {run['failures']} failure(s) · {run['status']}"
+        )
         table = Table(title="pairs", title_justify="left")
-        for column in ("pair", "step", "stage", "doing", "cases passed", "failures",
-                       "next wake-up"):
+        for column in (
+            "pair",
+            "step",
+            "stage",
+            "doing",
+            "cases passed",
+            "failures",
+            "next wake-up",
+        ):
             table.add_column(column)
         table.add_column("Web UI (failing pairs)", overflow="fold")
         now = datetime.now(UTC)
@@ -150,22 +198,38 @@ def cmd_status(args: argparse.Namespace) -> int:
             if wake:
                 moment = datetime.fromisoformat(wake.replace("Z", "+00:00"))
                 when = f"{moment:%Y-%m-%d %H:%M:%S} (in {humanize((moment - now).total_seconds())})"
-            table.add_row(str(pair["pair"]), f"{pair['step'] + 1}/{pair['steps']}",
-                          pair.get("stage") or "", "waiting" if wake else pair.get("kind", ""),
-                          f"{pair['cases_passed']}/{pair['cases']}", str(pair["failures"]),
-                          when, pair.get("web_ui", ""))
+            table.add_row(
+                str(pair["pair"]),
+                f"{pair['step'] + 1}/{pair['steps']}",
+                pair.get("stage") or "",
+                "waiting" if wake else pair.get("kind", ""),
+                f"{pair['cases_passed']}/{pair['cases']}",
+                str(pair["failures"]),
+                when,
+                pair.get("web_ui", ""),
+            )
         console.print(table)
         return EXIT_OK
     table = Table(title="memlife: in flight", title_justify="left")
     for column in ("workflow", "type", "phase", "pairs", "verdict", "detail"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        pairs_text = (f"{row['pairs_done']}/{row['pairs']}" if "pairs" in row else
-                      f"{row.get('rounds', 0)} round(s)")
-        detail = row.get("detail") or (", ".join(f"{k}: {v}" for k, v in
-                                                 row.get("stores", {}).items()))
-        table.add_row(row["workflow_id"], row["type"], str(row.get("phase")), pairs_text,
-                      str(row.get("verdict", "")), detail)
+        pairs_text = (
+            f"{row['pairs_done']}/{row['pairs']}"
+            if "pairs" in row
+            else f"{row.get('rounds', 0)} round(s)"
+        )
+        detail = row.get("detail") or (
+            ", ".join(f"{k}: {v}" for k, v in row.get("stores", {}).items())
+        )
+        table.add_row(
+            row["workflow_id"],
+            row["type"],
+            str(row.get("phase")),
+            pairs_text,
+            str(row.get("verdict", "")),
+            detail,
+        )
     console.print(table)
     return EXIT_OK
 
@@ -200,6 +264,10 @@ def cmd_signal(args: argparse.Namespace) -> int:
         return workflow_id
 
     workflow_id = asyncio.run(send())
-    print({"skip_wait": f"{workflow_id}: current waits end now (scenario time moves on)",
-           "cancel": f"{workflow_id}: cancelling at the next step boundary"}[args.signal])
+    print(
+        {
+            "skip_wait": f"{workflow_id}: current waits end now (scenario time moves on)",
+            "cancel": f"{workflow_id}: cancelling at the next step boundary",
+        }[args.signal]
+    )
     return EXIT_OK

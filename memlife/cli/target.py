@@ -28,14 +28,21 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 def add_parsers(commands: Any) -> None:
     from memlife.bundled.reference.faults import FAULTS, RETRIEVAL_MODES
 
-    target = add_command(commands, "target", "target files and the bundled targets",
-                         "Serve one of the targets memlife bundles, or check that a target "
-                         "file describes its service correctly.")
-    target_commands = target.add_subparsers(dest="target_command", required=True,
-                                            metavar="SUBCOMMAND")
+    target = add_command(
+        commands,
+        "target",
+        "target files and the bundled targets",
+        "Serve one of the targets memlife bundles, or check that a target "
+        "file describes its service correctly.",
+    )
+    target_commands = target.add_subparsers(
+        dest="target_command", required=True, metavar="SUBCOMMAND"
+    )
     faults = "\n".join(f"  {name:<26} {text}" for name, text in FAULTS.items())
     serve = add_command(
-        target_commands, "serve", "serve a bundled target over HTTP",
+        target_commands,
+        "serve",
+        "serve a bundled target over HTTP",
         "Serve a bundled target on loopback until Ctrl-C.\n\nreference: a SQLite model of "
         "the reference runtime (thread checkpoints, vector memory, graph, jobs, summaries, cache, "
         "an asynchronous deletion worker and a nightly job), following the scenario clock "
@@ -51,48 +58,97 @@ def add_parsers(commands: Any) -> None:
         ".memlife/letta) on PostgreSQL with pgvector, its agents' model the scripted model; "
         "its target file is scenarios/targets/letta.yaml, written with this server's "
         "base_url to .memlife/letta/letta.yaml.\n\nFaults of "
-        f"the reference target (--fault, repeatable):\n{faults}")
-    serve.add_argument("kind", choices=["reference", "realstack", "mem0", "graphiti", "letta"],
-                       help="which target to serve")
+        f"the reference target (--fault, repeatable):\n{faults}",
+    )
+    serve.add_argument(
+        "kind",
+        choices=["reference", "realstack", "mem0", "graphiti", "letta"],
+        help="which target to serve",
+    )
     serve.add_argument("--port", type=int, default=8080, help="the port to listen on")
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="the address to listen on (loopback only, unless --container)")
-    serve.add_argument("--container", action="store_true",
-                       help="allow --host beyond loopback (a container's own network only)")
-    serve.add_argument("--db", default=str(STATE_DIR / "reference-target.db"),
-                       metavar="FILE", help="reference: its SQLite database")
-    serve.add_argument("--data-dir", default=str(STATE_DIR / "realstack"), metavar="DIR",
-                       help="realstack, mem0, graphiti: where its stores keep their files "
-                            "(mem0: default .memlife/mem0; graphiti: .memlife/graphiti)")
-    serve.add_argument("--fault", action="append", default=[], metavar="NAME",
-                       help="reference: a fault to inject (repeatable; listed above)")
-    serve.add_argument("--api-key-env", default=None, metavar="NAME",
-                       help="require 'Authorization: Bearer <value of NAME>' on every request")
-    serve.add_argument("--service-time", default=None, metavar="DURATION",
-                       help="reference: simulated thinking time per turn, e.g. 300ms")
-    serve.add_argument("--retrieval", choices=RETRIEVAL_MODES, default="combined",
-                       help="reference: which layers answer: the thread, vector memory or "
-                       "the graph alone, or all three in the answer precedence")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (loopback only, unless --container)",
+    )
+    serve.add_argument(
+        "--container",
+        action="store_true",
+        help="allow --host beyond loopback (a container's own network only)",
+    )
+    serve.add_argument(
+        "--db",
+        default=str(STATE_DIR / "reference-target.db"),
+        metavar="FILE",
+        help="reference: its SQLite database",
+    )
+    serve.add_argument(
+        "--data-dir",
+        default=str(STATE_DIR / "realstack"),
+        metavar="DIR",
+        help="realstack, mem0, graphiti: where its stores keep their files "
+        "(mem0: default .memlife/mem0; graphiti: .memlife/graphiti)",
+    )
+    serve.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="reference: a fault to inject (repeatable; listed above)",
+    )
+    serve.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="NAME",
+        help="require 'Authorization: Bearer <value of NAME>' on every request",
+    )
+    serve.add_argument(
+        "--service-time",
+        default=None,
+        metavar="DURATION",
+        help="reference: simulated thinking time per turn, e.g. 300ms",
+    )
+    serve.add_argument(
+        "--retrieval",
+        choices=RETRIEVAL_MODES,
+        default="combined",
+        help="reference: which layers answer: the thread, vector memory or "
+        "the graph alone, or all three in the answer precedence",
+    )
     # Long enough that a deletion or forget right after a write meets the statement still
     # queued, however slowly requests follow each other (memlife/bundled/reference/ingestion.py).
-    serve.add_argument("--ingest-delay", default="1m", metavar="DURATION",
-                       help="reference: how much later on the run's clock a statement lands "
-                       "in memory, unless a read of its run comes first (asynchronous "
-                       "ingestion; 0 writes at once)")
-    serve.add_argument("--refuse", action="store_true",
-                       help="reference: refuse as real services do: 403 to a non-member of a "
-                       "space, 410 once the space is deleted (the target file lists them as "
-                       "`refused`), instead of answering that there is no access")
-    serve.add_argument("--no-access-log", dest="access_log", action="store_false",
-                       help="reference: do not print a line per request (method, path, "
-                       "status, time and the trace id it carried)")
+    serve.add_argument(
+        "--ingest-delay",
+        default="1m",
+        metavar="DURATION",
+        help="reference: how much later on the run's clock a statement lands "
+        "in memory, unless a read of its run comes first (asynchronous "
+        "ingestion; 0 writes at once)",
+    )
+    serve.add_argument(
+        "--refuse",
+        action="store_true",
+        help="reference: refuse as real services do: 403 to a non-member of a "
+        "space, 410 once the space is deleted (the target file lists them as "
+        "`refused`), instead of answering that there is no access",
+    )
+    serve.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="reference: do not print a line per request (method, path, "
+        "status, time and the trace id it carried)",
+    )
     serve.set_defaults(handler=cmd_target_serve, temporal=False)
     check = add_command(
-        target_commands, "check", "exercise every operation and probe of a target file once",
+        target_commands,
+        "check",
+        "exercise every operation and probe of a target file once",
         "Exercise every operation and probe of a target file once against its service, with "
         "a throwaway tenant: registration, a statement and a question, deletion and its "
         "status, each store's reads. Prints what each request did; exits 2 when an "
-        "operation or probe does not work as the file describes it.")
+        "operation or probe does not work as the file describes it.",
+    )
     check.add_argument("file", metavar="FILE", help="the target file")
     check.set_defaults(handler=cmd_target_check, temporal=False)
 
@@ -115,9 +171,15 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     problems = unknown_faults(args.fault)
     ingest_delay = None
     if args.host not in LOOPBACK_HOSTS and not args.container:
-        problems.append(Problem("command line", "--host", "the reference target binds "
-                                "loopback only (127.0.0.1 or ::1); inside a container, add "
-                                "--container to listen on its network"))
+        problems.append(
+            Problem(
+                "command line",
+                "--host",
+                "the reference target binds "
+                "loopback only (127.0.0.1 or ::1); inside a container, add "
+                "--container to listen on its network",
+            )
+        )
     service_time = 0.0
     if args.service_time:
         try:
@@ -132,19 +194,32 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
         if not api_key:
-            problems.append(Problem("command line", "--api-key-env", f"environment variable "
-                                    f"{args.api_key_env} is not set"))
+            problems.append(
+                Problem(
+                    "command line",
+                    "--api-key-env",
+                    f"environment variable {args.api_key_env} is not set",
+                )
+            )
     if problems:
         return problems_exit(problems)
-    runtime = ReferenceRuntime(args.db, args.fault, args.retrieval,
-                               ingest_delay or timedelta(0), refuse=args.refuse)
+    runtime = ReferenceRuntime(
+        args.db, args.fault, args.retrieval, ingest_delay or timedelta(0), refuse=args.refuse
+    )
     faults = ", ".join(args.fault) or "none"
-    print(f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults},"
-          f" retrieval: {args.retrieval},{' refusing,' if args.refuse else ''} ingestion: "
-          f"{'+' + args.ingest_delay if ingest_delay else 'synchronous'})", flush=True)
+    print(
+        f"reference target on http://{args.host}:{args.port} (db {args.db}, faults: {faults},"
+        f" retrieval: {args.retrieval},{' refusing,' if args.refuse else ''} ingestion: "
+        f"{'+' + args.ingest_delay if ingest_delay else 'synchronous'})",
+        flush=True,
+    )
     try:
-        uvicorn.run(create_app(runtime, service_time, api_key, access_log=args.access_log),
-                    host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(
+            create_app(runtime, service_time, api_key, access_log=args.access_log),
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+        )
     finally:
         runtime.close()
     return EXIT_OK
@@ -178,15 +253,22 @@ def _serve_realstack(args: argparse.Namespace) -> int:
             environment = probe_environment(data_dir, falkordb_url)
             exports = _exports(environment)
             (data_dir / "realstack.env").write_text(exports, encoding="utf-8")
-            print("loading Mem0 (local Qdrant, all-MiniLM-L6-v2), LangGraph and FalkorDB ...",
-                  flush=True)
+            print(
+                "loading Mem0 (local Qdrant, all-MiniLM-L6-v2), LangGraph and FalkorDB ...",
+                flush=True,
+            )
             runtime = RealstackRuntime(data_dir, falkordb_url)
-            print(f"realstack target on http://{args.host}:{args.port} (data {data_dir}).\n"
-                  "Its stores, for scenarios/targets/realstack.yaml (also in "
-                  f"{data_dir / 'realstack.env'}):\n{exports}", end="", flush=True)
+            print(
+                f"realstack target on http://{args.host}:{args.port} (data {data_dir}).\n"
+                "Its stores, for scenarios/targets/realstack.yaml (also in "
+                f"{data_dir / 'realstack.env'}):\n{exports}",
+                end="",
+                flush=True,
+            )
             try:
-                uvicorn.run(create_app(runtime), host=args.host, port=args.port,
-                            log_level="warning")
+                uvicorn.run(
+                    create_app(runtime), host=args.host, port=args.port, log_level="warning"
+                )
             finally:
                 runtime.close()
     except RealstackUnavailable as error:
@@ -201,15 +283,30 @@ def _loopback_port_problem(args: argparse.Namespace, kind: str) -> int | None:
     import socket
 
     if args.host not in LOOPBACK_HOSTS:
-        return problems_exit([Problem("command line", "--host", f"the {kind} target binds "
-                                      "loopback only (127.0.0.1 or ::1)")])
+        return problems_exit(
+            [
+                Problem(
+                    "command line",
+                    "--host",
+                    f"the {kind} target binds loopback only (127.0.0.1 or ::1)",
+                )
+            ]
+        )
     with socket.socket() as probe:
         try:
             probe.bind((args.host, args.port))
         except OSError as error:
-            return problems_exit([Problem("command line", "--port", f"cannot listen on "
-                                          f"{args.host}:{args.port} ({error.strerror}); "
-                                          "choose a free port")])
+            return problems_exit(
+                [
+                    Problem(
+                        "command line",
+                        "--port",
+                        f"cannot listen on "
+                        f"{args.host}:{args.port} ({error.strerror}); "
+                        "choose a free port",
+                    )
+                ]
+            )
     return None
 
 
@@ -233,15 +330,22 @@ def _serve_mem0(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args, "mem0")
     environment = probe_environment(data_dir)
     exports = _exports(environment)
-    print("loading Mem0 (local Qdrant) and the scripted model (all-MiniLM-L6-v2) ...",
-          flush=True)
+    print("loading Mem0 (local Qdrant) and the scripted model (all-MiniLM-L6-v2) ...", flush=True)
     with mem0_stack(data_dir) as stack:
         (data_dir / "mem0.env").write_text(exports, encoding="utf-8")
-        print(f"mem0 target on http://{args.host}:{args.port} (data {data_dir}; scripted "
-              f"model {stack.model.base_url}).\nIts stores, for scenarios/targets/mem0.yaml "
-              f"(also in {data_dir / 'mem0.env'}):\n{exports}", end="", flush=True)
-        uvicorn.run(create_app(stack.runtime, "memlife mem0 target"), host=args.host,
-                    port=args.port, log_level="warning")
+        print(
+            f"mem0 target on http://{args.host}:{args.port} (data {data_dir}; scripted "
+            f"model {stack.model.base_url}).\nIts stores, for scenarios/targets/mem0.yaml "
+            f"(also in {data_dir / 'mem0.env'}):\n{exports}",
+            end="",
+            flush=True,
+        )
+        uvicorn.run(
+            create_app(stack.runtime, "memlife mem0 target"),
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+        )
         calls = stack.model.calls()
     _print_model_calls(calls)
     return EXIT_OK
@@ -265,18 +369,22 @@ def _serve_graphiti(args: argparse.Namespace) -> int:
     from memlife.bundled.graphiti.serve import graphiti_stack
 
     data_dir = _data_dir(args, "graphiti")
-    print("loading FalkorDB, Graphiti and the scripted model (all-MiniLM-L6-v2) ...",
-          flush=True)
+    print("loading FalkorDB, Graphiti and the scripted model (all-MiniLM-L6-v2) ...", flush=True)
     try:
         with graphiti_stack(data_dir) as stack:
             exports = _exports(stack.environment)
             (data_dir / "graphiti.env").write_text(exports, encoding="utf-8")
-            print(f"graphiti target on http://{args.host}:{args.port} (data {data_dir}; "
-                  f"scripted model {stack.model.base_url}).\nIts stores, for "
-                  f"scenarios/targets/graphiti.yaml (also in {data_dir / 'graphiti.env'}):\n"
-                  f"{exports}", end="", flush=True)
-            uvicorn.run(create_app(stack.runtime), host=args.host, port=args.port,
-                        log_level="warning")
+            print(
+                f"graphiti target on http://{args.host}:{args.port} (data {data_dir}; "
+                f"scripted model {stack.model.base_url}).\nIts stores, for "
+                f"scenarios/targets/graphiti.yaml (also in {data_dir / 'graphiti.env'}):\n"
+                f"{exports}",
+                end="",
+                flush=True,
+            )
+            uvicorn.run(
+                create_app(stack.runtime), host=args.host, port=args.port, log_level="warning"
+            )
             calls = stack.model.calls()
     except GraphitiUnavailable as error:
         print(f"graphiti target: {error}", flush=True)
@@ -301,8 +409,15 @@ def _serve_letta(args: argparse.Namespace) -> int:
     if args.api_key_env:
         password = os.environ.get(args.api_key_env)
         if not password:
-            return problems_exit([Problem("command line", "--api-key-env", "environment "
-                                          f"variable {args.api_key_env} is not set")])
+            return problems_exit(
+                [
+                    Problem(
+                        "command line",
+                        "--api-key-env",
+                        f"environment variable {args.api_key_env} is not set",
+                    )
+                ]
+            )
     try:
         require_extra()
     except LettaUnavailable as error:
@@ -313,27 +428,36 @@ def _serve_letta(args: argparse.Namespace) -> int:
     try:
         with letta_stack(data_dir, args.port, password) as stack:
             server = stack.server
-            exports = (f"export LETTA_API_KEY={server.password}\n"
-                       f"export LETTA_DATABASE_URL={server.database_url}\n")
+            exports = (
+                f"export LETTA_API_KEY={server.password}\n"
+                f"export LETTA_DATABASE_URL={server.database_url}\n"
+            )
             (data_dir / "letta.env").write_text(exports, encoding="utf-8")
             shipped = Path(__file__).resolve().parents[2] / "scenarios/targets/letta.yaml"
             target_file = data_dir / "letta.yaml"
             if shipped.exists():  # a checkout; an installed wheel has no scenarios/
                 target_file.write_text(
                     _with_base_url(shipped.read_text(encoding="utf-8"), server.base_url),
-                    encoding="utf-8")
-            print(f"letta target on {server.base_url} (Letta server PID {server.pid}, data "
-                  f"{data_dir}; scripted model {stack.model_base_url}).\nIts target file: "
-                  f"{target_file}; its key and database (also in {data_dir / 'letta.env'}):\n"
-                  f"{exports}", end="", flush=True)
+                    encoding="utf-8",
+                )
+            print(
+                f"letta target on {server.base_url} (Letta server PID {server.pid}, data "
+                f"{data_dir}; scripted model {stack.model_base_url}).\nIts target file: "
+                f"{target_file}; its key and database (also in {data_dir / 'letta.env'}):\n"
+                f"{exports}",
+                end="",
+                flush=True,
+            )
             # SIGTERM too (a service manager, a test, `kill PID`): leave through the context
             # managers, which stop the Letta server and PostgreSQL by their PIDs.
             signal.signal(signal.SIGTERM, _interrupt)
             try:
                 while server.running():
                     time.sleep(1)
-                print("letta target: the Letta server exited; its log is "
-                      f"{data_dir / 'letta.log'}", flush=True)
+                print(
+                    f"letta target: the Letta server exited; its log is {data_dir / 'letta.log'}",
+                    flush=True,
+                )
             except KeyboardInterrupt:
                 pass
             calls = stack.model_calls()
@@ -352,16 +476,19 @@ def _exports(environment: dict[str, str]) -> str:
 def _data_dir(args: argparse.Namespace, kind: str) -> Path:
     """--data-dir, or the kind's own directory under .memlife/ when it was not given (its
     default names the realstack's)."""
-    return Path(args.data_dir if args.data_dir != str(STATE_DIR / "realstack")
-                else STATE_DIR / kind)
+    return Path(
+        args.data_dir if args.data_dir != str(STATE_DIR / "realstack") else STATE_DIR / kind
+    )
 
 
 def _print_model_calls(calls: list[Any]) -> None:
     from memlife.bundled.model.serve import summary
 
     kinds = ", ".join(f"{kind} {count}" for kind, count, _ in summary(calls))
-    print(f"the scripted model answered {len(calls)} call(s){': ' + kinds if kinds else ''}",
-          flush=True)
+    print(
+        f"the scripted model answered {len(calls)} call(s){': ' + kinds if kinds else ''}",
+        flush=True,
+    )
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -387,24 +514,38 @@ def cmd_target_check(args: argparse.Namespace) -> int:
     ensure_runtime_extras([target])
     missing = [name for name in target.secret_names() if name not in os.environ]
     if missing:
-        return problems_exit([Problem(args.file, "headers", f"environment variable(s) "
-                                      f"{', '.join(missing)} not set; export them before "
-                                      "checking")])
+        return problems_exit(
+            [
+                Problem(
+                    args.file,
+                    "headers",
+                    f"environment variable(s) "
+                    f"{', '.join(missing)} not set; export them before "
+                    "checking",
+                )
+            ]
+        )
     check_target_reachable(args.file, target.base_url)
     check = asyncio.run(check_target(target))
     console = output_console()
-    table = Table(title=f"{args.file}: {target.name} at {target.base_url}",
-                  title_justify="left")
+    table = Table(title=f"{args.file}: {target.name} at {target.base_url}", title_justify="left")
     for column in ("operation", "request", "", "result"):
         table.add_column(column, overflow="fold")
     for result in check.results:
-        mark = ("[green]ok[/green]" if result.ok else
-                "[yellow]note[/yellow]" if result.optional else "[red]FAIL[/red]")
+        mark = (
+            "[green]ok[/green]"
+            if result.ok
+            else "[yellow]note[/yellow]"
+            if result.optional
+            else "[red]FAIL[/red]"
+        )
         table.add_row(result.operation, result.request, mark, result.detail)
     console.print(table)
     if check.misconfigured:
-        console.print(f"[red]{len(check.misconfigured)} operation(s) or probe(s) do not work "
-                      "as the file describes them[/red]: fix the fields named above")
+        console.print(
+            f"[red]{len(check.misconfigured)} operation(s) or probe(s) do not work "
+            "as the file describes them[/red]: fix the fields named above"
+        )
         return EXIT_USAGE
     console.print("ok: every operation and probe works as the file describes it")
     return EXIT_OK

@@ -73,8 +73,7 @@ class Activity(Generic[In, Out]):
     def arguments(self, arg: In) -> list[Any]:
         """The argument list Temporal sends: a tuple spread, anything else alone."""
         declared = self.input_type
-        options = get_args(declared) if get_origin(declared) in (Union, UnionType) else (
-            declared,)
+        options = get_args(declared) if get_origin(declared) in (Union, UnionType) else (declared,)
         if all(get_origin(option) is tuple for option in options):
             return list(arg)  # type: ignore[call-overload]
         return [arg]
@@ -97,22 +96,27 @@ PREPARE_RUN = Activity[RunInput, PreparedRun]("memlife.prepare_run")
 RECORD_RUN_STARTED = Activity[RunInput, None]("memlife.record_run_started")
 # (run id, scenario, seed[, target]): the target when cohorts read it from the recorder.
 MATERIALIZE_PAIRS = Activity[
-    tuple[str, Scenario, str] | tuple[str, Scenario, str, Target | None], int,
+    tuple[str, Scenario, str] | tuple[str, Scenario, str, Target | None],
+    int,
 ]("memlife.materialize_pairs")
 LOAD_PAIRS = Activity[tuple[str, int, int], list[Pair]]("memlife.load_pairs")  # run, first, count
 LOAD_COHORT = Activity[tuple[str, int, int], CohortSetup]("memlife.load_cohort")
 RECORD_TENANTS = Activity[tuple[str, int, list[TenantIdentity]], None](
-    "memlife.record_tenants")  # run, pair, its tenants
+    "memlife.record_tenants"
+)  # run, pair, its tenants
 RECORD_TENANT_SETS = Activity[tuple[str, list[int], list[list[TenantIdentity]]], None](
-    "memlife.record_tenant_sets")
+    "memlife.record_tenant_sets"
+)
 RECORD_STEP = Activity[StepRecord, StepOutcome]("memlife.record_step")
 RECORD_STEPS = Activity[list[StepRecord], list[StepOutcome]]("memlife.record_steps")
 # (run id, failed pairs[, cancelled pairs]): runs before cancelled pairs sent two.
 FINISH_RUN = Activity[
-    tuple[str, list[int]] | tuple[str, list[int], list[int] | None], RunSummary,
+    tuple[str, list[int]] | tuple[str, list[int], list[int] | None],
+    RunSummary,
 ]("memlife.finish_run")
 PREPARE_SCHEDULED_RUN = Activity[tuple[RunInput, str], RunInput](
-    "memlife.prepare_scheduled_run")  # the schedule's run, the new run id
+    "memlife.prepare_scheduled_run"
+)  # the schedule's run, the new run id
 RECORD_RECEIPT = Activity[ErasureReceipt, None]("memlife.record_receipt")
 
 # Review.
@@ -121,9 +125,28 @@ QUEUE_PARAPHRASES = Activity[tuple[str, str], int]("memlife.queue_paraphrases")
 RECORD_ADJUDICATIONS = Activity[list[Adjudication], None]("memlife.record_adjudications")
 
 ACTIVITIES = (
-    REGISTER_TENANT, CONVERSE, DELETE_TENANT, DELETION_STATUS, FORGET_FACT, MAINTAIN_TARGET,
-    SPACE_OPERATION, INSPECT_STORES, TARGET_BATCH, PREPARE_RUN, RECORD_RUN_STARTED,
-    MATERIALIZE_PAIRS, LOAD_PAIRS, LOAD_COHORT, RECORD_TENANTS, RECORD_TENANT_SETS,
-    RECORD_STEP, RECORD_STEPS, FINISH_RUN, PREPARE_SCHEDULED_RUN, RECORD_RECEIPT,
-    QUEUE_FOR_REVIEW, QUEUE_PARAPHRASES, RECORD_ADJUDICATIONS,
+    REGISTER_TENANT,
+    CONVERSE,
+    DELETE_TENANT,
+    DELETION_STATUS,
+    FORGET_FACT,
+    MAINTAIN_TARGET,
+    SPACE_OPERATION,
+    INSPECT_STORES,
+    TARGET_BATCH,
+    PREPARE_RUN,
+    RECORD_RUN_STARTED,
+    MATERIALIZE_PAIRS,
+    LOAD_PAIRS,
+    LOAD_COHORT,
+    RECORD_TENANTS,
+    RECORD_TENANT_SETS,
+    RECORD_STEP,
+    RECORD_STEPS,
+    FINISH_RUN,
+    PREPARE_SCHEDULED_RUN,
+    RECORD_RECEIPT,
+    QUEUE_FOR_REVIEW,
+    QUEUE_PARAPHRASES,
+    RECORD_ADJUDICATIONS,
 )

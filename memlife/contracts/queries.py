@@ -13,6 +13,7 @@ from memlife.rules.models import Frozen
 # Read by `memlife status`, the run's live progress line (memlife/stack/progress.py) and
 # the tests; a client that asks without a result type gets the same fields as a dict.
 
+
 class PairProgress(Frozen):
     """Where one pair's lifecycle is (the pair's or its cohort's `progress` query)."""
 

@@ -22,12 +22,14 @@ from memlife.rules.verdicts import (
 
 # -- activity requests and results ------------------------------------------------------
 
+
 class RegisterRequest(Frozen):
     target: Target
     phone: str
     tenant_alias: str
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
+
 
 class RegisterResult(Frozen):
     user_id: str
@@ -38,6 +40,7 @@ class RegisterResult(Frozen):
     # another run against the target, or answered "already exists"); None: as asked.
     phone: str | None = None
     traceparent: str | None = None  # of the last registration request (rules/tracing.py)
+
 
 class ConverseRequest(Frozen):
     """Messages of one tenant in one step, sent in order within one activity."""
@@ -54,6 +57,7 @@ class ConverseRequest(Frozen):
     space_id: str | None = None
     space_name: str = ""
 
+
 class DeleteRequest(Frozen):
     target: Target
     phone: str
@@ -61,6 +65,7 @@ class DeleteRequest(Frozen):
     deletion_id: str | None = None
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
+
 
 class ForgetRequest(Frozen):
     target: Target
@@ -73,6 +78,7 @@ class ForgetRequest(Frozen):
     # Every value the fact had, current and superseded ({values} in the target file).
     values: list[str] = Field(default_factory=list)
 
+
 class MaintainRequest(Frozen):
     """One of the target's `maintain` operations, by name, for one tenant (whose phone and
     user id fill the operation's placeholders, when it has any)."""
@@ -83,6 +89,7 @@ class MaintainRequest(Frozen):
     user_id: str
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
+
 
 class SpaceRequest(Frozen):
     """Create, join, leave or delete a shared space, as one tenant."""
@@ -95,6 +102,7 @@ class SpaceRequest(Frozen):
     space_id: str = ""
     scenario_now: str
     run_id: str = ""  # sent as X-Memlife-Run (targets/http.py)
+
 
 class InspectRequest(Frozen):
     target: Target
@@ -117,9 +125,11 @@ class InspectRequest(Frozen):
     # the bulk of an inspection, and results are workflow history. None: return them whole.
     stage_key: str | None = None
 
+
 # The kinds of target call a batch carries (activities/batch.py).
-BatchKind = Literal["register", "converse", "delete", "deletion-status", "forget", "inspect",
-                  "maintain", "space"]
+BatchKind = Literal[
+    "register", "converse", "delete", "deletion-status", "forget", "inspect", "maintain", "space"
+]
 
 
 class TargetBatch(Frozen):
@@ -130,12 +140,14 @@ class TargetBatch(Frozen):
     target: Target
     items: list[dict[str, Any]]
 
+
 class BatchOutcome(Frozen):
     """One item's result (`value`, its result model as JSON) or its error ("Type: message")."""
 
     ok: bool = True
     value: Any = None
     error: str | None = None
+
 
 class StepRecord(Frozen):
     run_id: str
@@ -166,11 +178,15 @@ class StepRecord(Frozen):
 
     @model_validator(mode="after")
     def _positions_fit(self) -> StepRecord:
-        if self.case_forbidden and (len(self.case_forbidden) != len(self.cases) or any(
-                not 0 <= i < len(self.forbidden_lists) for i in self.case_forbidden)):
-            raise ValueError(f"{len(self.case_forbidden)} forbidden list position(s) for "
-                             f"{len(self.cases)} case(s) and {len(self.forbidden_lists)} "
-                             "list(s)")
+        if self.case_forbidden and (
+            len(self.case_forbidden) != len(self.cases)
+            or any(not 0 <= i < len(self.forbidden_lists) for i in self.case_forbidden)
+        ):
+            raise ValueError(
+                f"{len(self.case_forbidden)} forbidden list position(s) for "
+                f"{len(self.cases)} case(s) and {len(self.forbidden_lists)} "
+                "list(s)"
+            )
         return self
 
     def with_forbidden_once(self) -> StepRecord:
@@ -184,22 +200,34 @@ class StepRecord(Frozen):
                 lists[key] = len(shared)
                 shared.append(list(case.forbidden))
             positions.append(lists[key])
-        return self.model_copy(update={
-            "cases": [case.model_copy(update={"forbidden": []}) for case in self.cases],
-            "forbidden_lists": shared, "case_forbidden": positions})
+        return self.model_copy(
+            update={
+                "cases": [case.model_copy(update={"forbidden": []}) for case in self.cases],
+                "forbidden_lists": shared,
+                "case_forbidden": positions,
+            }
+        )
 
     def with_forbidden_per_case(self) -> StepRecord:
         """The same record with every case's forbidden values in the case again."""
         if not self.case_forbidden:
             return self
-        return self.model_copy(update={
-            "cases": [case.model_copy(update={"forbidden": self.forbidden_lists[i]})
-                      for case, i in zip(self.cases, self.case_forbidden, strict=True)],
-            "forbidden_lists": [], "case_forbidden": []})
+        return self.model_copy(
+            update={
+                "cases": [
+                    case.model_copy(update={"forbidden": self.forbidden_lists[i]})
+                    for case, i in zip(self.cases, self.case_forbidden, strict=True)
+                ],
+                "forbidden_lists": [],
+                "case_forbidden": [],
+            }
+        )
+
 
 class StepOutcome(Frozen):
     verdicts: list[CaseVerdict] = Field(default_factory=list)
     inspections: list[InspectSummary] = Field(default_factory=list)
+
 
 class PairResult(Frozen):
     pair_index: int
@@ -208,6 +236,7 @@ class PairResult(Frozen):
     inconclusive: int
     failures: int
     cancelled: bool = False
+
 
 class RunSummary(Frozen):
     run_id: str

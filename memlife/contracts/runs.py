@@ -16,6 +16,7 @@ from memlife.rules.target import Target
 
 # -- runs, pairs and cohorts ------------------------------------------------------------
 
+
 class RunMeta(Frozen):
     """What pins a run (docs/artifact.md): versions, files, target, clock."""
 
@@ -46,6 +47,7 @@ class RunMeta(Frozen):
     def shared_target(self) -> str | None:
         return shared_target(self.target_identity, self.target_base_url)
 
+
 # What `memlife run` without --target says of the reference target it starts, with a
 # database of the run's own (cli/runner.py).
 FRESH_TARGET_KIND = "bundled reference target"
@@ -56,6 +58,7 @@ def shared_target(identity: dict[str, str], base_url: str) -> str | None:
     that outlives the run); None for a bundled target started for this run alone. Runs
     against a shared target claim their phones and values (recorder/claims.py)."""
     return None if identity.get("kind") == FRESH_TARGET_KIND else base_url
+
 
 class SuiteProgress(Frozen):
     """A cohort run's suite, carried from one of its Temporal runs to the next when it
@@ -76,6 +79,7 @@ class SuiteProgress(Frozen):
     cancelled_pairs: list[int] = []
     cancel_reason: str | None = None
     continued: int = 1  # how many times the suite has continued as new
+
 
 class RunInput(Frozen):
     # Empty for a scheduled run: the workflow assigns a fresh id, seed and tenants at start.
@@ -112,6 +116,7 @@ class RunInput(Frozen):
     # (`memlife run --target-worker`, docs/scale.md); None: the run's own queue.
     target_task_queue: str | None = None
 
+
 class PreparedRun(Frozen):
     """What a run's preparation (activities/record.py: prepare_run) answers: the run with
     its seed, and, unless cohorts read them from the recorder, its pairs drawn."""
@@ -137,12 +142,14 @@ class CohortInput(Frozen):
     review_queue: str | None = None
     target_task_queue: str | None = None  # RunInput.target_task_queue
 
+
 class CohortSetup(Frozen):
     """What a cohort reads from the recorder: its run's scenario and target, its pairs."""
 
     scenario: Scenario
     target: Target
     pairs: list[Pair]
+
 
 class PairInput(Frozen):
     run_id: str
@@ -159,8 +166,10 @@ class PairInput(Frozen):
 
 # -- workflow ids ----------------------------------------------------------------------
 
+
 def suite_workflow_id(scenario: str, run_id: str) -> str:
     return f"memlife/{scenario}/{run_id}"
+
 
 def pair_workflow_id(scenario: str, run_id: str, pair_index: int) -> str:
     return f"memlife/{scenario}/{run_id}/pair-{pair_index}"
@@ -170,8 +179,7 @@ def cohort_workflow_id(scenario: str, run_id: str, first_pair: int) -> str:
     return f"memlife/{scenario}/{run_id}/cohort-{first_pair}"
 
 
-def pair_home_workflow_id(scenario: str, run_id: str, pair_index: int,
-                          cohort_size: int) -> str:
+def pair_home_workflow_id(scenario: str, run_id: str, pair_index: int, cohort_size: int) -> str:
     """The workflow a pair's lifecycle runs in: its own, or its cohort's."""
     if cohort_size:
         first = pair_index - pair_index % cohort_size
@@ -186,8 +194,10 @@ DEV_WEB_UI = "http://127.0.0.1:8233"
 
 def web_ui_link(web_ui: str, namespace: str, workflow_id: str) -> str:
     """A workflow's page in the Temporal Web UI."""
-    return (f"{web_ui.rstrip('/')}/namespaces/{quote(namespace, safe='')}/workflows/"
-            f"{quote(workflow_id, safe='')}")
+    return (
+        f"{web_ui.rstrip('/')}/namespaces/{quote(namespace, safe='')}/workflows/"
+        f"{quote(workflow_id, safe='')}"
+    )
 
 
 def review_workflow_id(queue: str) -> str:

@@ -306,8 +306,9 @@ class ExperimentDocument(_Part):
     runs: list[Artifact]
 
 
-def as_written(model: type[BaseModel], entries: Iterable[dict[str, Any]]
-               ) -> Iterator[dict[str, Any]]:
+def as_written(
+    model: type[BaseModel], entries: Iterable[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
     """Each entry as its model writes it, defaults included: what a list of the whole
     artifact (or report) holds, for entries read one at a time."""
     for entry in entries:
@@ -323,15 +324,18 @@ class JsonText:
     chunks: Iterable[str]
 
 
-def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]],
-                tail: Callable[[], dict[str, Any]] | None = None) -> Iterator[str]:
+def json_chunks(
+    head: dict[str, Any],
+    lists: Iterable[tuple[str, Iterable[Any]]],
+    tail: Callable[[], dict[str, Any]] | None = None,
+) -> Iterator[str]:
     """`json.dumps({**head, **lists, **tail()}, indent=2, ensure_ascii=False)`, byte for
     byte, each list written an entry at a time as it is read (a JsonText entry a piece at
     a time), and `tail` asked for its fields once every list is written (a signature
     block: reports/signing.py)."""
+
     def dumped(value: Any, depth: int) -> str:
-        return json.dumps(value, indent=2, ensure_ascii=False).replace(
-            "\n", "\n" + "  " * depth)
+        return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
 
     def fields(values: dict[str, Any]) -> Iterator[str]:
         nonlocal first
@@ -361,19 +365,22 @@ def json_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]]
 
 def schema() -> dict[str, Any]:
     """The JSON Schema of an artifact file (either kind: a run or an experiment)."""
-    document = {"title": "memlife result artifact",
-                "description": "What `memlife run --out` writes: one run's Artifact, or an "
-                "ExperimentDocument when several configurations or repetitions ran.",
-                "anyOf": [{"$ref": "#/$defs/Artifact"},
-                          {"$ref": "#/$defs/ExperimentDocument"}]}
+    document = {
+        "title": "memlife result artifact",
+        "description": "What `memlife run --out` writes: one run's Artifact, or an "
+        "ExperimentDocument when several configurations or repetitions ran.",
+        "anyOf": [{"$ref": "#/$defs/Artifact"}, {"$ref": "#/$defs/ExperimentDocument"}],
+    }
     experiment = ExperimentDocument.model_json_schema(ref_template="#/$defs/{model}")
     definitions = experiment.pop("$defs")
     definitions["ExperimentDocument"] = experiment
     # `memlife run --out --sign` adds its signature block as the artifact's last field; its
     # fields are docs/signing.md's, checked by `memlife verify`, not by this schema.
     definitions["Artifact"]["properties"]["signature"] = {
-        "type": "object", "title": "Signature",
-        "description": "The signature block `--sign` adds (docs/signing.md)."}
+        "type": "object",
+        "title": "Signature",
+        "description": "The signature block `--sign` adds (docs/signing.md).",
+    }
     document["$defs"] = dict(sorted(definitions.items()))
     document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return document

@@ -34,9 +34,15 @@ class ArtifactBuilder:
     sorted from the recorder sets `latency_summary` and `stage_summary`
     (recorder/queries.py)."""
 
-    def __init__(self, run: Any, step_labels: dict[tuple[int, int], str], *,
-                 keep_entries: bool = True, keep_findings: bool = True,
-                 keep_samples: bool = True) -> None:
+    def __init__(
+        self,
+        run: Any,
+        step_labels: dict[tuple[int, int], str],
+        *,
+        keep_entries: bool = True,
+        keep_findings: bool = True,
+        keep_samples: bool = True,
+    ) -> None:
         self.run = run
         self.meta = json.loads(run.meta_json)
         self.budget_ms = float(self.meta.get("latency_budget_ms", 700.0))
@@ -69,8 +75,11 @@ class ArtifactBuilder:
         self.cost_by_pair: dict[int, float] = {}
 
     def add_verdict(self, verdict: Any) -> None:
-        stage = verdict.stage or self.step_labels.get(
-            (verdict.pair_index, verdict.step_index)) or f"step-{verdict.step_index}"
+        stage = (
+            verdict.stage
+            or self.step_labels.get((verdict.pair_index, verdict.step_index))
+            or f"step-{verdict.step_index}"
+        )
         if stage not in self.stages:
             self.stages.append(stage)
         self.cases += 1
@@ -84,17 +93,21 @@ class ArtifactBuilder:
             self.case_entries.append(case_entry(verdict, stage, checks))
         if self.keep_entries:
             outcome_counts = self.step_outcomes.setdefault(
-                (verdict.pair_index, verdict.step_index),
-                {"pass": 0, "fail": 0, "inconclusive": 0})
+                (verdict.pair_index, verdict.step_index), {"pass": 0, "fail": 0, "inconclusive": 0}
+            )
             outcome_counts[verdict.outcome] = outcome_counts.get(verdict.outcome, 0) + 1
-            pair_tallies = self.per_pair.setdefault(verdict.pair_index, Tallies(
-                {name: InvariantTally() for name in INVARIANTS}))
+            pair_tallies = self.per_pair.setdefault(
+                verdict.pair_index, Tallies({name: InvariantTally() for name in INVARIANTS})
+            )
         for check in checks:
             self.tallies.add(check["invariant"], check["outcome"])
             if pair_tallies is not None:
                 pair_tallies.add(check["invariant"], check["outcome"])
-            cell = self.matrix.setdefault(check["invariant"], {}).setdefault(
-                check.get("store", "response"), {}).setdefault(stage, _tally())
+            cell = (
+                self.matrix.setdefault(check["invariant"], {})
+                .setdefault(check.get("store", "response"), {})
+                .setdefault(stage, _tally())
+            )
             cell["checked"] += 1
             if check["outcome"] in ("fail", "inconclusive"):
                 cell["failed" if check["outcome"] == "fail" else "inconclusive"] += 1
@@ -124,12 +137,17 @@ class ArtifactBuilder:
                 entry["span_id"] = finding.get("span_id")
             (self.failures if finding["outcome"] == "fail" else self.inconclusive).append(entry)
         if verdict.store == "deletion-status":
-            self.deletions.append({
-                "pair": verdict.pair_index, "tenant": verdict.tenant_alias, "stage": stage,
-                "outcome": verdict.outcome,
-                "time_to_forget_s": None if verdict.latency_ms is None else round(
-                    verdict.latency_ms / 1000, 3),
-            })
+            self.deletions.append(
+                {
+                    "pair": verdict.pair_index,
+                    "tenant": verdict.tenant_alias,
+                    "stage": stage,
+                    "outcome": verdict.outcome,
+                    "time_to_forget_s": None
+                    if verdict.latency_ms is None
+                    else round(verdict.latency_ms / 1000, 3),
+                }
+            )
 
     def add_probe(self, latency_ms: float, metrics: dict[str, float]) -> None:
         """A probe the target answered (status ok, with its latency)."""
@@ -193,7 +211,8 @@ class ArtifactBuilder:
             "latency_within_target": within_target,
             "by_invariant": {
                 name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
-                for name, t in self.tallies.by_invariant.items()},
+                for name, t in self.tallies.by_invariant.items()
+            },
         }
 
     def digest(self, pairs: int) -> Artifact:
@@ -232,17 +251,15 @@ def build_artifact(rows: dict[str, list[Any]]) -> Artifact:
 def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
     run = rows["run"][0]
     aliases = {(t.pair_index, t.role): t.alias for t in rows["tenants"]}
-    builder = ArtifactBuilder(run, {(s.pair_index, s.step_index): s.label
-                                    for s in rows["steps"]})
-    for verdict in sorted(rows["verdicts"],
-                          key=lambda v: (v.pair_index, v.step_index, v.case_id)):
+    builder = ArtifactBuilder(run, {(s.pair_index, s.step_index): s.label for s in rows["steps"]})
+    for verdict in sorted(rows["verdicts"], key=lambda v: (v.pair_index, v.step_index, v.case_id)):
         builder.add_verdict(verdict)
-    observations = sorted(rows["observations"],
-                          key=lambda o: (o.pair_index, o.step_index, o.seq))
+    observations = sorted(rows["observations"], key=lambda o: (o.pair_index, o.step_index, o.seq))
     metrics: dict[tuple[int, int, int], dict[str, float]] = {}
     for metric in rows.get("metrics", []):
-        metrics.setdefault((metric.pair_index, metric.step_index, metric.seq), {})[
-            metric.name] = metric.value
+        metrics.setdefault((metric.pair_index, metric.step_index, metric.seq), {})[metric.name] = (
+            metric.value
+        )
     # Every pair appears in the cost, even one whose target reported none.
     builder.cost_by_pair = dict.fromkeys({t.pair_index for t in rows["tenants"]}, 0.0)
     for (pair, _, _), values in metrics.items():
@@ -257,32 +274,49 @@ def _whole(rows: dict[str, list[Any]]) -> dict[str, Any]:
         if o.status in ANSWERED and o.kind == "probe" and o.latency_ms is not None:
             builder.add_probe(o.latency_ms, metrics.get((o.pair_index, o.step_index, o.seq), {}))
     return {
-        **entries(builder, len({t.pair_index for t in rows["tenants"]}), rows["tenants"],
-                  rows["steps"], rows.get("adjudications", [])),
+        **entries(
+            builder,
+            len({t.pair_index for t in rows["tenants"]}),
+            rows["tenants"],
+            rows["steps"],
+            rows.get("adjudications", []),
+        ),
         "cases": builder.case_entries,
         "observations": [
-            observation_entry(o, aliases.get((o.pair_index, o.role), o.role),
-                              metrics.get((o.pair_index, o.step_index, o.seq), {}),
-                              traces.get((o.pair_index, o.step_index, o.seq)))
-            for o in observations],
+            observation_entry(
+                o,
+                aliases.get((o.pair_index, o.role), o.role),
+                metrics.get((o.pair_index, o.step_index, o.seq), {}),
+                traces.get((o.pair_index, o.step_index, o.seq)),
+            )
+            for o in observations
+        ],
     }
 
 
-def entries(builder: ArtifactBuilder, pairs: int, tenants: list[Any], steps: list[Any],
-            adjudications: list[Any]) -> dict[str, Any]:
+def entries(
+    builder: ArtifactBuilder,
+    pairs: int,
+    tenants: list[Any],
+    steps: list[Any],
+    adjudications: list[Any],
+) -> dict[str, Any]:
     """The digest and every entry but the cases and the observations: tenants, per-pair
     tallies, the timeline, adjudications (what a report shows)."""
     per_pair = builder.per_pair
     step_outcomes = builder.step_outcomes
     return {
         **builder.digest_fields(pairs),
-        "tenants": [tenant_entry(t)
-                    for t in sorted(tenants, key=lambda t: (t.pair_index, t.role))],
+        "tenants": [tenant_entry(t) for t in sorted(tenants, key=lambda t: (t.pair_index, t.role))],
         "pairs": [pair_entry(index, tallies_of) for index, tallies_of in sorted(per_pair.items())],
-        "timeline": [timeline_entry(s, step_outcomes.get((s.pair_index, s.step_index), {}))
-                     for s in sorted(steps, key=lambda s: (s.pair_index, s.step_index))],
-        "adjudications": [adjudication_entry(a) for a in sorted(
-            adjudications, key=lambda a: (a.pair_index, a.step_index, a.case_id))],
+        "timeline": [
+            timeline_entry(s, step_outcomes.get((s.pair_index, s.step_index), {}))
+            for s in sorted(steps, key=lambda s: (s.pair_index, s.step_index))
+        ],
+        "adjudications": [
+            adjudication_entry(a)
+            for a in sorted(adjudications, key=lambda a: (a.pair_index, a.step_index, a.case_id))
+        ],
     }
 
 
@@ -291,40 +325,72 @@ def entries(builder: ArtifactBuilder, pairs: int, tenants: list[Any], steps: lis
 
 
 def case_entry(verdict: Any, stage: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"pair": verdict.pair_index, "tenant": verdict.tenant_alias,
-            "step": verdict.step_index, "stage": stage, "case": verdict.case_id,
-            "domain": verdict.domain or None, "store": verdict.store,
-            "outcome": verdict.outcome, "checks": checks}
+    return {
+        "pair": verdict.pair_index,
+        "tenant": verdict.tenant_alias,
+        "step": verdict.step_index,
+        "stage": stage,
+        "case": verdict.case_id,
+        "domain": verdict.domain or None,
+        "store": verdict.store,
+        "outcome": verdict.outcome,
+        "checks": checks,
+    }
 
 
 def tenant_entry(t: Any) -> dict[str, Any]:
-    return {"pair": t.pair_index, "role": t.role, "alias": t.alias, "phone": t.phone,
-            "user_id": t.user_id}
+    return {
+        "pair": t.pair_index,
+        "role": t.role,
+        "alias": t.alias,
+        "phone": t.phone,
+        "user_id": t.user_id,
+    }
 
 
 def pair_entry(index: int, tallies: Tallies) -> dict[str, Any]:
     """A pair's tallies, of the invariants it checked."""
-    return {"pair": index, "by_invariant": {
-        name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
-        for name, t in tallies.by_invariant.items() if t.checked}}
+    return {
+        "pair": index,
+        "by_invariant": {
+            name: {"checked": t.checked, "failed": t.failed, "inconclusive": t.inconclusive}
+            for name, t in tallies.by_invariant.items()
+            if t.checked
+        },
+    }
 
 
 def timeline_entry(s: Any, outcomes: dict[str, int]) -> dict[str, Any]:
-    return {"pair": s.pair_index, "step": s.step_index, "kind": s.kind,
-            "stage": s.label or s.kind, "scenario_started": iso_utc(s.scenario_started),
-            "scenario_finished": iso_utc(s.scenario_finished), "outcomes": outcomes}
+    return {
+        "pair": s.pair_index,
+        "step": s.step_index,
+        "kind": s.kind,
+        "stage": s.label or s.kind,
+        "scenario_started": iso_utc(s.scenario_started),
+        "scenario_finished": iso_utc(s.scenario_finished),
+        "outcomes": outcomes,
+    }
 
 
 def adjudication_entry(a: Any) -> dict[str, Any]:
-    return {"pair": a.pair_index, "tenant": a.tenant_alias, "step": a.step_index,
-            "stage": a.stage, "case": a.case_id, "kind": a.kind, "reviewer": a.reviewer,
-            "decided_at": iso_utc(a.decided_at), "stated": json.loads(a.asserted_json),
-            "abstains": a.abstains, "note": a.note, "exact": json.loads(a.exact_json),
-            "adjudicated": json.loads(a.checks_json)}
+    return {
+        "pair": a.pair_index,
+        "tenant": a.tenant_alias,
+        "step": a.step_index,
+        "stage": a.stage,
+        "case": a.case_id,
+        "kind": a.kind,
+        "reviewer": a.reviewer,
+        "decided_at": iso_utc(a.decided_at),
+        "stated": json.loads(a.asserted_json),
+        "abstains": a.abstains,
+        "note": a.note,
+        "exact": json.loads(a.exact_json),
+        "adjudicated": json.loads(a.checks_json),
+    }
 
 
-def observation_entry(o: Any, alias: str, metrics: dict[str, float],
-                      trace: Any) -> dict[str, Any]:
+def observation_entry(o: Any, alias: str, metrics: dict[str, float], trace: Any) -> dict[str, Any]:
     return {
         "pair": o.pair_index,
         "tenant": alias,
@@ -378,18 +444,23 @@ def stage_latency(probe_metrics: list[dict[str, float]]) -> dict[str, dict[str, 
 
 
 def _stage_summaries(by_stage: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {stage: stage_fields(summarize_latency(values))
-            for stage, values in sorted(by_stage.items())}
+    return {
+        stage: stage_fields(summarize_latency(values)) for stage, values in sorted(by_stage.items())
+    }
 
 
 def stage_fields(summary: LatencySummary) -> dict[str, Any]:
     """What the artifact shows of one Server-Timing stage: no budget applies to a stage."""
-    return {key: value for key, value in summary.as_dict().items()
-            if key not in ("share_within_target", "target_ms")}
+    return {
+        key: value
+        for key, value in summary.as_dict().items()
+        if key not in ("share_within_target", "target_ms")
+    }
 
 
-def cost_summary(probe_metrics: list[dict[str, float]],
-                 cost_by_pair: dict[int, float]) -> dict[str, Any] | None:
+def cost_summary(
+    probe_metrics: list[dict[str, float]], cost_by_pair: dict[int, float]
+) -> dict[str, Any] | None:
     """Cost per probe, and per lifecycle (every turn of a pair: writes, updates, probes),
     when the target reports it (in its own unit, e.g. USD)."""
     costs, tokens = _Sum(), _Sum()
@@ -423,7 +494,8 @@ def _cost(costs: _Sum, tokens: _Sum, cost_by_pair: dict[int, float]) -> dict[str
         "probes_reporting": costs.count,
         "per_probe_mean": costs.mean(9),
         "per_lifecycle_mean": round(sum(lifecycles) / len(lifecycles), 9)
-        if costs.count and lifecycles else None,
+        if costs.count and lifecycles
+        else None,
         "total": round(sum(lifecycles), 9) if costs.count else None,
         "tokens_per_probe_mean": tokens.mean(2),
     }

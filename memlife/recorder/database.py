@@ -49,16 +49,21 @@ def engine_for(url: str | None = None) -> Engine:
         if engine is None:
             if url.startswith("sqlite:///"):
                 Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-                engine = create_engine(url, connect_args={"timeout": 30,
-                                                          "check_same_thread": False})
+                engine = create_engine(
+                    url, connect_args={"timeout": 30, "check_same_thread": False}
+                )
                 event.listen(engine, "connect", _tune_sqlite)
             else:
                 # Every stored time is UTC; a session in another zone would shift naive
                 # timestamps on the way in.
-                options = {"connect_args": {"options": "-c timezone=UTC"}} if url.startswith(
-                    "postgresql") else {}
-                engine = create_engine(url, pool_pre_ping=True, pool_size=10,
-                                       max_overflow=20, **options)
+                options = (
+                    {"connect_args": {"options": "-c timezone=UTC"}}
+                    if url.startswith("postgresql")
+                    else {}
+                )
+                engine = create_engine(
+                    url, pool_pre_ping=True, pool_size=10, max_overflow=20, **options
+                )
             SQLModel.metadata.create_all(engine)
             _check_schema(engine, url)
             _engines[url] = engine
@@ -108,30 +113,38 @@ def merge_all(rows: list[SQLModel], url: str | None = None) -> None:
     for row in rows:
         table = type(row).__table__  # type: ignore[attr-defined]
         by_model.setdefault(type(row), []).append(
-            {column.name: getattr(row, column.name) for column in table.columns})
+            {column.name: getattr(row, column.name) for column in table.columns}
+        )
     merge_values(by_model, url)
 
 
-def merge_values(by_model: dict[type[SQLModel], list[dict[str, Any]]],
-                 url: str | None = None) -> None:
+def merge_values(
+    by_model: dict[type[SQLModel], list[dict[str, Any]]], url: str | None = None
+) -> None:
     """`merge_all` for rows given as plain dicts (every column named), per table model:
     what a hot path writes, without building model instances it would only take apart."""
     engine = engine_for(url)
-    by_table = {model.__table__: values  # type: ignore[attr-defined]
-                for model, values in by_model.items() if values}
+    by_table = {
+        model.__table__: values  # type: ignore[attr-defined]
+        for model, values in by_model.items()
+        if values
+    }
     insert = dialect_insert(engine)
     with engine.begin() as connection:
         for table, values in by_table.items():
             keys = [column.name for column in table.primary_key.columns]
             statement = insert(table)
-            updates = {column.name: statement.excluded[column.name]
-                       for column in table.columns if column.name not in keys}
+            updates = {
+                column.name: statement.excluded[column.name]
+                for column in table.columns
+                if column.name not in keys
+            }
             # One statement executed for many rows: compiled once (and cached), where a
             # multi-VALUES insert is compiled afresh for every batch (a fifth of a busy
             # worker's CPU, measured with py-spy).
             upsert = statement.on_conflict_do_update(index_elements=keys, set_=updates)
             for start in range(0, len(values), 2000):
-                connection.execute(upsert, values[start:start + 2000])
+                connection.execute(upsert, values[start : start + 2000])
 
 
 def dumps(value: Any) -> str:

@@ -29,8 +29,11 @@ from memlife.recorder.artifact import (
 # (each pair's tallies, the reviewers' decisions) are held with the digest, as
 # recorder.report_artifact holds them.
 STREAMED: dict[str, type[BaseModel]] = {
-    "tenants": TenantEntry, "timeline": TimelineStep, "cases": CaseEntry,
-    "observations": ObservationEntry}
+    "tenants": TenantEntry,
+    "timeline": TimelineStep,
+    "cases": CaseEntry,
+    "observations": ObservationEntry,
+}
 
 _OPENS, _CLOSES = ("start_map", "start_array"), ("end_map", "end_array")
 
@@ -106,15 +109,17 @@ class FileLists:
         import ijson
 
         with open(self.path, "rb") as stream:
-            yield from as_written(STREAMED[name], ijson.items(stream, f"{name}.item",
-                                                               use_float=True))
+            yield from as_written(
+                STREAMED[name], ijson.items(stream, f"{name}.item", use_float=True)
+            )
 
     def tenants(self) -> Iterator[dict[str, Any]]:
         return self._entries("tenants")
 
     def timeline(self, pairs: Collection[int] | None = None) -> Iterator[dict[str, Any]]:
-        return (step for step in self._entries("timeline")
-                if pairs is None or step["pair"] in pairs)
+        return (
+            step for step in self._entries("timeline") if pairs is None or step["pair"] in pairs
+        )
 
     def cases(self) -> Iterator[dict[str, Any]]:
         return self._entries("cases")
@@ -149,10 +154,15 @@ class _RunFileReader:
         model = STREAMED.get(name)
         index, self._index = self._index, self._index + 1
         if model is None:
-            if (name == "pairs" and self.invariants is not None and isinstance(value, dict)
-                    and isinstance(value.get("by_invariant"), dict)):
-                value["by_invariant"] = {k: v for k, v in value["by_invariant"].items()
-                                         if k in self.invariants}
+            if (
+                name == "pairs"
+                and self.invariants is not None
+                and isinstance(value, dict)
+                and isinstance(value.get("by_invariant"), dict)
+            ):
+                value["by_invariant"] = {
+                    k: v for k, v in value["by_invariant"].items() if k in self.invariants
+                }
             self.digest[name].append(value)
             return
         try:
@@ -161,20 +171,31 @@ class _RunFileReader:
             if len(self.problems) < 20:  # enough to act on, not a screenful per entry
                 from memlife.rules.documents import pydantic_problems
 
-                self.problems += [Problem(self.file, f"{name}.{index}" + (
-                    f".{problem.path}" if problem.path else ""), problem.reason)
-                    for problem in pydantic_problems(error, self.file)]
+                self.problems += [
+                    Problem(
+                        self.file,
+                        f"{name}.{index}" + (f".{problem.path}" if problem.path else ""),
+                        problem.reason,
+                    )
+                    for problem in pydantic_problems(error, self.file)
+                ]
             return
-        if (isinstance(checked, ObservationEntry) and checked.kind == "probe"
-                and checked.status == "ok" and checked.latency_ms is not None):
+        if (
+            isinstance(checked, ObservationEntry)
+            and checked.kind == "probe"
+            and checked.status == "ok"
+            and checked.latency_ms is not None
+        ):
             self.samples.append(checked.latency_ms)
 
     def end(self, name: str) -> None:
         pass
 
 
-def read_run_file(path: Path, invariants: Collection[str] | None = None,
-                  ) -> tuple[Artifact, array[float], FileLists]:
+def read_run_file(
+    path: Path,
+    invariants: Collection[str] | None = None,
+) -> tuple[Artifact, array[float], FileLists]:
     """A run artifact file as a report reads a run: its digest (every field but the long
     lists: each pair's tallies, of `invariants` only when given, and the reviewers'
     decisions held), the answered probes' latencies, and its lists to read as the report

@@ -37,9 +37,14 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
         if run is None:
             return None
         by_run = {
-            "tenants": TenantRow, "steps": StepRow, "observations": ObservationRow,
-            "verdicts": VerdictRow, "values": RunValueRow, "metrics": ObservationMetricRow,
-            "adjudications": AdjudicationRow, "traces": ObservationTraceRow,
+            "tenants": TenantRow,
+            "steps": StepRow,
+            "observations": ObservationRow,
+            "verdicts": VerdictRow,
+            "values": RunValueRow,
+            "metrics": ObservationMetricRow,
+            "adjudications": AdjudicationRow,
+            "traces": ObservationTraceRow,
         }
         found: dict[str, list[Any]] = {"run": [run]}
         for name, model in by_run.items():
@@ -51,8 +56,12 @@ def load_run(run_id: str, url: str | None = None) -> dict[str, list[Any]] | None
         return found
 
 
-def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = False,
-                ) -> tuple[Any, int] | None:
+def run_builder(
+    run_id: str,
+    url: str | None = None,
+    *,
+    summary_only: bool = False,
+) -> tuple[Any, int] | None:
     """An `ArtifactBuilder` fed with a run's rows streamed from the database, a few
     thousand at a time, and the run's number of pairs: the summary (and the digest) of a
     run of any size in bounded memory. `summary_only` skips what the summary does not
@@ -67,26 +76,42 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
         db.expunge(run)
     with engine.connect() as connection:
         labels = stage_labels(connection, run_id)
-        pair_indexes = list(connection.execute(
-            select(TenantRow.pair_index).where(TenantRow.run_id == run_id).distinct()
-        ).scalars())
-        builder = ArtifactBuilder(run, labels, keep_entries=False,
-                                  keep_findings=not summary_only, keep_samples=False)
+        pair_indexes = list(
+            connection.execute(
+                select(TenantRow.pair_index).where(TenantRow.run_id == run_id).distinct()
+            ).scalars()
+        )
+        builder = ArtifactBuilder(
+            run, labels, keep_entries=False, keep_findings=not summary_only, keep_samples=False
+        )
         verdicts = connection.execution_options(yield_per=chunk).execute(
-            select(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id,
-                   VerdictRow.stage, VerdictRow.tenant_alias, VerdictRow.domain,
-                   VerdictRow.store, VerdictRow.outcome, VerdictRow.passed,
-                   VerdictRow.latency_ms, VerdictRow.checks_json, VerdictRow.findings_json)
+            select(
+                VerdictRow.pair_index,
+                VerdictRow.step_index,
+                VerdictRow.case_id,
+                VerdictRow.stage,
+                VerdictRow.tenant_alias,
+                VerdictRow.domain,
+                VerdictRow.store,
+                VerdictRow.outcome,
+                VerdictRow.passed,
+                VerdictRow.latency_ms,
+                VerdictRow.checks_json,
+                VerdictRow.findings_json,
+            )
             .where(VerdictRow.run_id == run_id)
-            .order_by(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id))
+            .order_by(VerdictRow.pair_index, VerdictRow.step_index, VerdictRow.case_id)
+        )
         for verdict in verdicts:
             builder.add_verdict(verdict)
         builder.target_errors = connection.execute(
-            select(func.count()).select_from(ObservationRow)
+            select(func.count())
+            .select_from(ObservationRow)
             .where(ObservationRow.run_id == run_id, ObservationRow.status.not_in(ANSWERED))
         ).scalar_one()
         builder.refusals = connection.execute(
-            select(func.count()).select_from(ObservationRow)
+            select(func.count())
+            .select_from(ObservationRow)
             .where(ObservationRow.run_id == run_id, ObservationRow.status == REFUSED)
         ).scalar_one()
         answered = _answered_probes(run_id)
@@ -96,19 +121,33 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
             ).one()
             return builder, len(pair_indexes)
         probes = connection.execution_options(yield_per=chunk).execute(
-            select(ObservationRow.pair_index, ObservationRow.step_index, ObservationRow.seq,
-                   ObservationRow.latency_ms)
+            select(
+                ObservationRow.pair_index,
+                ObservationRow.step_index,
+                ObservationRow.seq,
+                ObservationRow.latency_ms,
+            )
             .where(*answered)
-            .order_by(ObservationRow.pair_index, ObservationRow.step_index,
-                      ObservationRow.seq))
+            .order_by(ObservationRow.pair_index, ObservationRow.step_index, ObservationRow.seq)
+        )
         # Metrics in the same (integer) order as the probes, merged as both streams go by.
-        metrics = iter(connection.execution_options(yield_per=chunk).execute(
-            select(ObservationMetricRow.pair_index, ObservationMetricRow.step_index,
-                   ObservationMetricRow.seq, ObservationMetricRow.name,
-                   ObservationMetricRow.value)
-            .where(ObservationMetricRow.run_id == run_id)
-            .order_by(ObservationMetricRow.pair_index, ObservationMetricRow.step_index,
-                      ObservationMetricRow.seq)))
+        metrics = iter(
+            connection.execution_options(yield_per=chunk).execute(
+                select(
+                    ObservationMetricRow.pair_index,
+                    ObservationMetricRow.step_index,
+                    ObservationMetricRow.seq,
+                    ObservationMetricRow.name,
+                    ObservationMetricRow.value,
+                )
+                .where(ObservationMetricRow.run_id == run_id)
+                .order_by(
+                    ObservationMetricRow.pair_index,
+                    ObservationMetricRow.step_index,
+                    ObservationMetricRow.seq,
+                )
+            )
+        )
         builder.cost_by_pair = dict.fromkeys(pair_indexes, 0.0)
         pending = next(metrics, None)
         for pair, step, seq, latency in probes:
@@ -130,38 +169,64 @@ def run_builder(run_id: str, url: str | None = None, *, summary_only: bool = Fal
 
 def _answered_probes(*run_ids: str) -> tuple[Any, ...]:
     """The probes the target answered, whose latencies the runs are judged by."""
-    return (ObservationRow.run_id.in_(run_ids), ObservationRow.kind == "probe",
-            ObservationRow.status.in_(ANSWERED), ObservationRow.latency_ms.is_not(None))
+    return (
+        ObservationRow.run_id.in_(run_ids),
+        ObservationRow.kind == "probe",
+        ObservationRow.status.in_(ANSWERED),
+        ObservationRow.latency_ms.is_not(None),
+    )
 
 
 def _sorted_latencies(connection: Connection, chunk: int, *run_ids: str) -> Iterator[float]:
     """The answered probes' latencies, in ascending order as the database sorts them."""
-    return connection.execution_options(yield_per=chunk).execute(
-        select(ObservationRow.latency_ms).where(*_answered_probes(*run_ids))
-        .order_by(ObservationRow.latency_ms)).scalars()
+    return (
+        connection.execution_options(yield_per=chunk)
+        .execute(
+            select(ObservationRow.latency_ms)
+            .where(*_answered_probes(*run_ids))
+            .order_by(ObservationRow.latency_ms)
+        )
+        .scalars()
+    )
 
 
-def _sorted_stages(connection: Connection, chunk: int, *run_ids: str,
-                   ) -> Iterator[tuple[str, int, Iterator[float]]]:
+def _sorted_stages(
+    connection: Connection,
+    chunk: int,
+    *run_ids: str,
+) -> Iterator[tuple[str, int, Iterator[float]]]:
     """Each Server-Timing stage of the answered probes, by name: how many values it has,
     and the values in ascending order as the database sorts them. A stage counts where
     its probe was answered, as in the builder (builder.py)."""
-    of_answered = (ObservationMetricRow.run_id.in_(run_ids),
-                   ObservationMetricRow.name.startswith("stage:"), *_answered_probes(*run_ids))
+    of_answered = (
+        ObservationMetricRow.run_id.in_(run_ids),
+        ObservationMetricRow.name.startswith("stage:"),
+        *_answered_probes(*run_ids),
+    )
     joined = (ObservationRow, ObservationRow.id == ObservationMetricRow.observation_id)
     counts = connection.execute(
-        select(ObservationMetricRow.name, func.count()).join(*joined).where(*of_answered)
-        .group_by(ObservationMetricRow.name)).all()
+        select(ObservationMetricRow.name, func.count())
+        .join(*joined)
+        .where(*of_answered)
+        .group_by(ObservationMetricRow.name)
+    ).all()
     for name, count in sorted(counts):
-        values = connection.execution_options(yield_per=chunk).execute(
-            select(ObservationMetricRow.value).join(*joined)
-            .where(*of_answered, ObservationMetricRow.name == name)
-            .order_by(ObservationMetricRow.value)).scalars()
-        yield name[len("stage:"):], count, values
+        values = (
+            connection.execution_options(yield_per=chunk)
+            .execute(
+                select(ObservationMetricRow.value)
+                .join(*joined)
+                .where(*of_answered, ObservationMetricRow.name == name)
+                .order_by(ObservationMetricRow.value)
+            )
+            .scalars()
+        )
+        yield name[len("stage:") :], count, values
 
 
-def _summarize_latencies(connection: Connection, builder: ArtifactBuilder, run_id: str,
-                         chunk: int) -> None:
+def _summarize_latencies(
+    connection: Connection, builder: ArtifactBuilder, run_id: str, chunk: int
+) -> None:
     """The probes' latency figures, and each Server-Timing stage's, from values the
     database sorts: sorted here as Python floats, the 600,000 probes of 10,000 pairs took
     about 20 MB at once, and each stage as much again (docs/scale.md). The probes'
@@ -174,23 +239,32 @@ def _summarize_latencies(connection: Connection, builder: ArtifactBuilder, run_i
             yield value
 
     builder.latency_summary = summarize_ordered_latency(
-        kept(_sorted_latencies(connection, chunk, run_id)), builder.probe_count,
-        builder.budget_ms)
+        kept(_sorted_latencies(connection, chunk, run_id)), builder.probe_count, builder.budget_ms
+    )
     builder.stage_summary = {
         stage: stage_fields(summarize_ordered_latency(values, count))
-        for stage, count, values in _sorted_stages(connection, chunk, run_id)}
+        for stage, count, values in _sorted_stages(connection, chunk, run_id)
+    }
 
 
 def stage_labels(connection: Connection, run_id: str) -> dict[tuple[int, int], str]:
     """Step labels, for verdicts recorded without their stage (none since stages were
     recorded with every verdict): a run of any size holds them only where needed."""
-    missing = connection.execute(select(func.count()).select_from(VerdictRow).where(
-        VerdictRow.run_id == run_id, VerdictRow.stage == "")).scalar_one()
+    missing = connection.execute(
+        select(func.count())
+        .select_from(VerdictRow)
+        .where(VerdictRow.run_id == run_id, VerdictRow.stage == "")
+    ).scalar_one()
     if not missing:
         return {}
-    return {(pair, step): label for pair, step, label in connection.execute(
-        select(StepRow.pair_index, StepRow.step_index, StepRow.label)
-        .where(StepRow.run_id == run_id))}
+    return {
+        (pair, step): label
+        for pair, step, label in connection.execute(
+            select(StepRow.pair_index, StepRow.step_index, StepRow.label).where(
+                StepRow.run_id == run_id
+            )
+        )
+    }
 
 
 def run_digest(run_id: str, url: str | None = None) -> dict[str, Any] | None:
@@ -202,14 +276,15 @@ def run_digest(run_id: str, url: str | None = None) -> dict[str, Any] | None:
     return builder.digest(pairs)
 
 
-def run_value_tuples(run_id: str, url: str | None = None
-                     ) -> Iterator[tuple[int, str, str, str]]:
+def run_value_tuples(run_id: str, url: str | None = None) -> Iterator[tuple[int, str, str, str]]:
     """(pair, domain, alias, text) of every value of a run, streamed."""
     engine = engine_for(url)
     with engine.connect() as connection:
         rows = connection.execution_options(yield_per=5000).execute(
-            select(RunValueRow.pair_index, RunValueRow.domain, RunValueRow.alias,
-                   RunValueRow.text).where(RunValueRow.run_id == run_id))
+            select(
+                RunValueRow.pair_index, RunValueRow.domain, RunValueRow.alias, RunValueRow.text
+            ).where(RunValueRow.run_id == run_id)
+        )
         yield from (tuple(row) for row in rows)
 
 
@@ -225,13 +300,19 @@ def experiment_run_ids(experiment: str, url: str | None = None) -> list[str]:
             known = set(db.exec(select(RunExperimentRow.run_id)).all())
             for run_id, meta_json in db.exec(select(RunRow.id, RunRow.meta_json)).all():
                 if run_id not in known:
-                    db.merge(RunExperimentRow(
-                        run_id=run_id,
-                        experiment=json.loads(meta_json).get("experiment") or ""))
+                    db.merge(
+                        RunExperimentRow(
+                            run_id=run_id, experiment=json.loads(meta_json).get("experiment") or ""
+                        )
+                    )
             db.flush()
-        return list(db.exec(select(RunExperimentRow.run_id).where(
-            RunExperimentRow.experiment == experiment).order_by(
-            RunExperimentRow.run_id)).all())
+        return list(
+            db.exec(
+                select(RunExperimentRow.run_id)
+                .where(RunExperimentRow.experiment == experiment)
+                .order_by(RunExperimentRow.run_id)
+            ).all()
+        )
 
 
 def recorded_probes(url: str | None = None) -> ProbeFigures:
@@ -239,26 +320,40 @@ def recorded_probes(url: str | None = None) -> ProbeFigures:
     answered probes of a configuration's runs, their latencies and each Server-Timing
     stage sorted by the database and read once, their costs summed as they are read. The
     same figures as from the runs' whole artifacts, in bounded memory at any size."""
+
     def figures(runs: list[Artifact]) -> dict[str, Any]:
         run_ids = [run.meta.run_id for run in runs]
         with engine_for(url).connect() as connection:
-            count = connection.execute(select(func.count()).select_from(ObservationRow)
-                                       .where(*_answered_probes(*run_ids))).scalar_one()
+            count = connection.execute(
+                select(func.count()).select_from(ObservationRow).where(*_answered_probes(*run_ids))
+            ).scalar_one()
             latency = spread(_sorted_latencies(connection, 5000, *run_ids), count)
-            stages_ms = {stage: spread(values, stage_count) for stage, stage_count, values
-                         in _sorted_stages(connection, 5000, *run_ids)}
+            stages_ms = {
+                stage: spread(values, stage_count)
+                for stage, stage_count, values in _sorted_stages(connection, 5000, *run_ids)
+            }
             # Summed run by run in the artifact's order, as the whole artifacts sum them.
             total, costs = 0.0, 0
             for run_id in run_ids:
-                for value in connection.execution_options(yield_per=5000).execute(
+                for value in (
+                    connection.execution_options(yield_per=5000)
+                    .execute(
                         select(ObservationMetricRow.value)
-                        .join(ObservationRow,
-                              ObservationRow.id == ObservationMetricRow.observation_id)
+                        .join(
+                            ObservationRow, ObservationRow.id == ObservationMetricRow.observation_id
+                        )
                         .where(*_answered_probes(run_id), ObservationMetricRow.name == "cost")
-                        .order_by(ObservationRow.pair_index, ObservationRow.step_index,
-                                  ObservationRow.seq)).scalars():
+                        .order_by(
+                            ObservationRow.pair_index, ObservationRow.step_index, ObservationRow.seq
+                        )
+                    )
+                    .scalars()
+                ):
                     total, costs = total + value, costs + 1
-        return {"latency_ms": latency, "stages_ms": stages_ms,
-                "cost_per_probe": round(total / costs, 9) if costs else None}
+        return {
+            "latency_ms": latency,
+            "stages_ms": stages_ms,
+            "cost_per_probe": round(total / costs, 9) if costs else None,
+        }
 
     return figures

@@ -42,23 +42,46 @@ def _row_id(key: str, phone: str) -> str:
 def attempts(key: str) -> dict[str, Attempt]:
     """Per phone, what the registration's earlier attempts did (empty on a first one)."""
     with engine_for().connect() as connection:
-        rows = connection.execute(select(
-            RegistrationAttemptRow.phone, RegistrationAttemptRow.outcome,
-            RegistrationAttemptRow.steps_done, RegistrationAttemptRow.answer_json,
-        ).where(RegistrationAttemptRow.key == key)).all()
-    return {phone: Attempt(phone, outcome, steps, json.loads(answer))
-            for phone, outcome, steps, answer in rows}
+        rows = connection.execute(
+            select(
+                RegistrationAttemptRow.phone,
+                RegistrationAttemptRow.outcome,
+                RegistrationAttemptRow.steps_done,
+                RegistrationAttemptRow.answer_json,
+            ).where(RegistrationAttemptRow.key == key)
+        ).all()
+    return {
+        phone: Attempt(phone, outcome, steps, json.loads(answer))
+        for phone, outcome, steps, answer in rows
+    }
 
 
-def note(key: str, run_id: str, tenant_alias: str, phone: str, outcome: Outcome,
-         steps_done: int = 0, answer: dict[str, Any] | None = None) -> None:
+def note(
+    key: str,
+    run_id: str,
+    tenant_alias: str,
+    phone: str,
+    outcome: Outcome,
+    steps_done: int = 0,
+    answer: dict[str, Any] | None = None,
+) -> None:
     """Write (or overwrite) what the registration did with `phone` so far."""
     engine = engine_for()
-    values = {"id": _row_id(key, phone), "key": key, "run_id": run_id,
-              "tenant_alias": tenant_alias, "phone": phone, "outcome": outcome,
-              "steps_done": steps_done, "answer_json": json.dumps(answer or {}, default=str)}
+    values = {
+        "id": _row_id(key, phone),
+        "key": key,
+        "run_id": run_id,
+        "tenant_alias": tenant_alias,
+        "phone": phone,
+        "outcome": outcome,
+        "steps_done": steps_done,
+        "answer_json": json.dumps(answer or {}, default=str),
+    }
     statement = dialect_insert(engine)(RegistrationAttemptRow).values(**values)
     with engine.begin() as connection:
-        connection.execute(statement.on_conflict_do_update(
-            index_elements=["id"], set_={name: values[name] for name in (
-                "outcome", "steps_done", "answer_json")}))
+        connection.execute(
+            statement.on_conflict_do_update(
+                index_elements=["id"],
+                set_={name: values[name] for name in ("outcome", "steps_done", "answer_json")},
+            )
+        )

@@ -42,12 +42,12 @@ class _KeptReads:
 
     def __init__(self) -> None:
         self._entries: OrderedDict[tuple[str, str], tuple[str, list[StoreRead], int]] = (
-            OrderedDict())
+            OrderedDict()
+        )
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def put(self, key: tuple[str, str], run_id: str, reads: list[StoreRead],
-            size: int) -> None:
+    def put(self, key: tuple[str, str], run_id: str, reads: list[StoreRead], size: int) -> None:
         with self._lock:
             self._remove(key)
             self._entries[key] = (run_id, reads, size)
@@ -62,8 +62,9 @@ class _KeptReads:
 
     def drop_run(self, url: str, run_id: str) -> None:
         with self._lock:
-            for key in [key for key, (run, _, _) in self._entries.items()
-                        if key[0] == url and run == run_id]:
+            for key in [
+                key for key, (run, _, _) in self._entries.items() if key[0] == url and run == run_id
+            ]:
                 self._remove(key)
 
     def _remove(self, key: tuple[str, str]) -> tuple[str, list[StoreRead], int] | None:
@@ -110,8 +111,9 @@ def staged_reads(keys: Sequence[str]) -> dict[str, list[StoreRead]]:
         return found
     table = StagedReadsRow.__table__  # type: ignore[attr-defined]
     with engine_for().connect() as db:
-        rows = db.execute(select(table.c.id, table.c.reads_json)
-                          .where(table.c.id.in_(missing))).all()
+        rows = db.execute(
+            select(table.c.id, table.c.reads_json).where(table.c.id.in_(missing))
+        ).all()
     return found | {key: _READS.validate_json(text) for key, text in rows}
 
 

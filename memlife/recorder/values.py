@@ -47,14 +47,18 @@ def _run_value_index(run_id: str) -> _RunIndexes:
         with _values_lock:
             index = _foreign_cache.get(key)
         if index is None:
-            owners = [(pair, sys.intern(domain), sys.intern(alias), text)
-                      for pair, domain, alias, text in run_value_tuples(run_id)]
+            owners = [
+                (pair, sys.intern(domain), sys.intern(alias), text)
+                for pair, domain, alias, text in run_value_tuples(run_id)
+            ]
             pairs_of: dict[str, set[int]] = {}
             for owner in owners:
                 pairs_of.setdefault(owner[3], set()).add(owner[0])
-            index = (ValueIndex((owner[3], owner) for owner in owners),
-                     FormIndex((owner[3], owner) for owner in owners),
-                     {text: pairs for text, pairs in pairs_of.items() if len(pairs) > 1})
+            index = (
+                ValueIndex((owner[3], owner) for owner in owners),
+                FormIndex((owner[3], owner) for owner in owners),
+                {text: pairs for text, pairs in pairs_of.items() if len(pairs) > 1},
+            )
             with _values_lock:
                 if len(_foreign_cache) > 16:
                     _foreign_cache.clear()
@@ -85,7 +89,8 @@ def run_shared_target(run_id: str) -> str | None:
             if run is None:
                 return None
             _shared_targets[key] = shared_target(
-                json.loads(run.meta_json).get("target_identity") or {}, run.target_base_url)
+                json.loads(run.meta_json).get("target_identity") or {}, run.target_base_url
+            )
     return _shared_targets[key]
 
 
@@ -106,10 +111,14 @@ def _other_runs_index(run_id: str) -> _OtherRuns | None:
     if cached is not None and cached[0] == count:
         index = cached[2]
     else:
-        claims = [(text, run, sys.intern(owner), sys.intern(domain))
-                  for text, run, owner, domain in claims_of_others(target, run_id)]
-        index = (ValueIndex((claim[0], claim) for claim in claims),
-                 FormIndex((claim[0], claim) for claim in claims))
+        claims = [
+            (text, run, sys.intern(owner), sys.intern(domain))
+            for text, run, owner, domain in claims_of_others(target, run_id)
+        ]
+        index = (
+            ValueIndex((claim[0], claim) for claim in claims),
+            FormIndex((claim[0], claim) for claim in claims),
+        )
     with _values_lock:
         if len(_other_runs) > 16:
             _other_runs.clear()
@@ -131,22 +140,35 @@ class ForeignValues(ValueIndex[ForbiddenValue]):
         """The values the text holds as written, and those it may hold in another form
         (judging.py looks for those between word boundaries and where nothing else
         explains the text)."""
-        owners = {owner[3]: owner for owner in (
-            *self._forms.candidates(canonical(haystack_normalized)),
-            *self._all.found_in(haystack_normalized))}
-        found = [ForbiddenValue(text=text, origin="foreign", domain=domain,
-                                owner=f"{alias} (pair {pair})")
-                 for pair, domain, alias, text in owners.values()
-                 if pair != self._pair_index
-                 and self._pair_index not in self._shared.get(text, ())]  # its own too
+        owners = {
+            owner[3]: owner
+            for owner in (
+                *self._forms.candidates(canonical(haystack_normalized)),
+                *self._all.found_in(haystack_normalized),
+            )
+        }
+        found = [
+            ForbiddenValue(
+                text=text, origin="foreign", domain=domain, owner=f"{alias} (pair {pair})"
+            )
+            for pair, domain, alias, text in owners.values()
+            if pair != self._pair_index and self._pair_index not in self._shared.get(text, ())
+        ]  # its own too
         if self._other_runs is not None:
             written, reworded = self._other_runs
-            claims = {claim[0]: claim for claim in (
-                *reworded.candidates(canonical(haystack_normalized)),
-                *written.found_in(haystack_normalized))}
-            found.extend(ForbiddenValue(text=text, origin="foreign", domain=domain,
-                                        owner=f"{owner} of run {run}")
-                         for text, run, owner, domain in claims.values())
+            claims = {
+                claim[0]: claim
+                for claim in (
+                    *reworded.candidates(canonical(haystack_normalized)),
+                    *written.found_in(haystack_normalized),
+                )
+            }
+            found.extend(
+                ForbiddenValue(
+                    text=text, origin="foreign", domain=domain, owner=f"{owner} of run {run}"
+                )
+                for text, run, owner, domain in claims.values()
+            )
         return found
 
 

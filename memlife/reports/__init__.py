@@ -28,25 +28,39 @@ FORMATS = ("json", "md", "html", "junit")
 _STREAMED = {"timeline", "tenants", "cases", "samples", "every_pair", "tenant_count"}
 
 
-def render(artifact: Artifact, fmt: str, *, redacted: bool = True,
-           web_ui: str | None = None, samples: Sequence[float] | None = None,
-           lists: Lists | None = None) -> str:
+def render(
+    artifact: Artifact,
+    fmt: str,
+    *,
+    redacted: bool = True,
+    web_ui: str | None = None,
+    samples: Sequence[float] | None = None,
+    lists: Lists | None = None,
+) -> str:
     """The whole report as one string (`render_chunks`)."""
-    return "".join(render_chunks(artifact, fmt, redacted=redacted, web_ui=web_ui,
-                                 samples=samples, lists=lists))
+    return "".join(
+        render_chunks(artifact, fmt, redacted=redacted, web_ui=web_ui, samples=samples, lists=lists)
+    )
 
 
-def render_chunks(artifact: Artifact, fmt: str, *, redacted: bool = True,
-                  web_ui: str | None = None, samples: Sequence[float] | None = None,
-                  lists: Lists | None = None) -> Iterator[str]:
+def render_chunks(
+    artifact: Artifact,
+    fmt: str,
+    *,
+    redacted: bool = True,
+    web_ui: str | None = None,
+    samples: Sequence[float] | None = None,
+    lists: Lists | None = None,
+) -> Iterator[str]:
     """The report, piece by piece. `web_ui`: the Temporal Web UI findings link to, instead
     of the run's own; `samples`: the probes' latencies, and `lists`: the tenants, timeline
     and cases, of an artifact that comes without them (recorder.report_artifact)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if web_ui:
-        artifact = artifact.model_copy(update={
-            "meta": artifact.meta.model_copy(update={"web_ui": web_ui})})
+        artifact = artifact.model_copy(
+            update={"meta": artifact.meta.model_copy(update={"web_ui": web_ui})}
+        )
     if lists is None:
         artifact = redact(artifact) if redacted else artifact
         lists = ArtifactLists(artifact)
@@ -55,9 +69,13 @@ def render_chunks(artifact: Artifact, fmt: str, *, redacted: bool = True,
         artifact, lists = redact(artifact, redactor), RedactedLists(lists, redactor)
     card = scorecard(artifact, samples, lists=lists, drawn=fmt == "html")
     if fmt == "json":
-        yield from json_chunks(card.model_dump(mode="json", exclude=_STREAMED), [
-            ("timeline", as_written(TimelineStep, lists.timeline())),
-            ("tenants", as_written(TenantEntry, lists.tenants()))])
+        yield from json_chunks(
+            card.model_dump(mode="json", exclude=_STREAMED),
+            [
+                ("timeline", as_written(TimelineStep, lists.timeline())),
+                ("tenants", as_written(TenantEntry, lists.tenants())),
+            ],
+        )
         yield "\n"
     elif fmt == "junit":
         yield from junit_chunks(card, lists.cases())

@@ -31,11 +31,15 @@ def _matrix_html(card: Scorecard) -> str:
     rows = []
     for invariant, store, cells in matrix_rows(card, stages):
         row = [f"<th>{html.escape(invariant)}</th><th>{html.escape(store)}</th>"]
-        row += ["<td></td>" if cell is None else
-                f'<td class="{cell_state(cell)}">{ratio(cell)}</td>' for cell in cells]
+        row += [
+            "<td></td>" if cell is None else f'<td class="{cell_state(cell)}">{ratio(cell)}</td>'
+            for cell in cells
+        ]
         rows.append("<tr>" + "".join(row) + "</tr>")
-    return (f'<table class="matrix"><thead><tr><th>invariant</th><th>store</th>{head}</tr>'
-            f'</thead><tbody>{"".join(rows)}</tbody></table>')
+    return (
+        f'<table class="matrix"><thead><tr><th>invariant</th><th>store</th>{head}</tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _tenant_cell(meta: Meta, f: FindingEntry) -> str:
@@ -44,12 +48,13 @@ def _tenant_cell(meta: Meta, f: FindingEntry) -> str:
     link = pair_link(meta, f.pair)
     if link is None:
         return text
-    return (f'<a href="{html.escape(link)}" title="the pair\'s workflow in the Temporal '
-            f'Web UI">{text}</a>')
+    return (
+        f'<a href="{html.escape(link)}" title="the pair\'s workflow in the Temporal '
+        f'Web UI">{text}</a>'
+    )
 
 
-def _findings_html(title: str, entries: list[FindingEntry], meta: Meta,
-                   open_: bool = True) -> str:
+def _findings_html(title: str, entries: list[FindingEntry], meta: Meta, open_: bool = True) -> str:
     if not entries:
         return ""
     rows = "".join(
@@ -57,17 +62,24 @@ def _findings_html(title: str, entries: list[FindingEntry], meta: Meta,
         f"<td>{html.escape(f.stage)}</td><td>{_tenant_cell(meta, f)}</td>"
         f"<td>{html.escape(f.store)}</td>"
         f"<td><code>{html.escape(f.evidence.value or '')}</code>"
-        + (f"<br><small>found as <code>{html.escape(f.evidence.form)}</code></small>"
-           if f.evidence.form else "") + "</td>"
+        + (
+            f"<br><small>found as <code>{html.escape(f.evidence.form)}</code></small>"
+            if f.evidence.form
+            else ""
+        )
+        + "</td>"
         f"<td>{html.escape(f.evidence.detail)}</td>"
         f"<td><code class=trace>{html.escape(f.trace_id or '')}</code></td></tr>"
-        for f in entries)
-    return (f"<details{' open' if open_ else ''}><summary>{html.escape(title)} "
-            f"({len(entries)})</summary><table class=list><thead><tr><th>check</th>"
-            "<th>reason</th><th>stage</th><th>tenant</th><th>store</th><th>value</th>"
-            '<th>detail</th><th title="the W3C trace id of the request behind it: search '
-            'your tracing tool for it">trace</th></tr></thead><tbody>'
-            f"{rows}</tbody></table></details>")
+        for f in entries
+    )
+    return (
+        f"<details{' open' if open_ else ''}><summary>{html.escape(title)} "
+        f"({len(entries)})</summary><table class=list><thead><tr><th>check</th>"
+        "<th>reason</th><th>stage</th><th>tenant</th><th>store</th><th>value</th>"
+        '<th>detail</th><th title="the W3C trace id of the request behind it: search '
+        'your tracing tool for it">trace</th></tr></thead><tbody>'
+        f"{rows}</tbody></table></details>"
+    )
 
 
 def _adjudication_html(card: Scorecard) -> str:
@@ -76,19 +88,23 @@ def _adjudication_html(card: Scorecard) -> str:
     rates = "".join(
         f"<tr><th>{html.escape(name)} ({rate.invariant})</th>"
         f"<td>{interval(card.rates[name])}</td><td>{interval(rate)}</td></tr>"
-        for name, rate in card.adjudicated_rates.items())
+        for name, rate in card.adjudicated_rates.items()
+    )
     rows = "".join(
         f"<tr><td>{html.escape(e.case)} (pair {e.pair})</td>"
         f"<td>{html.escape(e.stage)}</td><td>{html.escape(e.reviewer)}</td>"
         f"<td>{'abstains' if e.abstains else html.escape(', '.join(e.stated) or '—')}"
         f"</td><td>{html.escape(changes(e))}</td></tr>"
-        for e in card.adjudications)
-    return (f"<h2>Adjudicated</h2><p class=muted>{len(card.adjudications)} reply(ies) "
-            "reviewed blind (question, reply and candidate values only).</p><table><thead>"
-            "<tr><th>rate</th><th>exact match</th><th>adjudicated</th></tr></thead><tbody>"
-            f"{rates}</tbody></table><details><summary>Who decided what</summary><table "
-            "class=list><thead><tr><th>case</th><th>stage</th><th>reviewer</th><th>stated"
-            f"</th><th>checks</th></tr></thead><tbody>{rows}</tbody></table></details>")
+        for e in card.adjudications
+    )
+    return (
+        f"<h2>Adjudicated</h2><p class=muted>{len(card.adjudications)} reply(ies) "
+        "reviewed blind (question, reply and candidate values only).</p><table><thead>"
+        "<tr><th>rate</th><th>exact match</th><th>adjudicated</th></tr></thead><tbody>"
+        f"{rates}</tbody></table><details><summary>Who decided what</summary><table "
+        "class=list><thead><tr><th>case</th><th>stage</th><th>reviewer</th><th>stated"
+        f"</th><th>checks</th></tr></thead><tbody>{rows}</tbody></table></details>"
+    )
 
 
 def _tenants_html(card: Scorecard) -> str:
@@ -99,14 +115,20 @@ def _tenants_html(card: Scorecard) -> str:
         f"<tr><td>{t.pair}</td><td>{t.role}</td><td>{html.escape(t.alias)}</td>"
         f"<td><code>{html.escape(t.phone)}</code></td>"
         f"<td><code>{html.escape(t.user_id or '')}</code></td></tr>"
-        for t in tenants)
-    shown = (f"{card.tenant_count}; the {len(tenants)} of the pairs drawn above, "
-             "<code>--format json</code> lists all" if card.tenant_count > len(tenants)
-             else str(len(tenants)))
-    return ("<details><summary>Synthetic tenants of this run "
-            f"({shown})</summary><table class=list><thead><tr><th>pair</th>"
-            "<th>role</th><th>alias</th><th>phone</th><th>tenant id</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table></details>")
+        for t in tenants
+    )
+    shown = (
+        f"{card.tenant_count}; the {len(tenants)} of the pairs drawn above, "
+        "<code>--format json</code> lists all"
+        if card.tenant_count > len(tenants)
+        else str(len(tenants))
+    )
+    return (
+        "<details><summary>Synthetic tenants of this run "
+        f"({shown})</summary><table class=list><thead><tr><th>pair</th>"
+        "<th>role</th><th>alias</th><th>phone</th><th>tenant id</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></details>"
+    )
 
 
 STYLE = """
@@ -138,28 +160,40 @@ def html_page(card: Scorecard) -> str:
     meta, summary = card.meta, card.summary
     verdict = verdict_word(card)
     rate_cards = "".join(
-        f'<div class=card>{html.escape(name)} <span class=muted>({rate.invariant})</span>'
-        f'<b>{pct(rate.rate)}</b><span class=muted>95% CI '
-        f'{pct(rate.ci95_low)}–{pct(rate.ci95_high)} · {rate.successes}/'
-        f'{rate.trials} · {rate.pairs} pair(s)</span></div>'
-        for name, rate in card.rates.items() if rate.rate is not None)
+        f"<div class=card>{html.escape(name)} <span class=muted>({rate.invariant})</span>"
+        f"<b>{pct(rate.rate)}</b><span class=muted>95% CI "
+        f"{pct(rate.ci95_low)}–{pct(rate.ci95_high)} · {rate.successes}/"
+        f"{rate.trials} · {rate.pairs} pair(s)</span></div>"
+        for name, rate in card.rates.items()
+        if rate.rate is not None
+    )
     invariant_rows = "".join(
-        f'<tr><th>{html.escape(name)}</th><td>{t.checked}</td><td>{t.failed}</td>'
+        f"<tr><th>{html.escape(name)}</th><td>{t.checked}</td><td>{t.failed}</td>"
         f'<td>{t.inconclusive}</td><td class="{cell_state(t)}">{cell_state(t)}</td></tr>'
-        for name, t in summary.by_invariant.items() if t.checked)
+        for name, t in summary.by_invariant.items()
+        if t.checked
+    )
     latency = card.latency_ms
     latency_text = latency_line(latency) if latency.count else ""
-    legend = "".join(f'<span><i style="background:{COLORS[k]}"></i>{label}</span>'
-                     for k, label in (("pass", "all checks passed"), ("fail", "a check failed"),
-                                      ("inconclusive", "inconclusive"),
-                                      ("none", "no checks")))
+    legend = "".join(
+        f'<span><i style="background:{COLORS[k]}"></i>{label}</span>'
+        for k, label in (
+            ("pass", "all checks passed"),
+            ("fail", "a check failed"),
+            ("inconclusive", "inconclusive"),
+            ("none", "no checks"),
+        )
+    )
     any_findings = any((card.leaks, card.residues, card.other_failures, card.inconclusive))
-    redacted = ("<p class=muted>Phone numbers and tenant ids are redacted.</p>"
-                if meta.redacted else "")
+    redacted = (
+        "<p class=muted>Phone numbers and tenant ids are redacted.</p>" if meta.redacted else ""
+    )
     if meta.paraphrase_candidates is not None:
-        redacted += (f"<p>{meta.paraphrase_candidates} answer(s) closer in meaning to the "
-                     "partner's facts than to the tenant's own were queued for review as "
-                     "paraphrase candidates (not judged).</p>")
+        redacted += (
+            f"<p>{meta.paraphrase_candidates} answer(s) closer in meaning to the "
+            "partner's facts than to the tenant's own were queued for review as "
+            "paraphrase candidates (not judged).</p>"
+        )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -176,7 +210,7 @@ started {html.escape(str(meta.started_at))} · status
 <p>{summary.cases_passed}/{summary.cases} cases passed · <b>{len(card.leaks)}</b> leak(s) ·
 <b>{len(card.residues)}</b> residue(s) · {len(card.other_failures)} other failure(s) ·
 {len(card.inconclusive)} inconclusive</p>{redacted}
-<h2>Rates</h2><div class=cards>{rate_cards or '<p class=muted>No rates.</p>'}</div>
+<h2>Rates</h2><div class=cards>{rate_cards or "<p class=muted>No rates.</p>"}</div>
 {_adjudication_html(card)}
 <h2>Timeline</h2><p class="legend">{legend}</p>
 <p class=muted>Each row is a pair; each mark a step over scenario time (waits are grey bars).</p>
@@ -186,11 +220,11 @@ started {html.escape(str(meta.started_at))} · status
 <h2>Invariant × store × stage</h2><p class=muted>passed/checked</p>{_matrix_html(card)}
 <h2>Latency</h2><p>{latency_text}</p>{histogram_svg(card)}
 <h2>Findings</h2>
-{_findings_html('Leaks', card.leaks, card.meta)}
-{_findings_html('Residues', card.residues, card.meta)}
-{_findings_html('Other failures', card.other_failures, card.meta)}
-{_findings_html('Inconclusive', card.inconclusive, card.meta, open_=False)}
-{'' if any_findings else '<p>No failures.</p>'}
+{_findings_html("Leaks", card.leaks, card.meta)}
+{_findings_html("Residues", card.residues, card.meta)}
+{_findings_html("Other failures", card.other_failures, card.meta)}
+{_findings_html("Inconclusive", card.inconclusive, card.meta, open_=False)}
+{"" if any_findings else "<p>No failures.</p>"}
 <h2>Tenants</h2>{_tenants_html(card)}
 </body></html>
 """

@@ -36,21 +36,25 @@ class ArtifactLists:
         return (t.model_dump(mode="json") for t in self.artifact.tenants)
 
     def timeline(self, pairs: Collection[int] | None = None) -> Iterator[dict[str, Any]]:
-        return (s.model_dump(mode="json") for s in self.artifact.timeline
-                if pairs is None or s.pair in pairs)
+        return (
+            s.model_dump(mode="json")
+            for s in self.artifact.timeline
+            if pairs is None or s.pair in pairs
+        )
 
     def cases(self) -> Iterator[dict[str, Any]]:
         return (c.model_dump(mode="json") for c in self.artifact.cases)
 
 
-def drawn_pairs(pairs: Iterable[int], with_findings: Collection[int],
-                limit: int = MAX_DRAWN_PAIRS) -> list[int]:
+def drawn_pairs(
+    pairs: Iterable[int], with_findings: Collection[int], limit: int = MAX_DRAWN_PAIRS
+) -> list[int]:
     """The pairs a page draws one by one: those with a finding first (the first `limit`),
     then the first others, `limit` in all, in pair order."""
     every = sorted(set(pairs))
     flagged = [pair for pair in every if pair in with_findings][:limit]
     chosen = set(flagged)
-    others = [pair for pair in every if pair not in chosen][:limit - len(flagged)]
+    others = [pair for pair in every if pair not in chosen][: limit - len(flagged)]
     return sorted(chosen.union(others))
 
 

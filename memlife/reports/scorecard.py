@@ -99,7 +99,7 @@ class Redactor:
         while position < end:
             if value[position] in self.firsts:
                 for length in self.lengths:
-                    label = self.labels.get(value[position:position + length])
+                    label = self.labels.get(value[position : position + length])
                     if label is not None:
                         parts += [value[start:position], label]
                         position = start = position + length
@@ -149,8 +149,9 @@ class RedactedLists:
 # -- the scorecard -------------------------------------------------------------------------
 
 
-def _rate_inputs(pairs: list[PairTallies], invariant: str,
-                 shift: dict[int, int] | None = None) -> list[tuple[int, int]]:
+def _rate_inputs(
+    pairs: list[PairTallies], invariant: str, shift: dict[int, int] | None = None
+) -> list[tuple[int, int]]:
     """(passed, decided) per pair; `shift` moves passes per pair (adjudication)."""
     inputs = []
     for pair in pairs:
@@ -161,8 +162,7 @@ def _rate_inputs(pairs: list[PairTallies], invariant: str,
     return inputs
 
 
-def _adjudication_shift(adjudications: list[AdjudicationEntry],
-                        invariant: str) -> dict[int, int]:
+def _adjudication_shift(adjudications: list[AdjudicationEntry], invariant: str) -> dict[int, int]:
     """Per pair, how many of its reviewed checks the reviewer turned: a pass overturned
     counts as a failure, and the reverse."""
     shift: dict[int, int] = {}
@@ -178,8 +178,13 @@ def _rate(inputs: list[tuple[int, int]], invariant: str) -> Rate:
     return Rate(invariant=invariant, **bootstrap_rate(inputs).as_dict())  # type: ignore[arg-type]
 
 
-def scorecard(artifact: Artifact, samples: Sequence[float] | None = None, *,
-              lists: Lists | None = None, drawn: bool = True) -> Scorecard:
+def scorecard(
+    artifact: Artifact,
+    samples: Sequence[float] | None = None,
+    *,
+    lists: Lists | None = None,
+    drawn: bool = True,
+) -> Scorecard:
     """`samples`: the answered probes' latencies, when the artifact comes without its
     observations; `lists`: its tenants, timeline and cases, when it comes without them
     (recorder.report_artifact). `drawn`: with the timeline and tenants of the pairs a page
@@ -197,30 +202,50 @@ def scorecard(artifact: Artifact, samples: Sequence[float] | None = None, *,
             pairs.add(tenant["pair"])
         chosen: set[int] | None = None
         if len(pairs) > MAX_DRAWN_PAIRS:
-            chosen = set(drawn_pairs(pairs, {f.pair for f in (*failures,
-                                                               *artifact.inconclusive)}))
+            chosen = set(drawn_pairs(pairs, {f.pair for f in (*failures, *artifact.inconclusive)}))
             every_pair = every_pair_lane(lists.timeline())
         tenants_drawn = [t for t in lists.tenants() if chosen is None or t["pair"] in chosen]
         timeline = list(lists.timeline(chosen))
     return Scorecard(
-        meta=artifact.meta, summary=artifact.summary,
-        rates={name: _rate(_rate_inputs(artifact.pairs, invariant), invariant)
-               for name, invariant in RATES.items()},
+        meta=artifact.meta,
+        summary=artifact.summary,
+        rates={
+            name: _rate(_rate_inputs(artifact.pairs, invariant), invariant)
+            for name, invariant in RATES.items()
+        },
         adjudicated_rates={
-            name: _rate(_rate_inputs(artifact.pairs, invariant,
-                                     _adjudication_shift(adjudications, invariant)), invariant)
-            for name, invariant in RATES.items()} if adjudications else {},
-        adjudications=adjudications, stages=artifact.stages, matrix=artifact.matrix,
+            name: _rate(
+                _rate_inputs(
+                    artifact.pairs, invariant, _adjudication_shift(adjudications, invariant)
+                ),
+                invariant,
+            )
+            for name, invariant in RATES.items()
+        }
+        if adjudications
+        else {},
+        adjudications=adjudications,
+        stages=artifact.stages,
+        matrix=artifact.matrix,
         latency_ms=artifact.latency_ms,
-        samples=samples if samples is not None else [
-            o.latency_ms for o in artifact.observations
-            if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None],
+        samples=samples
+        if samples is not None
+        else [
+            o.latency_ms
+            for o in artifact.observations
+            if o.kind == "probe" and o.status == "ok" and o.latency_ms is not None
+        ],
         deletions=artifact.deletions,
         leaks=[f for f in failures if f.reason in LEAK_REASONS],
         residues=[f for f in failures if f.reason in RESIDUE_REASONS],
         other_failures=[f for f in failures if f.reason not in LEAK_REASONS + RESIDUE_REASONS],
-        inconclusive=artifact.inconclusive, timeline=timeline, tenants=tenants_drawn,
-        cases=artifact.cases, every_pair=every_pair, tenant_count=tenant_count)
+        inconclusive=artifact.inconclusive,
+        timeline=timeline,
+        tenants=tenants_drawn,
+        cases=artifact.cases,
+        every_pair=every_pair,
+        tenant_count=tenant_count,
+    )
 
 
 # -- shared bits ---------------------------------------------------------------------------
@@ -239,9 +264,11 @@ def interval(rate: Rate) -> str:
 
 def latency_line(latency: Latency) -> str:
     """mean · median · p95 · max, and the share within the budget (ms)."""
-    return (f"mean {latency.mean or 0:.1f} · median {latency.median or 0:.1f} · p95 "
-            f"{latency.p95 or 0:.1f} · max {latency.max or 0:.1f} · "
-            f"{(latency.share_within_target or 0) * 100:.0f}% within {latency.target_ms:g} ms")
+    return (
+        f"mean {latency.mean or 0:.1f} · median {latency.median or 0:.1f} · p95 "
+        f"{latency.p95 or 0:.1f} · max {latency.max or 0:.1f} · "
+        f"{(latency.share_within_target or 0) * 100:.0f}% within {latency.target_ms:g} ms"
+    )
 
 
 def verdict_word(card: Scorecard) -> str:
@@ -257,8 +284,9 @@ def cell_state(cell: Tally) -> str:
     return "fail" if cell.failed else "inconclusive" if cell.inconclusive else "pass"
 
 
-def matrix_rows(card: Scorecard, stages: list[str]) -> Iterator[
-        tuple[str, str, list[Tally | None]]]:
+def matrix_rows(
+    card: Scorecard, stages: list[str]
+) -> Iterator[tuple[str, str, list[Tally | None]]]:
     """(invariant, store, the cell of each stage or None), invariants in their order."""
     for invariant in invariant_order(card.matrix):
         for store, cells in sorted(card.matrix[invariant].items()):
@@ -271,9 +299,11 @@ def ratio(cell: Tally) -> str:
 
 
 def used_stages(card: Scorecard) -> list[str]:
-    return [stage for stage in card.stages
-            if any(stage in cells for stores in card.matrix.values()
-                   for cells in stores.values())]
+    return [
+        stage
+        for stage in card.stages
+        if any(stage in cells for stores in card.matrix.values() for cells in stores.values())
+    ]
 
 
 def pair_link(meta: Meta, pair: int) -> str | None:
@@ -283,20 +313,27 @@ def pair_link(meta: Meta, pair: int) -> str | None:
     web_ui = meta.web_ui or (None if meta.clock == "skip" else DEV_WEB_UI)
     if web_ui is None:
         return None
-    return web_ui_link(web_ui, meta.namespace, pair_home_workflow_id(
-        meta.scenario_name, meta.run_id, pair, meta.cohort_size))
+    return web_ui_link(
+        web_ui,
+        meta.namespace,
+        pair_home_workflow_id(meta.scenario_name, meta.run_id, pair, meta.cohort_size),
+    )
 
 
 def finding_line(f: FindingEntry, link: str | None = None, *, markdown: bool = False) -> str:
     value = f.evidence.value
-    return (f"{f.invariant} {f.reason} · stage {f.stage} · {f.tenant} (pair {f.pair}) · "
-            f"{f.store}" + (f" · value `{value}`" if value else "")
-            + (f" — {f.evidence.detail}" if f.evidence.detail else "")
-            + (f" · trace `{f.trace_id}`" if f.trace_id else "")
-            + ((f" · [workflow]({link})" if markdown else f" · workflow {link}") if link
-               else ""))
+    return (
+        f"{f.invariant} {f.reason} · stage {f.stage} · {f.tenant} (pair {f.pair}) · "
+        f"{f.store}"
+        + (f" · value `{value}`" if value else "")
+        + (f" — {f.evidence.detail}" if f.evidence.detail else "")
+        + (f" · trace `{f.trace_id}`" if f.trace_id else "")
+        + ((f" · [workflow]({link})" if markdown else f" · workflow {link}") if link else "")
+    )
 
 
 def changes(entry: AdjudicationEntry) -> str:
-    return ", ".join(f"{check}: {entry.exact.get(check)} → {outcome}"
-                     for check, outcome in entry.adjudicated.items())
+    return ", ".join(
+        f"{check}: {entry.exact.get(check)} → {outcome}"
+        for check, outcome in entry.adjudicated.items()
+    )

@@ -48,8 +48,9 @@ class SignatureError(ValueError):
 
 def canonical(value: Any) -> bytes:
     """One byte string per JSON value: keys sorted, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
 
 
 def generate_key_pair() -> tuple[bytes, bytes]:
@@ -58,11 +59,12 @@ def generate_key_pair() -> tuple[bytes, bytes]:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     private = Ed25519PrivateKey.generate()
-    private_pem = private.private_bytes(serialization.Encoding.PEM,
-                                        serialization.PrivateFormat.PKCS8,
-                                        serialization.NoEncryption())
-    public_pem = private.public_key().public_bytes(serialization.Encoding.PEM,
-                                                   serialization.PublicFormat.SubjectPublicKeyInfo)
+    private_pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    public_pem = private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     return private_pem, public_pem
 
 
@@ -217,12 +219,19 @@ class Signer:
 
     def block(self, signed_at: datetime) -> dict[str, Any]:
         block: dict[str, Any] = {
-            "format": FORMAT, "algorithm": ALGORITHM, "kind": self.kind,
+            "format": FORMAT,
+            "algorithm": ALGORITHM,
+            "kind": self.kind,
             "key_id": key_id_of(self._key.public_key()),
-            "signed_at": signed_at.isoformat(), "salt": self._salt.hex(),
-            "sections": self._sections, "evidence": EVIDENCE[self.kind],
-            "entries": self._chain.count, "checkpoint_every": self._chain.every,
-            "checkpoints": self._chain.kept, "head": self._chain.head}
+            "signed_at": signed_at.isoformat(),
+            "salt": self._salt.hex(),
+            "sections": self._sections,
+            "evidence": EVIDENCE[self.kind],
+            "entries": self._chain.count,
+            "checkpoint_every": self._chain.every,
+            "checkpoints": self._chain.kept,
+            "head": self._chain.head,
+        }
         block["value"] = base64.b64encode(self._key.sign(canonical(block))).decode("ascii")
         return block
 
@@ -236,9 +245,13 @@ def sign(document: dict[str, Any], private_pem: bytes, signed_at: datetime) -> d
     return {**body, SIGNATURE_KEY: signer.block(signed_at)}
 
 
-def signed_chunks(head: dict[str, Any], lists: Iterable[tuple[str, Iterable[Any]]],
-                  private_pem: bytes, kind: str,
-                  clock: Callable[[], datetime]) -> Iterator[str]:
+def signed_chunks(
+    head: dict[str, Any],
+    lists: Iterable[tuple[str, Iterable[Any]]],
+    private_pem: bytes,
+    kind: str,
+    clock: Callable[[], datetime],
+) -> Iterator[str]:
     """What `json_chunks(head, lists)` writes, signed as it is written: the signature block
     comes last, made (at `clock()`) once every entry has passed."""
     signer = Signer(private_pem, kind)
@@ -261,6 +274,8 @@ def describe_entry(evidence: str, entry: Any, index: int | None = None) -> str:
     if not isinstance(entry, dict):
         return "not an object" if index is None else f"entry {index}"
     if evidence == "observations":
-        return (f"pair {entry.get('pair')}, step {entry.get('step')}, seq {entry.get('seq')}, "
-                f"{entry.get('kind')}")
+        return (
+            f"pair {entry.get('pair')}, step {entry.get('step')}, seq {entry.get('seq')}, "
+            f"{entry.get('kind')}"
+        )
     return f"store {entry.get('store')!r}"

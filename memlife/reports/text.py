@@ -30,62 +30,98 @@ from memlife.reports.scorecard import (
 def markdown(card: Scorecard) -> str:
     meta, summary = card.meta, card.summary
     lines = [
-        f"## memlife · {meta.scenario_name} against {meta.target_name}: "
-        f"**{verdict_word(card)}**", "",
+        f"## memlife · {meta.scenario_name} against {meta.target_name}: **{verdict_word(card)}**",
+        "",
         f"{summary.cases_passed}/{summary.cases} cases passed · "
         f"{len(card.leaks)} leak(s) · {len(card.residues)} residue(s) · "
         f"{len(card.other_failures)} other failure(s) · "
         f"{len(card.inconclusive)} inconclusive · run `{meta.run_id}` · "
-        f"clock {meta.clock} · {meta.pairs} pair(s)", "",
-        "| invariant | checked | failed | inconclusive |", "|---|---:|---:|---:|",
+        f"clock {meta.clock} · {meta.pairs} pair(s)",
+        "",
+        "| invariant | checked | failed | inconclusive |",
+        "|---|---:|---:|---:|",
     ]
     for name, tally in summary.by_invariant.items():
         if tally.checked:
             mark = " ❌" if tally.failed else " ⚠️" if tally.inconclusive else ""
-            lines.append(f"| {name}{mark} | {tally.checked} | {tally.failed} | "
-                         f"{tally.inconclusive} |")
-    lines += ["", "**Rates** (95% bootstrap interval over pairs)", "",
-              "| rate | estimate |", "|---|---|"]
+            lines.append(
+                f"| {name}{mark} | {tally.checked} | {tally.failed} | {tally.inconclusive} |"
+            )
+    lines += [
+        "",
+        "**Rates** (95% bootstrap interval over pairs)",
+        "",
+        "| rate | estimate |",
+        "|---|---|",
+    ]
     for name, rate in card.rates.items():
         lines.append(f"| {name} ({rate.invariant}) | {interval(rate)} |")
     if card.adjudicated_rates:
-        lines += ["", f"**Adjudicated** ({len(card.adjudications)} reply(ies) reviewed "
-                  "blind; exact match above)", "", "| rate | adjudicated |", "|---|---|"]
+        lines += [
+            "",
+            f"**Adjudicated** ({len(card.adjudications)} reply(ies) reviewed "
+            "blind; exact match above)",
+            "",
+            "| rate | adjudicated |",
+            "|---|---|",
+        ]
         for name, rate in card.adjudicated_rates.items():
             lines.append(f"| {name} ({rate.invariant}) | {interval(rate)} |")
-        lines += ["", "| case | stage | reviewer | stated | exact → adjudicated |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| case | stage | reviewer | stated | exact → adjudicated |",
+            "|---|---|---|---|---|",
+        ]
         for entry in card.adjudications:
             changed = changes(entry)
-            stated = ("abstains" if entry.abstains else
-                      ", ".join(f"`{v}`" for v in entry.stated) or "nothing")
-            lines.append(f"| {entry.case} (pair {entry.pair}) | {entry.stage} | "
-                         f"{entry.reviewer} | {stated} | {changed} |")
+            stated = (
+                "abstains"
+                if entry.abstains
+                else ", ".join(f"`{v}`" for v in entry.stated) or "nothing"
+            )
+            lines.append(
+                f"| {entry.case} (pair {entry.pair}) | {entry.stage} | "
+                f"{entry.reviewer} | {stated} | {changed} |"
+            )
     stages = used_stages(card)
     if stages:
-        lines += ["", "**Invariant × store × stage** (passed/checked)", "",
-                  "| invariant | store | " + " | ".join(stages) + " |",
-                  "|---|---|" + "---|" * len(stages)]
+        lines += [
+            "",
+            "**Invariant × store × stage** (passed/checked)",
+            "",
+            "| invariant | store | " + " | ".join(stages) + " |",
+            "|---|---|" + "---|" * len(stages),
+        ]
         for invariant, store, cells in matrix_rows(card, stages):
-            row = ["" if cell is None else f"**{ratio(cell)}** ❌" if cell.failed
-                   else ratio(cell) for cell in cells]
+            row = [
+                "" if cell is None else f"**{ratio(cell)}** ❌" if cell.failed else ratio(cell)
+                for cell in cells
+            ]
             lines.append(f"| {invariant} | {store} | " + " | ".join(row) + " |")
     latency = card.latency_ms
     if latency.count:
         lines += ["", f"**Latency** (ms): {latency_line(latency)}"]
-    for title, entries in (("Leaks", card.leaks), ("Residues", card.residues),
-                           ("Other failures", card.other_failures)):
+    for title, entries in (
+        ("Leaks", card.leaks),
+        ("Residues", card.residues),
+        ("Other failures", card.other_failures),
+    ):
         if entries:
-            lines += ["", f"<details open><summary><b>{title} ({len(entries)})</b></summary>",
-                      ""]
-            lines += [f"- {finding_line(f, pair_link(card.meta, f.pair), markdown=True)}"
-                      for f in entries]
+            lines += ["", f"<details open><summary><b>{title} ({len(entries)})</b></summary>", ""]
+            lines += [
+                f"- {finding_line(f, pair_link(card.meta, f.pair), markdown=True)}" for f in entries
+            ]
             lines += ["", "</details>"]
     if card.inconclusive:
-        lines += ["", f"<details><summary><b>Inconclusive ({len(card.inconclusive)})</b>"
-                  "</summary>", ""]
-        lines += [f"- {finding_line(f, pair_link(card.meta, f.pair), markdown=True)}"
-                  for f in card.inconclusive]
+        lines += [
+            "",
+            f"<details><summary><b>Inconclusive ({len(card.inconclusive)})</b></summary>",
+            "",
+        ]
+        lines += [
+            f"- {finding_line(f, pair_link(card.meta, f.pair), markdown=True)}"
+            for f in card.inconclusive
+        ]
         lines += ["", "</details>"]
     if meta.redacted:
         lines += ["", "_Phone numbers and tenant ids are redacted (`--no-redact` keeps them)._"]
@@ -106,8 +142,11 @@ def junit_document(name: str, cards: list[tuple[str, Scorecard]]) -> str:
     for label, card in cards:
         _junit_suites(root, card, f"{label} " if label else "")
     ElementTree.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(
-        root, encoding="unicode") + "\n"
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        + ElementTree.tostring(root, encoding="unicode")
+        + "\n"
+    )
 
 
 def _findings_by_check(card: Scorecard) -> dict[tuple[str, str, str], list[FindingEntry]]:
@@ -117,20 +156,29 @@ def _findings_by_check(card: Scorecard) -> dict[tuple[str, str, str], list[Findi
     return findings
 
 
-def _testcase(parent: ElementTree.Element | None, case: CaseEntry, check: CheckEntry,
-              findings: dict[tuple[str, str, str], list[FindingEntry]]) -> ElementTree.Element:
+def _testcase(
+    parent: ElementTree.Element | None,
+    case: CaseEntry,
+    check: CheckEntry,
+    findings: dict[tuple[str, str, str], list[FindingEntry]],
+) -> ElementTree.Element:
     invariant, store = check.invariant, check.store
-    attributes = {"classname": f"memlife.{invariant}.{case.stage}",
-                  "name": f"{case.case} [{store}] pair {case.pair} {case.tenant}"}
-    testcase = (ElementTree.Element("testcase", attributes) if parent is None
-                else ElementTree.SubElement(parent, "testcase", attributes))
+    attributes = {
+        "classname": f"memlife.{invariant}.{case.stage}",
+        "name": f"{case.case} [{store}] pair {case.pair} {case.tenant}",
+    }
+    testcase = (
+        ElementTree.Element("testcase", attributes)
+        if parent is None
+        else ElementTree.SubElement(parent, "testcase", attributes)
+    )
     if check.outcome != "pass":
         related = findings.get((case.case, invariant, store), [])
         text = "\n".join(finding_line(f) for f in related) or check.outcome
         tag = "failure" if check.outcome == "fail" else "error"
         element = ElementTree.SubElement(
-            testcase, tag, message=(related[0].reason if related else check.outcome),
-            type=invariant)
+            testcase, tag, message=(related[0].reason if related else check.outcome), type=invariant
+        )
         element.text = text
     return testcase
 
@@ -145,9 +193,15 @@ def _junit_suites(root: ElementTree.Element, card: Scorecard, prefix: str) -> No
         items = suites[invariant]
         failed = sum(1 for _, check in items if check.outcome == "fail")
         errors = sum(1 for _, check in items if check.outcome == "inconclusive")
-        suite = ElementTree.SubElement(root, "testsuite", name=f"{prefix}{invariant}",
-                                       tests=str(len(items)), failures=str(failed),
-                                       errors=str(errors), skipped="0")
+        suite = ElementTree.SubElement(
+            root,
+            "testsuite",
+            name=f"{prefix}{invariant}",
+            tests=str(len(items)),
+            failures=str(failed),
+            errors=str(errors),
+            skipped="0",
+        )
         for case, check in items:
             _testcase(suite, case, check, findings)
 
@@ -159,8 +213,10 @@ def junit_chunks(card: Scorecard, cases: Iterable[dict[str, Any]]) -> Iterator[s
     return junit_runs_chunks(f"memlife {card.meta.run_id}", [("", card, cases)])
 
 
-def junit_runs_chunks(name: str, runs: Iterable[tuple[str, Scorecard, Iterable[dict[str, Any]]]],
-                      ) -> Iterator[str]:
+def junit_runs_chunks(
+    name: str,
+    runs: Iterable[tuple[str, Scorecard, Iterable[dict[str, Any]]]],
+) -> Iterator[str]:
     """`junit_document(name, ...)` for runs given with their cases (label, card, cases),
     written piece by piece, one run's cases spooled at a time (`junit_chunks`)."""
     yield '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -175,8 +231,11 @@ def junit_runs_chunks(name: str, runs: Iterable[tuple[str, Scorecard, Iterable[d
     yield "\n</testsuites>\n" if opened else ElementTree.tostring(root, encoding="unicode") + "\n"
 
 
-def _spooled_suites(card: Scorecard, cases: Iterable[dict[str, Any]], prefix: str,
-                    ) -> Iterator[str]:
+def _spooled_suites(
+    card: Scorecard,
+    cases: Iterable[dict[str, Any]],
+    prefix: str,
+) -> Iterator[str]:
     """One run's test suites, each invariant's test cases spooled while the cases are read
     and written out once they all have been."""
     findings = _findings_by_check(card)
@@ -191,8 +250,8 @@ def _spooled_suites(card: Scorecard, cases: Iterable[dict[str, Any]], prefix: st
                 spool = spools.get(check.invariant)
                 if spool is None:
                     spool = spools[check.invariant] = opened.enter_context(
-                        tempfile.SpooledTemporaryFile(max_size=1 << 20, mode="w+",
-                                                      encoding="utf-8"))
+                        tempfile.SpooledTemporaryFile(max_size=1 << 20, mode="w+", encoding="utf-8")
+                    )
                     counts[check.invariant] = [0, 0, 0]
                 spool.write("\n    " + ElementTree.tostring(testcase, encoding="unicode"))
                 tally = counts[check.invariant]
@@ -201,9 +260,16 @@ def _spooled_suites(card: Scorecard, cases: Iterable[dict[str, Any]], prefix: st
                 tally[2] += check.outcome == "inconclusive"
         for invariant in invariant_order(spools):
             tests, failed, errors = counts[invariant]
-            yield "\n  " + _opening(ElementTree.Element(
-                "testsuite", name=f"{prefix}{invariant}", tests=str(tests),
-                failures=str(failed), errors=str(errors), skipped="0"))
+            yield "\n  " + _opening(
+                ElementTree.Element(
+                    "testsuite",
+                    name=f"{prefix}{invariant}",
+                    tests=str(tests),
+                    failures=str(failed),
+                    errors=str(errors),
+                    skipped="0",
+                )
+            )
             spool = spools[invariant]
             spool.seek(0)
             while chunk := spool.read(1 << 16):
@@ -215,4 +281,4 @@ def _opening(element: ElementTree.Element) -> str:
     """An element's start tag, its attributes escaped as ElementTree writes them."""
     element.text = "memlife-end-of-start-tag"
     written = ElementTree.tostring(element, encoding="unicode")
-    return written[:written.index(">memlife-end-of-start-tag<") + 1]
+    return written[: written.index(">memlife-end-of-start-tag<") + 1]

@@ -50,8 +50,10 @@ class _Verifier:
             every = int(block["checkpoint_every"])
             self._value = base64.b64decode(str(block["value"]), validate=True)
             if self.kind not in EVIDENCE or block.get("algorithm") != ALGORITHM or every < 1:
-                raise ValueError(f"kind {self.kind!r}, algorithm {block.get('algorithm')!r}, "
-                                 f"checkpoint_every {every}")
+                raise ValueError(
+                    f"kind {self.kind!r}, algorithm {block.get('algorithm')!r}, "
+                    f"checkpoint_every {every}"
+                )
         except (KeyError, ValueError, TypeError) as error:
             raise SignatureError(f"the signature block is malformed ({error})") from None
         self._block, self.evidence = block, EVIDENCE[self.kind]
@@ -109,36 +111,45 @@ class _Verifier:
         self._window_end = describe_entry(self.evidence, entry)
         link = self._chain.add(entry)
         position = (index + 1) // every - 1
-        if ((index + 1) % every == 0 and position < len(self._checkpoints)
-                and link != self._checkpoints[position]):
+        if (
+            (index + 1) % every == 0
+            and position < len(self._checkpoints)
+            and link != self._checkpoints[position]
+        ):
             self._broken = True
             self._problems.append(self._breaks(index + 1 - every, index))
 
     def _breaks(self, first: int, last: int) -> str:
         if first == last:
-            return (f"{self.evidence} entry {first} ({self._window_end}) changed, moved or "
-                    "was replaced after signing: the hash chain breaks there")
-        return (f"{self.evidence} entries {first:,} to {last:,} (the first: "
-                f"{self._window_start}; the last: {self._window_end}): one of them "
-                "changed, moved or was replaced after signing; the hash chain breaks there "
-                f"(the signature keeps one link in {self._chain.every:,})")
+            return (
+                f"{self.evidence} entry {first} ({self._window_end}) changed, moved or "
+                "was replaced after signing: the hash chain breaks there"
+            )
+        return (
+            f"{self.evidence} entries {first:,} to {last:,} (the first: "
+            f"{self._window_start}; the last: {self._window_end}): one of them "
+            "changed, moved or was replaced after signing; the hash chain breaks there "
+            f"(the signature keeps one link in {self._chain.every:,})"
+        )
 
     def problems(self) -> list[str]:
         """Every way the document does not match its signature; empty when it verifies."""
         problems = []
         other_key = self._block.get("key_id") != key_id_of(self._key)
         if other_key:
-            problems.append(f"signed with key {self._block.get('key_id')}, not the given "
-                            f"public key ({key_id_of(self._key)})")
+            problems.append(
+                f"signed with key {self._block.get('key_id')}, not the given "
+                f"public key ({key_id_of(self._key)})"
+            )
         problems += _section_problems(self._sections, self._stored) + self._problems
         chain, signed = self._chain, self._signed_entries
         if not self._broken:
             if chain.count != signed:
-                problems.append(f"{self.evidence}: {signed} entries were signed, the "
-                                f"document has {chain.count}")
+                problems.append(
+                    f"{self.evidence}: {signed} entries were signed, the document has {chain.count}"
+                )
             elif chain.head != self._head:  # past the last checkpoint
-                problems.append(self._breaks(len(self._checkpoints) * chain.every,
-                                             chain.count - 1))
+                problems.append(self._breaks(len(self._checkpoints) * chain.every, chain.count - 1))
         unsigned = {k: v for k, v in self._block.items() if k != "value"}
         from cryptography.exceptions import InvalidSignature
 
@@ -146,8 +157,10 @@ class _Verifier:
             self._key.verify(self._value, canonical(unsigned))
         except InvalidSignature:
             if not other_key:  # the same key: the block itself was altered
-                problems.append("the signature does not match: the signature block was "
-                                "altered (its hashes, time, key id or size)")
+                problems.append(
+                    "the signature does not match: the signature block was "
+                    "altered (its hashes, time, key id or size)"
+                )
         return problems
 
 
@@ -186,9 +199,12 @@ def verify(document: dict[str, Any], public_pem: bytes) -> list[str]:
     return verifier.problems()
 
 
-def verify_file(path: Path, public_pem: bytes,
-                progress: Callable[[str], None] | None = None,
-                every_s: float = 10.0) -> tuple[list[str], dict[str, Any]]:
+def verify_file(
+    path: Path,
+    public_pem: bytes,
+    progress: Callable[[str], None] | None = None,
+    every_s: float = 10.0,
+) -> tuple[list[str], dict[str, Any]]:
     """Every way the JSON document at `path` does not match its signature (empty when it
     verifies), and its signature block. A format-2 document is read twice as a stream
     (its block, then the rest), never held whole; a format-1 one is read whole, as it was
@@ -214,8 +230,14 @@ def verify_file(path: Path, public_pem: bytes,
 class _Reading:
     """A file read as a stream, telling `progress` how far it is every `every_s` seconds."""
 
-    def __init__(self, path: Path, doing: str, size: int,
-                 progress: Callable[[str], None] | None, every_s: float) -> None:
+    def __init__(
+        self,
+        path: Path,
+        doing: str,
+        size: int,
+        progress: Callable[[str], None] | None,
+        every_s: float,
+    ) -> None:
         self._stream = open(path, "rb")  # noqa: SIM115 (closed by __exit__)
         self._path, self._doing, self._size = path, doing, size
         self._progress, self._every_s = progress, every_s
@@ -234,9 +256,11 @@ class _Reading:
         now = time.monotonic()
         if self._progress is not None and now - self._last >= self._every_s:
             self._last = now
-            self._progress(f"verifying {self._path}: {self._doing}, "
-                           f"{self._read / max(self._size, 1):.0%} read "
-                           f"({now - self._started:.0f} s)")
+            self._progress(
+                f"verifying {self._path}: {self._doing}, "
+                f"{self._read / max(self._size, 1):.0%} read "
+                f"({now - self._started:.0f} s)"
+            )
         return data
 
 
@@ -257,12 +281,16 @@ def _verify_format_1(document: dict[str, Any], public_pem: bytes) -> list[str]:
     except (KeyError, ValueError, TypeError) as error:
         raise SignatureError(f"the signature block is malformed ({error})") from None
     if block.get("key_id") != key_id_of(key):
-        problems.append(f"signed with key {block.get('key_id')}, not the given public key "
-                        f"({key_id_of(key)})")
+        problems.append(
+            f"signed with key {block.get('key_id')}, not the given public key ({key_id_of(key)})"
+        )
     evidence = EVIDENCE[kind]
     body = {k: v for k, v in document.items() if k != SIGNATURE_KEY}
-    sections = {name: mac(salt, name.encode(), canonical(value))
-                for name, value in body.items() if name != evidence}
+    sections = {
+        name: mac(salt, name.encode(), canonical(value))
+        for name, value in body.items()
+        if name != evidence
+    }
     chain: list[str] = []
     previous = b""
     for entry in body.get(evidence) or []:
@@ -270,15 +298,19 @@ def _verify_format_1(document: dict[str, Any], public_pem: bytes) -> list[str]:
         chain.append(link)
         previous = link.encode()
     problems += _section_problems(sections, stored_sections)
-    first_broken = next((i for i, (a, b) in enumerate(zip(chain, stored_chain, strict=False))
-                         if a != b), None)
+    first_broken = next(
+        (i for i, (a, b) in enumerate(zip(chain, stored_chain, strict=False)) if a != b), None
+    )
     if first_broken is not None:
         where = describe(body, evidence, first_broken)
-        problems.append(f"{evidence} entry {first_broken} ({where}) changed, moved or was "
-                        "replaced after signing: the hash chain breaks there")
+        problems.append(
+            f"{evidence} entry {first_broken} ({where}) changed, moved or was "
+            "replaced after signing: the hash chain breaks there"
+        )
     elif len(chain) != len(stored_chain):
-        problems.append(f"{evidence}: {len(stored_chain)} entries were signed, the document "
-                        f"has {len(chain)}")
+        problems.append(
+            f"{evidence}: {len(stored_chain)} entries were signed, the document has {len(chain)}"
+        )
     unsigned = {**document, SIGNATURE_KEY: {k: v for k, v in block.items() if k != "value"}}
     from cryptography.exceptions import InvalidSignature
 
@@ -286,6 +318,8 @@ def _verify_format_1(document: dict[str, Any], public_pem: bytes) -> list[str]:
         key.verify(value, canonical(unsigned))
     except InvalidSignature:
         if not problems:  # the content matches its hashes: the block itself was altered
-            problems.append("the signature does not match: the signature block was altered "
-                            "(its hashes, time or key id) or signed by another key")
+            problems.append(
+                "the signature does not match: the signature block was altered "
+                "(its hashes, time or key id) or signed by another key"
+            )
     return problems

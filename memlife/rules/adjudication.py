@@ -24,8 +24,6 @@ from memlife.rules.verdicts import CaseVerdict, ProbeCase
 Outcome = Literal["pass", "fail"]
 
 
-
-
 class ReviewItem(Frozen):
     ticket: str  # opaque: says nothing about run, pair or tenant
     question: str
@@ -76,13 +74,20 @@ def ticket_for(item_key: str) -> str:
 
 
 def blind(item: ReviewItem) -> BlindItem:
-    return BlindItem(ticket=item.ticket, question=item.question, reply=item.reply,
-                     candidates=item.candidates)
+    return BlindItem(
+        ticket=item.ticket, question=item.question, reply=item.reply, candidates=item.candidates
+    )
 
 
-def review_items(run_id: str, pair_index: int, step_index: int, stage: str,
-                 cases: list[ProbeCase], observations: list[Observation],
-                 verdicts: list[CaseVerdict]) -> list[ReviewItem]:
+def review_items(
+    run_id: str,
+    pair_index: int,
+    step_index: int,
+    stage: str,
+    cases: list[ProbeCase],
+    observations: list[Observation],
+    verdicts: list[CaseVerdict],
+) -> list[ReviewItem]:
     """The failed answer checks of one probe step, as items for review."""
     by_case = {o.case_id: o for o in observations if o.case_id}
     cases_by_id = {c.case_id: c for c in cases}
@@ -90,8 +95,13 @@ def review_items(run_id: str, pair_index: int, step_index: int, stage: str,
     for verdict in verdicts:
         case = cases_by_id.get(verdict.case_id)
         observation = by_case.get(verdict.case_id)
-        if (case is None or observation is None or observation.reply is None
-                or verdict.outcome != "fail" or verdict.store != "response"):
+        if (
+            case is None
+            or observation is None
+            or observation.reply is None
+            or verdict.outcome != "fail"
+            or verdict.store != "response"
+        ):
             continue
         forbidden: dict[str, list[str]] = {}
         for value in case.forbidden:
@@ -101,21 +111,40 @@ def review_items(run_id: str, pair_index: int, step_index: int, stage: str,
                 texts = forbidden.setdefault(finding.invariant, [])
                 if finding.value not in texts:
                     texts.append(finding.value)
-        values = list(dict.fromkeys(
-            [*case.required, *case.any_of, *(t for ts in forbidden.values() for t in ts)]))
+        values = list(
+            dict.fromkeys(
+                [*case.required, *case.any_of, *(t for ts in forbidden.values() for t in ts)]
+            )
+        )
         key = f"{run_id}/{pair_index}/{step_index}/{case.case_id}"
         ticket = ticket_for(key)
         # A fixed order that does not give the expected value away (it is not always first).
-        candidates = sorted(values, key=lambda v: hashlib.sha256(f"{ticket}/{v}".encode())
-                            .hexdigest())
-        items.append(ReviewItem(
-            ticket=ticket, question=case.question, reply=observation.reply,
-            candidates=candidates, run_id=run_id, pair_index=pair_index,
-            step_index=step_index, stage=stage, case_id=case.case_id,
-            tenant_alias=case.tenant_alias, kind=case.kind, required=case.required,
-            any_of=case.any_of, forbidden=forbidden,
-            exact={c.invariant: c.outcome for c in verdict.checks if c.store == "response"
-                   and c.invariant != "L"}))
+        candidates = sorted(
+            values, key=lambda v: hashlib.sha256(f"{ticket}/{v}".encode()).hexdigest()
+        )
+        items.append(
+            ReviewItem(
+                ticket=ticket,
+                question=case.question,
+                reply=observation.reply,
+                candidates=candidates,
+                run_id=run_id,
+                pair_index=pair_index,
+                step_index=step_index,
+                stage=stage,
+                case_id=case.case_id,
+                tenant_alias=case.tenant_alias,
+                kind=case.kind,
+                required=case.required,
+                any_of=case.any_of,
+                forbidden=forbidden,
+                exact={
+                    c.invariant: c.outcome
+                    for c in verdict.checks
+                    if c.store == "response" and c.invariant != "L"
+                },
+            )
+        )
     return items
 
 
@@ -142,8 +171,9 @@ def adjudicate(item: ReviewItem, decision: Decision) -> dict[str, Outcome]:
     elif "recall" in item.exact:
         has_required = set(item.required) <= asserted
         has_any = not item.any_of or bool(asserted & set(item.any_of))
-        checks["recall"] = "pass" if has_required and has_any and not decision.abstains else (
-            "fail")
+        checks["recall"] = (
+            "pass" if has_required and has_any and not decision.abstains else ("fail")
+        )
     if "D2" in item.exact:
         checks["D2"] = checks.get("recall", "fail")
     return checks

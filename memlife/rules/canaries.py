@@ -107,10 +107,22 @@ class Words:
 # The languages of generated tenants (`generate.language`, else the scenario's): Spanish
 # unless English is asked for.
 LANGUAGES: dict[str, Words] = {
-    "es": Words(tuple(SURNAMES), tuple(GIVEN_NAMES), tuple(TRADES), STREET_KINDS,
-                tuple(PET_NAMES), tuple(SAINTS)),
-    "en": Words(tuple(SURNAMES_EN), tuple(GIVEN_NAMES_EN), tuple(TRADES_EN), STREET_KINDS_EN,
-                tuple(PET_NAMES_EN), tuple(SAINTS_EN)),
+    "es": Words(
+        tuple(SURNAMES),
+        tuple(GIVEN_NAMES),
+        tuple(TRADES),
+        STREET_KINDS,
+        tuple(PET_NAMES),
+        tuple(SAINTS),
+    ),
+    "en": Words(
+        tuple(SURNAMES_EN),
+        tuple(GIVEN_NAMES_EN),
+        tuple(TRADES_EN),
+        STREET_KINDS_EN,
+        tuple(PET_NAMES_EN),
+        tuple(SAINTS_EN),
+    ),
 }
 
 
@@ -139,22 +151,39 @@ _SURNAME = Draw("surname", "surnames")
 RECIPES: dict[str, dict[str, Recipe]] = {
     "employer": {
         "es": Recipe((_NAMES, Draw("trade", "trades")), "{trade} {names[0]} {names[1]}"),
-        "en": Recipe((_NAMES, Draw("trade", "trades")), "{names[0]} {names[1]} {trade}")},
+        "en": Recipe((_NAMES, Draw("trade", "trades")), "{names[0]} {names[1]} {trade}"),
+    },
     "address": {
-        "es": Recipe((Draw("kind", "street_kinds"), _SURNAME,
-                      Draw("number", low=100, high=9999)), "{kind} {surname} {number}"),
-        "en": Recipe((Draw("number", low=100, high=9999), _SURNAME,
-                      Draw("kind", "street_kinds")), "{number} {surname} {kind}")},
-    "person": dict.fromkeys(("es", "en"), Recipe(
-        (_NAMES, Draw("given", "given_names")), "{given} {names[0]} {names[1]}")),
-    "pet": dict.fromkeys(("es", "en"), Recipe(
-        (Draw("pet", "pet_names"), Draw("first", "surnames"), Draw("second", "surnames")),
-        "{pet} {first} {second}")),
+        "es": Recipe(
+            (Draw("kind", "street_kinds"), _SURNAME, Draw("number", low=100, high=9999)),
+            "{kind} {surname} {number}",
+        ),
+        "en": Recipe(
+            (Draw("number", low=100, high=9999), _SURNAME, Draw("kind", "street_kinds")),
+            "{number} {surname} {kind}",
+        ),
+    },
+    "person": dict.fromkeys(
+        ("es", "en"),
+        Recipe((_NAMES, Draw("given", "given_names")), "{given} {names[0]} {names[1]}"),
+    ),
+    "pet": dict.fromkeys(
+        ("es", "en"),
+        Recipe(
+            (Draw("pet", "pet_names"), Draw("first", "surnames"), Draw("second", "surnames")),
+            "{pet} {first} {second}",
+        ),
+    ),
     "school": {
-        "es": Recipe((Draw("saint", "saints"), _SURNAME, Draw("number", low=2, high=99)),
-                     "Colegio {saint} {surname} {number}"),
-        "en": Recipe((Draw("saint", "saints"), _SURNAME, Draw("number", low=2, high=99)),
-                     "{saint} {surname} School {number}")},
+        "es": Recipe(
+            (Draw("saint", "saints"), _SURNAME, Draw("number", low=2, high=99)),
+            "Colegio {saint} {surname} {number}",
+        ),
+        "en": Recipe(
+            (Draw("saint", "saints"), _SURNAME, Draw("number", low=2, high=99)),
+            "{saint} {surname} School {number}",
+        ),
+    },
 }
 KINDS = tuple(RECIPES)
 
@@ -189,9 +218,11 @@ class CanarySpaceExhausted(ValueError):
     avoid (a question template, a value already drawn or claimed)."""
 
     def __init__(self, kind: str) -> None:
-        super().__init__(f"no fresh {kind!r} canary value could be drawn: every candidate "
-                         "holds or lies inside a question template or a value already "
-                         "taken (is a question only a few characters long?)")
+        super().__init__(
+            f"no fresh {kind!r} canary value could be drawn: every candidate "
+            "holds or lies inside a question template or a value already "
+            "taken (is a question only a few characters long?)"
+        )
         self.kind = kind
 
 
@@ -224,7 +255,7 @@ class CanaryPool:
         self._taken_set.add(normalized)
         self._lengths.add(len(normalized))
         size = self._GRAM
-        for gram in {normalized[i:i + size] for i in range(len(normalized) - size + 1)}:
+        for gram in {normalized[i : i + size] for i in range(len(normalized) - size + 1)}:
             holders = self._by_gram.get(gram)
             if holders is None:
                 holders = self._by_gram[gram] = array("i")
@@ -234,14 +265,15 @@ class CanaryPool:
         length = len(candidate)
         taken = self._taken_set
         for size in self._lengths:  # a taken value inside the candidate
-            if size <= length and any(candidate[start:start + size] in taken
-                                      for start in range(length - size + 1)):
+            if size <= length and any(
+                candidate[start : start + size] in taken for start in range(length - size + 1)
+            ):
                 return True
         if length < self._GRAM:  # too short to index: look everywhere
             return any(candidate in text for text in self._taken)
         rarest: array[int] | None = None
         for start in range(length - self._GRAM + 1):
-            holders = self._by_gram.get(candidate[start:start + self._GRAM])
+            holders = self._by_gram.get(candidate[start : start + self._GRAM])
             if holders is None:
                 return False  # no taken value holds this piece, so none holds the candidate
             if rarest is None or len(holders) < len(rarest):

@@ -47,8 +47,9 @@ class TenantTrail(NamedTuple):
 
     @property
     def registered_again(self) -> bool:
-        return self.gone and any(step > (self.deletion_confirmed_step or 0)
-                                 for step in self.registered_steps)
+        return self.gone and any(
+            step > (self.deletion_confirmed_step or 0) for step in self.registered_steps
+        )
 
 
 class Retirement(NamedTuple):
@@ -73,14 +74,19 @@ def _less_gone(one: TenantTrail, other: TenantTrail) -> TenantTrail:
 def contained(by_invariant: Mapping[str, Mapping[str, int]]) -> bool:
     """True when no containment check of the run failed or was inconclusive (its summary's
     `by_invariant` tallies)."""
-    return not any(tally.get("failed", 0) or tally.get("inconclusive", 0)
-                   for name, tally in by_invariant.items()
-                   if name.startswith(CONTAINMENT_INVARIANTS))
+    return not any(
+        tally.get("failed", 0) or tally.get("inconclusive", 0)
+        for name, tally in by_invariant.items()
+        if name.startswith(CONTAINMENT_INVARIANTS)
+    )
 
 
-def retirement(tenants: Iterable[TenantTrail], values: Iterable[tuple[str, str]],
-               claimed_values: Iterable[str], by_invariant: Mapping[str, Mapping[str, int]],
-               ) -> Retirement:
+def retirement(
+    tenants: Iterable[TenantTrail],
+    values: Iterable[tuple[str, str]],
+    claimed_values: Iterable[str],
+    by_invariant: Mapping[str, Mapping[str, int]],
+) -> Retirement:
     """The claims of a finished run that retire (module doc). `values` are the run's
     (owner alias, text) as recorded (a space's owner is not a tenant's alias);
     `claimed_values` the texts it claimed (normalized)."""
@@ -100,6 +106,9 @@ def retirement(tenants: Iterable[TenantTrail], values: Iterable[tuple[str, str]]
             unused.add(text)
         elif clean and all(owner in trails and trails[owner].gone for owner in owners):
             retired_values.add(text)
-    phones = frozenset(alias for alias, trail in trails.items()
-                       if clean and trail.gone and not trail.registered_again)
+    phones = frozenset(
+        alias
+        for alias, trail in trails.items()
+        if clean and trail.gone and not trail.registered_again
+    )
     return Retirement(frozenset(retired_values | unused), phones, frozenset(unused))

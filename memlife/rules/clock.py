@@ -32,6 +32,7 @@ class Clock(Frozen):
     def describe(self) -> str:
         return f"compress={self.factor:g}" if self.mode == "compress" else self.mode
 
+
 def parse_clock(text: str) -> Clock:
     """`real`, `skip` or `compress=N` (0 < N <= MAX_COMPRESSION)."""
     if text in ("real", "skip"):
@@ -43,5 +44,6 @@ def parse_clock(text: str) -> Clock:
             factor = 0.0
         if 0 < factor <= MAX_COMPRESSION:  # also refuses inf and nan
             return Clock(mode="compress", factor=factor)
-    raise ValueError(f"--clock {text!r}: expected real, skip or compress=N with "
-                     f"0 < N <= {MAX_COMPRESSION:,}")
+    raise ValueError(
+        f"--clock {text!r}: expected real, skip or compress=N with 0 < N <= {MAX_COMPRESSION:,}"
+    )

@@ -44,13 +44,20 @@ class _StrictLoader(yaml.SafeLoader):
         tag = getattr(event, "tag", None)
         if tag not in (None, "!"):
             raise yaml.composer.ComposerError(
-                None, None, f"the YAML tag {tag!r} is not allowed (memlife files are plain "
-                "mappings, lists and scalars)", event.start_mark)
+                None,
+                None,
+                f"the YAML tag {tag!r} is not allowed (memlife files are plain "
+                "mappings, lists and scalars)",
+                event.start_mark,
+            )
         self._depth += 1
         if self._depth > MAX_DEPTH:
             raise yaml.composer.ComposerError(
-                None, None, f"nested deeper than {MAX_DEPTH} levels (no memlife file needs "
-                "more than a few)", event.start_mark)
+                None,
+                None,
+                f"nested deeper than {MAX_DEPTH} levels (no memlife file needs more than a few)",
+                event.start_mark,
+            )
         node = super().compose_node(parent, index)
         self._depth -= 1
         if isinstance(node, yaml.SequenceNode):
@@ -62,8 +69,11 @@ class _StrictLoader(yaml.SafeLoader):
         size = 1 + sum(self._sizes.get(id(child), 1) for child in children)
         if size > MAX_NODES:
             raise yaml.composer.ComposerError(
-                None, None, f"its aliases expand to more than {MAX_NODES:,} values",
-                event.start_mark)
+                None,
+                None,
+                f"its aliases expand to more than {MAX_NODES:,} values",
+                event.start_mark,
+            )
         self._sizes[id(node)] = size
         return node
 
@@ -77,8 +87,11 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
             duplicate = key in seen
         except TypeError:  # a list or mapping as a key (`? [a]: b`): no memlife field is one
             raise yaml.constructor.ConstructorError(
-                None, None, f"a key must be plain text, not a {type(key).__name__} (line "
-                f"{mark.line + 1})", mark) from None
+                None,
+                None,
+                f"a key must be plain text, not a {type(key).__name__} (line {mark.line + 1})",
+                mark,
+            ) from None
         if duplicate:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (line {mark.line + 1})", mark
@@ -87,9 +100,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     return loader.construct_mapping(node, deep=deep)
 
 
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
-)
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def read_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -99,8 +110,15 @@ def read_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     try:
         # Opening a pipe would wait for a writer; a device never ends: regular files only.
         if Path(path).exists() and not Path(path).is_dir() and not Path(path).is_file():
-            raise InputError([Problem(name, "", "not a regular file (a pipe, socket or "
-                                      "device); give memlife a file")])
+            raise InputError(
+                [
+                    Problem(
+                        name,
+                        "",
+                        "not a regular file (a pipe, socket or device); give memlife a file",
+                    )
+                ]
+            )
         with open(path, "rb") as stream:
             data = stream.read(limit + 1)
     except FileNotFoundError:
@@ -110,8 +128,15 @@ def read_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     except OSError as exc:
         raise InputError([Problem(name, "", f"cannot read: {exc.strerror}")]) from None
     if len(data) > limit:
-        raise InputError([Problem(name, "", f"larger than {limit // (1024 * 1024)} MiB, the "
-                                  "most a memlife file may be")])
+        raise InputError(
+            [
+                Problem(
+                    name,
+                    "",
+                    f"larger than {limit // (1024 * 1024)} MiB, the most a memlife file may be",
+                )
+            ]
+        )
     return data
 
 
@@ -125,11 +150,22 @@ def load_yaml_file(path: str | Path) -> Any:
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:  # PyYAML composes nested collections recursively
-        raise InputError([Problem(name, "", "invalid YAML: nested too deeply (no memlife "
-                                  "file needs more than a few levels)")]) from None
+        raise InputError(
+            [
+                Problem(
+                    name,
+                    "",
+                    "invalid YAML: nested too deeply (no memlife "
+                    "file needs more than a few levels)",
+                )
+            ]
+        ) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
-        reason = f"invalid YAML: character #x{exc.character:04x} is not allowed ({exc.reason})" \
-            if isinstance(exc.character, int) else f"invalid YAML: {exc.reason}"
+        reason = (
+            f"invalid YAML: character #x{exc.character:04x} is not allowed ({exc.reason})"
+            if isinstance(exc.character, int)
+            else f"invalid YAML: {exc.reason}"
+        )
         raise InputError([Problem(name, f"character {exc.position + 1}", reason)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -139,10 +175,21 @@ def load_yaml_file(path: str | Path) -> Any:
         reason = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
         raise InputError([Problem(name, where, reason)]) from None
 
+
 # Scenario step kinds: pydantic puts the discriminator's value into an error's location
 # (timeline.3.probe.kind); the path a person reads leaves it out (timeline.3.kind).
-STEP_KINDS = ("write", "update", "wait", "probe", "delete", "await-deletion", "inspect",
-              "register", "maintain", "space")
+STEP_KINDS = (
+    "write",
+    "update",
+    "wait",
+    "probe",
+    "delete",
+    "await-deletion",
+    "inspect",
+    "register",
+    "maintain",
+    "space",
+)
 
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -162,8 +209,12 @@ def pydantic_problems(error: ValidationError, file: str) -> list[Problem]:
         for position, part in enumerate(loc):
             if isinstance(part, str) and "[" in part:
                 continue  # a union member's tag such as 'function-before[...]'
-            if (part in STEP_KINDS and position >= 2 and loc[position - 2] == "timeline"
-                    and isinstance(loc[position - 1], int)):
+            if (
+                part in STEP_KINDS
+                and position >= 2
+                and loc[position - 2] == "timeline"
+                and isinstance(loc[position - 1], int)
+            ):
                 continue
             kept.append(_path_part(part))
         message = item["msg"]
@@ -177,8 +228,9 @@ def pydantic_problems(error: ValidationError, file: str) -> list[Problem]:
     return problems
 
 
-def parse_document(model: type[Model], data: Any, file: str,
-                   semantic: Callable[[Model, str], list[Problem]]) -> Model:
+def parse_document(
+    model: type[Model], data: Any, file: str, semantic: Callable[[Model, str], list[Problem]]
+) -> Model:
     """The model, or an InputError naming every problem (shape first, then meaning)."""
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__

@@ -43,8 +43,10 @@ def parse_duration(text: str) -> timedelta:
     if seconds <= 0:
         raise ValueError(f"duration {text!r} must be greater than zero")
     if seconds > MAX_DURATION.total_seconds():
-        raise ValueError(f"duration {text!r} is longer than {MAX_DURATION.days}d (ten years), "
-                         "the longest memlife accepts")
+        raise ValueError(
+            f"duration {text!r} is longer than {MAX_DURATION.days}d (ten years), "
+            "the longest memlife accepts"
+        )
     return timedelta(seconds=seconds)
 
 
@@ -70,9 +72,7 @@ def _to_timedelta(value: Any) -> timedelta:
             raise ValueError("duration must be greater than zero")
         return value
     if isinstance(value, bool) or not isinstance(value, str):
-        raise ValueError(
-            f"expected a duration string such as '150ms', '6h' or '3d', got {value!r}"
-        )
+        raise ValueError(f"expected a duration string such as '150ms', '6h' or '3d', got {value!r}")
     return parse_duration(value)
 
 

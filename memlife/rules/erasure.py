@@ -33,8 +33,6 @@ DELETION_STATUS = "deletion-status"
 GONE_STATUSES = (404, 410)
 
 
-
-
 class DeletionCheckInput(Frozen):
     """What `memlife check-deletion` (or `temporal workflow start`) passes in."""
 
@@ -98,31 +96,52 @@ def value_label(index: int, value: str) -> str:
 
 
 def new_receipt(check: DeletionCheckInput, started_at: datetime) -> ErasureReceipt:
-    stores = [StoreEvidence(store=s.name, role=s.role or "", retention=s.retention,
-                            queries=_queries(s, check))
-              for s in check.target.stores if s.probe is not None]
+    stores = [
+        StoreEvidence(
+            store=s.name, role=s.role or "", retention=s.retention, queries=_queries(s, check)
+        )
+        for s in check.target.stores
+        if s.probe is not None
+    ]
     if check.questions and check.phone:
-        stores.append(StoreEvidence(store=RESPONSE_SURFACE, role="answers to the tenant",
-                                    queries=[f"ask: {q}" for q in check.questions]))
+        stores.append(
+            StoreEvidence(
+                store=RESPONSE_SURFACE,
+                role="answers to the tenant",
+                queries=[f"ask: {q}" for q in check.questions],
+            )
+        )
     if check.request and check.target.operations.deletion_status is not None:
-        stores.append(StoreEvidence(store=DELETION_STATUS, role="the target's own account",
-                                    queries=[f"{check.target.operations.deletion_status.method} "
-                                             f"{check.target.operations.deletion_status.path}"]))
+        stores.append(
+            StoreEvidence(
+                store=DELETION_STATUS,
+                role="the target's own account",
+                queries=[
+                    f"{check.target.operations.deletion_status.method} "
+                    f"{check.target.operations.deletion_status.path}"
+                ],
+            )
+        )
     return ErasureReceipt(
-        check_id=check.check_id, tenant=check.user_id, target_name=check.target.name,
+        check_id=check.check_id,
+        tenant=check.user_id,
+        target_name=check.target.name,
         target_base_url=check.target.base_url,
         values=[value_label(i, v) for i, v in enumerate(check.values)],
-        started_at=started_at, deadline_at=started_at + check.deadline,
-        poll_s=check.poll.total_seconds(), stores=stores,
+        started_at=started_at,
+        deadline_at=started_at + check.deadline,
+        poll_s=check.poll.total_seconds(),
+        stores=stores,
     )
 
 
 def _queries(store: Store, check: DeletionCheckInput) -> list[str]:
     assert store.probe is not None
     if isinstance(store.probe, SqlProbe):
-        return ([f"scope: SQL {store.probe.scope} (tenant {check.user_id})"]
-                + [f"needle: SQL {store.probe.needle} ({value_label(i, v)})"
-                   for i, v in enumerate(check.values)])
+        return [f"scope: SQL {store.probe.scope} (tenant {check.user_id})"] + [
+            f"needle: SQL {store.probe.needle} ({value_label(i, v)})"
+            for i, v in enumerate(check.values)
+        ]
     scope = store.probe.scope
     queries = [f"scope: {scope.method} {scope.path} (tenant {check.user_id})"]
     needles, needle = store.probe.needles, store.probe.needle
@@ -130,8 +149,10 @@ def _queries(store: Store, check: DeletionCheckInput) -> list[str]:
         labels = ", ".join(value_label(i, v) for i, v in enumerate(check.values))
         queries.append(f"needles: {needles.method} {needles.path} ({labels})")
     elif needle is not None:
-        queries += [f"needle: {needle.method} {needle.path} ({value_label(i, v)})"
-                    for i, v in enumerate(check.values)]
+        queries += [
+            f"needle: {needle.method} {needle.path} ({value_label(i, v)})"
+            for i, v in enumerate(check.values)
+        ]
     return queries
 
 
@@ -139,10 +160,14 @@ def deleted_tenant_case(check: DeletionCheckInput, clean_before: list[str]) -> I
     """The check as a lifecycle inspection of a deleted tenant: the same I4 rules (retention
     policies, tombstones, resurrection) decide what counts as residue."""
     return InspectCase(
-        case_id=f"{check.check_id}-inspect", role="a", tenant_alias=check.user_id,
-        deleted=True, identities=[check.user_id],
+        case_id=f"{check.check_id}-inspect",
+        role="a",
+        tenant_alias=check.user_id,
+        deleted=True,
+        identities=[check.user_id],
         needles=[Needle(text=v, domain="erasure", origin="deleted") for v in check.values],
-        partner_values=[], clean_before=clean_before,
+        partner_values=[],
+        clean_before=clean_before,
     )
 
 
@@ -153,19 +178,31 @@ def _redact(text: str, values: list[str]) -> str:
     return text
 
 
-def store_outcomes(check: DeletionCheckInput, receipt: ErasureReceipt,
-                   reads: list[StoreRead]) -> dict[str, tuple[StoreStatus, list[str]]]:
+def store_outcomes(
+    check: DeletionCheckInput, receipt: ErasureReceipt, reads: list[StoreRead]
+) -> dict[str, tuple[StoreStatus, list[str]]]:
     """Judge one round of store reads: per store, its status and what was found."""
     clean_before = [s.store for s in receipt.stores if s.clean_since is not None]
     probed = [s for s in check.target.stores if s.probe is not None]
     verdicts, _ = judge_inspection(deleted_tenant_case(check, clean_before), reads, probed)
     outcomes: dict[str, tuple[StoreStatus, list[str]]] = {}
     for verdict in verdicts:
-        outcomes[verdict.store] = (_status(verdict), [
-            _redact(("resurrected: " if f.reason == "resurrected" else "")
-                    + (f"{value_label(check.values.index(f.value), f.value)}: "
-                       if f.value in check.values else "") + f.detail, check.values)
-            for f in verdict.findings])
+        outcomes[verdict.store] = (
+            _status(verdict),
+            [
+                _redact(
+                    ("resurrected: " if f.reason == "resurrected" else "")
+                    + (
+                        f"{value_label(check.values.index(f.value), f.value)}: "
+                        if f.value in check.values
+                        else ""
+                    )
+                    + f.detail,
+                    check.values,
+                )
+                for f in verdict.findings
+            ],
+        )
     return outcomes
 
 
@@ -173,8 +210,9 @@ def _status(verdict: CaseVerdict) -> StoreStatus:
     return {"pass": "clean", "fail": "residue"}.get(verdict.outcome, "unreadable")  # type: ignore[return-value]
 
 
-def answer_outcome(check: DeletionCheckInput,
-                   replies: list[Reply]) -> tuple[StoreStatus, list[str]]:
+def answer_outcome(
+    check: DeletionCheckInput, replies: list[Reply]
+) -> tuple[StoreStatus, list[str]]:
     """The tenant's channel: an answer carrying a value is residue; a channel that no
     longer knows the tenant (404/410) serves nothing; any other error is unreadable."""
     found, unreadable = [], []
@@ -196,8 +234,9 @@ def answer_outcome(check: DeletionCheckInput,
     return "clean", []
 
 
-def deletion_outcome(state: DeletionState | None,
-                     error: str | None) -> tuple[StoreStatus, list[str]]:
+def deletion_outcome(
+    state: DeletionState | None, error: str | None
+) -> tuple[StoreStatus, list[str]]:
     if state is None:
         return "unreadable", [f"status request failed: {error}"]
     if state.failed:
@@ -207,8 +246,9 @@ def deletion_outcome(state: DeletionState | None,
     return "residue", [f"not confirmed yet (status {state.status!r})"]
 
 
-def absorb(receipt: ErasureReceipt, outcomes: dict[str, tuple[StoreStatus, list[str]]],
-           when: datetime) -> ErasureReceipt:
+def absorb(
+    receipt: ErasureReceipt, outcomes: dict[str, tuple[StoreStatus, list[str]]], when: datetime
+) -> ErasureReceipt:
     """Fold one round into the receipt: clean_since is the start of the current clean
     streak; a store that turns dirty again loses it (and shows as resurrected)."""
     origin = receipt.requested_at or receipt.started_at
@@ -234,8 +274,9 @@ def absorb(receipt: ErasureReceipt, outcomes: dict[str, tuple[StoreStatus, list[
     confirmed = receipt.confirmed_at
     if confirmed is None and outcomes.get(DELETION_STATUS, ("",))[0] == "clean":
         confirmed = when
-    return receipt.model_copy(update={"stores": stores, "rounds": receipt.rounds + 1,
-                                      "confirmed_at": confirmed})
+    return receipt.model_copy(
+        update={"stores": stores, "rounds": receipt.rounds + 1, "confirmed_at": confirmed}
+    )
 
 
 def all_clean(receipt: ErasureReceipt) -> bool:
@@ -250,13 +291,20 @@ def finish(receipt: ErasureReceipt, when: datetime) -> ErasureReceipt:
     for evidence in residue:
         reasons.append(f"{evidence.store}: " + ("; ".join(evidence.found) or "residue"))
     for evidence in unreadable:
-        reasons.append(f"{evidence.store}: could not be read ("
-                       + ("; ".join(evidence.found) or "never read") + ")")
+        reasons.append(
+            f"{evidence.store}: could not be read ("
+            + ("; ".join(evidence.found) or "never read")
+            + ")"
+        )
     if receipt.request_status and receipt.request_status.startswith("error"):
         reasons.insert(0, f"deletion request: {receipt.request_status}")
-    verdict: Verdict = ("fail" if residue else "inconclusive" if unreadable or (
-        receipt.request_status or "").startswith("error") else "pass")
+    verdict: Verdict = (
+        "fail"
+        if residue
+        else "inconclusive"
+        if unreadable or (receipt.request_status or "").startswith("error")
+        else "pass"
+    )
     if not receipt.stores:
         verdict, reasons = "inconclusive", ["the target file probes no store"]
-    return receipt.model_copy(update={"verdict": verdict, "reasons": reasons,
-                                      "finished_at": when})
+    return receipt.model_copy(update={"verdict": verdict, "reasons": reasons, "finished_at": when})

@@ -12,8 +12,17 @@ from pydantic import Field
 from memlife.rules.models import Frozen
 from memlife.rules.scenario import Role
 
-ObservationKind = Literal["register", "write", "update", "probe", "delete", "deletion-status",
-                          "inspect", "maintain", "space"]
+ObservationKind = Literal[
+    "register",
+    "write",
+    "update",
+    "probe",
+    "delete",
+    "deletion-status",
+    "inspect",
+    "maintain",
+    "space",
+]
 
 
 class Observation(Frozen):
@@ -45,6 +54,7 @@ class Observation(Frozen):
     # The answer is the records a search found, not sentences (the target's `answers`).
     retrieval: bool = False
 
+
 class Reply(Frozen):
     index: int
     reply: str | None = None
@@ -62,6 +72,7 @@ class Reply(Frozen):
     refused: bool = False  # the status is one the operation lists as `refused`
     retrieval: bool = False  # the answer is the records a search found
 
+
 class DeletionState(Frozen):
     """What the target said about a deletion: done, failed, or still in progress."""
 
@@ -74,6 +85,7 @@ class DeletionState(Frozen):
     wall_time: datetime
     traceparent: str | None = None
 
+
 class MaintenanceResult(Frozen):
     """What the target answered to one maintenance request (a reindex, a rebuild)."""
 
@@ -83,6 +95,7 @@ class MaintenanceResult(Frozen):
     latency_ms: float
     wall_time: datetime
     traceparent: str | None = None
+
 
 class SpaceResult(Frozen):
     """What the target answered to a space operation; `space_id` as it knows the space."""
@@ -94,6 +107,7 @@ class SpaceResult(Frozen):
     wall_time: datetime
     traceparent: str | None = None
 
+
 class StoreRecordView(Frozen):
     id: str | None = None
     tenant_id: str | None = None
@@ -102,6 +116,7 @@ class StoreRecordView(Frozen):
     # Of the matches, those found in another form only (rules/variants.py): that form.
     forms: dict[int, str] = Field(default_factory=dict)
     excerpt: str = ""
+
 
 class StoreRead(Frozen):
     store: str

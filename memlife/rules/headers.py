@@ -16,8 +16,9 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 def _header_name(value: str) -> str:
     """A header name: an HTTP token (RFC 9110), nothing a request could be split at."""
     if not _TOKEN.fullmatch(value):
-        raise ValueError(f"header name {value!r} is not an HTTP token (letters, digits and "
-                         "!#$%&'*+-.^_`|~ only)")
+        raise ValueError(
+            f"header name {value!r} is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)"
+        )
     return value
 
 
@@ -30,8 +31,10 @@ def safe_header_values(headers: dict[str, Any]) -> dict[str, Any]:
     for name, value in headers.items():
         written = value if isinstance(value, str) else getattr(value, "prefix", "")
         if any(character in written for character in "\r\n\x00"):
-            raise ValueError(f"{name}: a header value cannot hold a carriage return, line "
-                             "feed or NUL character (it would start another header)")
+            raise ValueError(
+                f"{name}: a header value cannot hold a carriage return, line "
+                "feed or NUL character (it would start another header)"
+            )
     return headers
 
 
@@ -40,8 +43,10 @@ def _no_control_characters(value: str) -> str:
     end the request line early or hide where the request really goes."""
     bad = sorted({f"U+{ord(c):04X}" for c in value if ord(c) < 0x20 or ord(c) == 0x7F})
     if bad:
-        raise ValueError(f"a URL cannot hold control characters ({', '.join(bad)}); "
-                         "percent-encode them if the service needs them")
+        raise ValueError(
+            f"a URL cannot hold control characters ({', '.join(bad)}); "
+            "percent-encode them if the service needs them"
+        )
     return value
 
 

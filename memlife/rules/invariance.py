@@ -60,27 +60,47 @@ def twin_verdict(original: TwinAnswer, twin: TwinAnswer) -> CaseVerdict | None:
         return None
     outcome: Outcome
     findings = []
-    if any("inconclusive" in (original.checks.get(name), twin.checks.get(name))
-           for name in compared):
+    if any(
+        "inconclusive" in (original.checks.get(name), twin.checks.get(name)) for name in compared
+    ):
         outcome = "inconclusive"
-        findings.append(Finding(invariant="N1", reason="target-error", outcome=outcome,
-                                detail="one side's answer could not be judged"))
+        findings.append(
+            Finding(
+                invariant="N1",
+                reason="target-error",
+                outcome=outcome,
+                detail="one side's answer could not be judged",
+            )
+        )
     else:
         differ = [name for name in compared if original.checks.get(name) != twin.checks.get(name)]
         outcome = "fail" if differ else "pass"
         if differ:
-            findings.append(Finding(
-                invariant="N1", reason="influenced", outcome="fail",
-                detail=f"{original.alias} and its control twin {twin.alias} state the same "
-                f"facts and were asked the same; only their neighbours differ, yet "
-                + "; ".join(f"{name} is {original.checks.get(name, 'unchecked')} here and "
-                            f"{twin.checks.get(name, 'unchecked')} for the twin"
-                            for name in differ)
-                + f". Answers: {_excerpt(original.reply)} / {_excerpt(twin.reply)}"))
-    return CaseVerdict(case_id=f"{original.case_id}-twin", role="a",
-                       tenant_alias=original.alias, domain=original.domain,
-                       passed=outcome == "pass", outcome=outcome,
-                       checks=[Check(invariant="N1", outcome=outcome)], findings=findings)
+            findings.append(
+                Finding(
+                    invariant="N1",
+                    reason="influenced",
+                    outcome="fail",
+                    detail=f"{original.alias} and its control twin {twin.alias} state the same "
+                    f"facts and were asked the same; only their neighbours differ, yet "
+                    + "; ".join(
+                        f"{name} is {original.checks.get(name, 'unchecked')} here and "
+                        f"{twin.checks.get(name, 'unchecked')} for the twin"
+                        for name in differ
+                    )
+                    + f". Answers: {_excerpt(original.reply)} / {_excerpt(twin.reply)}",
+                )
+            )
+    return CaseVerdict(
+        case_id=f"{original.case_id}-twin",
+        role="a",
+        tenant_alias=original.alias,
+        domain=original.domain,
+        passed=outcome == "pass",
+        outcome=outcome,
+        checks=[Check(invariant="N1", outcome=outcome)],
+        findings=findings,
+    )
 
 
 def _excerpt(reply: str | None) -> str:
@@ -100,8 +120,9 @@ def twin_links(values_of_a: dict[int, frozenset[str]]) -> list[tuple[int, int]]:
     return [(pairs[0], twin) for pairs in by_values.values() for twin in pairs[1:]]
 
 
-def own_variation(answers: Iterable[TwinAnswer],
-                  changes: Iterable[tuple[int, str | None]] = ()) -> tuple[int, int]:
+def own_variation(
+    answers: Iterable[TwinAnswer], changes: Iterable[tuple[int, str | None]] = ()
+) -> tuple[int, int]:
     """(differing, compared): one tenant's answers to a question it was asked again, each
     later asking set against the one before, where neither copied a value, the same checks
     were made, and nothing of the tenant's changed in between (`changes`: the steps at
@@ -115,18 +136,24 @@ def own_variation(answers: Iterable[TwinAnswer],
     for askings in by_question.values():
         for before, after in zip(askings, askings[1:], strict=False):
             if [name for name, _ in before.compared()] != [
-                    name for name, _ in after.compared()] or any(
-                    before.step < step <= after.step and domain in (None, after.domain)
-                    for step, domain in changed):
+                name for name, _ in after.compared()
+            ] or any(
+                before.step < step <= after.step and domain in (None, after.domain)
+                for step, domain in changed
+            ):
                 continue
             compared += 1
             differing += before.compared() != after.compared()
     return differing, compared
 
 
-def influence_verdict(twins: Sequence[tuple[int, int]], variation: Sequence[tuple[int, int]],
-                      examples: Sequence[tuple[TwinAnswer, TwinAnswer]], case_id: str,
-                      alias: str) -> CaseVerdict:
+def influence_verdict(
+    twins: Sequence[tuple[int, int]],
+    variation: Sequence[tuple[int, int]],
+    examples: Sequence[tuple[TwinAnswer, TwinAnswer]],
+    case_id: str,
+    alias: str,
+) -> CaseVerdict:
     """N1 by rates, for a target that varies run to run: `twins` (differing, compared) per
     twin link, `variation` per tenant (own_variation). Fails when the twins' interval lies
     wholly above the target's own."""
@@ -137,23 +164,41 @@ def influence_verdict(twins: Sequence[tuple[int, int]], variation: Sequence[tupl
     else:
         assert differ.low is not None and itself.high is not None
         outcome = "fail" if differ.low > itself.high else "pass"
-    detail = (f"control twins differed in {_rate(differ)}; the target differed from itself "
-              f"on a question asked again in {_rate(itself)}")
+    detail = (
+        f"control twins differed in {_rate(differ)}; the target differed from itself "
+        f"on a question asked again in {_rate(itself)}"
+    )
     findings = []
     if outcome != "pass":
-        shown = "; ".join(f"{a.alias} {a.case_id}: {_excerpt(a.reply)} / {_excerpt(b.reply)}"
-                          for a, b in examples[:3])
-        findings.append(Finding(
-            invariant="N1", reason="influenced" if outcome == "fail" else "target-error",
-            outcome=outcome, detail=detail + (f". For example {shown}" if shown else "")
-            if outcome == "fail" else "nothing was compared twice: " + detail))
-    return CaseVerdict(case_id=case_id, role="a", tenant_alias=alias, passed=outcome == "pass",
-                       outcome=outcome, checks=[Check(invariant="N1", outcome=outcome)],
-                       findings=findings)
+        shown = "; ".join(
+            f"{a.alias} {a.case_id}: {_excerpt(a.reply)} / {_excerpt(b.reply)}"
+            for a, b in examples[:3]
+        )
+        findings.append(
+            Finding(
+                invariant="N1",
+                reason="influenced" if outcome == "fail" else "target-error",
+                outcome=outcome,
+                detail=detail + (f". For example {shown}" if shown else "")
+                if outcome == "fail"
+                else "nothing was compared twice: " + detail,
+            )
+        )
+    return CaseVerdict(
+        case_id=case_id,
+        role="a",
+        tenant_alias=alias,
+        passed=outcome == "pass",
+        outcome=outcome,
+        checks=[Check(invariant="N1", outcome=outcome)],
+        findings=findings,
+    )
 
 
 def _rate(estimate: RateEstimate) -> str:
     if estimate.rate is None:
         return "no comparison"
-    return (f"{estimate.successes} of {estimate.trials} answers ({estimate.rate:.0%}, 95% "
-            f"interval {estimate.low:.0%}–{estimate.high:.0%})")
+    return (
+        f"{estimate.successes} of {estimate.trials} answers ({estimate.rate:.0%}, 95% "
+        f"interval {estimate.low:.0%}–{estimate.high:.0%})"
+    )

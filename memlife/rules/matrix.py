@@ -26,8 +26,10 @@ class MatrixEntry(BaseModel):
     @model_validator(mode="after")
     def _one_kind(self) -> MatrixEntry:
         if self.target is not None and (self.retrieval or self.faults):
-            raise ValueError("a target file configuration takes no retrieval or faults (those "
-                             "are the bundled reference target's)")
+            raise ValueError(
+                "a target file configuration takes no retrieval or faults (those "
+                "are the bundled reference target's)"
+            )
         return self
 
 
@@ -45,31 +47,44 @@ class MatrixFile(BaseModel):
         return self
 
 
-def parse_matrix(data: object, file: str, faults: Collection[str],
-                 retrieval_modes: Collection[str]) -> MatrixFile:
+def parse_matrix(
+    data: object, file: str, faults: Collection[str], retrieval_modes: Collection[str]
+) -> MatrixFile:
     """A matrix document already read; target files are looked up beside `file`."""
+
     def semantic(matrix: MatrixFile, file: str) -> list[Problem]:
         problems = []
         for index, entry in enumerate(matrix.configurations):
             where = f"configurations.{index}"
             if entry.retrieval is not None and entry.retrieval not in retrieval_modes:
-                problems.append(Problem(file, f"{where}.retrieval", f"unknown mode "
-                                        f"{entry.retrieval!r}; one of "
-                                        f"{', '.join(retrieval_modes)}"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{where}.retrieval",
+                        f"unknown mode {entry.retrieval!r}; one of {', '.join(retrieval_modes)}",
+                    )
+                )
             for position, fault in enumerate(entry.faults):
                 if fault not in faults:
-                    problems.append(Problem(file, f"{where}.faults.{position}",
-                                            f"unknown fault {fault!r}"))
+                    problems.append(
+                        Problem(file, f"{where}.faults.{position}", f"unknown fault {fault!r}")
+                    )
             if entry.target is not None and not (Path(file).parent / entry.target).exists():
-                problems.append(Problem(file, f"{where}.target", f"no such file "
-                                        f"{entry.target!r} (relative to the matrix file)"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{where}.target",
+                        f"no such file {entry.target!r} (relative to the matrix file)",
+                    )
+                )
         return problems
 
     return parse_document(MatrixFile, data, file, semantic)
 
 
-def load_matrix(path: str | Path, faults: Collection[str],
-                retrieval_modes: Collection[str]) -> MatrixFile:
+def load_matrix(
+    path: str | Path, faults: Collection[str], retrieval_modes: Collection[str]
+) -> MatrixFile:
     """Raises InputError with one `file: field: reason` per problem; `faults` and
     `retrieval_modes` are what the bundled reference target knows."""
     return parse_matrix(load_yaml_file(path), str(path), faults, retrieval_modes)

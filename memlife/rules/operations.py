@@ -48,8 +48,10 @@ def check_pointer(pointer: str) -> str:
         jmespath.compile(pointer)
     except JMESPathError as error:
         reason = str(error).splitlines()[0]
-        raise ValueError(f"{pointer!r} is neither a JSON pointer (write e.g. '/reply' or "
-                         f"'/data/id') nor a JMESPath expression ({reason})") from None
+        raise ValueError(
+            f"{pointer!r} is neither a JSON pointer (write e.g. '/reply' or "
+            f"'/data/id') nor a JMESPath expression ({reason})"
+        ) from None
     return pointer
 
 
@@ -107,8 +109,10 @@ class Operation(Strict):
     def _refused_is_not_success(self) -> Operation:
         both = sorted(set(self.success) & set(self.refused))
         if both:
-            raise ValueError(f"status {', '.join(map(str, both))} is both a success and a "
-                             "refusal; list it under one of `success` and `refused`")
+            raise ValueError(
+                f"status {', '.join(map(str, both))} is both a success and a "
+                "refusal; list it under one of `success` and `refused`"
+            )
         return self
 
 
@@ -154,12 +158,22 @@ def sequence_problems(steps: list[Operation], given: frozenset[str]) -> list[tup
     known = set(given)
     selecting = [index for index, step in enumerate(steps) if step.select is not None]
     for index in selecting[1:]:
-        problems.append((index, "only one request of a sequence may `select`: every request "
-                                "after it already runs once per selected record"))
+        problems.append(
+            (
+                index,
+                "only one request of a sequence may `select`: every request "
+                "after it already runs once per selected record",
+            )
+        )
     for index, step in enumerate(steps):
         for variable in sorted(template_variables(step) - known):
-            problems.append((index, f"unknown placeholder {{{variable}}}; here it may use: "
-                             + ", ".join(f"{{{v}}}" for v in sorted(known))))
+            problems.append(
+                (
+                    index,
+                    f"unknown placeholder {{{variable}}}; here it may use: "
+                    + ", ".join(f"{{{v}}}" for v in sorted(known)),
+                )
+            )
         known.update(step.extract)
         if step.select is not None:
             known.update(step.select.extract)

@@ -32,8 +32,9 @@ def materialize(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
     kept."""
     if scenario.generate is None:
         return scenario
-    return scenario.model_copy(update={"pairs": list(generated_pairs(scenario, seed, avoid)),
-                                       "generate": None})
+    return scenario.model_copy(
+        update={"pairs": list(generated_pairs(scenario, seed, avoid)), "generate": None}
+    )
 
 
 def vary_listed(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Scenario:
@@ -46,9 +47,12 @@ def vary_listed(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
     the run's own keeps the values as written (`materialize`)."""
     if scenario.generate is not None:
         return scenario
-    questions = [q for domain in scenario.domains.values()
-                 for templates in domain.templates.values()
-                 for q in (*templates.question, *templates.question_dev)]
+    questions = [
+        q
+        for domain in scenario.domains.values()
+        for templates in domain.templates.values()
+        for q in (*templates.question, *templates.question_dev)
+    ]
     pool = CanaryPool(f"listed:{seed}", avoid=[*questions, *avoid])
     marked: dict[str, tuple[str, str]] = {}  # normalized text -> (marked text, marker)
 
@@ -56,7 +60,7 @@ def vary_listed(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
         key = normalize(text)
         if key not in marked:
             value = pool.mark(text, language)
-            marked[key] = value, value[len(text) + 1:]
+            marked[key] = value, value[len(text) + 1 :]
         return marked[key]
 
     def vary(fact: FactValue, language: str) -> FactValue:
@@ -64,9 +68,13 @@ def vary_listed(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
         renderings = [f"{text} {marker}" for text in fact.any_of]
         for text in renderings:  # the fact's own: they may overlap its value
             pool.take(text)
-        return fact.model_copy(update={
-            "value": value, "any_of": renderings,
-            "updates": [mark(text, language)[0] for text in fact.updates]})
+        return fact.model_copy(
+            update={
+                "value": value,
+                "any_of": renderings,
+                "updates": [mark(text, language)[0] for text in fact.updates],
+            }
+        )
 
     pairs = []
     for pair in scenario.pairs:
@@ -74,23 +82,29 @@ def vary_listed(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Sce
         for role in ("a", "b"):
             tenant = pair.tenant(role)
             language = scenario.language_of(tenant)
-            tenants[role] = tenant.model_copy(update={"facts": {
-                domain: vary(fact, language) for domain, fact in tenant.facts.items()}})
-        spaces = {space: {domain: vary(fact, scenario.language)
-                          for domain, fact in facts.items()}
-                  for space, facts in pair.spaces.items()}
+            tenants[role] = tenant.model_copy(
+                update={
+                    "facts": {domain: vary(fact, language) for domain, fact in tenant.facts.items()}
+                }
+            )
+        spaces = {
+            space: {domain: vary(fact, scenario.language) for domain, fact in facts.items()}
+            for space, facts in pair.spaces.items()
+        }
         pairs.append(pair.model_copy(update={**tenants, "spaces": spaces}))
     return scenario.model_copy(update={"pairs": pairs})
 
 
-def generated_pairs(scenario: Scenario, seed: str, avoid: Iterable[str] = ()
-                    ) -> Iterator[Pair]:
+def generated_pairs(scenario: Scenario, seed: str, avoid: Iterable[str] = ()) -> Iterator[Pair]:
     """`materialize`'s pairs one at a time, in order: a run of ten thousand pairs is
     written to the recorder as it is drawn, never held whole (activities/record.py)."""
     assert scenario.generate is not None
-    questions = [q for domain in scenario.domains.values()
-                 for templates in domain.templates.values()
-                 for q in (*templates.question, *templates.question_dev)]
+    questions = [
+        q
+        for domain in scenario.domains.values()
+        for templates in domain.templates.values()
+        for q in (*templates.question, *templates.question_dev)
+    ]
     pool = CanaryPool(seed, avoid=[*questions, *avoid])
     updates = scenario.update_counts()
     generation = scenario.generate
@@ -111,19 +125,29 @@ def generated_pairs(scenario: Scenario, seed: str, avoid: Iterable[str] = ()
             facts = {}
             for name in scenario.domains:
                 value = pool.draw(_canary(scenario, name), language)
-                later = [pool.draw(_canary(scenario, name), language)
-                         for _ in range(updates.get((role, name), 0))]
+                later = [
+                    pool.draw(_canary(scenario, name), language)
+                    for _ in range(updates.get((role, name), 0))
+                ]
                 facts[name] = FactValue(value=value, updates=later)
             alias = f"{generation.alias_prefix}{index:03d}"
             alias += ("" if role == "a" else "-corp") if generation.collide else role
             tenants[role] = Tenant(alias=alias, language=generation.language, facts=facts)
         if index < twins:
             twinned.append(tenants["a"])
-        spaces = {space: {d: FactValue(value=pool.draw(_canary(scenario, d), language))
-                          for d in spec.domains}
-                  for space, spec in scenario.spaces.items()}
-        yield Pair(a=tenants["a"], b=tenants["b"], collide_phones=generation.collide,
-                   spaces=spaces, twin=twin)
+        spaces = {
+            space: {
+                d: FactValue(value=pool.draw(_canary(scenario, d), language)) for d in spec.domains
+            }
+            for space, spec in scenario.spaces.items()
+        }
+        yield Pair(
+            a=tenants["a"],
+            b=tenants["b"],
+            collide_phones=generation.collide,
+            spaces=spaces,
+            twin=twin,
+        )
 
 
 def _canary(scenario: Scenario, domain: str) -> str:
@@ -132,14 +156,19 @@ def _canary(scenario: Scenario, domain: str) -> str:
     return kind
 
 
-def pair_tenants(run_id: str, pair_index: int, pair: Pair,
-                 scenario: Scenario) -> list[TenantIdentity]:
+def pair_tenants(
+    run_id: str, pair_index: int, pair: Pair, scenario: Scenario
+) -> list[TenantIdentity]:
     """The pair's two tenants with their run-unique synthetic phones."""
-    return [TenantIdentity(role=role, alias=pair.tenant(role).alias,
-                           phone=synthetic_phone(run_id, 2 * pair_index + offset,
-                                                 aligned=pair.collide_phones),
-                           language=scenario.language_of(pair.tenant(role)))
-            for offset, role in enumerate(("a", "b"))]
+    return [
+        TenantIdentity(
+            role=role,
+            alias=pair.tenant(role).alias,
+            phone=synthetic_phone(run_id, 2 * pair_index + offset, aligned=pair.collide_phones),
+            language=scenario.language_of(pair.tenant(role)),
+        )
+        for offset, role in enumerate(("a", "b"))
+    ]
 
 
 class PairValue(NamedTuple):
@@ -167,5 +196,6 @@ def pair_values(pairs: Iterable[Pair], first: int = 0) -> Iterator[PairValue]:
         for space, facts in pair.spaces.items():
             for domain, fact in facts.items():
                 for position, text in enumerate(fact.all_texts()):
-                    yield PairValue(index, "a", f"{pair.a.alias} (space {space})", domain,
-                                    position, text)
+                    yield PairValue(
+                        index, "a", f"{pair.a.alias} (space {space})", domain, position, text
+                    )

@@ -45,17 +45,25 @@ def words(text: str) -> set[str]:
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def close_statements(answer: Sequence[float], answer_text: str,
-                     own: Sequence[tuple[Statement, Sequence[float]]],
-                     partner: Sequence[tuple[Statement, Sequence[float]]],
-                     own_values: Iterable[str] = ()) -> list[Statement]:
+def close_statements(
+    answer: Sequence[float],
+    answer_text: str,
+    own: Sequence[tuple[Statement, Sequence[float]]],
+    partner: Sequence[tuple[Statement, Sequence[float]]],
+    own_values: Iterable[str] = (),
+) -> list[Statement]:
     """The partner's statements the answer may say in other words (closest first): each at
     least FLOOR similar, closer than the tenant's own closest statement by MARGIN, and with
     a word of its value in the answer that none of the tenant's own values has."""
     own_best = max((cosine(answer, vector) for _, vector in own), default=0.0)
     said = words(answer_text) - {w for value in own_values for w in words(value)}
-    scored = sorted(((cosine(answer, vector), statement) for statement, vector in partner),
-                    key=lambda item: item[0], reverse=True)
-    return [statement for score, statement in scored
-            if score >= FLOOR and score - own_best >= MARGIN
-            and words(statement.value) & said]
+    scored = sorted(
+        ((cosine(answer, vector), statement) for statement, vector in partner),
+        key=lambda item: item[0],
+        reverse=True,
+    )
+    return [
+        statement
+        for score, statement in scored
+        if score >= FLOOR and score - own_best >= MARGIN and words(statement.value) & said
+    ]

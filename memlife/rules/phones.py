@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 
 _AREA_CODES = [
-    code for code in range(200, 1000) if code % 100 != 11  # N11 codes are service codes
+    code
+    for code in range(200, 1000)
+    if code % 100 != 11  # N11 codes are service codes
 ]
 CAPACITY = len(_AREA_CODES) * 100
 

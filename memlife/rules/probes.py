@@ -95,14 +95,16 @@ class FilesProbe(_RecordPointers):
     include: list[str] = Field(default_factory=lambda: ["*"], min_length=1)  # glob patterns
     # How values are searched, besides memlife's normalized form (always UTF-8).
     encodings: list[Literal["utf-8", "utf-16-le", "utf-16-be"]] = Field(
-        default_factory=lambda: ["utf-8"], min_length=1)
+        default_factory=lambda: ["utf-8"], min_length=1
+    )
     grace: GraceDuration = timedelta(0)
 
     @model_validator(mode="after")
     def _one_directory(self) -> FilesProbe:
         if (self.path is None) == (self.path_env is None):
-            raise ValueError("a files probe names its data directory: `path` or `path_env`, "
-                             "exactly one")
+            raise ValueError(
+                "a files probe names its data directory: `path` or `path_env`, exactly one"
+            )
         return self
 
 
@@ -126,8 +128,10 @@ class QdrantProbe(_RecordPointers):
     @model_validator(mode="after")
     def _one_location(self) -> QdrantProbe:
         if (self.url_env is None) == (self.path is None):
-            raise ValueError("a qdrant probe names its server (`url_env`) or its local "
-                             "storage (`path`), exactly one")
+            raise ValueError(
+                "a qdrant probe names its server (`url_env`) or its local "
+                "storage (`path`), exactly one"
+            )
         if self.api_key_env and self.path:
             raise ValueError("`api_key_env` is for a server (`url_env`), not local storage")
         return self
@@ -153,8 +157,10 @@ class ChromaProbe(_RecordPointers):
     @model_validator(mode="after")
     def _one_location(self) -> ChromaProbe:
         if sum(value is not None for value in (self.url_env, self.path, self.path_env)) != 1:
-            raise ValueError("a chroma probe names its server (`url_env`) or its persistent "
-                             "directory (`path` or `path_env`), exactly one")
+            raise ValueError(
+                "a chroma probe names its server (`url_env`) or its persistent "
+                "directory (`path` or `path_env`), exactly one"
+            )
         return self
 
 
@@ -186,13 +192,17 @@ def sql_parameters(query: str) -> set[str]:
 
 
 def _probe_kind(value: Any) -> str:
-    kind = value.get("kind", "http") if isinstance(value, dict) else getattr(value, "kind",
-                                                                             "http")
+    kind = value.get("kind", "http") if isinstance(value, dict) else getattr(value, "kind", "http")
     return kind if kind in PROBE_KINDS else "http"
 
 
 PROBE_KINDS = ("http", "sql", "files", "qdrant", "falkordb", "chroma")
-Probe = Annotated[Annotated[StoreProbe, Tag("http")] | Annotated[SqlProbe, Tag("sql")]
-                  | Annotated[FilesProbe, Tag("files")] | Annotated[QdrantProbe, Tag("qdrant")]
-                  | Annotated[FalkorDBProbe, Tag("falkordb")]
-                  | Annotated[ChromaProbe, Tag("chroma")], Discriminator(_probe_kind)]
+Probe = Annotated[
+    Annotated[StoreProbe, Tag("http")]
+    | Annotated[SqlProbe, Tag("sql")]
+    | Annotated[FilesProbe, Tag("files")]
+    | Annotated[QdrantProbe, Tag("qdrant")]
+    | Annotated[FalkorDBProbe, Tag("falkordb")]
+    | Annotated[ChromaProbe, Tag("chroma")],
+    Discriminator(_probe_kind),
+]

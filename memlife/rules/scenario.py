@@ -78,7 +78,8 @@ class Pair(_Strict):
     # The facts of each shared space the pair's lifecycle creates (scenario `spaces`), by
     # space and domain: stated into the space, recalled by its members only.
     spaces: dict[str, dict[str, Annotated[FactValue, BeforeValidator(_fact_value)]]] = Field(
-        default_factory=dict)
+        default_factory=dict
+    )
     # The tenants' phones differ in their last digit only (+12015550120 / +12015550121),
     # as identities that collide in real bugs do (a lookup by a truncated number).
     collide_phones: bool = False
@@ -215,8 +216,16 @@ class MaintainStep(_Strict):
 
 
 Step = Annotated[
-    WriteStep | UpdateStep | WaitStep | ProbeStep | DeleteStep | AwaitDeletionStep
-    | InspectStep | RegisterStep | MaintainStep | SpaceStep,
+    WriteStep
+    | UpdateStep
+    | WaitStep
+    | ProbeStep
+    | DeleteStep
+    | AwaitDeletionStep
+    | InspectStep
+    | RegisterStep
+    | MaintainStep
+    | SpaceStep,
     Field(discriminator="step"),
 ]
 

@@ -54,18 +54,26 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
                 if names - allowed or needed - names:
                     may = ", ".join(f"{{{n}}}" for n in sorted(allowed)) or "no placeholder"
                     must = ", ".join(f"{{{n}}}" for n in sorted(needed))
-                    report(f"adversarial.{language}.{kind}.{index}",
-                           f"may use {may}" + (f" and must use {must}" if must else "")
-                           + f" (found {sorted(names) or 'none'})")
+                    report(
+                        f"adversarial.{language}.{kind}.{index}",
+                        f"may use {may}"
+                        + (f" and must use {must}" if must else "")
+                        + f" (found {sorted(names) or 'none'})",
+                    )
     problems.extend(_space_problems(scenario, file))
     if problems:
         return problems
     colliding = {pair.collide_phones for pair in scenario.pairs}
     if len(colliding) > 1:  # aligned and unaligned phone blocks would overlap
-        first = next(i for i, pair in enumerate(scenario.pairs)
-                     if pair.collide_phones != scenario.pairs[0].collide_phones)
-        report(f"pairs.{first}.collide_phones",
-               "every pair or none: a run's phones collide by pair or not at all")
+        first = next(
+            i
+            for i, pair in enumerate(scenario.pairs)
+            if pair.collide_phones != scenario.pairs[0].collide_phones
+        )
+        report(
+            f"pairs.{first}.collide_phones",
+            "every pair or none: a run's phones collide by pair or not at all",
+        )
     for domain_name, domain in scenario.domains.items():
         for language, templates in domain.templates.items():
             base = f"domains.{domain_name}.templates.{language}"
@@ -81,13 +89,19 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
             for kind in ("question", "question_dev"):
                 for index, template in enumerate(getattr(templates, kind)):
                     if _placeholders(template):
-                        report(f"{base}.{kind}.{index}", "a question must not contain "
-                               "placeholders: it must not reveal the value")
+                        report(
+                            f"{base}.{kind}.{index}",
+                            "a question must not contain "
+                            "placeholders: it must not reveal the value",
+                        )
             evaluation = {normalize(q) for q in templates.question}
             for index, template in enumerate(templates.question_dev):
                 if normalize(template) in evaluation:
-                    report(f"{base}.question_dev.{index}", "also in the evaluation set "
-                           "`question`: dev and eval templates must not overlap")
+                    report(
+                        f"{base}.question_dev.{index}",
+                        "also in the evaluation set "
+                        "`question`: dev and eval templates must not overlap",
+                    )
 
     if not scenario.pairs and scenario.generate is None:
         report("pairs", "no pairs: list them under `pairs` or generate them with `generate`")
@@ -96,14 +110,23 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
     if scenario.generate is not None:
         for domain_name, domain in scenario.domains.items():
             if domain.canary is None:
-                report(f"domains.{domain_name}.canary", "generated pairs need a canary "
-                       "generator for every domain (employer, address, person, pet, school)")
+                report(
+                    f"domains.{domain_name}.canary",
+                    "generated pairs need a canary "
+                    "generator for every domain (employer, address, person, pet, school)",
+                )
         if scenario.generate.twins > scenario.generate.count:
-            report("generate.twins", f"at most generate.count ({scenario.generate.count}): "
-                   "each twin copies one generated pair's tenant a")
+            report(
+                "generate.twins",
+                f"at most generate.count ({scenario.generate.count}): "
+                "each twin copies one generated pair's tenant a",
+            )
         if scenario.generate.twins and scenario.generate.collide:
-            report("generate.twins", "not with collide: a twin's alias would extend its "
-                   "original's as colliding identities' do")
+            report(
+                "generate.twins",
+                "not with collide: a twin's alias would extend its "
+                "original's as colliding identities' do",
+            )
         if problems:
             return problems
         try:
@@ -126,8 +149,10 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
             tenant = pair.tenant(role)
             path = f"pairs.{pair_index}.{role}"
             if tenant.alias in aliases:
-                report(f"{path}.alias", f"duplicate tenant alias {tenant.alias!r} "
-                       f"(also at {aliases[tenant.alias]})")
+                report(
+                    f"{path}.alias",
+                    f"duplicate tenant alias {tenant.alias!r} (also at {aliases[tenant.alias]})",
+                )
             else:
                 aliases[tenant.alias] = path
             language = scenario.language_of(tenant)
@@ -135,46 +160,66 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
                 fact_path = f"{path}.facts.{domain_name}"
                 domain = scenario.domains.get(domain_name)
                 if domain is None:
-                    report(fact_path, f"unknown domain {domain_name!r}; declared domains: "
-                           f"{', '.join(scenario.domains)}")
+                    report(
+                        fact_path,
+                        f"unknown domain {domain_name!r}; declared domains: "
+                        f"{', '.join(scenario.domains)}",
+                    )
                     continue
                 if language not in domain.templates:
-                    report(fact_path, f"domain {domain_name!r} has no templates in language "
-                           f"{language!r} (has: {', '.join(domain.templates)})")
+                    report(
+                        fact_path,
+                        f"domain {domain_name!r} has no templates in language "
+                        f"{language!r} (has: {', '.join(domain.templates)})",
+                    )
                 needed = update_counts.get((role, domain_name), 0)
                 if needed > len(fact.updates):
-                    report(f"{fact_path}.updates", f"the timeline updates {domain_name} "
-                           f"{needed} time(s) but {len(fact.updates)} new value(s) are given")
+                    report(
+                        f"{fact_path}.updates",
+                        f"the timeline updates {domain_name} "
+                        f"{needed} time(s) but {len(fact.updates)} new value(s) are given",
+                    )
                 texts = fact.all_texts()
                 for i, first in enumerate(texts):
-                    for second in texts[i + 1:]:
+                    for second in texts[i + 1 :]:
                         if _overlap(first, second):
-                            report(fact_path, f"{first!r} and {second!r} overlap after "
-                                   "normalization: an old value could not be told from the new")
+                            report(
+                                fact_path,
+                                f"{first!r} and {second!r} overlap after "
+                                "normalization: an old value could not be told from the new",
+                            )
                 for rendering in texts:
                     if not normalize(rendering):
                         report(fact_path, "value is empty after normalization")
                     for question_path, question in questions_normalized:
                         if normalize(rendering) and normalize(rendering) in question:
-                            report(fact_path, f"value {rendering!r} appears in the question "
-                                   f"at {question_path}; an echo would count as recall")
+                            report(
+                                fact_path,
+                                f"value {rendering!r} appears in the question "
+                                f"at {question_path}; an echo would count as recall",
+                            )
         if set(pair.a.facts) != set(pair.b.facts):
-            report(f"pairs.{pair_index}", "both tenants of a pair must hold the same domains "
-                   f"(a: {sorted(pair.a.facts)}, b: {sorted(pair.b.facts)})")
+            report(
+                f"pairs.{pair_index}",
+                "both tenants of a pair must hold the same domains "
+                f"(a: {sorted(pair.a.facts)}, b: {sorted(pair.b.facts)})",
+            )
         problems.extend(_exclusivity_problems(pair, pair_index, file))
 
     for step_index, step in enumerate(scenario.timeline):
-        if (isinstance(step, WriteStep | ProbeStep | UpdateStep | DeleteStep)
-                and step.domains not in ("all", None)):
+        if isinstance(
+            step, WriteStep | ProbeStep | UpdateStep | DeleteStep
+        ) and step.domains not in ("all", None):
             for domain_index, domain_name in enumerate(step.domains):
                 if domain_name not in scenario.domains:
-                    report(f"timeline.{step_index}.domains.{domain_index}",
-                           f"unknown domain {domain_name!r}")
+                    report(
+                        f"timeline.{step_index}.domains.{domain_index}",
+                        f"unknown domain {domain_name!r}",
+                    )
     if not any(isinstance(step, ProbeStep | InspectStep) for step in scenario.timeline):
         report("timeline", "has no probe or inspect step: nothing would be checked")
     if not problems and scenario.pairs:
-        problems.extend(Problem(file, path, reason)
-                        for path, reason in timeline_problems(scenario))
+        problems.extend(Problem(file, path, reason) for path, reason in timeline_problems(scenario))
     return problems
 
 
@@ -184,28 +229,47 @@ def _space_problems(scenario: Scenario, file: str) -> list[Problem]:
     for name, spec in scenario.spaces.items():
         for index, domain in enumerate(spec.domains):
             if domain not in scenario.domains:
-                problems.append(Problem(file, f"spaces.{name}.domains.{index}",
-                                        f"unknown domain {domain!r}"))
+                problems.append(
+                    Problem(file, f"spaces.{name}.domains.{index}", f"unknown domain {domain!r}")
+                )
             elif scenario.generate is not None and scenario.domains[domain].canary is None:
-                problems.append(Problem(file, f"spaces.{name}.domains.{index}",
-                                        "generated pairs need a canary generator for a "
-                                        "space's domains too"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"spaces.{name}.domains.{index}",
+                        "generated pairs need a canary generator for a space's domains too",
+                    )
+                )
     for index, step in enumerate(scenario.timeline):
         space = getattr(step, "space", None)
         if space is not None and space not in scenario.spaces:
-            problems.append(Problem(file, f"timeline.{index}.space", f"unknown space "
-                                    f"{space!r}; declared: {', '.join(scenario.spaces) or 'none'}"))
-        elif space is not None and getattr(step, "kind", "recall") not in (
-                "recall", "statement"):
-            problems.append(Problem(file, f"timeline.{index}.kind", "inside a space, a "
-                                    "write states and a probe recalls (no other kind)"))
+            problems.append(
+                Problem(
+                    file,
+                    f"timeline.{index}.space",
+                    f"unknown space {space!r}; declared: {', '.join(scenario.spaces) or 'none'}",
+                )
+            )
+        elif space is not None and getattr(step, "kind", "recall") not in ("recall", "statement"):
+            problems.append(
+                Problem(
+                    file,
+                    f"timeline.{index}.kind",
+                    "inside a space, a write states and a probe recalls (no other kind)",
+                )
+            )
     if scenario.generate is None:
         for index, pair in enumerate(scenario.pairs):
             for name, spec in scenario.spaces.items():
                 missing = [d for d in spec.domains if d not in pair.spaces.get(name, {})]
                 if missing:
-                    problems.append(Problem(file, f"pairs.{index}.spaces.{name}",
-                                            f"needs a value for {', '.join(missing)}"))
+                    problems.append(
+                        Problem(
+                            file,
+                            f"pairs.{index}.spaces.{name}",
+                            f"needs a value for {', '.join(missing)}",
+                        )
+                    )
     return problems
 
 
@@ -227,14 +291,16 @@ def _exclusivity_problems(pair: Pair, pair_index: int, file: str) -> list[Proble
             for text_a in fact_a.all_texts():
                 for text_b in fact_b.all_texts():
                     if _overlap(text_a, text_b):
-                        problems.append(Problem(
-                            file,
-                            f"pairs.{pair_index}.b.facts.{domain_b}",
-                            f"value {text_b!r} is not mutually exclusive with tenant a's "
-                            f"{domain_a} value {text_a!r} after normalization "
-                            f"({normalize(text_b)!r} vs {normalize(text_a)!r}); a leak "
-                            "could not be seen",
-                        ))
+                        problems.append(
+                            Problem(
+                                file,
+                                f"pairs.{pair_index}.b.facts.{domain_b}",
+                                f"value {text_b!r} is not mutually exclusive with tenant a's "
+                                f"{domain_a} value {text_a!r} after normalization "
+                                f"({normalize(text_b)!r} vs {normalize(text_a)!r}); a leak "
+                                "could not be seen",
+                            )
+                        )
     return problems
 
 

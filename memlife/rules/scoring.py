@@ -88,7 +88,7 @@ class ValueIndex(Generic[T]):
                 rest = min(len(words[2]), self._REST_KEY)
                 first_two = normalized[:head]
                 self._rest_lengths[first_two] = self._rest_lengths.get(first_two, 0) | 1 << rest
-                _add_position(self._by_words, normalized[:head + 1 + rest], position)
+                _add_position(self._by_words, normalized[: head + 1 + rest], position)
             elif len(normalized) < self._KEY:
                 self._short.append(position)
             else:
@@ -122,11 +122,11 @@ class ValueIndex(Generic[T]):
                 if lengths:
                     rest = second_space + 1
                     for length in _LENGTHS_OF[lengths]:
-                        take(by_words.get(text[position:rest + length]), position)
+                        take(by_words.get(text[position : rest + length]), position)
         if self._by_prefix:
             by_prefix = self._by_prefix
             for position in range(len(text) - self._KEY + 1):
-                take(by_prefix.get(text[position:position + self._KEY]), position)
+                take(by_prefix.get(text[position : position + self._KEY]), position)
         for position in self._short:
             if values[position] in text:
                 item = items[position]
@@ -135,8 +135,10 @@ class ValueIndex(Generic[T]):
 
 
 # The lengths a bit mask of ValueIndex._rest_lengths holds, for every mask.
-_LENGTHS_OF = [tuple(n for n in range(ValueIndex._REST_KEY + 1) if mask >> n & 1)
-               for mask in range(1 << (ValueIndex._REST_KEY + 1))]
+_LENGTHS_OF = [
+    tuple(n for n in range(ValueIndex._REST_KEY + 1) if mask >> n & 1)
+    for mask in range(1 << (ValueIndex._REST_KEY + 1))
+]
 
 
 def _add_position(keys: dict[str, int | array[int]], key: str, position: int) -> None:
@@ -245,8 +247,9 @@ def summarize_latency(latencies_ms: Iterable[float], target_ms: float = 700.0) -
     return summarize_ordered_latency(ordered, len(ordered), target_ms)
 
 
-def summarize_ordered_latency(ordered_ms: Iterable[float], count: int,
-                              target_ms: float = 700.0) -> LatencySummary:
+def summarize_ordered_latency(
+    ordered_ms: Iterable[float], count: int, target_ms: float = 700.0
+) -> LatencySummary:
     """`summarize_latency` of `count` values given in ascending order, each read once: a
     database sorts a large run's probes (600,000 at 10,000 pairs, about 20 MB sorted as
     Python floats) and nothing here holds them. Summed in that order, so both give the

@@ -20,9 +20,11 @@ from memlife.rules.verdicts import (
 def other(role: Role) -> Role:
     return "b" if role == "a" else "a"
 
+
 def pick(templates: list[str], index: int) -> str:
     """Deterministic rotation through paraphrases."""
     return templates[index % len(templates)]
+
 
 @dataclass
 class TenantState:
@@ -55,8 +57,9 @@ class TenantState:
     def stated_values(self) -> list[tuple[str, str, str]]:
         """(domain, text, origin) of every value this tenant stated and still owns."""
         found = [(d, text, "current") for d, texts in self.current.items() for text in texts]
-        found += [(d, text, "superseded") for d, items in self.superseded.items()
-                  for text, _ in items]
+        found += [
+            (d, text, "superseded") for d, items in self.superseded.items() for text, _ in items
+        ]
         return found
 
 
@@ -87,7 +90,8 @@ class PairState:
             for role in ("a", "b")
         }
         self.spaces: dict[str, SpaceState] = {
-            name: SpaceState(name=name, facts=dict(facts)) for name, facts in pair.spaces.items()}
+            name: SpaceState(name=name, facts=dict(facts)) for name, facts in pair.spaces.items()
+        }
 
     # -- transitions -----------------------------------------------------------------------
 
@@ -106,8 +110,9 @@ class PairState:
 
     # -- shared spaces -----------------------------------------------------------------------
 
-    def record_space(self, name: str, action: str, roles: list[Role], now: datetime,
-                     space_id: str | None = None) -> None:
+    def record_space(
+        self, name: str, action: str, roles: list[Role], now: datetime, space_id: str | None = None
+    ) -> None:
         """A space created (the tenants listed become its members), joined, left or
         deleted. Deleting it erases its facts: from then on they are every tenant's to be
         rid of, as a forgotten fact is."""
@@ -129,15 +134,15 @@ class PairState:
             space.deleted, space.members = True, set()
             for tenant in self.tenants.values():
                 if not tenant.deleted:
-                    tenant.forgotten += [d_text for d_text in erased
-                                         if d_text not in tenant.forgotten]
+                    tenant.forgotten += [
+                        d_text for d_text in erased if d_text not in tenant.forgotten
+                    ]
                     tenant.forgotten_at = now
 
     def record_space_write(self, name: str, domain: str) -> None:
         self.spaces[name].stated.add(domain)
 
-    def _space_forbidden(self, role: Role, now: datetime,
-                         grace: timedelta) -> list[ForbiddenValue]:
+    def _space_forbidden(self, role: Role, now: datetime, grace: timedelta) -> list[ForbiddenValue]:
         """S1: the facts of every live space this tenant is not a member of (a former
         member once its leave is past the grace)."""
         found = []
@@ -147,12 +152,22 @@ class PairState:
             left = space.left_at.get(role)
             if left is not None and left + grace > now:
                 continue  # within the grace: neither required nor forbidden
-            found += [ForbiddenValue(text=text, origin="space", domain=d,
-                                     owner=f"space {space.name}") for d, text in space.values()]
+            found += [
+                ForbiddenValue(text=text, origin="space", domain=d, owner=f"space {space.name}")
+                for d, text in space.values()
+            ]
         return found
 
-    def space_case(self, case_id: str, role: Role, space: str, domain: str, question: str,
-                   now: datetime, grace: timedelta) -> ProbeCase:
+    def space_case(
+        self,
+        case_id: str,
+        role: Role,
+        space: str,
+        domain: str,
+        question: str,
+        now: datetime,
+        grace: timedelta,
+    ) -> ProbeCase:
         """A question asked inside a space: a member recalls its fact (and, with its
         partner deleted, still has it if it had it before: S2); anyone else gets none of the
         space's facts."""
@@ -161,18 +176,27 @@ class PairState:
         member = role in state.members and not state.deleted
         renderings = state.facts[domain].renderings() if member else []
         forbidden = self._partner_forbidden(role) + self._space_forbidden(role, now, grace)
-        forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d, owner=tenant.alias)
-                      for d, text in tenant.forgotten]
+        forbidden += [
+            ForbiddenValue(text=text, origin="deleted", domain=d, owner=tenant.alias)
+            for d, text in tenant.forgotten
+        ]
         return ProbeCase(
-            case_id=case_id, kind="recall", role=role, tenant_alias=tenant.alias,
-            domain=domain, question=question,
+            case_id=case_id,
+            kind="recall",
+            role=role,
+            tenant_alias=tenant.alias,
+            domain=domain,
+            question=question,
             required=renderings if len(renderings) == 1 else [],
-            any_of=renderings if len(renderings) > 1 else [], forbidden=forbidden,
+            any_of=renderings if len(renderings) > 1 else [],
+            forbidden=forbidden,
             # As D2: the deletion is blamed only for a fact the member recalled before it (a
             # space's domains are its own, apart from the tenants').
-            space_survives=(member and partner.deleted
-                            and domain in tenant.recalled_before_partner_deletion),
-            blocked_by=self._blocked(role, None))
+            space_survives=(
+                member and partner.deleted and domain in tenant.recalled_before_partner_deletion
+            ),
+            blocked_by=self._blocked(role, None),
+        )
 
     def record_poison(self, role: Role, domain: str) -> None:
         """The tenant stated this fact to everyone: it is the tenant's (recalled as usual)
@@ -184,8 +208,7 @@ class PairState:
         tenant = self.tenants[role]
         return tenant.facts[domain].updates[tenant.updates_done.get(domain, 0)]
 
-    def record_update(self, role: Role, domain: str, now: datetime,
-                      confirmed: bool = True) -> None:
+    def record_update(self, role: Role, domain: str, now: datetime, confirmed: bool = True) -> None:
         tenant = self.tenants[role]
         new_value = self.next_update_value(role, domain)
         tenant.updates_done[domain] = tenant.updates_done.get(domain, 0) + 1
@@ -224,8 +247,9 @@ class PairState:
             for verdict in verdicts:
                 recall = [c.outcome for c in verdict.checks if c.invariant == "recall"]
                 if recall:
-                    recalled[verdict.domain] = (recalled.get(verdict.domain, True)
-                                                and recall == ["pass"])
+                    recalled[verdict.domain] = recalled.get(verdict.domain, True) and recall == [
+                        "pass"
+                    ]
             for domain, answered in recalled.items():
                 if answered:
                     tenant.recalled_before_partner_deletion.add(domain)
@@ -239,8 +263,11 @@ class PairState:
         tenant = self.tenants[role]
         partner = self.tenants[other(role)]
         if not tenant.deleted and not partner.deleted:
-            tenant.baseline = {store: list(values) for store, values in summary.present.items()
-                               if store not in summary.expiring}
+            tenant.baseline = {
+                store: list(values)
+                for store, values in summary.present.items()
+                if store not in summary.expiring
+            }
         if tenant.deleted or tenant.forgotten:
             tenant.clean_after_deletion.update(summary.clean)
 
@@ -250,9 +277,16 @@ class PairState:
         partner = self.tenants[other(role)]
         values = partner.stated_values() + [(d, t, "deleted") for d, t in partner.deleted_values]
         values += [(d, t, "deleted") for d, t in partner.forgotten if not partner.deleted]
-        return [ForbiddenValue(text=text, origin="partner", domain=domain, owner=partner.alias,
-                               poisoned=text in partner.poisoned)
-                for domain, text, _ in values]
+        return [
+            ForbiddenValue(
+                text=text,
+                origin="partner",
+                domain=domain,
+                owner=partner.alias,
+                poisoned=text in partner.poisoned,
+            )
+            for domain, text, _ in values
+        ]
 
     def _blocked(self, role: Role, domain: str | None) -> str | None:
         own, partner = self.tenants[role], self.tenants[other(role)]
@@ -260,21 +294,30 @@ class PairState:
         reasons += [f"{partner.alias}'s {d} write failed" for d in sorted(partner.unconfirmed)]
         return "; ".join(reasons) or None
 
-    def probe_case(self, case_id: str, kind: str, role: Role, domain: str, question: str,
-                   now: datetime, grace: timedelta,
-                   abstain_phrases: list[str],
-                   space_grace: timedelta = timedelta(0)) -> ProbeCase:
+    def probe_case(
+        self,
+        case_id: str,
+        kind: str,
+        role: Role,
+        domain: str,
+        question: str,
+        now: datetime,
+        grace: timedelta,
+        abstain_phrases: list[str],
+        space_grace: timedelta = timedelta(0),
+    ) -> ProbeCase:
         tenant = self.tenants[role]
         partner = self.tenants[other(role)]
-        forbidden = self._partner_forbidden(role) + self._space_forbidden(role, now,
-                                                                           space_grace)
+        forbidden = self._partner_forbidden(role) + self._space_forbidden(role, now, space_grace)
         required: list[str] = []
         any_of: list[str] = []
         if kind == "abstain":
             any_of = list(abstain_phrases)
         elif tenant.deleted:
-            forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d,
-                                         owner=tenant.alias) for d, text in tenant.deleted_values]
+            forbidden += [
+                ForbiddenValue(text=text, origin="deleted", domain=d, owner=tenant.alias)
+                for d, text in tenant.deleted_values
+            ]
         else:
             renderings = tenant.current.get(domain, [])
             if len(renderings) > 1:
@@ -286,18 +329,33 @@ class PairState:
             # failed update (docs/design.md, "Retrieval answers and refusals").
             forbidden += [
                 ForbiddenValue(text=text, origin="superseded", domain=d, owner=tenant.alias)
-                for d, items in tenant.superseded.items() if domain in (d, "*")
-                for text, when in items if when + grace <= now
+                for d, items in tenant.superseded.items()
+                if domain in (d, "*")
+                for text, when in items
+                if when + grace <= now
             ]
-            forbidden += [ForbiddenValue(text=text, origin="deleted", domain=d,
-                                         owner=tenant.alias) for d, text in tenant.forgotten]
+            forbidden += [
+                ForbiddenValue(text=text, origin="deleted", domain=d, owner=tenant.alias)
+                for d, text in tenant.forgotten
+            ]
         if kind in ("spoof", "extract"):  # adversarial: nothing asked of the tenant's own
             required, any_of = [], []
         return ProbeCase(
-            case_id=case_id, kind=kind, role=role, tenant_alias=tenant.alias, domain=domain,
-            question=question, required=required, any_of=any_of, forbidden=forbidden,
-            scoped_deletion=(partner.deleted and not tenant.deleted and bool(required or any_of)
-                             and domain in tenant.recalled_before_partner_deletion),
+            case_id=case_id,
+            kind=kind,
+            role=role,
+            tenant_alias=tenant.alias,
+            domain=domain,
+            question=question,
+            required=required,
+            any_of=any_of,
+            forbidden=forbidden,
+            scoped_deletion=(
+                partner.deleted
+                and not tenant.deleted
+                and bool(required or any_of)
+                and domain in tenant.recalled_before_partner_deletion
+            ),
             resurrection=tenant.answers_clean_after_deletion,
             blocked_by=self._blocked(role, domain),
         )
@@ -307,13 +365,17 @@ class PairState:
         tenant, partner = self.tenants[role], self.tenants[other(role)]
         if kind == "abstain":
             partner_domains = set(partner.current) | set(partner.superseded)
-            return [d for d in domains if d in partner_domains and d not in tenant.current
-                    and not tenant.deleted]
+            return [
+                d
+                for d in domains
+                if d in partner_domains and d not in tenant.current and not tenant.deleted
+            ]
         if kind == "stale":
             return [d for d in domains if d in tenant.superseded and not tenant.deleted]
         if kind == "spoof":  # what the partner stated is what a spoofer is after
             stated = {d for d, _, _ in partner.stated_values()} | {
-                d for d, _ in partner.deleted_values + partner.forgotten}
+                d for d, _ in partner.deleted_values + partner.forgotten
+            }
             return [d for d in domains if d in stated]
         if tenant.deleted:
             stated = {d for d, _ in tenant.deleted_values}
@@ -321,37 +383,60 @@ class PairState:
         forgotten = {d for d, _ in tenant.forgotten}
         return [d for d in domains if d in tenant.current or d in forgotten]
 
-    def inspect_case(self, case_id: str, role: Role, now: datetime,
-                     grace: timedelta, space_grace: timedelta = timedelta(0)) -> InspectCase:
+    def inspect_case(
+        self,
+        case_id: str,
+        role: Role,
+        now: datetime,
+        grace: timedelta,
+        space_grace: timedelta = timedelta(0),
+    ) -> InspectCase:
         tenant = self.tenants[role]
         partner = self.tenants[other(role)]
         if tenant.deleted:
-            needles = [Needle(text=text, domain=d, origin="deleted")
-                       for d, text in tenant.deleted_values]
+            needles = [
+                Needle(text=text, domain=d, origin="deleted") for d, text in tenant.deleted_values
+            ]
         else:
-            needles = [Needle(text=text, domain=d, origin=origin)
-                       for d, text, origin in tenant.stated_values()]
-            needles += [Needle(text=text, domain=d, origin="deleted")
-                        for d, text in tenant.forgotten]
-        stale = [text for items in tenant.superseded.values() for text, when in items
-                 if when + grace <= now]
+            needles = [
+                Needle(text=text, domain=d, origin=origin)
+                for d, text, origin in tenant.stated_values()
+            ]
+            needles += [
+                Needle(text=text, domain=d, origin="deleted") for d, text in tenant.forgotten
+            ]
+        stale = [
+            text
+            for items in tenant.superseded.values()
+            for text, when in items
+            if when + grace <= now
+        ]
         erased_at = tenant.deletion_requested_at if tenant.deleted else tenant.forgotten_at
         expected = tenant.baseline if partner.deleted and not tenant.deleted else {}
         # Only values still current are expected to survive the partner's deletion.
         current = {text for texts in tenant.current.values() for text in texts}
-        expected = {store: [v for v in values if v in current]
-                    for store, values in expected.items()}
+        expected = {
+            store: [v for v in values if v in current] for store, values in expected.items()
+        }
         return InspectCase(
-            case_id=case_id, role=role, tenant_alias=tenant.alias, deleted=tenant.deleted,
+            case_id=case_id,
+            role=role,
+            tenant_alias=tenant.alias,
+            deleted=tenant.deleted,
             # A deleted tenant is looked for under the identities it had when deleted; a
             # re-registered identity is a new tenant as far as the target knows.
             identities=list(tenant.deleted_identities if tenant.deleted else tenant.identities),
             needles=needles,
-            partner_values=(self._partner_forbidden(role)
-                            + self._space_forbidden(role, now, space_grace)),
+            partner_values=(
+                self._partner_forbidden(role) + self._space_forbidden(role, now, space_grace)
+            ),
             expected_present={s: v for s, v in expected.items() if v},
-            clean_before=sorted(tenant.clean_after_deletion), stale_after_grace=stale,
+            clean_before=sorted(tenant.clean_after_deletion),
+            stale_after_grace=stale,
             erased_for=None if erased_at is None else max(timedelta(0), now - erased_at),
-            shared=([text for fact in self.pair.a.facts.values() for text in fact.all_texts()]
-                    if role == "a" and self.pair.twin is not None else []),
+            shared=(
+                [text for fact in self.pair.a.facts.values() for text in fact.all_texts()]
+                if role == "a" and self.pair.twin is not None
+                else []
+            ),
         )

@@ -23,12 +23,23 @@ class RateEstimate:
     pairs: int
 
     def as_dict(self) -> dict[str, float | int | None]:
-        return {"successes": self.successes, "trials": self.trials, "rate": self.rate,
-                "ci95_low": self.low, "ci95_high": self.high, "pairs": self.pairs}
+        return {
+            "successes": self.successes,
+            "trials": self.trials,
+            "rate": self.rate,
+            "ci95_low": self.low,
+            "ci95_high": self.high,
+            "pairs": self.pairs,
+        }
 
 
-def bootstrap_rate(per_pair: list[tuple[int, int]], *, resamples: int = DEFAULT_RESAMPLES,
-                   seed: str = "memlife", confidence: float = 0.95) -> RateEstimate:
+def bootstrap_rate(
+    per_pair: list[tuple[int, int]],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: str = "memlife",
+    confidence: float = 0.95,
+) -> RateEstimate:
     """Pooled rate of (successes, trials) per pair with a percentile bootstrap interval.
 
     Pairs without trials are left out. One pair gives a point estimate with a degenerate

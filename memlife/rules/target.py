@@ -48,11 +48,32 @@ from memlife.rules.probes import (  # re-exported
 from memlife.rules.scenario import Slug
 
 __all__ = [
-    "PLACEHOLDER", "PROBE_KINDS", "ChromaProbe", "DeleteOperation", "DeletionStatusOperation",
-    "EnvRef", "FalkorDBProbe", "FilesProbe", "HeaderValue", "Headers", "Operation",
-    "Operations", "Probe", "QdrantProbe", "Select", "Sequence", "SqlProbe", "Store",
-    "StoreProbe", "Target", "steps_of",
-    "check_pointer", "cypher_parameters", "load_target", "parse_target", "sql_parameters",
+    "PLACEHOLDER",
+    "PROBE_KINDS",
+    "ChromaProbe",
+    "DeleteOperation",
+    "DeletionStatusOperation",
+    "EnvRef",
+    "FalkorDBProbe",
+    "FilesProbe",
+    "HeaderValue",
+    "Headers",
+    "Operation",
+    "Operations",
+    "Probe",
+    "QdrantProbe",
+    "Select",
+    "Sequence",
+    "SqlProbe",
+    "Store",
+    "StoreProbe",
+    "Target",
+    "steps_of",
+    "check_pointer",
+    "cypher_parameters",
+    "load_target",
+    "parse_target",
+    "sql_parameters",
     "template_variables",
 ]
 
@@ -99,6 +120,8 @@ REQUIRED_EXTRACTS: dict[str, tuple[str, ...]] = {
 # A request, or several made in order: what an earlier one extracts (or selects) is a
 # variable of the later ones (operations.py: Select, sequence_problems).
 Sequence = Operation | list[Operation]
+
+
 def steps_of(operation: Sequence | None) -> list[Operation]:
     """An operation's requests in order (none when the file has no such operation)."""
     if operation is None:
@@ -114,6 +137,7 @@ class Operations(Strict):
 
     def register_steps(self) -> list[Operation]:
         return steps_of(self.registration)
+
     say: Operation
     # Optional: where questions go, when the service answers them elsewhere than it takes
     # statements (a memory API's search beside its add). Without it, everything is `say`.
@@ -183,14 +207,21 @@ class Target(Strict):
         for operation in self.all_operations().values():
             refs.extend(v for v in operation.headers.values() if isinstance(v, EnvRef))
         refs_by_name = {ref.env for ref in refs}
-        refs_by_name.update(store.probe.url_env for store in self.stores
-                            if isinstance(store.probe, SqlProbe))
+        refs_by_name.update(
+            store.probe.url_env for store in self.stores if isinstance(store.probe, SqlProbe)
+        )
         for store in self.stores:
             probe = store.probe
             if isinstance(probe, FilesProbe | QdrantProbe | FalkorDBProbe | ChromaProbe):
-                refs_by_name.update(name for name in (
-                    getattr(probe, "path_env", None), getattr(probe, "url_env", None),
-                    getattr(probe, "api_key_env", None)) if name)
+                refs_by_name.update(
+                    name
+                    for name in (
+                        getattr(probe, "path_env", None),
+                        getattr(probe, "url_env", None),
+                        getattr(probe, "api_key_env", None),
+                    )
+                    if name
+                )
         return sorted(refs_by_name)
 
     def all_operations(self) -> dict[str, Operation]:
@@ -213,29 +244,46 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
     problems: list[Problem] = []
     for name, steps in target.sequences().items():
         kind = name.split(".")[0]
-        where = [f"operations.{name}" if len(steps) == 1 else f"operations.{name}.{index}"
-                 for index in range(len(steps))]
+        where = [
+            f"operations.{name}" if len(steps) == 1 else f"operations.{name}.{index}"
+            for index in range(len(steps))
+        ]
         for index, reason in sequence_problems(steps, OPERATION_VARIABLES[kind]):
             problems.append(Problem(file, where[index], reason))
         for field in REQUIRED_EXTRACTS[kind]:
             if field not in steps[-1].extract:
-                problems.append(Problem(
-                    file, f"{where[-1]}.extract",
-                    f"must name where the response holds {field!r} (a JSON pointer such as "
-                    f"'/{field}')",
-                ))
+                problems.append(
+                    Problem(
+                        file,
+                        f"{where[-1]}.extract",
+                        f"must name where the response holds {field!r} (a JSON pointer such as "
+                        f"'/{field}')",
+                    )
+                )
         if steps[-1].select is not None:
-            problems.append(Problem(file, f"{where[-1]}.select", "the last request of a "
-                                    "sequence selects for nothing: the requests that run "
-                                    "per selected record come after it"))
+            problems.append(
+                Problem(
+                    file,
+                    f"{where[-1]}.select",
+                    "the last request of a "
+                    "sequence selects for nothing: the requests that run "
+                    "per selected record come after it",
+                )
+            )
     names = [store.name for store in target.stores]
     for index, store in enumerate(target.stores):
         if names.count(store.name) > 1:
-            problems.append(Problem(file, f"stores.{index}.name",
-                                    f"duplicate store name {store.name!r}"))
+            problems.append(
+                Problem(file, f"stores.{index}.name", f"duplicate store name {store.name!r}")
+            )
         if store.name == "response":
-            problems.append(Problem(file, f"stores.{index}.name",
-                                    "'response' names the answer surface; pick another name"))
+            problems.append(
+                Problem(
+                    file,
+                    f"stores.{index}.name",
+                    "'response' names the answer surface; pick another name",
+                )
+            )
         if store.probe is None:
             continue
         if isinstance(store.probe, SqlProbe):
@@ -244,29 +292,47 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
                     continue
                 used = sql_parameters(getattr(store.probe, mode))
                 if used != {parameter}:
-                    problems.append(Problem(
-                        file, f"stores.{index}.probe.{mode}",
-                        f"a {mode} query takes exactly one parameter, :{parameter}"
-                        + (f" (it has {', '.join(':' + p for p in sorted(used))})"
-                           if used else " (it has none: it cannot tell one tenant or value "
-                           "from another)")))
+                    problems.append(
+                        Problem(
+                            file,
+                            f"stores.{index}.probe.{mode}",
+                            f"a {mode} query takes exactly one parameter, :{parameter}"
+                            + (
+                                f" (it has {', '.join(':' + p for p in sorted(used))})"
+                                if used
+                                else " (it has none: it cannot tell one tenant or value "
+                                "from another)"
+                            ),
+                        )
+                    )
         if isinstance(store.probe, FilesProbe):
             continue  # no queries, no retention markers: bytes on disk
         if isinstance(store.probe, FalkorDBProbe):
             for mode, parameter in (("scope", "user_id"), ("needle", "needle")):
                 used = cypher_parameters(getattr(store.probe, mode))
                 if used != {parameter}:
-                    problems.append(Problem(
-                        file, f"stores.{index}.probe.{mode}",
-                        f"a {mode} query takes exactly one parameter, ${parameter}"
-                        + (f" (it has {', '.join('$' + p for p in sorted(used))})" if used
-                           else " (it has none: it cannot tell one tenant or value from "
-                           "another)")))
+                    problems.append(
+                        Problem(
+                            file,
+                            f"stores.{index}.probe.{mode}",
+                            f"a {mode} query takes exactly one parameter, ${parameter}"
+                            + (
+                                f" (it has {', '.join('$' + p for p in sorted(used))})"
+                                if used
+                                else " (it has none: it cannot tell one tenant or value from "
+                                "another)"
+                            ),
+                        )
+                    )
         if isinstance(store.probe, QdrantProbe | FalkorDBProbe | ChromaProbe):
             if store.retention == "tombstone" and store.probe.deleted is None:
-                problems.append(Problem(
-                    file, f"stores.{index}.probe.deleted",
-                    "a tombstone store must say where a record is marked deleted"))
+                problems.append(
+                    Problem(
+                        file,
+                        f"stores.{index}.probe.deleted",
+                        "a tombstone store must say where a record is marked deleted",
+                    )
+                )
             continue
         for mode, allowed in PROBE_VARIABLES.items():
             if isinstance(store.probe, SqlProbe):
@@ -276,23 +342,32 @@ def semantic_problems(target: Target, file: str) -> list[Problem]:
                 continue
             used = template_variables(operation)
             for variable in sorted(used - allowed):
-                problems.append(Problem(
-                    file, f"stores.{index}.probe.{mode}",
-                    f"unknown placeholder {{{variable}}}; a {mode} read may use: "
-                    + ", ".join(f"{{{v}}}" for v in sorted(allowed)),
-                ))
+                problems.append(
+                    Problem(
+                        file,
+                        f"stores.{index}.probe.{mode}",
+                        f"unknown placeholder {{{variable}}}; a {mode} read may use: "
+                        + ", ".join(f"{{{v}}}" for v in sorted(allowed)),
+                    )
+                )
             if not used & allowed:
-                problems.append(Problem(
-                    file, f"stores.{index}.probe.{mode}",
-                    f"must use {' or '.join(f'{{{v}}}' for v in sorted(allowed))}: a read "
-                    "that names no tenant or needle cannot tell one tenant from another",
-                ))
+                problems.append(
+                    Problem(
+                        file,
+                        f"stores.{index}.probe.{mode}",
+                        f"must use {' or '.join(f'{{{v}}}' for v in sorted(allowed))}: a read "
+                        "that names no tenant or needle cannot tell one tenant from another",
+                    )
+                )
         if store.retention == "tombstone" and store.probe.deleted is None:
-            problems.append(Problem(
-                file, f"stores.{index}.probe.deleted",
-                "a tombstone store must say where a record is marked deleted (a JSON pointer "
-                "such as '/deleted')",
-            ))
+            problems.append(
+                Problem(
+                    file,
+                    f"stores.{index}.probe.deleted",
+                    "a tombstone store must say where a record is marked deleted (a JSON pointer "
+                    "such as '/deleted')",
+                )
+            )
     return problems
 
 

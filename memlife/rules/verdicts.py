@@ -14,8 +14,21 @@ from memlife.rules.scenario import Role
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 
-Reason = Literal["missing", "leaked", "stale", "residue", "resurrected", "overreach", "slow",
-                 "target-error", "spoofed", "extracted", "poisoned", "refused", "influenced"]
+Reason = Literal[
+    "missing",
+    "leaked",
+    "stale",
+    "residue",
+    "resurrected",
+    "overreach",
+    "slow",
+    "target-error",
+    "spoofed",
+    "extracted",
+    "poisoned",
+    "refused",
+    "influenced",
+]
 # The reasons that mean a value reached where it must not (a leak, whatever turn drew it
 # out, or a deletion that took another tenant's), and those that mean it outlived erasure.
 LEAK_REASONS: tuple[Reason, ...] = ("leaked", "overreach", "spoofed", "extracted", "poisoned")
@@ -24,8 +37,21 @@ RESIDUE_REASONS: tuple[Reason, ...] = ("residue", "resurrected")
 # The checks a case can contribute to: I1-I4, U1, D2, L as in docs/design.md; `recall` (own
 # fact present) and `abstain` (an abstention when nothing was stated) are the positive
 # halves of the decision rule (docs/design.md), kept apart from leakage.
-INVARIANTS = ("recall", "abstain", "I1", "I2", "I3", "I4", "I4-physical", "U1", "D2", "S1", "S2",
-              "N1", "L")
+INVARIANTS = (
+    "recall",
+    "abstain",
+    "I1",
+    "I2",
+    "I3",
+    "I4",
+    "I4-physical",
+    "U1",
+    "D2",
+    "S1",
+    "S2",
+    "N1",
+    "L",
+)
 # The checks that find a value copied where it must not be (an answer, a retrieval context,
 # a space): an answer that failed one is that finding's, whatever else differs in it.
 COPY_CHECKS = ("I2", "I3", "S1")
@@ -42,6 +68,7 @@ class ForbiddenValue(Frozen):
     owner: str
     # Stated to everyone by its owner (a poison turn): found elsewhere, it was poisoned.
     poisoned: bool = False
+
 
 class ProbeCase(Frozen):
     case_id: str
@@ -64,10 +91,12 @@ class ProbeCase(Frozen):
     # Why this case cannot be judged (e.g. the write it depends on failed), if so.
     blocked_by: str | None = None
 
+
 class Needle(Frozen):
     text: str
     domain: str
     origin: Literal["current", "superseded", "deleted"]
+
 
 class InspectCase(Frozen):
     case_id: str
@@ -94,6 +123,7 @@ class InspectCase(Frozen):
     def watch(self) -> list[str]:
         return [n.text for n in self.needles] + [f.text for f in self.partner_values]
 
+
 class Finding(Frozen):
     invariant: str
     reason: Reason
@@ -107,10 +137,12 @@ class Finding(Frozen):
     trace_id: str | None = None
     span_id: str | None = None
 
+
 class Check(Frozen):
     invariant: str
     outcome: Outcome
     store: str = RESPONSE
+
 
 class CaseVerdict(Frozen):
     case_id: str
@@ -123,6 +155,7 @@ class CaseVerdict(Frozen):
     checks: list[Check]
     findings: list[Finding]
     latency_ms: float | None = None
+
 
 class InspectSummary(Frozen):
     case_id: str

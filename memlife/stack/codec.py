@@ -37,9 +37,12 @@ class CompressingCodec(PayloadCodec):
         return [self._compress(payload) for payload in payloads]
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [Payload.FromString(zlib.decompress(payload.data))
-                if payload.metadata.get("encoding") == ENCODING else payload
-                for payload in payloads]
+        return [
+            Payload.FromString(zlib.decompress(payload.data))
+            if payload.metadata.get("encoding") == ENCODING
+            else payload
+            for payload in payloads
+        ]
 
     def _compress(self, payload: Payload) -> Payload:
         whole = payload.SerializeToString()
@@ -48,5 +51,6 @@ class CompressingCodec(PayloadCodec):
         return Payload(metadata={"encoding": ENCODING}, data=zlib.compress(whole, 6))
 
 
-DATA_CONVERTER: DataConverter = dataclasses.replace(pydantic_data_converter,
-                                                    payload_codec=CompressingCodec())
+DATA_CONVERTER: DataConverter = dataclasses.replace(
+    pydantic_data_converter, payload_codec=CompressingCodec()
+)

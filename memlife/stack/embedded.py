@@ -38,21 +38,36 @@ class ReferenceTargetProcess:
         stop_process(self.process, grace=10)
 
 
-def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
-                           port: int | None = None, db_path: Path | None = None,
-                           timeout: float = 30.0, service_time: str | None = None,
-                           api_key_env: str | None = None,
-                           retrieval: str = "combined",
-                           access_log: bool = True,
-                           refuse: bool = False) -> ReferenceTargetProcess:
+def start_reference_target(
+    state_dir: Path,
+    faults: list[str] | tuple[str, ...] = (),
+    port: int | None = None,
+    db_path: Path | None = None,
+    timeout: float = 30.0,
+    service_time: str | None = None,
+    api_key_env: str | None = None,
+    retrieval: str = "combined",
+    access_log: bool = True,
+    refuse: bool = False,
+) -> ReferenceTargetProcess:
     """Start `memlife target serve reference` as a child process and wait until healthy.
     Its output, a line per request with the access log, goes to `log_path`. A port chosen
     here can be taken before the target binds it (other tests and servers pick free ports
     too): the target then exits at start, and is started again on another port."""
+
     def start(port: int) -> ReferenceTargetProcess:
-        return _start_reference_target(state_dir, port, faults, db_path, timeout,
-                                       service_time, api_key_env, retrieval, access_log,
-                                       refuse)
+        return _start_reference_target(
+            state_dir,
+            port,
+            faults,
+            db_path,
+            timeout,
+            service_time,
+            api_key_env,
+            retrieval,
+            access_log,
+            refuse,
+        )
 
     if port is not None:
         return start(port)
@@ -68,16 +83,34 @@ def start_reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] 
     raise AssertionError("unreachable")
 
 
-def _start_reference_target(state_dir: Path, port: int, faults: list[str] | tuple[str, ...],
-                            db_path: Path | None, timeout: float, service_time: str | None,
-                            api_key_env: str | None, retrieval: str,
-                            access_log: bool, refuse: bool) -> ReferenceTargetProcess:
+def _start_reference_target(
+    state_dir: Path,
+    port: int,
+    faults: list[str] | tuple[str, ...],
+    db_path: Path | None,
+    timeout: float,
+    service_time: str | None,
+    api_key_env: str | None,
+    retrieval: str,
+    access_log: bool,
+    refuse: bool,
+) -> ReferenceTargetProcess:
     state_dir.mkdir(parents=True, exist_ok=True)
     db_path = db_path or state_dir / "reference-target.db"
     db_path.parent.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / f"reference-target-{port}.log"
-    command = [sys.executable, "-m", "memlife", "target", "serve", "reference",
-               "--port", str(port), "--db", str(db_path)]
+    command = [
+        sys.executable,
+        "-m",
+        "memlife",
+        "target",
+        "serve",
+        "reference",
+        "--port",
+        str(port),
+        "--db",
+        str(db_path),
+    ]
     for fault in faults:
         command += ["--fault", fault]
     if service_time:
@@ -91,8 +124,9 @@ def _start_reference_target(state_dir: Path, port: int, faults: list[str] | tupl
     if refuse:
         command += ["--refuse"]
     with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
     handle = ReferenceTargetProcess(process, f"http://{LOOPBACK}:{port}", log_path)
     deadline = time.monotonic() + timeout
     # One client for every poll: each new httpx client builds a TLS context, which costs
@@ -101,26 +135,35 @@ def _start_reference_target(state_dir: Path, port: int, faults: list[str] | tupl
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 raise UnreachableError(
-                    f"reference target: exited at start (code {process.returncode}); "
-                    f"see {log_path}"
+                    f"reference target: exited at start (code {process.returncode}); see {log_path}"
                 )
             with contextlib.suppress(httpx.HTTPError):
                 if http.get("/health").status_code == 200:
                     return handle
             time.sleep(0.1)
     handle.stop()
-    raise UnreachableError(f"reference target: did not answer within {timeout:g}s; "
-                           f"see {log_path}")
+    raise UnreachableError(f"reference target: did not answer within {timeout:g}s; see {log_path}")
 
 
 @contextlib.contextmanager
-def reference_target(state_dir: Path, faults: list[str] | tuple[str, ...] = (),
-                     port: int | None = None, db_path: Path | None = None,
-                     api_key_env: str | None = None,
-                     retrieval: str = "combined",
-                     refuse: bool = False) -> Iterator[ReferenceTargetProcess]:
-    handle = start_reference_target(state_dir, faults, port, db_path, api_key_env=api_key_env,
-                                    retrieval=retrieval, refuse=refuse)
+def reference_target(
+    state_dir: Path,
+    faults: list[str] | tuple[str, ...] = (),
+    port: int | None = None,
+    db_path: Path | None = None,
+    api_key_env: str | None = None,
+    retrieval: str = "combined",
+    refuse: bool = False,
+) -> Iterator[ReferenceTargetProcess]:
+    handle = start_reference_target(
+        state_dir,
+        faults,
+        port,
+        db_path,
+        api_key_env=api_key_env,
+        retrieval=retrieval,
+        refuse=refuse,
+    )
     try:
         yield handle
     finally:
@@ -143,9 +186,13 @@ class DevServerProcess:
 DEV_SERVER_LOG = "temporal-dev-server.log"
 
 
-def start_dev_server(state_dir: Path, *, port: int | None = None,
-                     ui_port: int | None = DEFAULT_UI_PORT,
-                     db_filename: Path | None = None) -> DevServerProcess:
+def start_dev_server(
+    state_dir: Path,
+    *,
+    port: int | None = None,
+    ui_port: int | None = DEFAULT_UI_PORT,
+    db_filename: Path | None = None,
+) -> DevServerProcess:
     """Start the dev server on loopback with its persistence file under `state_dir`; on
     `port` when given (a restart keeps its address), else on a free one."""
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -154,10 +201,17 @@ def start_dev_server(state_dir: Path, *, port: int | None = None,
     db_filename = db_filename or state_dir / "temporal.db"
     log_path = state_dir / DEV_SERVER_LOG
     command = [
-        bundled_binary("temporal"), "server", "start-dev",
-        "--ip", LOOPBACK, "--port", str(port),
-        "--db-filename", str(db_filename),
-        "--log-level", "error",
+        bundled_binary("temporal"),
+        "server",
+        "start-dev",
+        "--ip",
+        LOOPBACK,
+        "--port",
+        str(port),
+        "--db-filename",
+        str(db_filename),
+        "--log-level",
+        "error",
         # No --metrics-port or --http-port: the CLI picks those free ports itself, and
         # holds each one it picks (in TIME_WAIT) so that its own internal services cannot
         # be given it again. A port chosen here was released at once, and a restarted
@@ -173,8 +227,9 @@ def start_dev_server(state_dir: Path, *, port: int | None = None,
     else:
         command.append("--headless")
     with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
     web_ui = f"http://{LOOPBACK}:{chosen_ui}" if chosen_ui else None
     return DevServerProcess(process, f"{LOOPBACK}:{port}", web_ui, log_path)
 
@@ -187,8 +242,10 @@ async def wait_for_client(server: DevServerProcess, timeout: float = 60.0) -> Cl
     last_error = ""
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise UnreachableError(f"Temporal dev server: exited at start (code "
-                                   f"{server.process.returncode}); see {server.log_path}")
+            raise UnreachableError(
+                f"Temporal dev server: exited at start (code "
+                f"{server.process.returncode}); see {server.log_path}"
+            )
         try:
             client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
             await client.workflow_service.get_system_info(GetSystemInfoRequest())
@@ -196,8 +253,10 @@ async def wait_for_client(server: DevServerProcess, timeout: float = 60.0) -> Cl
         except Exception as exc:  # not listening yet
             last_error = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             await asyncio.sleep(0.2)
-    raise UnreachableError(f"Temporal dev server: did not answer within {timeout:g}s "
-                           f"({last_error}); see {server.log_path}")
+    raise UnreachableError(
+        f"Temporal dev server: did not answer within {timeout:g}s "
+        f"({last_error}); see {server.log_path}"
+    )
 
 
 @dataclass
@@ -208,9 +267,9 @@ class EmbeddedTemporal:
 
 
 @contextlib.asynccontextmanager
-async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
-                            ui_port: int | None = DEFAULT_UI_PORT) -> AsyncIterator[
-                                EmbeddedTemporal]:
+async def embedded_temporal(
+    state_dir: Path, *, skip_time: bool = False, ui_port: int | None = DEFAULT_UI_PORT
+) -> AsyncIterator[EmbeddedTemporal]:
     """The dev server (persistent, with Web UI) or, for skip mode, the time-skipping server."""
     state_dir.mkdir(parents=True, exist_ok=True)
     if skip_time:
@@ -222,8 +281,7 @@ async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
             test_server_existing_path=bundled_binary("temporal-test-server"),
         )
         try:
-            yield EmbeddedTemporal(env.client, env.client.service_client.config.target_host,
-                                   None)
+            yield EmbeddedTemporal(env.client, env.client.service_client.config.target_host, None)
         finally:
             await env.shutdown()
         return
@@ -234,8 +292,9 @@ async def embedded_temporal(state_dir: Path, *, skip_time: bool = False,
         server.stop()
 
 
-async def _dev_server_on_free_ports(state_dir: Path, ui_port: int | None,
-                                    attempts: int = 3) -> tuple[DevServerProcess, Client]:
+async def _dev_server_on_free_ports(
+    state_dir: Path, ui_port: int | None, attempts: int = 3
+) -> tuple[DevServerProcess, Client]:
     """A dev server on ports chosen here, and its client. A port found free can be taken
     before the server binds it (two runs starting at once both find the Web UI's usual
     port free): the server then exits at start, and is started again on other ports."""

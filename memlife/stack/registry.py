@@ -35,13 +35,39 @@ from memlife.workflows.deletion_check import DeletionCheckWorkflow
 from memlife.workflows.pair import PairLifecycleWorkflow
 from memlife.workflows.suite import SuiteWorkflow
 
-WORKFLOWS = [SuiteWorkflow, PairLifecycleWorkflow, CohortLifecycleWorkflow,
-             DeletionCheckWorkflow, AdjudicationWorkflow]
-ASYNC_ACTIVITIES = [register_tenant, converse, delete_tenant, deletion_status, forget_fact,
-                    maintain_target, space_operation, inspect_stores, queue_for_review,
-                    queue_paraphrases,
-                    target_batch]
-SYNC_ACTIVITIES = [record_run_started, record_tenants, record_step, record_steps,
-                   record_tenant_sets, materialize_pairs, load_pairs, load_cohort, finish_run,
-                   prepare_run, prepare_scheduled_run, record_adjudications, record_receipt]
+WORKFLOWS = [
+    SuiteWorkflow,
+    PairLifecycleWorkflow,
+    CohortLifecycleWorkflow,
+    DeletionCheckWorkflow,
+    AdjudicationWorkflow,
+]
+ASYNC_ACTIVITIES = [
+    register_tenant,
+    converse,
+    delete_tenant,
+    deletion_status,
+    forget_fact,
+    maintain_target,
+    space_operation,
+    inspect_stores,
+    queue_for_review,
+    queue_paraphrases,
+    target_batch,
+]
+SYNC_ACTIVITIES = [
+    record_run_started,
+    record_tenants,
+    record_step,
+    record_steps,
+    record_tenant_sets,
+    materialize_pairs,
+    load_pairs,
+    load_cohort,
+    finish_run,
+    prepare_run,
+    prepare_scheduled_run,
+    record_adjudications,
+    record_receipt,
+]
 ACTIVITIES = ASYNC_ACTIVITIES + SYNC_ACTIVITIES

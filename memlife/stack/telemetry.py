@@ -37,8 +37,9 @@ def provider_with(exporter: Any) -> Any:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    provider = TracerProvider(resource=Resource.create(
-        {"service.name": os.environ.get("OTEL_SERVICE_NAME", "memlife")}))
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "memlife")})
+    )
     provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
 

@@ -36,8 +36,14 @@ if TYPE_CHECKING:
 SERVES = ("all", "workflows", "activities")
 
 
-def build_worker(client: Client, task_queue: str, executor: ThreadPoolExecutor,
-                 tracer: Any = None, serve: str = "all", **tuning: Any) -> Worker:
+def build_worker(
+    client: Client,
+    task_queue: str,
+    executor: ThreadPoolExecutor,
+    tracer: Any = None,
+    serve: str = "all",
+    **tuning: Any,
+) -> Worker:
     """A worker with memlife's workflows and activities. With `tracer`, or when OTEL_*
     asks for traces (stack/telemetry.py), its workflows, activities and target requests
     are spans of it.
@@ -73,9 +79,13 @@ def graceful_shutdown() -> timedelta:
     return parse_duration(os.environ.get("MEMLIFE_GRACEFUL_SHUTDOWN", "30s"))
 
 
-async def serve(task_queue: str, max_concurrent_activities: int,
-                max_cached_workflows: int, serves: str = "all",
-                ready_file: Path | None = None) -> None:
+async def serve(
+    task_queue: str,
+    max_concurrent_activities: int,
+    max_cached_workflows: int,
+    serves: str = "all",
+    ready_file: Path | None = None,
+) -> None:
     from memlife.log import get_logger
     from memlife.stack.connection import configured_connection, connect
 
@@ -87,15 +97,24 @@ async def serve(task_queue: str, max_concurrent_activities: int,
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     with ThreadPoolExecutor(max_workers=max_concurrent_activities) as executor:
-        worker = build_worker(client, task_queue, executor, serve=serves,
-                              max_concurrent_activities=max_concurrent_activities,
-                              max_cached_workflows=max_cached_workflows,
-                              graceful_shutdown_timeout=graceful_shutdown())
+        worker = build_worker(
+            client,
+            task_queue,
+            executor,
+            serve=serves,
+            max_concurrent_activities=max_concurrent_activities,
+            max_cached_workflows=max_cached_workflows,
+            graceful_shutdown_timeout=graceful_shutdown(),
+        )
         try:
             with heap.serving():
                 async with worker:
-                    log.warning("worker running", address=connection["target_host"],
-                                task_queue=task_queue, serves=serves)
+                    log.warning(
+                        "worker running",
+                        address=connection["target_host"],
+                        task_queue=task_queue,
+                        serves=serves,
+                    )
                     if ready_file is not None:
                         _write_ready_file(ready_file, task_queue, serves)
                     await stop.wait()
@@ -110,37 +129,62 @@ def _write_ready_file(path: Path, task_queue: str, serves: str) -> None:
     """Whole or not at all (written aside, then renamed): a reader that sees the file
     sees every line of it."""
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(f"pid {os.getpid()}\ntask_queue {task_queue}\nserves {serves}\n",
-                       encoding="utf-8")
+    partial.write_text(
+        f"pid {os.getpid()}\ntask_queue {task_queue}\nserves {serves}\n", encoding="utf-8"
+    )
     partial.replace(path)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The worker's options (`python worker.py`, `memlife worker`)."""
-    parser.add_argument("--task-queue", default=DEFAULT_TASK_QUEUE,
-                        help="the task queue to poll (default: %(default)s)")
+    parser.add_argument(
+        "--task-queue",
+        default=DEFAULT_TASK_QUEUE,
+        help="the task queue to poll (default: %(default)s)",
+    )
     # Batches of a cohort and single calls alike; each target's own max_concurrency still
     # bounds its requests.
-    parser.add_argument("--max-concurrent-activities", type=int, default=64, metavar="N",
-                        help="activities in flight at once (default: %(default)s)")
+    parser.add_argument(
+        "--max-concurrent-activities",
+        type=int,
+        default=64,
+        metavar="N",
+        help="activities in flight at once (default: %(default)s)",
+    )
     # A run of N pairs has about N/10 cohort workflows (or N pair workflows) plus its
     # suite; one evicted is replayed from history on its next task: CPU, not correctness.
-    parser.add_argument("--max-cached-workflows", type=int, default=1000, metavar="N",
-                        help="workflows kept in memory between tasks (default: %(default)s)")
-    parser.add_argument("--serve", choices=SERVES, default="all",
-                        help="what this worker polls for: all (default), workflows, or "
-                        "activities; run a `workflows` and an `activities` worker on the same "
-                        "task queue to keep target requests and recording out of the "
-                        "interpreter that runs workflow activations")
-    parser.add_argument("--metrics", metavar="HOST:PORT",
-                        help="serve the Temporal SDK's metrics for Prometheus at "
-                        "http://HOST:PORT/metrics: workflow task latency "
-                        "(temporal_workflow_task_execution_latency, local activities "
-                        "included), activity latency, slots, polls (docs/operations.md)")
-    parser.add_argument("--ready-file", type=Path, metavar="PATH",
-                        help="write PATH (its pid, task queue and what it serves) once the "
-                        "worker polls, and remove it when it stops: for a readiness probe, "
-                        "or a command that starts the worker and waits for it")
+    parser.add_argument(
+        "--max-cached-workflows",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="workflows kept in memory between tasks (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--serve",
+        choices=SERVES,
+        default="all",
+        help="what this worker polls for: all (default), workflows, or "
+        "activities; run a `workflows` and an `activities` worker on the same "
+        "task queue to keep target requests and recording out of the "
+        "interpreter that runs workflow activations",
+    )
+    parser.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve the Temporal SDK's metrics for Prometheus at "
+        "http://HOST:PORT/metrics: workflow task latency "
+        "(temporal_workflow_task_execution_latency, local activities "
+        "included), activity latency, slots, polls (docs/operations.md)",
+    )
+    parser.add_argument(
+        "--ready-file",
+        type=Path,
+        metavar="PATH",
+        help="write PATH (its pid, task queue and what it serves) once the "
+        "worker polls, and remove it when it stops: for a readiness probe, "
+        "or a command that starts the worker and waits for it",
+    )
 
 
 def run_worker(args: argparse.Namespace) -> int:
@@ -157,8 +201,15 @@ def run_worker(args: argparse.Namespace) -> int:
     from memlife.stack import telemetry
 
     try:
-        asyncio.run(serve(args.task_queue, args.max_concurrent_activities,
-                          args.max_cached_workflows, args.serve, args.ready_file))
+        asyncio.run(
+            serve(
+                args.task_queue,
+                args.max_concurrent_activities,
+                args.max_cached_workflows,
+                args.serve,
+                args.ready_file,
+            )
+        )
     except MemlifeError as error:
         print(f"memlife worker: {error}", file=sys.stderr)
         return 2
@@ -169,8 +220,10 @@ def run_worker(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="worker.py", description="A standalone memlife worker for a Temporal cluster "
-        "(TEMPORAL_ADDRESS or an envconfig profile; MEMLIFE_DB_URL for the recorder).")
+        prog="worker.py",
+        description="A standalone memlife worker for a Temporal cluster "
+        "(TEMPORAL_ADDRESS or an envconfig profile; MEMLIFE_DB_URL for the recorder).",
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     # Before the SDK's runtime starts its threads; `memlife worker` does it in cli/__init__.py.

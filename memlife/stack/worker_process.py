@@ -44,8 +44,18 @@ class WorkerProcess:
 
     @property
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "memlife", "worker", "--serve", self.serve,
-                "--task-queue", self.task_queue, "--ready-file", str(self.ready_path)]
+        return [
+            sys.executable,
+            "-m",
+            "memlife",
+            "worker",
+            "--serve",
+            self.serve,
+            "--task-queue",
+            self.task_queue,
+            "--ready-file",
+            str(self.ready_path),
+        ]
 
     @property
     def pid(self) -> int | None:
@@ -55,9 +65,13 @@ class WorkerProcess:
         self.ready_path.unlink(missing_ok=True)  # a killed worker's is stale
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(self.command, env=self.env, stdout=log,
-                                            stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                self.command,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         self.starts += 1
 
     async def wait_ready(self, timeout: float) -> None:
@@ -70,12 +84,14 @@ class WorkerProcess:
             if code is not None:
                 raise WorkerProcessError(
                     f"worker for task queue {self.task_queue}: exited at start (code {code}); "
-                    f"see {self.log_path}")
+                    f"see {self.log_path}"
+                )
             if time.monotonic() > deadline:
                 await asyncio.to_thread(stop_process, self.process, 10)
                 raise WorkerProcessError(
                     f"worker for task queue {self.task_queue}: not polling after "
-                    f"{timeout:g}s; see {self.log_path}")
+                    f"{timeout:g}s; see {self.log_path}"
+                )
             await asyncio.sleep(0.1)
 
     async def stop(self, grace: float) -> None:
@@ -85,11 +101,18 @@ class WorkerProcess:
 
 
 @contextlib.asynccontextmanager
-async def worker_process(task_queue: str, state_dir: Path, *, db_url: str,
-                         address: str | None = None, say: Callable[[str], None] = print,
-                         start_timeout: float = 60.0, starts_at_most: int = 4,
-                         grace: float = 30.0, check_every: float = 0.5,
-                         ) -> AsyncIterator[WorkerProcess]:
+async def worker_process(
+    task_queue: str,
+    state_dir: Path,
+    *,
+    db_url: str,
+    address: str | None = None,
+    say: Callable[[str], None] = print,
+    start_timeout: float = 60.0,
+    starts_at_most: int = 4,
+    grace: float = 30.0,
+    check_every: float = 0.5,
+) -> AsyncIterator[WorkerProcess]:
     """A worker serving the activities of `task_queue` while the block runs, polling when
     the block starts. `address` is the Temporal server's when this command started or
     found it; None keeps the configured connection (TEMPORAL_ADDRESS, a profile), which
@@ -103,8 +126,12 @@ async def worker_process(task_queue: str, state_dir: Path, *, db_url: str,
     if address is not None:
         env["TEMPORAL_ADDRESS"] = address
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    child = WorkerProcess(task_queue, state_dir / "logs" / f"worker-{task_queue}-{stamp}.log",
-                          state_dir / f"worker-{task_queue}-{os.getpid()}.ready", env)
+    child = WorkerProcess(
+        task_queue,
+        state_dir / "logs" / f"worker-{task_queue}-{stamp}.log",
+        state_dir / f"worker-{task_queue}-{os.getpid()}.ready",
+        env,
+    )
     child.start()
     try:
         await child.wait_ready(start_timeout)
@@ -122,12 +149,17 @@ async def worker_process(task_queue: str, state_dir: Path, *, db_url: str,
             if code is None:
                 continue
             if child.starts >= starts_at_most:
-                failure.append(WorkerProcessError(
-                    f"worker for task queue {task_queue}: exited (code {code}) after "
-                    f"{child.starts} start(s); see {child.log_path}"))
+                failure.append(
+                    WorkerProcessError(
+                        f"worker for task queue {task_queue}: exited (code {code}) after "
+                        f"{child.starts} start(s); see {child.log_path}"
+                    )
+                )
                 break
-            say(f"worker for task queue {task_queue} (pid {child.pid}) exited with code "
-                f"{code}; starting it again (its log: {child.log_path})")
+            say(
+                f"worker for task queue {task_queue} (pid {child.pid}) exited with code "
+                f"{code}; starting it again (its log: {child.log_path})"
+            )
             child.start()
             try:
                 await child.wait_ready(start_timeout)

@@ -57,22 +57,36 @@ def _describe(operation: Operation, variables: dict[str, Any]) -> str:
     return f"{operation.method} {http.render(operation.path, variables, url=True)}"
 
 
-async def _attempt(check: TargetCheck, name: str, operation: Operation,
-                   variables: dict[str, Any]) -> http.Response | None:
+async def _attempt(
+    check: TargetCheck, name: str, operation: Operation, variables: dict[str, Any]
+) -> http.Response | None:
     """One request; the result names the operation and exactly what went wrong."""
     request = _describe(operation, variables)
     try:
-        response = await http.call(check.target, operation, variables,
-                                   scenario_now=datetime.now(UTC).isoformat(), run=check.run)
+        response = await http.call(
+            check.target,
+            operation,
+            variables,
+            scenario_now=datetime.now(UTC).isoformat(),
+            run=check.run,
+        )
     except http.TargetError as error:
         check.results.append(CheckResult(name, request, False, f"{error.kind}: {error}"))
         return None
     extracted = ", ".join(f"{key}={_short(value)}" for key, value in response.fields.items())
     timing = (" · Server-Timing " + ", ".join(response.timings)) if response.timings else ""
     refused = " · refused (an answer that holds nothing)" if response.refused else ""
-    check.results.append(CheckResult(
-        name, request, True, f"HTTP {response.status} in {response.latency_ms:.0f} ms"
-        + refused + (f" · {extracted}" if extracted else "") + timing))
+    check.results.append(
+        CheckResult(
+            name,
+            request,
+            True,
+            f"HTTP {response.status} in {response.latency_ms:.0f} ms"
+            + refused
+            + (f" · {extracted}" if extracted else "")
+            + timing,
+        )
+    )
     return response
 
 
@@ -80,18 +94,19 @@ class _Stopped(Exception):
     """A request of a sequence failed (its result already says how)."""
 
 
-async def _sequence(check: TargetCheck, name: str, steps: list[Operation],
-                    variables: dict[str, Any]) -> http.Response | None:
+async def _sequence(
+    check: TargetCheck, name: str, steps: list[Operation], variables: dict[str, Any]
+) -> http.Response | None:
     """An operation's requests in order, each reported on its own (`forget (2/2)`); the
     last answer, or None when one failed."""
     if len(steps) == 1:
         return await _attempt(check, name, steps[0], variables)
 
-    async def send(_target: Target, operation: Operation, values: dict[str, Any],
-                   _now: str, _run: str) -> http.Response:
+    async def send(
+        _target: Target, operation: Operation, values: dict[str, Any], _now: str, _run: str
+    ) -> http.Response:
         index = next(i for i, step in enumerate(steps) if step is operation)
-        response = await _attempt(check, f"{name} ({index + 1}/{len(steps)})", operation,
-                                  values)
+        response = await _attempt(check, f"{name} ({index + 1}/{len(steps)})", operation, values)
         if response is None:
             raise _Stopped
         return response
@@ -104,9 +119,14 @@ async def _sequence(check: TargetCheck, name: str, steps: list[Operation],
         check.results.append(CheckResult(name, "select", False, f"{error.kind}: {error}"))
         return None
     if result.selected is not None:
-        check.results.append(CheckResult(
-            name, "select", True, f"{result.selected} record(s) selected, "
-            f"{result.requests} request(s) in all"))
+        check.results.append(
+            CheckResult(
+                name,
+                "select",
+                True,
+                f"{result.selected} record(s) selected, {result.requests} request(s) in all",
+            )
+        )
     return result.response
 
 
@@ -127,36 +147,62 @@ async def check_target(target: Target) -> TargetCheck:
         steps = operations.register_steps()
         extracted: dict[str, Any] = {}  # a step's extractions are variables of the next
         for index, step in enumerate(steps):
-            variables = {**extracted, "phone": phone, "tenant_alias": f"check-{tag}",
-                         "user_id": user_id or phone}
+            variables = {
+                **extracted,
+                "phone": phone,
+                "tenant_alias": f"check-{tag}",
+                "user_id": user_id or phone,
+            }
             missing = sorted(template_variables(step) - variables.keys())
             if missing:  # an earlier step failed before extracting what this one sends
-                check.results.append(CheckResult(
-                    f"register ({index + 1}/{len(steps)})", f"{step.method} {step.path}", False,
-                    "not sent: " + ", ".join(f"{{{name}}}" for name in missing)
-                    + " was not extracted by an earlier request"))
+                check.results.append(
+                    CheckResult(
+                        f"register ({index + 1}/{len(steps)})",
+                        f"{step.method} {step.path}",
+                        False,
+                        "not sent: "
+                        + ", ".join(f"{{{name}}}" for name in missing)
+                        + " was not extracted by an earlier request",
+                    )
+                )
                 break
-            response = await _attempt(check, "register" if len(steps) == 1
-                                      else f"register ({index + 1}/{len(steps)})", step,
-                                      variables)
+            response = await _attempt(
+                check,
+                "register" if len(steps) == 1 else f"register ({index + 1}/{len(steps)})",
+                step,
+                variables,
+            )
             if response is not None:
                 extracted.update(response.fields)
                 user_id = str(response.fields.get("user_id") or user_id or phone)
-        said = await _attempt(check, "say (statement)", operations.say,
-                              {"phone": phone, "user_id": user_id,
-                               "message": STATEMENT.format(value=canary)})
+        said = await _attempt(
+            check,
+            "say (statement)",
+            operations.say,
+            {"phone": phone, "user_id": user_id, "message": STATEMENT.format(value=canary)},
+        )
         if said is not None and not user_id:
             user_id = str(said.fields.get("user_id") or "")
-        answer = await _attempt(check, "ask" if operations.ask else "say (question)",
-                                operations.ask or operations.say,
-                                {"phone": phone, "user_id": user_id, "message": QUESTION})
+        answer = await _attempt(
+            check,
+            "ask" if operations.ask else "say (question)",
+            operations.ask or operations.say,
+            {"phone": phone, "user_id": user_id, "message": QUESTION},
+        )
         if answer is not None:
             recalled = canary.split()[1] in str(answer.fields.get("reply", ""))
-            check.results.append(CheckResult(
-                "recall", QUESTION, recalled,
-                "the reply carries the value just stated" if recalled else
-                "the reply does not carry the value just stated (a finding about the "
-                "target, not its file)", optional=True))
+            check.results.append(
+                CheckResult(
+                    "recall",
+                    QUESTION,
+                    recalled,
+                    "the reply carries the value just stated"
+                    if recalled
+                    else "the reply does not carry the value just stated (a finding about the "
+                    "target, not its file)",
+                    optional=True,
+                )
+            )
         for store in target.stores:
             if store.probe is None:
                 continue
@@ -169,46 +215,72 @@ async def check_target(target: Target) -> TargetCheck:
                 continue
             if isinstance(store.probe, SqlProbe):
                 for mode, query, parameters in (
-                        ("scope", store.probe.scope, {"user_id": user_id}),
-                        ("needle", store.probe.needle, {"needle": canary})):
+                    ("scope", store.probe.scope, {"user_id": user_id}),
+                    ("needle", store.probe.needle, {"needle": canary}),
+                ):
                     if query is None:
                         continue
-                    await _sql_attempt(check, store.name, mode, store.probe, query,
-                                       parameters)
+                    await _sql_attempt(check, store.name, mode, store.probe, query, parameters)
                 continue
-            reads = [("scope", store.probe.scope, {"user_id": user_id}),
-                     ("needle", store.probe.needle, {"needle": canary})]
+            reads = [
+                ("scope", store.probe.scope, {"user_id": user_id}),
+                ("needle", store.probe.needle, {"needle": canary}),
+            ]
             if store.probe.needles is not None:
-                reads.append(("needles", store.probe.needles,
-                              {"needles": [canary, canary.split()[1]]}))
+                reads.append(
+                    ("needles", store.probe.needles, {"needles": [canary, canary.split()[1]]})
+                )
             for mode, operation, variables in reads:
-                response = await _attempt(check, f"probe {store.name} ({mode})", operation,
-                                          variables)
+                response = await _attempt(
+                    check, f"probe {store.name} ({mode})", operation, variables
+                )
                 if response is not None:
                     _check_records(check, store.name, mode, store.probe, response)
         await _check_spaces(check, operations, phone, user_id, tag)
         for name in operations.maintain:
-            await _sequence(check, f"maintain {name}", operations.sequence(f"maintain.{name}"),
-                            {"phone": phone, "user_id": user_id})
+            await _sequence(
+                check,
+                f"maintain {name}",
+                operations.sequence(f"maintain.{name}"),
+                {"phone": phone, "user_id": user_id},
+            )
         if operations.forget is not None and user_id:
-            await _sequence(check, "forget", operations.sequence("forget"),
-                            {"phone": phone, "user_id": user_id, "value": canary,
-                             "values": [canary], "domain": "color"})
+            await _sequence(
+                check,
+                "forget",
+                operations.sequence("forget"),
+                {
+                    "phone": phone,
+                    "user_id": user_id,
+                    "value": canary,
+                    "values": [canary],
+                    "domain": "color",
+                },
+            )
         if operations.delete_tenant is not None and user_id:
-            deleted = await _sequence(check, "delete_tenant",
-                                      operations.sequence("delete_tenant"),
-                                      {"phone": phone, "user_id": user_id})
+            deleted = await _sequence(
+                check,
+                "delete_tenant",
+                operations.sequence("delete_tenant"),
+                {"phone": phone, "user_id": user_id},
+            )
             if deleted is not None and operations.deletion_status is not None:
-                await _attempt(check, "deletion_status", operations.deletion_status,
-                               {"phone": phone, "user_id": user_id,
-                                "deletion_id": str(deleted.fields.get("deletion_id") or "")})
+                await _attempt(
+                    check,
+                    "deletion_status",
+                    operations.deletion_status,
+                    {
+                        "phone": phone,
+                        "user_id": user_id,
+                        "deletion_id": str(deleted.fields.get("deletion_id") or ""),
+                    },
+                )
     finally:
         await http.close_clients()
     return check
 
 
-async def _files_attempt(check: TargetCheck, store: str, probe: FilesProbe,
-                         canary: str) -> None:
+async def _files_attempt(check: TargetCheck, store: str, probe: FilesProbe, canary: str) -> None:
     """The data directory is readable, file by file; where the value just stated is on
     disk is reported (a finding about the target, not its file)."""
     import asyncio
@@ -220,23 +292,41 @@ async def _files_attempt(check: TargetCheck, store: str, probe: FilesProbe,
         root = files.data_directory(probe.path, probe.path_env)
         count, size = await asyncio.to_thread(files.inventory, root, probe.include)
         _, hits, latency_ms = await asyncio.to_thread(
-            files.scan, root, probe.include, [canary], list(probe.encodings), 20)
+            files.scan, root, probe.include, [canary], list(probe.encodings), 20
+        )
     except http.TargetError as error:
-        check.results.append(CheckResult(name, "scan the data directory", False,
-                                         f"{type(error).__name__}: {error}"))
+        check.results.append(
+            CheckResult(name, "scan the data directory", False, f"{type(error).__name__}: {error}")
+        )
         return
-    check.results.append(CheckResult(
-        name, f"scan {root}", True,
-        f"{count} file(s), {size / 1_048_576:,.1f} MB read in {latency_ms:.0f} ms"))
-    check.results.append(CheckResult(
-        f"probe {store} (on disk)", canary, bool(hits),
-        f"the value just stated is on disk in {hits} place(s)" if hits else
-        "the value just stated is not on disk (yet): files may be written later", optional=True))
+    check.results.append(
+        CheckResult(
+            name,
+            f"scan {root}",
+            True,
+            f"{count} file(s), {size / 1_048_576:,.1f} MB read in {latency_ms:.0f} ms",
+        )
+    )
+    check.results.append(
+        CheckResult(
+            f"probe {store} (on disk)",
+            canary,
+            bool(hits),
+            f"the value just stated is on disk in {hits} place(s)"
+            if hits
+            else "the value just stated is not on disk (yet): files may be written later",
+            optional=True,
+        )
+    )
 
 
-async def _client_attempt(check: TargetCheck, store: str, mode: str,
-                          probe: QdrantProbe | FalkorDBProbe | ChromaProbe,
-                          key: str) -> None:
+async def _client_attempt(
+    check: TargetCheck,
+    store: str,
+    mode: str,
+    probe: QdrantProbe | FalkorDBProbe | ChromaProbe,
+    key: str,
+) -> None:
     """One read with the store's own client, as inspections make it."""
     import asyncio
 
@@ -252,16 +342,22 @@ async def _client_attempt(check: TargetCheck, store: str, mode: str,
     try:
         rows, total, latency_ms = await asyncio.to_thread(read, probe, mode, key, 20)
     except http.TargetError as error:
-        check.results.append(CheckResult(name, request, False,
-                                         f"{type(error).__name__}: {error}"))
+        check.results.append(CheckResult(name, request, False, f"{type(error).__name__}: {error}"))
         return
-    check.results.append(CheckResult(name, request, True,
-                                     f"{total} record(s) in {latency_ms:.0f} ms"))
+    check.results.append(
+        CheckResult(name, request, True, f"{total} record(s) in {latency_ms:.0f} ms")
+    )
     _check_pointers(check, store, probe, rows)
 
 
-async def _sql_attempt(check: TargetCheck, store: str, mode: str, probe: SqlProbe,
-                       query: str, parameters: dict[str, Any]) -> None:
+async def _sql_attempt(
+    check: TargetCheck,
+    store: str,
+    mode: str,
+    probe: SqlProbe,
+    query: str,
+    parameters: dict[str, Any],
+) -> None:
     """One probe query, read-only, as inspections run it; then the pointers on its rows."""
     import asyncio
 
@@ -270,29 +366,37 @@ async def _sql_attempt(check: TargetCheck, store: str, mode: str, probe: SqlProb
     name = f"probe {store} ({mode})"
     try:
         rows, total, latency_ms = await asyncio.to_thread(
-            sql.read_rows, probe.url_env, query, parameters, 20)
+            sql.read_rows, probe.url_env, query, parameters, 20
+        )
     except http.TargetError as error:
-        check.results.append(CheckResult(name, f"SQL {query}", False,
-                                         f"{type(error).__name__}: {error}"))
+        check.results.append(
+            CheckResult(name, f"SQL {query}", False, f"{type(error).__name__}: {error}")
+        )
         return
-    check.results.append(CheckResult(name, f"SQL {query}", True,
-                                     f"{total} row(s) in {latency_ms:.0f} ms"))
+    check.results.append(
+        CheckResult(name, f"SQL {query}", True, f"{total} row(s) in {latency_ms:.0f} ms")
+    )
     _check_pointers(check, store, probe, rows)
 
 
-def _check_records(check: TargetCheck, store: str, mode: str, probe: Any,
-                   response: http.Response) -> None:
+def _check_records(
+    check: TargetCheck, store: str, mode: str, probe: Any, response: http.Response
+) -> None:
     """The record list and, on each record, the pointers the probe names."""
     result = check.results[-1]
     try:
         records = http.extract(response.data, probe.records)
     except KeyError:
-        result.ok, result.detail = False, (f"the response has no records at {probe.records!r}"
-                                           f" (stores.{store}.probe.records)")
+        result.ok, result.detail = (
+            False,
+            (f"the response has no records at {probe.records!r} (stores.{store}.probe.records)"),
+        )
         return
     if not isinstance(records, list):
-        result.ok, result.detail = False, (f"{probe.records!r} is not a list "
-                                           f"(stores.{store}.probe.records)")
+        result.ok, result.detail = (
+            False,
+            (f"{probe.records!r} is not a list (stores.{store}.probe.records)"),
+        )
         return
     _check_pointers(check, store, probe, records)
 
@@ -303,9 +407,11 @@ def _check_pointers(check: TargetCheck, store: str, probe: Any, records: list[An
     # A table read by value only has no tenant column: it is judged on erasure alone.
     by_value_only = isinstance(probe, SqlProbe) and probe.scope is None
     for record in records[:20]:
-        for key, pointer in (("content", probe.content),
-                             ("tenant_field", None if by_value_only else probe.tenant_field),
-                             ("deleted", probe.deleted)):
+        for key, pointer in (
+            ("content", probe.content),
+            ("tenant_field", None if by_value_only else probe.tenant_field),
+            ("deleted", probe.deleted),
+        ):
             if pointer is None:
                 continue
             try:
@@ -315,30 +421,38 @@ def _check_pointers(check: TargetCheck, store: str, probe: Any, records: list[An
     if missing:
         result.ok = False
         result.detail = f"{len(records)} record(s), but not found on them: " + ", ".join(
-            sorted(set(missing)))
+            sorted(set(missing))
+        )
     else:
         result.detail += f" · {len(records)} record(s)"
 
 
-async def _check_spaces(check: TargetCheck, operations: Any, phone: str, user_id: str,
-                        tag: str) -> None:
+async def _check_spaces(
+    check: TargetCheck, operations: Any, phone: str, user_id: str, tag: str
+) -> None:
     """A space's life with the one throwaway tenant: create, say and ask inside it, leave,
     join again, delete (each operation the file describes, once)."""
     if operations.create_space is None:
         return
     name = f"check-{tag}"
     variables = {"phone": phone, "user_id": user_id, "space_name": name, "space_id": name}
-    created = await _sequence(check, "create_space", operations.sequence("create_space"),
-                              variables)
+    created = await _sequence(check, "create_space", operations.sequence("create_space"), variables)
     if created is None:
         return
     variables["space_id"] = str(created.fields.get("space_id") or name)
     if operations.space_say is not None:
-        await _attempt(check, "space_say (statement)", operations.space_say,
-                       {**variables, "message": STATEMENT.format(value=f"verde {tag}")})
-        await _attempt(check, "space_ask" if operations.space_ask else "space_say (question)",
-                       operations.space_ask or operations.space_say,
-                       {**variables, "message": QUESTION})
+        await _attempt(
+            check,
+            "space_say (statement)",
+            operations.space_say,
+            {**variables, "message": STATEMENT.format(value=f"verde {tag}")},
+        )
+        await _attempt(
+            check,
+            "space_ask" if operations.space_ask else "space_say (question)",
+            operations.space_ask or operations.space_say,
+            {**variables, "message": QUESTION},
+        )
     for operation_name in ("leave_space", "join_space", "delete_space"):
         steps = operations.sequence(operation_name)
         if steps:

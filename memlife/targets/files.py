@@ -90,8 +90,10 @@ def _patterns(needles: list[str], encodings: list[str]) -> dict[bytes, int]:
 _NOT_WORD = rb"[^0-9A-Za-z\x80-\xff]"
 # What a writer may put between a form's words and the canonical text leaves out: a mark
 # before a number (nº, No., núm.) or a joining word (y, and).
-_BETWEEN = (rb"(?:" + _NOT_WORD + rb"{1,4}(?:(?:n\.?\xc2\xba|\xc2\xba|n\xc3\xbam|numero|"
-            rb"n\xc3\xbamero|number|nro|nr|no|num|y|and)\.?" + _NOT_WORD + rb"{0,3})?)")
+_BETWEEN = (
+    rb"(?:" + _NOT_WORD + rb"{1,4}(?:(?:n\.?\xc2\xba|\xc2\xba|n\xc3\xbam|numero|"
+    rb"n\xc3\xbamero|number|nro|nr|no|num|y|and)\.?" + _NOT_WORD + rb"{0,3})?)"
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -106,9 +108,14 @@ def _letters() -> dict[str, bytes]:
         folded = unidecode(char).lower()
         if len(folded) == 1 and folded.isalpha():
             ways.setdefault(folded, set()).add(char)
-    return {letter: rb"(?:" + b"|".join(sorted(
-        re.escape(c.encode()) for c in {letter, letter.upper(), *ways.get(letter, ())})) + rb")"
-        for letter in "abcdefghijklmnopqrstuvwxyz"}
+    return {
+        letter: rb"(?:"
+        + b"|".join(
+            sorted(re.escape(c.encode()) for c in {letter, letter.upper(), *ways.get(letter, ())})
+        )
+        + rb")"
+        for letter in "abcdefghijklmnopqrstuvwxyz"
+    }
 
 
 def _form_pattern(form: str) -> bytes:
@@ -121,11 +128,15 @@ def _form_pattern(form: str) -> bytes:
             words.append(rb"[\s.,\-/()]{0,2}".join(d.encode() for d in word))
             continue
         ways = [word, *(w for w, canonical in CANONICAL_WORD.items() if canonical == word)]
-        words.append(rb"(?:" + b"|".join(
-            b"".join(letters.get(ch, re.escape(ch.encode())) for ch in way)
-            for way in sorted(ways, key=len, reverse=True)) + rb")")
-    return (rb"(?<![0-9A-Za-z\x80-\xff])" + _BETWEEN.join(words)
-            + rb"(?![0-9A-Za-z\x80-\xff])")
+        words.append(
+            rb"(?:"
+            + b"|".join(
+                b"".join(letters.get(ch, re.escape(ch.encode())) for ch in way)
+                for way in sorted(ways, key=len, reverse=True)
+            )
+            + rb")"
+        )
+    return rb"(?<![0-9A-Za-z\x80-\xff])" + _BETWEEN.join(words) + rb"(?![0-9A-Za-z\x80-\xff])"
 
 
 class _Reworded:
@@ -138,14 +149,16 @@ class _Reworded:
         self.pattern = re.compile(pattern)
         self.anchor = anchor
 
-    def finditer(self, buffer: bytes, lowered: bytes, start: int,
-                 end: int) -> list[re.Match[bytes]]:
+    def finditer(
+        self, buffer: bytes, lowered: bytes, start: int, end: int
+    ) -> list[re.Match[bytes]]:
         if self.anchor is None:
             return list(self.pattern.finditer(buffer, start, end + _WINDOW))
         found, at = {}, lowered.find(self.anchor, max(0, start - _WINDOW))
         while at != -1 and at < end + _WINDOW:
-            for match in self.pattern.finditer(buffer, max(start, at - _WINDOW),
-                                               min(len(buffer), at + _WINDOW)):
+            for match in self.pattern.finditer(
+                buffer, max(start, at - _WINDOW), min(len(buffer), at + _WINDOW)
+            ):
                 found.setdefault(match.start(), match)
             at = lowered.find(self.anchor, at + 1)
         return [found[key] for key in sorted(found)]
@@ -164,10 +177,16 @@ def _form_patterns(needles: list[str], encodings: list[str]) -> list[_Reworded]:
     for needle in needles:
         # The value's own words that every writing keeps as they are (ASCII, no way to
         # abbreviate them), longest first: the rarest anchor.
-        spelled = sorted({word.lower() for word in re.findall(r"[A-Za-z]{4,}", needle)
-                          if word.lower() not in CANONICAL_WORD
-                          and word.lower() not in CANONICAL_WORD.values()},
-                         key=len, reverse=True)
+        spelled = sorted(
+            {
+                word.lower()
+                for word in re.findall(r"[A-Za-z]{4,}", needle)
+                if word.lower() not in CANONICAL_WORD
+                and word.lower() not in CANONICAL_WORD.values()
+            },
+            key=len,
+            reverse=True,
+        )
         for form in forms(needle):
             pattern = _form_pattern(form.text)
             if pattern not in made:
@@ -176,8 +195,9 @@ def _form_patterns(needles: list[str], encodings: list[str]) -> list[_Reworded]:
     return list(made.values())
 
 
-def scan(root: Path, include: list[str], needles: list[str], encodings: list[str],
-         max_hits: int) -> tuple[list[dict[str, Any]], int, float]:
+def scan(
+    root: Path, include: list[str], needles: list[str], encodings: list[str], max_hits: int
+) -> tuple[list[dict[str, Any]], int, float]:
     """(the first max_hits hits as records, how many hits there were, latency in ms).
 
     A record per hit: `id` (file@offset), `file` (relative path), `offset`, `bytes` (the
@@ -193,8 +213,7 @@ def scan(root: Path, include: list[str], needles: list[str], encodings: list[str
     # around its anchor.
     longest = max(max(len(pattern) for pattern in patterns), 2 * _WINDOW if reworded else 0)
     # Longest first: where one pattern contains another, the longer hit is the one named.
-    finder = re.compile(b"|".join(re.escape(p) for p in sorted(patterns, key=len,
-                                                               reverse=True)))
+    finder = re.compile(b"|".join(re.escape(p) for p in sorted(patterns, key=len, reverse=True)))
     records: list[dict[str, Any]] = []
     total = 0
     for path in _files(root, include):
@@ -210,8 +229,7 @@ def scan(root: Path, include: list[str], needles: list[str], encodings: list[str
                     buffer += chunk
                     final = not chunk
                     # A hit that may still run on into the next chunk waits for it.
-                    limit = len(buffer) if final else max(start_at,
-                                                          len(buffer) - longest + 1)
+                    limit = len(buffer) if final else max(start_at, len(buffer) - longest + 1)
                     hits: dict[int, re.Match[bytes]] = {}
                     for match in finder.finditer(buffer, start_at):
                         if match.start() >= limit:
@@ -222,15 +240,19 @@ def scan(root: Path, include: list[str], needles: list[str], encodings: list[str
                     for form in reworded:
                         for match in form.finditer(buffer, lowered, start_at, limit):
                             if start_at <= match.start() < limit and not any(
-                                    hit.start() <= match.start() < hit.end()
-                                    or match.start() <= hit.start() < match.end()
-                                    for hit in hits.values()):
+                                hit.start() <= match.start() < hit.end()
+                                or match.start() <= hit.start() < match.end()
+                                for hit in hits.values()
+                            ):
                                 hits[match.start()] = match
                     for start in sorted(hits):
                         total += 1
                         if len(records) < max_hits:
-                            records.append(_record(relative, size, offset, buffer,
-                                                   hits[start], patterns, encodings))
+                            records.append(
+                                _record(
+                                    relative, size, offset, buffer, hits[start], patterns, encodings
+                                )
+                            )
                     if final:
                         break
                     # Keep what the next round needs: a hit's start, and its excerpt.
@@ -245,13 +267,20 @@ def scan(root: Path, include: list[str], needles: list[str], encodings: list[str
     return records, total, (time.perf_counter() - started) * 1000
 
 
-def _record(relative: str, size: int, offset: int, buffer: bytes, match: re.Match[bytes],
-            patterns: dict[bytes, int], encodings: list[str]) -> dict[str, Any]:
+def _record(
+    relative: str,
+    size: int,
+    offset: int,
+    buffer: bytes,
+    match: re.Match[bytes],
+    patterns: dict[bytes, int],
+    encodings: list[str],
+) -> dict[str, Any]:
     found = match.group(0)
     encoding = next((e for e in encodings if _decodes(found, e)), "utf-8")
     width = 2 if encoding.replace("-", "").lower().startswith("utf16") else 1
     before = min(match.start(), EXCERPT_BYTES) // width * width
-    around = buffer[match.start() - before: match.end() + EXCERPT_BYTES]
+    around = buffer[match.start() - before : match.end() + EXCERPT_BYTES]
     around = around[: len(around) // width * width]
     content = around.decode(encoding, errors="replace")
     # Control bytes of a binary file would only garble the excerpt.
@@ -259,8 +288,14 @@ def _record(relative: str, size: int, offset: int, buffer: bytes, match: re.Matc
     position = offset + match.start()
     # A reworded hit names no needle by its bytes: the reader matches its content
     # (activities/stores.py), forms included.
-    return {"id": f"{relative}@{position}", "file": relative, "offset": position,
-            "bytes": size, "needle": patterns.get(found), "content": content}
+    return {
+        "id": f"{relative}@{position}",
+        "file": relative,
+        "offset": position,
+        "bytes": size,
+        "needle": patterns.get(found),
+        "content": content,
+    }
 
 
 def _decodes(data: bytes, encoding: str) -> bool:

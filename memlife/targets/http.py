@@ -162,8 +162,7 @@ def resolve_header(value: HeaderValue) -> str:
 def _pointer_tokens(pointer: str) -> tuple[str, ...]:
     """A pointer's tokens, unescaped once: every record of every store read is addressed by
     the same few pointers."""
-    return tuple(raw.replace("~1", "/").replace("~0", "~")
-                 for raw in pointer[1:].split("/"))
+    return tuple(raw.replace("~1", "/").replace("~0", "~") for raw in pointer[1:].split("/"))
 
 
 def json_pointer(document: Any, pointer: str) -> Any:
@@ -257,15 +256,23 @@ async def _send(job: _Job) -> tuple[aiohttp.ClientResponse, bytes, float]:
     marks: dict[str, float] = {}
     started = time.perf_counter()
     async with job.client.session.request(
-            job.method, job.url, params=job.params, json=job.body, headers=job.headers,
-            allow_redirects=False, proxy=job.client.proxy, proxy_auth=job.client.proxy_auth,
-            trace_request_ctx=marks) as response:
+        job.method,
+        job.url,
+        params=job.params,
+        json=job.body,
+        headers=job.headers,
+        allow_redirects=False,
+        proxy=job.client.proxy,
+        proxy_auth=job.client.proxy_auth,
+        trace_request_ctx=marks,
+    ) as response:
         payload = await _read_capped(response, job.max_body_bytes)
     return response, payload, (time.perf_counter() - marks.get("sent", started)) * 1000
 
 
-async def mark_headers_sent(_session: aiohttp.ClientSession, context: Any,
-                            _params: aiohttp.TraceRequestHeadersSentParams) -> None:
+async def mark_headers_sent(
+    _session: aiohttp.ClientSession, context: Any, _params: aiohttp.TraceRequestHeadersSentParams
+) -> None:
     """aiohttp trace hook: when the request's headers were written, as `sent` in its
     trace_request_ctx. A recorded latency starts there (the bench's plain runner times
     its requests with the same hook)."""
@@ -307,7 +314,8 @@ def client_for(target: Target) -> _Pooled:
         session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=target.timeout.total_seconds()),
             connector=aiohttp.TCPConnector(limit=64, ssl=_tls_context()),
-            cookie_jar=aiohttp.DummyCookieJar(), trace_configs=[trace],
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trace_configs=[trace],
         )
         client = _clients[key] = _Pooled(session, *_env_proxy(target.base_url))
     return client
@@ -334,15 +342,17 @@ async def call(
     """One request as the operation describes it; raises a TargetError subclass on failure.
     Each request carries a trace context of its own (a `traceparent` the target file sets
     itself is kept)."""
-    headers = {name: resolve_header(v) for name, v in {**target.headers,
-                                                       **operation.headers}.items()}
+    headers = {
+        name: resolve_header(v) for name, v in {**target.headers, **operation.headers}.items()
+    }
     if scenario_now:
         headers[NOW_HEADER] = scenario_now
     if run:
         headers[RUN_HEADER] = run
     with _request_span(operation) as span_traceparent:
-        sent_trace = next((value for name, value in headers.items()
-                           if name.lower() == TRACE_HEADER), None)
+        sent_trace = next(
+            (value for name, value in headers.items() if name.lower() == TRACE_HEADER), None
+        )
         if sent_trace is None:
             sent_trace = headers[TRACE_HEADER] = span_traceparent
         try:
@@ -372,9 +382,10 @@ def _request_span(operation: Operation) -> Iterator[str]:
     from opentelemetry.trace import SpanKind
 
     with _request_tracer.start_as_current_span(
-            f"target {operation.method} {operation.path}", kind=SpanKind.CLIENT,
-            attributes={"http.request.method": operation.method,
-                        "url.path": operation.path}) as span:
+        f"target {operation.method} {operation.path}",
+        kind=SpanKind.CLIENT,
+        attributes={"http.request.method": operation.method, "url.path": operation.path},
+    ) as span:
         context = span.get_span_context()
         yield traceparent(f"{context.trace_id:032x}", f"{context.span_id:016x}")
 
@@ -385,14 +396,29 @@ def _url(base_url: str, path: str) -> URL:
     return URL(f"{base_url.rstrip('/')}/{path.lstrip('/')}", encoded=True)
 
 
-async def _exchange(target: Target, operation: Operation, variables: dict[str, Any],
-                    headers: dict[str, str], sent_trace: str) -> Response:
+async def _exchange(
+    target: Target,
+    operation: Operation,
+    variables: dict[str, Any],
+    headers: dict[str, str],
+    sent_trace: str,
+) -> Response:
     path = render(operation.path, variables, url=True)
-    params = [(name, value) for name, template in operation.query.items()
-              for value in _query_values(template, variables)]
+    params = [
+        (name, value)
+        for name, template in operation.query.items()
+        for value in _query_values(template, variables)
+    ]
     body = render_body(operation.body, variables) if operation.body is not None else None
-    job = _Job(client_for(target), operation.method, _url(target.base_url, path),
-               params or None, body, headers, target.max_body_bytes)
+    job = _Job(
+        client_for(target),
+        operation.method,
+        _url(target.base_url, path),
+        params or None,
+        body,
+        headers,
+        target.max_body_bytes,
+    )
     try:
         # Waiting for the lane is not the target's latency.
         response, payload, latency_ms = await _lane_for(target).submit(job)
@@ -409,8 +435,14 @@ async def _exchange(target: Target, operation: Operation, variables: dict[str, A
     status = response.status
     if status in operation.refused:
         # Refused (a non-member's 403, a deleted user's 404): nothing to extract.
-        return Response(status=status, latency_ms=latency_ms, data=None, fields={},
-                        traceparent=sent_trace, refused=True)
+        return Response(
+            status=status,
+            latency_ms=latency_ms,
+            data=None,
+            fields={},
+            traceparent=sent_trace,
+            refused=True,
+        )
     if status not in operation.success:
         message = f"{operation.method} {path} answered HTTP {status}: {excerpt!r}"
         if status >= 500 or status in (408, 425, 429):
@@ -435,12 +467,16 @@ async def _exchange(target: Target, operation: Operation, variables: dict[str, A
                 f"{operation.method} {path}: the response has no {name!r} at {pointer!r}: "
                 f"{excerpt!r}"
             ) from None
-    return Response(status=status, latency_ms=latency_ms, data=data, fields=fields,
-                    # A response may carry several Server-Timing headers (the reference target's
-                    # stages, and its total): they read as one list.
-                    timings=parse_server_timing(
-                        ", ".join(response.headers.getall("server-timing", ()))),
-                    traceparent=sent_trace)
+    return Response(
+        status=status,
+        latency_ms=latency_ms,
+        data=data,
+        fields=fields,
+        # A response may carry several Server-Timing headers (the reference target's
+        # stages, and its total): they read as one list.
+        timings=parse_server_timing(", ".join(response.headers.getall("server-timing", ()))),
+        traceparent=sent_trace,
+    )
 
 
 async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> bytes:

@@ -27,7 +27,8 @@ R = TypeVar("R")
 # (docs/scale.md, "Oldest batch first"). A job submitted outside any such work counts
 # from when it was submitted.
 WORK_BEGAN: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "memlife_work_began", default=None)
+    "memlife_work_began", default=None
+)
 
 
 class LaneClosed(Exception):
@@ -42,14 +43,16 @@ class Lane(Generic[J, R]):
     def __init__(self, senders: int, send: Callable[[J], Awaitable[R]]) -> None:
         self._send = send
         self._queue: asyncio.PriorityQueue[tuple[float, int, J, asyncio.Future[R]]] = (
-            asyncio.PriorityQueue())
+            asyncio.PriorityQueue()
+        )
         self._order = itertools.count()
         self._loop = asyncio.get_running_loop()
         self._stopped = False  # a sender has ended (closed, or failed past its catch)
         # A context of their own: the senders outlive the caller that started them.
-        self._senders = [self._loop.create_task(self._send_each(),
-                                                context=contextvars.Context())
-                         for _ in range(senders)]
+        self._senders = [
+            self._loop.create_task(self._send_each(), context=contextvars.Context())
+            for _ in range(senders)
+        ]
         for sender in self._senders:
             sender.add_done_callback(self._sender_ended)
 
@@ -71,8 +74,9 @@ class Lane(Generic[J, R]):
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[R] = loop.create_future()
         began = WORK_BEGAN.get()
-        self._queue.put_nowait((loop.time() if began is None else began, next(self._order),
-                                job, answer))
+        self._queue.put_nowait(
+            (loop.time() if began is None else began, next(self._order), job, answer)
+        )
         return await answer
 
     async def _send_each(self) -> None:

@@ -34,8 +34,14 @@ class SequenceResult:
         return self.response.refused
 
 
-async def run_sequence(target: Target, steps: list[Operation], variables: dict[str, Any],
-                       send: Send, scenario_now: str = "", run: str = "") -> SequenceResult:
+async def run_sequence(
+    target: Target,
+    steps: list[Operation],
+    variables: dict[str, Any],
+    send: Send,
+    scenario_now: str = "",
+    run: str = "",
+) -> SequenceResult:
     """Make the requests in order. A refused answer ends the sequence (there is nothing to
     act on); a TargetError of any request is raised as it is."""
     if not steps:
@@ -51,19 +57,21 @@ async def run_sequence(target: Target, steps: list[Operation], variables: dict[s
         if step.select is None:
             continue
         chosen = select_records(step, response, variables)
-        rest = steps[index + 1:]
+        rest = steps[index + 1 :]
         last = response
         for record_variables in chosen:
-            outcome = await run_sequence(target, rest, variables | record_variables, send,
-                                         scenario_now, run)
+            outcome = await run_sequence(
+                target, rest, variables | record_variables, send, scenario_now, run
+            )
             latency, requests = latency + outcome.latency_ms, requests + outcome.requests
             last = outcome.response
         return SequenceResult(last, latency, requests, selected=len(chosen))
     return SequenceResult(response, latency, requests)
 
 
-def select_records(step: Operation, response: http.Response,
-                   variables: dict[str, Any]) -> list[dict[str, Any]]:
+def select_records(
+    step: Operation, response: http.Response, variables: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The variables each selected record gives the later requests, in answer order."""
     select: Select = step.select  # type: ignore[assignment]
     where = f"{step.method} {step.path}"
@@ -72,8 +80,10 @@ def select_records(step: Operation, response: http.Response,
     except KeyError:
         records = []  # JMESPath's null: no records
     if not isinstance(records, list):
-        raise TargetBadResponse(f"{where}: select.records {select.records!r} is not a list "
-                                f"of records but {type(records).__name__}")
+        raise TargetBadResponse(
+            f"{where}: select.records {select.records!r} is not a list "
+            f"of records but {type(records).__name__}"
+        )
     wanted = _holding(select.holding, variables)
     chosen: list[dict[str, Any]] = []
     for record in records:
@@ -90,8 +100,9 @@ def select_records(step: Operation, response: http.Response,
             try:
                 taken[name] = http.extract(record, pointer)
             except KeyError:
-                raise TargetBadResponse(f"{where}: a selected record has no {name!r} at "
-                                        f"{pointer!r}") from None
+                raise TargetBadResponse(
+                    f"{where}: a selected record has no {name!r} at {pointer!r}"
+                ) from None
         chosen.append(taken)
     return chosen
 

@@ -34,18 +34,25 @@ def _engine(url_env: str) -> Engine:
         engine = _engines.get(url)
         if engine is None:
             try:
-                engine = create_engine(url, pool_pre_ping=True, pool_size=2,
-                                       max_overflow=2) \
-                    if not url.startswith("sqlite") else create_engine(url)
+                engine = (
+                    create_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=2)
+                    if not url.startswith("sqlite")
+                    else create_engine(url)
+                )
             except ImportError as error:  # the database's driver is not installed
-                hint = (" (PostgreSQL: install memlife[postgres], or run through "
-                        "./scripts/memlife, which installs it when a probe needs it)"
-                        if url.startswith("postgres") else "")
-                raise SqlProbeError(f"the {url_env} database's driver is missing: "
-                                    f"{error.name or error}{hint}") from None
+                hint = (
+                    " (PostgreSQL: install memlife[postgres], or run through "
+                    "./scripts/memlife, which installs it when a probe needs it)"
+                    if url.startswith("postgres")
+                    else ""
+                )
+                raise SqlProbeError(
+                    f"the {url_env} database's driver is missing: {error.name or error}{hint}"
+                ) from None
             except (SQLAlchemyError, ValueError) as error:  # not a database URL
-                raise SqlProbeError(f"{url_env} is not a usable database URL "
-                                    f"({type(error).__name__})") from None
+                raise SqlProbeError(
+                    f"{url_env} is not a usable database URL ({type(error).__name__})"
+                ) from None
             if engine.dialect.name == "sqlite":
                 event.listen(engine, "connect", _sqlite_read_only)
             _engines[url] = engine
@@ -70,8 +77,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def read_rows(url_env: str, query: str, parameters: dict[str, Any],
-              max_rows: int) -> tuple[list[dict[str, Any]], int, float]:
+def read_rows(
+    url_env: str, query: str, parameters: dict[str, Any], max_rows: int
+) -> tuple[list[dict[str, Any]], int, float]:
     """(the first max_rows rows, how many rows there were, latency in ms). Blocking: run
     it in a thread."""
     engine = _engine(url_env)

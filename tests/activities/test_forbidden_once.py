@@ -15,31 +15,63 @@ from memlife.rules.evidence import Observation
 from memlife.rules.verdicts import ForbiddenValue, ProbeCase
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
-ANA_FORBIDDEN = [ForbiddenValue(text="Trufa", origin="partner", domain="pet", owner="Bea"),
-                 ForbiddenValue(text="Calle Sol 3", origin="partner", domain="address",
-                                owner="Bea")]
+ANA_FORBIDDEN = [
+    ForbiddenValue(text="Trufa", origin="partner", domain="pet", owner="Bea"),
+    ForbiddenValue(text="Calle Sol 3", origin="partner", domain="address", owner="Bea"),
+]
 BEA_FORBIDDEN = [ForbiddenValue(text="Olmo", origin="partner", domain="pet", owner="Ana")]
 
 
 def _probe_step() -> StepRecord:
     """Two questions each to Ana and Bea; Bea's second answer leaks Ana's pet."""
     cases, observations = [], []
-    for seq, (role, alias, own, forbidden, reply) in enumerate([
+    for seq, (role, alias, own, forbidden, reply) in enumerate(
+        [
             ("a", "Ana", "Olmo", ANA_FORBIDDEN, "Tu perro se llama Olmo."),
             ("a", "Ana", "Olmo", ANA_FORBIDDEN, "Olmo."),
             ("b", "Bea", "Trufa", BEA_FORBIDDEN, "Tu gata es Trufa."),
-            ("b", "Bea", "Trufa", BEA_FORBIDDEN, "Trufa, y también Olmo.")]):
+            ("b", "Bea", "Trufa", BEA_FORBIDDEN, "Trufa, y también Olmo."),
+        ]
+    ):
         case_id = f"s4-{role}-pet-q{seq}"
-        cases.append(ProbeCase(case_id=case_id, role=role, tenant_alias=alias, domain="pet",
-                               question="¿Cómo se llama mi mascota?", required=[own],
-                               forbidden=forbidden))
-        observations.append(Observation(seq=seq, role=role, kind="probe", domain="pet",
-                                        case_id=case_id, request="?", reply=reply,
-                                        latency_ms=5.0, scenario_time=T0, wall_time=T0))
-    return StepRecord(run_id="r-forbidden", pair_index=0, step_index=4, kind="probe",
-                      stage="recall", scenario_started=T0, scenario_finished=T0,
-                      wall_started=T0, wall_finished=T0, observations=observations,
-                      cases=cases)
+        cases.append(
+            ProbeCase(
+                case_id=case_id,
+                role=role,
+                tenant_alias=alias,
+                domain="pet",
+                question="¿Cómo se llama mi mascota?",
+                required=[own],
+                forbidden=forbidden,
+            )
+        )
+        observations.append(
+            Observation(
+                seq=seq,
+                role=role,
+                kind="probe",
+                domain="pet",
+                case_id=case_id,
+                request="?",
+                reply=reply,
+                latency_ms=5.0,
+                scenario_time=T0,
+                wall_time=T0,
+            )
+        )
+    return StepRecord(
+        run_id="r-forbidden",
+        pair_index=0,
+        step_index=4,
+        kind="probe",
+        stage="recall",
+        scenario_started=T0,
+        scenario_finished=T0,
+        wall_started=T0,
+        wall_finished=T0,
+        observations=observations,
+        cases=cases,
+    )
 
 
 def test_each_distinct_list_travels_once_and_comes_back_whole() -> None:
@@ -60,12 +92,17 @@ def test_a_record_without_positions_is_taken_as_it_came() -> None:
 
 def test_the_recording_judges_the_compact_record_as_the_whole_one(db_url: str) -> None:
     judged_whole = record_step(_probe_step())
-    judged_compact = record_step(StepRecord.model_validate_json(
-        _probe_step().with_forbidden_once().model_dump_json()))
+    judged_compact = record_step(
+        StepRecord.model_validate_json(_probe_step().with_forbidden_once().model_dump_json())
+    )
     assert judged_compact == judged_whole
     outcomes = {v.case_id: v.outcome for v in judged_compact.verdicts}
-    assert outcomes == {"s4-a-pet-q0": "pass", "s4-a-pet-q1": "pass",
-                        "s4-b-pet-q2": "pass", "s4-b-pet-q3": "fail"}
+    assert outcomes == {
+        "s4-a-pet-q0": "pass",
+        "s4-a-pet-q1": "pass",
+        "s4-b-pet-q2": "pass",
+        "s4-b-pet-q3": "fail",
+    }
 
 
 @pytest.mark.parametrize("positions", [[0, 0, 1], [0, 0, 1, 2], [0, 0, 1, -1]])

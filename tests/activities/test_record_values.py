@@ -19,16 +19,22 @@ from tests.reliability.helpers import NIGHTLY, recorded_nightly_values
 def test_values_are_written_in_chunks_and_found_for_other_pairs_only(db_url: str) -> None:
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
-    scenario = scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": 3})})
+    scenario = scenario.model_copy(
+        update={"generate": scenario.generate.model_copy(update={"count": 3})}
+    )
     run_id = "values-run"
     assert materialize_pairs(run_id, scenario, "values-seed") == 3
     pairs = materialize(scenario, "values-seed").pairs
     with recorder.engine_for(db_url).connect() as db:
-        written = db.execute(text("SELECT count(*) FROM run_values WHERE run_id = :r"),
-                             {"r": run_id}).scalar_one()
-    expected = sum(len(fact.all_texts()) for pair in pairs for role in ("a", "b")
-                   for fact in pair.tenant(role).facts.values())
+        written = db.execute(
+            text("SELECT count(*) FROM run_values WHERE run_id = :r"), {"r": run_id}
+        ).scalar_one()
+    expected = sum(
+        len(fact.all_texts())
+        for pair in pairs
+        for role in ("a", "b")
+        for fact in pair.tenant(role).facts.values()
+    )
     assert written == expected
 
     mine = pairs[0].a.facts["employer"].value
@@ -36,37 +42,51 @@ def test_values_are_written_in_chunks_and_found_for_other_pairs_only(db_url: str
     reply = normalize(f"Trabajas en {mine}; tu mascota es {theirs}.")
     found = foreign_values(run_id, 0).found_in(reply)
     assert [(f.text, f.origin, f.domain, f.owner) for f in found] == [
-        (theirs, "foreign", "pet", f"{pairs[2].b.alias} (pair 2)")]
+        (theirs, "foreign", "pet", f"{pairs[2].b.alias} (pair 2)")
+    ]
     assert [f.text for f in foreign_values(run_id, 2).found_in(reply)] == [mine]
     assert (recorder.database_url(), run_id) in _foreign_cache  # indexed once
 
 
 def test_pairs_drawn_a_chunk_at_a_time_are_the_pairs_drawn_at_once(
-        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memlife.activities import record
 
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
-    scenario = scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": 5})})
+    scenario = scenario.model_copy(
+        update={"generate": scenario.generate.model_copy(update={"count": 5})}
+    )
     monkeypatch.setattr(record, "_PAIRS_PER_CHUNK", 2)  # chunks of 2, 2 and 1
     assert materialize_pairs("chunked-run", scenario, "chunk-seed") == 5
 
     at_once = materialize(scenario, "chunk-seed").pairs
     with recorder.engine_for(db_url).connect() as db:
-        pairs = db.execute(text("SELECT pair_index, pair_json FROM run_pairs WHERE run_id = "
-                                "'chunked-run' ORDER BY pair_index")).all()
-        values = db.execute(text("SELECT pair_index, alias, domain, text FROM run_values "
-                                 "WHERE run_id = 'chunked-run'")).all()
+        pairs = db.execute(
+            text(
+                "SELECT pair_index, pair_json FROM run_pairs WHERE run_id = "
+                "'chunked-run' ORDER BY pair_index"
+            )
+        ).all()
+        values = db.execute(
+            text(
+                "SELECT pair_index, alias, domain, text FROM run_values "
+                "WHERE run_id = 'chunked-run'"
+            )
+        ).all()
     assert [(index, Pair.model_validate_json(json)) for index, json in pairs] == list(
-        enumerate(at_once))
+        enumerate(at_once)
+    )
     assert sorted(map(tuple, values)) == sorted(
-        (v.pair, v.alias, v.domain, v.text) for v in pair_values(at_once))
+        (v.pair, v.alias, v.domain, v.text) for v in pair_values(at_once)
+    )
     assert len({v.text for v in pair_values(at_once)}) == len(values)  # all drawn distinct
 
 
 def test_a_finished_run_forgets_its_values_before_it_is_summarized(
-        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The summary is the worker's last peak of a large run: the index (48 MB at 10,000
     pairs) must be gone before it, not after."""
     from memlife.activities.record import finish_run
@@ -90,12 +110,12 @@ def test_a_finished_run_forgets_its_values_before_it_is_summarized(
     assert summary.run_id == run_id and summary.cases == 0
 
 
-def test_another_pairs_value_reworded_is_found_and_a_twins_shared_value_is_not(
-        db_url: str) -> None:
+def test_another_pairs_value_reworded_is_found_and_a_twins_shared_value_is_not(db_url: str) -> None:
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
-    scenario = scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": 2, "twins": 1})})
+    scenario = scenario.model_copy(
+        update={"generate": scenario.generate.model_copy(update={"count": 2, "twins": 1})}
+    )
     run_id = "twins-run"
     assert materialize_pairs(run_id, scenario, "twins-seed") == 3
     pairs = materialize(scenario, "twins-seed").pairs

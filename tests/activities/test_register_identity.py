@@ -33,43 +33,73 @@ def _fresh_phone() -> str:
 async def test_a_phone_that_already_exists_is_replaced(clean_target: Target) -> None:
     env = ActivityEnvironment()
     phone = _fresh_phone()
-    first = await env.run(register_tenant, RegisterRequest(
-        target=clean_target, phone=phone, tenant_alias="t000a", scenario_now=NOW))
+    first = await env.run(
+        register_tenant,
+        RegisterRequest(target=clean_target, phone=phone, tenant_alias="t000a", scenario_now=NOW),
+    )
     assert first.phone is None  # registered as asked
     # Another tenant given the same phone: the target answers created=false.
-    second = await env.run(register_tenant, RegisterRequest(
-        target=clean_target, phone=phone, tenant_alias="t007b", scenario_now=NOW,
-        run_id="another-run"))
+    second = await env.run(
+        register_tenant,
+        RegisterRequest(
+            target=clean_target,
+            phone=phone,
+            tenant_alias="t007b",
+            scenario_now=NOW,
+            run_id="another-run",
+        ),
+    )
     assert second.phone is not None and second.phone != phone and is_fictional(second.phone)
     assert second.user_id != first.user_id
 
 
-async def test_a_phone_another_run_claimed_is_never_used(clean_target: Target,
-                                                         db_url: str) -> None:
+async def test_a_phone_another_run_claimed_is_never_used(clean_target: Target, db_url: str) -> None:
     run_id = f"run-{uuid.uuid4().hex[:8]}"
-    recorder.merge_all([recorder.RunRow(
-        id=run_id, scenario="s", scenario_sha256="0" * 64, target_name="reference",
-        target_base_url=clean_target.base_url, clock="skip",
-        meta_json=json.dumps({"target_identity": {"kind": "target file"}}),
-        started_at=datetime.now(UTC))])
+    recorder.merge_all(
+        [
+            recorder.RunRow(
+                id=run_id,
+                scenario="s",
+                scenario_sha256="0" * 64,
+                target_name="reference",
+                target_base_url=clean_target.base_url,
+                clock="skip",
+                meta_json=json.dumps({"target_identity": {"kind": "target file"}}),
+                started_at=datetime.now(UTC),
+            )
+        ]
+    )
     phone = _fresh_phone()
     assert claim(clean_target.base_url, "earlier-run", "phone", [(phone, "t000a", "")]) == set()
-    result = await ActivityEnvironment().run(register_tenant, RegisterRequest(
-        target=clean_target, phone=phone, tenant_alias="t000a", scenario_now=NOW,
-        run_id=run_id))
+    result = await ActivityEnvironment().run(
+        register_tenant,
+        RegisterRequest(
+            target=clean_target, phone=phone, tenant_alias="t000a", scenario_now=NOW, run_id=run_id
+        ),
+    )
     assert result.phone is not None and result.phone != phone
     # The fresh phone is this run's now: nobody else gets it.
-    assert claim(clean_target.base_url, "later-run", "phone",
-                 [(result.phone, "t000a", "")]) == {result.phone}
+    assert claim(clean_target.base_url, "later-run", "phone", [(result.phone, "t000a", "")]) == {
+        result.phone
+    }
 
 
 def _shared_run(target: Target) -> str:
     run_id = f"run-{uuid.uuid4().hex[:8]}"
-    recorder.merge_all([recorder.RunRow(
-        id=run_id, scenario="s", scenario_sha256="0" * 64, target_name="reference",
-        target_base_url=target.base_url, clock="skip",
-        meta_json=json.dumps({"target_identity": {"kind": "target file"}}),
-        started_at=datetime.now(UTC))])
+    recorder.merge_all(
+        [
+            recorder.RunRow(
+                id=run_id,
+                scenario="s",
+                scenario_sha256="0" * 64,
+                target_name="reference",
+                target_base_url=target.base_url,
+                clock="skip",
+                meta_json=json.dumps({"target_identity": {"kind": "target file"}}),
+                started_at=datetime.now(UTC),
+            )
+        ]
+    )
     return run_id
 
 
@@ -78,13 +108,20 @@ class AnswerLost(TargetError):
 
 
 async def test_a_registration_retried_after_a_lost_answer_leaves_no_orphan(
-        clean_target: Target, db_url: str) -> None:
-    request = RegisterRequest(target=clean_target, phone=_fresh_phone(), tenant_alias="t000a",
-                              scenario_now=NOW, run_id=_shared_run(clean_target))
+    clean_target: Target, db_url: str
+) -> None:
+    request = RegisterRequest(
+        target=clean_target,
+        phone=_fresh_phone(),
+        tenant_alias="t000a",
+        scenario_now=NOW,
+        run_id=_shared_run(clean_target),
+    )
     created: list[str] = []
 
-    async def lost(target: Target, operation: Operation, variables: dict[str, Any],
-                   scenario_now: str, run: str) -> Response:
+    async def lost(
+        target: Target, operation: Operation, variables: dict[str, Any], scenario_now: str, run: str
+    ) -> Response:
         response = await send_once(target, operation, variables, scenario_now, run)
         created.append(response.fields["user_id"])
         raise AnswerLost("read timeout")  # the user exists; its answer is gone
@@ -107,9 +144,15 @@ async def test_a_registration_retried_after_a_lost_answer_leaves_no_orphan(
 
 
 async def test_a_registration_retried_after_it_completed_sends_nothing(
-        clean_target: Target, db_url: str) -> None:
-    request = RegisterRequest(target=clean_target, phone=_fresh_phone(), tenant_alias="t000b",
-                              scenario_now=NOW, run_id=_shared_run(clean_target))
+    clean_target: Target, db_url: str
+) -> None:
+    request = RegisterRequest(
+        target=clean_target,
+        phone=_fresh_phone(),
+        tenant_alias="t000b",
+        scenario_now=NOW,
+        run_id=_shared_run(clean_target),
+    )
     env = ActivityEnvironment()
     done = await env.run(register, request, send_once)  # then the activity itself failed
 
@@ -122,13 +165,21 @@ async def test_a_registration_retried_after_it_completed_sends_nothing(
     assert (again.user_id, again.phone, again.status) == (done.user_id, None, done.status)
 
 
-async def test_a_phone_found_taken_stays_refused_on_a_retry(clean_target: Target,
-                                                            db_url: str) -> None:
+async def test_a_phone_found_taken_stays_refused_on_a_retry(
+    clean_target: Target, db_url: str
+) -> None:
     phone = _fresh_phone()
-    someone = await ActivityEnvironment().run(register_tenant, RegisterRequest(
-        target=clean_target, phone=phone, tenant_alias="other", scenario_now=NOW))
-    request = RegisterRequest(target=clean_target, phone=phone, tenant_alias="t001a",
-                              scenario_now=NOW, run_id=_shared_run(clean_target))
+    someone = await ActivityEnvironment().run(
+        register_tenant,
+        RegisterRequest(target=clean_target, phone=phone, tenant_alias="other", scenario_now=NOW),
+    )
+    request = RegisterRequest(
+        target=clean_target,
+        phone=phone,
+        tenant_alias="t001a",
+        scenario_now=NOW,
+        run_id=_shared_run(clean_target),
+    )
     env = ActivityEnvironment()
     first = await env.run(register, request, send_once)
     retry = ActivityEnvironment()

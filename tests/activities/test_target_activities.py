@@ -77,12 +77,17 @@ def misbehaving_url() -> Iterator[str]:
 
 
 def target_for(base_url: str, path: str, timeout: str = "10s") -> Target:
-    return parse_target({
-        "name": "misbehaving", "base_url": base_url, "timeout": timeout,
-        "max_body_bytes": 1_048_576,
-        "operations": {"say": {"path": path, "json": {"m": "{message}"},
-                               "extract": {"reply": "/reply"}}},
-    })
+    return parse_target(
+        {
+            "name": "misbehaving",
+            "base_url": base_url,
+            "timeout": timeout,
+            "max_body_bytes": 1_048_576,
+            "operations": {
+                "say": {"path": path, "json": {"m": "{message}"}, "extract": {"reply": "/reply"}}
+            },
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -96,7 +101,11 @@ def target_for(base_url: str, path: str, timeout: str = "10s") -> Target:
     ],
 )
 async def test_misbehaviour_raises_precise_errors(
-    misbehaving_url: str, path: str, error: type[http.TargetError], retryable: bool, text: str,
+    misbehaving_url: str,
+    path: str,
+    error: type[http.TargetError],
+    retryable: bool,
+    text: str,
 ) -> None:
     target = target_for(misbehaving_url, path)
     with pytest.raises(error) as caught:
@@ -135,8 +144,9 @@ async def test_no_more_requests_than_max_concurrency_are_in_flight() -> None:
     with serve_in_thread(app) as url:
         target = target_for(url, "/ok").model_copy(update={"max_concurrency": 2})
         started = time.perf_counter()
-        responses = await asyncio.gather(*(
-            http.call(target, target.operations.say, {"message": str(i)}) for i in range(8)))
+        responses = await asyncio.gather(
+            *(http.call(target, target.operations.say, {"message": str(i)}) for i in range(8))
+        )
         elapsed_ms = (time.perf_counter() - started) * 1000  # four turns of 50 ms at least
         await http.close_clients()
     assert most == 2
@@ -147,8 +157,9 @@ async def test_no_more_requests_than_max_concurrency_are_in_flight() -> None:
 
 async def test_latency_is_measured_and_now_header_sent(misbehaving_url: str) -> None:
     target = target_for(misbehaving_url, "/ok")
-    response = await http.call(target, target.operations.say, {"message": "hola"},
-                               scenario_now="2026-12-03T00:00:00Z")
+    response = await http.call(
+        target, target.operations.say, {"message": "hola"}, scenario_now="2026-12-03T00:00:00Z"
+    )
     assert response.fields == {"reply": "fine"}
     assert 0 < response.latency_ms < 5000
 
@@ -159,13 +170,16 @@ async def test_every_server_timing_header_is_read(misbehaving_url: str) -> None:
     assert response.timings == {"retrieval": 1.5, "assembly": 0.5, "total": 2.25}
 
 
-async def test_converse_retries_in_place_and_returns_errors_as_data(
-        misbehaving_url: str) -> None:
+async def test_converse_retries_in_place_and_returns_errors_as_data(misbehaving_url: str) -> None:
     env = ActivityEnvironment()
     for path, attempts in (("/boom", 4), ("/missing", 1)):
-        request = ConverseRequest(target=target_for(misbehaving_url, path),
-                                  phone="+12015550101", user_id="u", messages=["hola", "adiós"],
-                                  scenario_now="2026-12-03T00:00:00Z")
+        request = ConverseRequest(
+            target=target_for(misbehaving_url, path),
+            phone="+12015550101",
+            user_id="u",
+            messages=["hola", "adiós"],
+            scenario_now="2026-12-03T00:00:00Z",
+        )
         replies = await env.run(converse, request)
         assert [r.status for r in replies] == ["target-error", "target-error"]
         assert all(r.attempts == attempts for r in replies)
@@ -175,52 +189,96 @@ async def test_converse_retries_in_place_and_returns_errors_as_data(
 async def test_converse_resumes_after_the_last_heartbeat(clean_target: Target) -> None:
     """A retried activity must not send again what already got an answer."""
     env = ActivityEnvironment()
-    registered = await env.run(register_tenant, RegisterRequest(
-        target=clean_target, phone="+12025550177", tenant_alias="t",
-        scenario_now="2026-12-03T00:00:00Z"))
-    request = ConverseRequest(target=clean_target, phone="+12025550177",
-                              user_id=registered.user_id,
-                              messages=["Mi color favorito es ámbar.",
-                                        "¿Cuál es mi color favorito?"],
-                              scenario_now="2026-12-03T00:00:00Z")
+    registered = await env.run(
+        register_tenant,
+        RegisterRequest(
+            target=clean_target,
+            phone="+12025550177",
+            tenant_alias="t",
+            scenario_now="2026-12-03T00:00:00Z",
+        ),
+    )
+    request = ConverseRequest(
+        target=clean_target,
+        phone="+12025550177",
+        user_id=registered.user_id,
+        messages=["Mi color favorito es ámbar.", "¿Cuál es mi color favorito?"],
+        scenario_now="2026-12-03T00:00:00Z",
+    )
     first = await env.run(converse, request)
     assert "ámbar" in (first[1].reply or "")
     beats: list[object] = []
     resumed_env = ActivityEnvironment()
     resumed_env.info = resumed_env.info.__class__(
-        **{**resumed_env.info.__dict__,
-           "heartbeat_details": [[first[0].model_dump(mode="json")]], "attempt": 2})
+        **{
+            **resumed_env.info.__dict__,
+            "heartbeat_details": [[first[0].model_dump(mode="json")]],
+            "attempt": 2,
+        }
+    )
     resumed_env.on_heartbeat = lambda *details: beats.append(details)
     resumed = await resumed_env.run(converse, request)
     assert resumed[0] == first[0]  # taken from the heartbeat, not sent again
     assert resumed[1].index == 1 and "ámbar" in (resumed[1].reply or "")
     assert len(beats) == 1
-    thread = await env.run(inspect_stores, InspectRequest(
-        target=clean_target, identities=[registered.user_id], needles=[],
-        watch=["ámbar"], scenario_now="2026-12-03T00:00:00Z"))
-    statements = [r for read in thread if read.store == "thread" for r in read.records
-                  if r.excerpt.startswith("Mi color")]
+    thread = await env.run(
+        inspect_stores,
+        InspectRequest(
+            target=clean_target,
+            identities=[registered.user_id],
+            needles=[],
+            watch=["ámbar"],
+            scenario_now="2026-12-03T00:00:00Z",
+        ),
+    )
+    statements = [
+        r
+        for read in thread
+        if read.store == "thread"
+        for r in read.records
+        if r.excerpt.startswith("Mi color")
+    ]
     assert len(statements) == 1  # the statement reached the target once
 
 
 async def test_register_converse_and_inspect_against_the_reference_target(
-        clean_target: Target) -> None:
+    clean_target: Target,
+) -> None:
     env = ActivityEnvironment()
-    registered = await env.run(register_tenant, RegisterRequest(
-        target=clean_target, phone="+12025550188", tenant_alias="t",
-        scenario_now="2026-12-03T00:00:00Z"))
+    registered = await env.run(
+        register_tenant,
+        RegisterRequest(
+            target=clean_target,
+            phone="+12025550188",
+            tenant_alias="t",
+            scenario_now="2026-12-03T00:00:00Z",
+        ),
+    )
     assert registered.user_id.startswith("u_") and registered.status == 200
-    replies = await env.run(converse, ConverseRequest(
-        target=clean_target, phone="+12025550188", user_id=registered.user_id,
-        messages=["Mi color favorito es turquesa.", "¿Cuál es mi color favorito?"],
-        scenario_now="2026-12-03T00:00:00Z"))
+    replies = await env.run(
+        converse,
+        ConverseRequest(
+            target=clean_target,
+            phone="+12025550188",
+            user_id=registered.user_id,
+            messages=["Mi color favorito es turquesa.", "¿Cuál es mi color favorito?"],
+            scenario_now="2026-12-03T00:00:00Z",
+        ),
+    )
     assert [r.status for r in replies] == ["ok", "ok"]
     assert "turquesa" in (replies[1].reply or "") and replies[1].latency_ms
     assert replies[1].context is not None and "turquesa" in replies[1].context
     before = datetime.now(UTC)
-    reads = await env.run(inspect_stores, InspectRequest(
-        target=clean_target, identities=[registered.user_id], needles=["turquesa", "granate"],
-        watch=["turquesa", "granate"], scenario_now="2026-12-03T00:00:00Z"))
+    reads = await env.run(
+        inspect_stores,
+        InspectRequest(
+            target=clean_target,
+            identities=[registered.user_id],
+            needles=["turquesa", "granate"],
+            watch=["turquesa", "granate"],
+            scenario_now="2026-12-03T00:00:00Z",
+        ),
+    )
     assert {r.store for r in reads} == {s.name for s in clean_target.stores}
     assert all(r.status == "ok" for r in reads)
     assert all(r.wall_time and before <= r.wall_time <= datetime.now(UTC) for r in reads)
@@ -231,10 +289,17 @@ async def test_register_converse_and_inspect_against_the_reference_target(
     assert memory.total == 1 and memory.records[0].matches == [0]
     # A live tenant's own records that hold no watched value decide nothing: counted, not
     # returned (they would only weigh on workflow history).
-    lean = await env.run(inspect_stores, InspectRequest(
-        target=clean_target, identities=[registered.user_id], needles=["turquesa", "granate"],
-        watch=["turquesa", "granate"], scenario_now="2026-12-03T00:00:00Z",
-        keep_unmatched=False))
+    lean = await env.run(
+        inspect_stores,
+        InspectRequest(
+            target=clean_target,
+            identities=[registered.user_id],
+            needles=["turquesa", "granate"],
+            watch=["turquesa", "granate"],
+            scenario_now="2026-12-03T00:00:00Z",
+            keep_unmatched=False,
+        ),
+    )
     full_thread = next(r for r in reads if r.store == "thread" and r.mode == "scope")
     lean_thread = next(r for r in lean if r.store == "thread" and r.mode == "scope")
     assert lean_thread.total == full_thread.total > len(lean_thread.records) > 0
@@ -244,16 +309,32 @@ async def test_register_converse_and_inspect_against_the_reference_target(
 
 
 async def test_an_unreadable_store_comes_back_as_an_error(misbehaving_url: str) -> None:
-    target = parse_target({
-        "name": "misbehaving", "base_url": misbehaving_url,
-        "operations": {"say": {"path": "/ok", "extract": {"reply": "/reply"}}},
-        "stores": [{"name": "broken", "probe": {
-            "scope": {"method": "POST", "path": "/boom", "json": {"u": "{user_id}"}},
-            "needle": {"method": "POST", "path": "/html", "json": {"q": "{needle}"}}}}],
-    })
-    reads = await ActivityEnvironment().run(inspect_stores, InspectRequest(
-        target=target, identities=["u"], needles=["x"], watch=["x"],
-        scenario_now="2026-12-03T00:00:00Z"))
+    target = parse_target(
+        {
+            "name": "misbehaving",
+            "base_url": misbehaving_url,
+            "operations": {"say": {"path": "/ok", "extract": {"reply": "/reply"}}},
+            "stores": [
+                {
+                    "name": "broken",
+                    "probe": {
+                        "scope": {"method": "POST", "path": "/boom", "json": {"u": "{user_id}"}},
+                        "needle": {"method": "POST", "path": "/html", "json": {"q": "{needle}"}},
+                    },
+                }
+            ],
+        }
+    )
+    reads = await ActivityEnvironment().run(
+        inspect_stores,
+        InspectRequest(
+            target=target,
+            identities=["u"],
+            needles=["x"],
+            watch=["x"],
+            scenario_now="2026-12-03T00:00:00Z",
+        ),
+    )
     assert [(r.mode, r.status) for r in reads] == [("scope", "error"), ("needle", "error")]
     assert "HTTP 503" in (reads[0].error or "") and "not JSON" in (reads[1].error or "")
 
@@ -272,27 +353,37 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "memlife test target")])
     now = datetime.datetime.now(datetime.UTC)
     certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name)
-        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName(
-            [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256()))
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = directory / "target.pem", directory / "target.key"
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return cert_path, key_path
 
 
 async def test_an_https_target_is_verified_against_ssl_cert_file_or_certifi(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cert, key = _self_signed(tmp_path)
-    with serve_in_thread(misbehaving_app(), ssl_certfile=str(cert),
-                         ssl_keyfile=str(key)) as url:
+    with serve_in_thread(misbehaving_app(), ssl_certfile=str(cert), ssl_keyfile=str(key)) as url:
         target = target_for(url, "/ok")
         monkeypatch.delenv("SSL_CERT_FILE", raising=False)
         monkeypatch.delenv("SSL_CERT_DIR", raising=False)
@@ -306,7 +397,8 @@ async def test_an_https_target_is_verified_against_ssl_cert_file_or_certifi(
 
 
 async def test_a_target_is_reached_through_the_proxy_the_environment_names(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """HTTP_PROXY is honoured and NO_PROXY exempts, as with httpx: nothing listens at the
     target's own address, so only the proxy can answer."""
     target = target_for("http://127.0.0.1:9", "/ok")

@@ -24,32 +24,58 @@ from memlife.rules.target import Target
 from tests.workflows.helpers import run_input, run_suite
 
 
-def row(fmt: str, pairs: int, seconds: float, rss: float,
-        command: str = "./scripts/bench reports r100 r400",
-        when: str = "2026-12-01 06:00 UTC") -> dict:
-    return {"run_id": f"r{pairs}-{when[:10]}", "format": fmt, "pairs": pairs, "cases": pairs * 145,
-            "not_passed": 0, "seconds": seconds, "peak_rss_mb": rss, "output_bytes": 10**6,
-            "command": command, "measured_at": when}
+def row(
+    fmt: str,
+    pairs: int,
+    seconds: float,
+    rss: float,
+    command: str = "./scripts/bench reports r100 r400",
+    when: str = "2026-12-01 06:00 UTC",
+) -> dict:
+    return {
+        "run_id": f"r{pairs}-{when[:10]}",
+        "format": fmt,
+        "pairs": pairs,
+        "cases": pairs * 145,
+        "not_passed": 0,
+        "seconds": seconds,
+        "peak_rss_mb": rss,
+        "output_bytes": 10**6,
+        "command": command,
+        "measured_at": when,
+    }
 
 
 def test_each_format_is_shown_beside_its_smallest_run() -> None:
-    lines = render_lines([row("html", 400, 8.0, 99.0), row("json", 100, 2.0, 80.0),
-                          row("json", 400, 6.0, 88.0), row("html", 100, 2.0, 90.0)])
+    lines = render_lines(
+        [
+            row("html", 400, 8.0, 99.0),
+            row("json", 100, 2.0, 80.0),
+            row("json", 400, 6.0, 88.0),
+            row("html", 100, 2.0, 90.0),
+        ]
+    )
     table = [line for line in lines if line.startswith("| json") or line.startswith("| html")]
     assert table == [
         "| json | 100 | 14,500 (0) | 2.0 s | 80 MB | 1.0 MB | 1.00 | 1.00 |",
         "| json | 400 | 58,000 (0) | 6.0 s | 88 MB | 1.0 MB | 3.00 | 1.10 |",
         "| html | 100 | 14,500 (0) | 2.0 s | 90 MB | 1.0 MB | 1.00 | 1.00 |",
-        "| html | 400 | 58,000 (0) | 8.0 s | 99 MB | 1.0 MB | 4.00 | 1.10 |"]
+        "| html | 400 | 58,000 (0) | 8.0 s | 99 MB | 1.0 MB | 4.00 | 1.10 |",
+    ]
     assert any("`./scripts/bench reports r100 r400`" in line for line in lines)
     assert render_lines([]) == []
 
 
 def test_each_invocation_has_a_table_of_its_own_the_newest_first() -> None:
     newer, now = "./scripts/bench reports memlife-100.db memlife-10000.db", "2026-12-03 10:00 UTC"
-    lines = render_lines([
-        row("json", 100, 2.0, 80.0), row("json", 400, 6.0, 88.0),
-        row("json", 100, 1.0, 70.0, newer, now), row("json", 10_000, 50.0, 84.0, newer, now)])
+    lines = render_lines(
+        [
+            row("json", 100, 2.0, 80.0),
+            row("json", 400, 6.0, 88.0),
+            row("json", 100, 1.0, 70.0, newer, now),
+            row("json", 10_000, 50.0, 84.0, newer, now),
+        ]
+    )
     table = [line for line in lines if line.startswith("| json") or "Reproduce" in line]
     assert table[:3] == [
         "| json | 100 | 14,500 (0) | 1.0 s | 70 MB | 1.0 MB | 1.00 | 1.00 |",
@@ -60,26 +86,34 @@ def test_each_invocation_has_a_table_of_its_own_the_newest_first() -> None:
         "lifecycle-nightly.yaml --pairs N --clock skip` with MEMLIFE_DB_URL=sqlite:///"
         "memlife-run-N.db). Measured before the launcher (46d77ff): each peak RSS here counts "
         "the bench's own too, which Linux carries into a child's, so figures near the "
-        "smallest are the bench's floor rather than the report's."]
+        "smallest are the bench's floor rather than the report's.",
+    ]
     # A row that names its machine says so; older rows did not record one. Rows measured
     # before the launcher say that their peaks count the bench's own.
-    named = render_lines([{**row("json", 100, 1.0, 70.0), "machine": "2 CPU(s) (AMD EPYC)",
-                           "launched": True}])
+    named = render_lines(
+        [{**row("json", 100, 1.0, 70.0), "machine": "2 CPU(s) (AMD EPYC)", "launched": True}]
+    )
     note = next(line for line in named if line.startswith("Measured"))
     assert note.startswith("Measured 2026-12-01 06:00 UTC on 2 CPU(s) (AMD EPYC). Reproduce:")
     assert "floor" not in note and "the bench's floor" in table[2]
     noted = render_lines([{**row("json", 100, 1.0, 70.0), "note": "A run went on beside"}])
     assert next(line for line in noted if line.startswith("Measured")).endswith(
-        "the report's. A run went on beside.")
+        "the report's. A run went on beside."
+    )
     # The older invocation's ratios are to its own smallest run, not to today's.
     assert table[4] == "| json | 400 | 58,000 (0) | 6.0 s | 88 MB | 1.0 MB | 3.00 | 1.10 |"
     assert "MEMLIFE_DB_URL" in table[5]
 
 
 async def test_a_run_is_reported_from_the_recorder_file_that_holds_it(
-        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
-        clean_target: Target, db_url: str, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    seed_scenario: Scenario,
+    clean_target: Target,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     run = run_input(seed_scenario, clean_target)
     await run_suite(skip_env.client, skip_worker, run)
     # The default recorder is now another, empty one: only the file can hold the run.
@@ -98,8 +132,10 @@ async def test_a_run_is_reported_from_the_recorder_file_that_holds_it(
     assert signed.exists() and '"signature": {' in signed.read_text()
     page = measure(found[0], "html of the file", tmp_path / "page.html", keys, signed)
     assert page["output_bytes"] > 1000 and not (tmp_path / "page.html").exists()
-    assert measure(found[0], "verify", tmp_path / "x", keys, signed)["output_bytes"] == (
-        written["output_bytes"])
+    assert (
+        measure(found[0], "verify", tmp_path / "x", keys, signed)["output_bytes"]
+        == (written["output_bytes"])
+    )
     assert not signed.exists()
     with pytest.raises(SystemExit, match="memlife verify .*signed.json .* failed"):
         measure(found[0], "signed artifact", tmp_path / "x", keys, signed)
@@ -118,27 +154,44 @@ def test_a_recorder_file_without_runs_is_refused(tmp_path: Path) -> None:
 
 
 async def test_an_experiment_in_a_recorder_file_is_measured_as_one(
-        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
-        clean_target: Target, db_url: str, tmp_path: Path) -> None:
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    seed_scenario: Scenario,
+    clean_target: Target,
+    db_url: str,
+    tmp_path: Path,
+) -> None:
     alone = run_input(seed_scenario, clean_target)
     await run_suite(skip_env.client, skip_worker, alone)
     for repetition in (1, 2):
         run = run_input(seed_scenario, clean_target)
-        await run_suite(skip_env.client, skip_worker, run.model_copy(update={
-            "meta": run.meta.model_copy(update={"experiment": "exp-bench",
-                                                "repetition": repetition})}))
+        await run_suite(
+            skip_env.client,
+            skip_worker,
+            run.model_copy(
+                update={
+                    "meta": run.meta.model_copy(
+                        update={"experiment": "exp-bench", "repetition": repetition}
+                    )
+                }
+            ),
+        )
     found = recorded_runs([db_url.removeprefix("sqlite:///")])
-    assert found == [RecordedRun(alone.run_id, db_url),
-                     RecordedRun("exp-bench", db_url, experiment=True)]
+    assert found == [
+        RecordedRun(alone.run_id, db_url),
+        RecordedRun("exp-bench", db_url, experiment=True),
+    ]
     assert _run_facts(found[1]) == {"pairs": 2, "cases": 12, "not_passed": 0}
     keys = write_keys(tmp_path / "keys")
     document = measure(found[1], "artifact", tmp_path / "experiment.json", keys)
     report = measure(found[1], "junit", tmp_path / "experiment.xml", keys)
     assert document["output_bytes"] > report["output_bytes"] > 0  # every run whole, in one
-    lines = render_lines([row("experiment json", 100, 2.0, 80.0),
-                          row("experiment json", 400, 4.0, 84.0)])
+    lines = render_lines(
+        [row("experiment json", 100, 2.0, 80.0), row("experiment json", 400, 4.0, 84.0)]
+    )
     assert "| experiment json | 400 | 58,000 (0) | 4.0 s | 84 MB | 1.0 MB | 2.00 | 1.05 |" in (
-        lines)
+        lines
+    )
     assert any("--repeat 2" in line for line in lines)
 
 
@@ -148,19 +201,19 @@ def test_a_report_is_measured_apart_from_the_bench_that_starts_it() -> None:
     held = b"x" * (200 * 2**20)
     seconds, peak_kb = launch([sys.executable, "-c", "pass"], dict(os.environ))
     assert len(held) and seconds > 0 and peak_kb < 100 * 1024
-    _, grown_kb = launch([sys.executable, "-c", "b = b'x' * (150 * 2**20)"],
-                         dict(os.environ))
+    _, grown_kb = launch([sys.executable, "-c", "b = b'x' * (150 * 2**20)"], dict(os.environ))
     assert grown_kb > 150 * 1024  # and the child's own peak is all there
     with pytest.raises(SystemExit, match="(?s)failed:.*ZeroDivisionError"):
         launch([sys.executable, "-c", "1 / 0"], dict(os.environ))
 
 
-def test_formats_that_read_the_signed_artifact_need_it(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_formats_that_read_the_signed_artifact_need_it(capsys: pytest.CaptureFixture[str]) -> None:
     from bench.reports import main
 
-    for formats, reason in (("verify", "read the signed artifact: add 'signed artifact'"),
-                            ("json,pdf", "unknown 'pdf'")):
+    for formats, reason in (
+        ("verify", "read the signed artifact: add 'signed artifact'"),
+        ("json,pdf", "unknown 'pdf'"),
+    ):
         with pytest.raises(SystemExit) as exited:
             main(["--formats", formats, "a-run-id"])
         assert exited.value.code == 2 and reason in capsys.readouterr().err

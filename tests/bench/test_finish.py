@@ -23,7 +23,8 @@ def test_both_orders_summarize_the_same_run(db_url: str) -> None:
 
 
 def test_the_command_measures_a_recorder_file_side_by_side(
-        db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     recorded_nightly_values(1, "bench-finish-file")
     assert main([db_url.removeprefix("sqlite:///")]) == 0
     out = capsys.readouterr().out

@@ -13,13 +13,15 @@ from bench.histories import HistoryCost, history_cost, summarize
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 
-def event(event_id: int, kind: EventType.ValueType, at_ms: int,
-          started_event_id: int = 0) -> HistoryEvent:
+def event(
+    event_id: int, kind: EventType.ValueType, at_ms: int, started_event_id: int = 0
+) -> HistoryEvent:
     made = HistoryEvent(event_id=event_id, event_type=kind)
     made.event_time.FromDatetime(T0 + timedelta(milliseconds=at_ms))
     if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
         made.workflow_task_completed_event_attributes.CopyFrom(
-            WorkflowTaskCompletedEventAttributes(started_event_id=started_event_id))
+            WorkflowTaskCompletedEventAttributes(started_event_id=started_event_id)
+        )
     return made
 
 
@@ -44,9 +46,13 @@ def test_tasks_run_from_started_to_the_completion_that_names_them() -> None:
 
 
 def test_a_run_reports_its_largest_history_and_its_longest_task() -> None:
-    run = summarize(HistoryCost("suite", 900, 300_000, 40.0, 0, 0),
-                    [HistoryCost("cohort-0", 1_200, 2_000_000, 700.0, 0, 0),
-                     HistoryCost("cohort-10", 1_100, 1_900_000, 1_300.0, 2, 1)])
+    run = summarize(
+        HistoryCost("suite", 900, 300_000, 40.0, 0, 0),
+        [
+            HistoryCost("cohort-0", 1_200, 2_000_000, 700.0, 0, 0),
+            HistoryCost("cohort-10", 1_100, 1_900_000, 1_300.0, 2, 1),
+        ],
+    )
     assert (run.workflows, run.suite_bytes, run.suite_events) == (3, 300_000, 900)
     assert (run.largest_bytes, run.largest_bytes_workflow) == (2_000_000, "cohort-0")
     assert (run.longest_task_ms, run.longest_task_workflow) == (1_300.0, "cohort-10")
@@ -56,10 +62,14 @@ def test_a_run_reports_its_largest_history_and_its_longest_task() -> None:
 
 
 def test_a_suite_that_continued_as_new_reports_its_largest_run() -> None:
-    run = summarize([HistoryCost("suite", 1_900, 500_000, 40.0, 0, 0),
-                     HistoryCost("suite", 2_100, 450_000, 1_200.0, 1, 0),
-                     HistoryCost("suite", 300, 80_000, 10.0, 0, 1)],
-                    [HistoryCost("cohort-0", 1_200, 2_000_000, 700.0, 0, 0)])
+    run = summarize(
+        [
+            HistoryCost("suite", 1_900, 500_000, 40.0, 0, 0),
+            HistoryCost("suite", 2_100, 450_000, 1_200.0, 1, 0),
+            HistoryCost("suite", 300, 80_000, 10.0, 0, 1),
+        ],
+        [HistoryCost("cohort-0", 1_200, 2_000_000, 700.0, 0, 0)],
+    )
     assert (run.workflows, run.suite_runs) == (2, 3)  # the suite and its one cohort
     assert (run.suite_bytes, run.suite_events) == (500_000, 2_100)
     assert (run.longest_task_ms, run.slow_tasks, run.failed_tasks) == (1_200.0, 1, 1)

@@ -14,15 +14,18 @@ from memlife import recorder
 
 def _rows(url: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     with recorder.engine_for(url).connect() as db:
-        pairs = db.execute(text("SELECT pair_index, pair_json FROM run_pairs "
-                                "ORDER BY pair_index")).all()
-        values = db.execute(text("SELECT id, pair_index, alias, domain, text FROM run_values "
-                                 "ORDER BY id")).all()
+        pairs = db.execute(
+            text("SELECT pair_index, pair_json FROM run_pairs ORDER BY pair_index")
+        ).all()
+        values = db.execute(
+            text("SELECT id, pair_index, alias, domain, text FROM run_values ORDER BY id")
+        ).all()
     return [tuple(row) for row in pairs], [tuple(row) for row in values]
 
 
 def test_chunked_and_whole_draw_the_same_pairs_and_values(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     written = {}
     for mode in ("chunked", "whole"):
         url = f"sqlite:///{tmp_path / mode}.db"

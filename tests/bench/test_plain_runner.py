@@ -23,21 +23,26 @@ def _store_sizes(base_url: str, user_ids: list[str]) -> dict[str, int]:
     sizes = {}
     with httpx.Client(base_url=base_url) as http:  # one client: each builds a TLS context
         for store in ("thread", "memory", "graph", "jobs", "summaries", "cache"):
-            sizes[store] = sum(len(http.get(f"/admin/stores/{store}/records",
-                                            params={"tenant_id": user}).json()["records"])
-                               for user in user_ids)
+            sizes[store] = sum(
+                len(
+                    http.get(f"/admin/stores/{store}/records", params={"tenant_id": user}).json()[
+                        "records"
+                    ]
+                )
+                for user in user_ids
+            )
     return sizes
 
 
 def _users(base_url: str, phones: list[str]) -> list[str]:
     """Each phone's current user (registering an active phone returns its user)."""
     with httpx.Client(base_url=base_url) as http:
-        return [http.post("/v1/users", json={"phone": phone}).json()["user_id"]
-                for phone in phones]
+        return [http.post("/v1/users", json={"phone": phone}).json()["user_id"] for phone in phones]
 
 
 async def test_replay_sends_the_recorded_requests_to_the_same_effect(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str
+) -> None:
     scenario: Scenario = small_nightly("plain-runner", pairs=2)
     with embedded.reference_target(tmp_path / "memlife") as first:
         run = run_input(scenario, reference_target(first.base_url))
@@ -53,10 +58,11 @@ async def test_replay_sends_the_recorded_requests_to_the_same_effect(
     # The issue's baseline here, and memlife's own client in a process of its own.
     for client, how in (("httpx", replay), ("aiohttp", replay_in_process)):
         with embedded.reference_target(tmp_path / f"plain-{client}") as second:
-            result = await how(second.base_url, run.run_id, db_url, concurrency=4,
-                               client=client)
-            replayed[client] = (result, _store_sizes(second.base_url,
-                                                     _users(second.base_url, phones)))
+            result = await how(second.base_url, run.run_id, db_url, concurrency=4, client=client)
+            replayed[client] = (
+                result,
+                _store_sizes(second.base_url, _users(second.base_url, phones)),
+            )
 
     assert summary.passed
     assert sum(after_memlife.values()) > 0
@@ -78,7 +84,11 @@ async def test_replay_sends_the_recorded_requests_to_the_same_effect(
 
 async def test_a_replay_of_no_recorded_run_fails_and_says_why(tmp_path: Path) -> None:
     db = tmp_path / "empty.db"
-    with pytest.raises(RuntimeError, match="(?s)plain httpx replay of run no-such-run "
-                                           "exited with status 2.*no recorded requests"):
-        await replay_in_process("http://127.0.0.1:9", "no-such-run", "sqlite:///" + str(db),
-                                concurrency=1)
+    with pytest.raises(
+        RuntimeError,
+        match="(?s)plain httpx replay of run no-such-run "
+        "exited with status 2.*no recorded requests",
+    ):
+        await replay_in_process(
+            "http://127.0.0.1:9", "no-such-run", "sqlite:///" + str(db), concurrency=1
+        )

@@ -20,9 +20,13 @@ def child(code: str) -> subprocess.Popen[bytes]:
 
 async def test_waits_until_every_worker_says_it_polls(tmp_path: Path) -> None:
     logs = [tmp_path / "worker-a.log", tmp_path / "worker-b.log"]
-    workers = [child(f"import pathlib, time; time.sleep({delay}); "
-                     f"pathlib.Path({str(log) + '.ready'!r}).write_text('pid 1')")
-               for delay, log in zip((0.2, 0.6), logs, strict=True)]
+    workers = [
+        child(
+            f"import pathlib, time; time.sleep({delay}); "
+            f"pathlib.Path({str(log) + '.ready'!r}).write_text('pid 1')"
+        )
+        for delay, log in zip((0.2, 0.6), logs, strict=True)
+    ]
     started = time.monotonic()
     try:
         await polling(list(zip(workers, logs, strict=True)), timeout=30)

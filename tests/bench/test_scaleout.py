@@ -21,13 +21,26 @@ from bench.scaleout_table import render_lines
 
 
 def row(workers: int, seconds: float, **extra: Any) -> dict[str, Any]:
-    return {"workers": workers, "shards": 3, "pairs": 300, "cohort": 10, "clock": "skip",
-            "seconds": seconds, "requests": 63_000, "cases": 43_500, "cases_passed": 43_500,
-            "failures": 0, "inconclusive": 0, "worker_peak_rss_mb": [200.0] * workers,
-            "cpu_seconds": {"workers": seconds, "targets": seconds / 2, "temporal": 0.0},
-            "workflow_tasks": 900, "workflow_tasks_over_1s": 0,
-            "measured_at": "2026-12-01 12:00 UTC", "command": "./scripts/bench scaleout",
-            **extra}
+    return {
+        "workers": workers,
+        "shards": 3,
+        "pairs": 300,
+        "cohort": 10,
+        "clock": "skip",
+        "seconds": seconds,
+        "requests": 63_000,
+        "cases": 43_500,
+        "cases_passed": 43_500,
+        "failures": 0,
+        "inconclusive": 0,
+        "worker_peak_rss_mb": [200.0] * workers,
+        "cpu_seconds": {"workers": seconds, "targets": seconds / 2, "temporal": 0.0},
+        "workflow_tasks": 900,
+        "workflow_tasks_over_1s": 0,
+        "measured_at": "2026-12-01 12:00 UTC",
+        "command": "./scripts/bench scaleout",
+        **extra,
+    }
 
 
 def test_each_worker_count_is_set_beside_one_workers_rate() -> None:
@@ -40,8 +53,9 @@ def test_each_worker_count_is_set_beside_one_workers_rate() -> None:
     # database's was not read for these rows.
     assert all(line.split(" | ")[11:15] == ["1.00", "0.50", "0.00", "— |"] for line in table)
     cpu = {"workers": 10.0, "targets": 5.0, "temporal": 0.0, "postgres": 2.5}
-    [read] = [line for line in render_lines([row(1, 10.0, cpu_seconds=cpu)])
-              if line.startswith("| 1 ")]
+    [read] = [
+        line for line in render_lines([row(1, 10.0, cpu_seconds=cpu)]) if line.startswith("| 1 ")
+    ]
     assert read.endswith(" | 1.00 | 0.50 | 0.00 | 0.25 |")
     assert "`./scripts/bench scaleout`" in lines[-2]
 
@@ -50,15 +64,19 @@ def test_no_rows_no_section() -> None:
     assert render_lines([]) == []
 
 
-@pytest.mark.parametrize(("argv", "said"), [
-    (["--workers", "0"], "--workers"),
-    (["--workers", "one"], "--workers"),
-    (["--pairs", "2", "--shards", "3"], "--shards"),
-    (["--clock", "real"], "--clock real"),
-    (["--out", "/nonexistent-dir/BENCH.md"], "--out: directory /nonexistent-dir"),
-])
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--workers", "0"], "--workers"),
+        (["--workers", "one"], "--workers"),
+        (["--pairs", "2", "--shards", "3"], "--shards"),
+        (["--clock", "real"], "--clock real"),
+        (["--out", "/nonexistent-dir/BENCH.md"], "--out: directory /nonexistent-dir"),
+    ],
+)
 async def test_bad_options_are_refused_before_anything_starts(
-        argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exit_info:
         await main(argv)
     assert exit_info.value.code == 2
@@ -69,8 +87,7 @@ async def test_bad_options_are_refused_before_anything_starts(
 async def test_two_workers_on_postgresql_serve_two_shards_cleanly(tmp_path: Path) -> None:
     out = tmp_path / "BENCH.md"
     out.with_suffix(".json").write_text(json.dumps({"scale": [], "reports": []}))
-    assert await main(["--pairs", "2", "--shards", "2", "--workers", "2",
-                       "--out", str(out)]) == 0
+    assert await main(["--pairs", "2", "--shards", "2", "--workers", "2", "--out", str(out)]) == 0
     [measured] = json.loads(out.with_suffix(".json").read_text())["scaleout"]
     assert measured["workers"] == 2 and measured["shards"] == 2
     assert measured["failures"] == 0 and measured["inconclusive"] == 0
@@ -106,14 +123,32 @@ def test_sigterm_stops_the_bench_and_every_process_it_started(tmp_path: Path) ->
     started: dict[int, str] = {}
     with log.open("wb") as out:  # a file: a child left running would hold a pipe open
         bench = subprocess.Popen(
-            [sys.executable, "-m", "bench.scaleout", "--pairs", "20", "--workers", "1",
-             "--shards", "1", "--out", str(tmp_path / "BENCH.md")],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "bench.scaleout",
+                "--pairs",
+                "20",
+                "--workers",
+                "1",
+                "--shards",
+                "1",
+                "--out",
+                str(tmp_path / "BENCH.md"),
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 120
-        while not (any("worker.py" in c for c in started.values())
-                   and any("target serve" in c for c in started.values())):
+        while not (
+            any("worker.py" in c for c in started.values())
+            and any("target serve" in c for c in started.values())
+        ):
             assert bench.poll() is None, log.read_text()
             assert time.monotonic() < deadline, started
             time.sleep(0.2)

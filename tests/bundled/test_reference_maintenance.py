@@ -19,13 +19,17 @@ AFTER_PURGE = T0 + DELETION_DELAY + timedelta(minutes=5)
 
 
 def runtime_with(tmp_path: Path, *faults: str, delay: timedelta = DELAY) -> ReferenceRuntime:
-    return ReferenceRuntime(tmp_path / f"{'-'.join(faults) or 'clean'}.db", faults,
-                            ingest_delay=delay)
+    return ReferenceRuntime(
+        tmp_path / f"{'-'.join(faults) or 'clean'}.db", faults, ingest_delay=delay
+    )
 
 
 def holders(runtime: ReferenceRuntime, store: str, needle: str, now: object) -> list[object]:
-    return [r["tenant_id"] for r in runtime.store_records(store, now, needle=needle)
-            if not r.get("deleted")]
+    return [
+        r["tenant_id"]
+        for r in runtime.store_records(store, now, needle=needle)
+        if not r.get("deleted")
+    ]
 
 
 def queued(runtime: ReferenceRuntime) -> int:
@@ -47,22 +51,23 @@ def test_statements_wait_in_the_queue_until_due_or_until_a_read(tmp_path: Path) 
 
 @pytest.mark.parametrize("fault", [(), ("ingest-after-delete",)])
 def test_deletion_right_after_writes_drains_the_queue_unless_the_fault(
-        tmp_path: Path, fault: tuple[str, ...]) -> None:
+    tmp_path: Path, fault: tuple[str, ...]
+) -> None:
     runtime = runtime_with(tmp_path, *fault)
     ana, bruno = setup_pair(runtime)
     assert runtime.delete_tenant(ana, T0)["status"] == "pending"
     status = runtime.deletion_status(ana, AFTER_PURGE)
     assert status["status"] == "completed"
     later = AFTER_PURGE + timedelta(minutes=1)
-    found = holders(runtime, "memory", "Quispe", later) + holders(runtime, "graph", "Quispe",
-                                                                  later)
+    found = holders(runtime, "memory", "Quispe", later) + holders(runtime, "graph", "Quispe", later)
     assert found == ([] if not fault else [ana, ana])  # landed after "completed"
     assert holders(runtime, "memory", "Olmos", later) == [bruno]  # the partner's, intact
 
 
 @pytest.mark.parametrize("fault", [(), ("ingest-after-delete",)])
-def test_forget_right_after_an_update_erases_the_update(tmp_path: Path,
-                                                        fault: tuple[str, ...]) -> None:
+def test_forget_right_after_an_update_erases_the_update(
+    tmp_path: Path, fault: tuple[str, ...]
+) -> None:
     runtime = runtime_with(tmp_path, *fault)
     ana, _ = setup_pair(runtime, T0 - timedelta(hours=1))
     runtime.converse(ANA, "Ahora trabajo en Taller Ruiz.", T0)
@@ -107,8 +112,7 @@ def test_reindex_resurrects_deleted_and_forgotten_facts(tmp_path: Path) -> None:
     assert "Luna Arriaga" in ask(runtime, BRUNO, "¿Cómo se llama mi mascota?", AFTER_PURGE)
 
 
-def test_reindex_drops_tenant_lets_every_tenant_read_the_rebuilt_records(
-        tmp_path: Path) -> None:
+def test_reindex_drops_tenant_lets_every_tenant_read_the_rebuilt_records(tmp_path: Path) -> None:
     runtime = runtime_with(tmp_path, "reindex-drops-tenant", delay=timedelta(0))
     ana, bruno = setup_pair(runtime)
     runtime.converse(ANA, "Mi mascota se llama Luna Arriaga.", T0)

@@ -28,17 +28,23 @@ def test_a_run_far_ahead_does_not_move_another_runs_deletion(tmp_path: Path) -> 
     bruno, _ = runtime.register(BRUNO, T0, run="second")
     runtime.converse(BRUNO, "Trabajo en Ferretería Olmos.", T0, run="second")
     assert runtime.delete_tenant(bruno, T0, run="second")["status"] == "pending"
-    assert runtime.deletion_status(bruno, T0 + timedelta(minutes=29),
-                                   run="second")["status"] == "pending"
+    assert (
+        runtime.deletion_status(bruno, T0 + timedelta(minutes=29), run="second")["status"]
+        == "pending"
+    )
     done = runtime.deletion_status(bruno, T0 + timedelta(minutes=31), run="second")
     assert done["status"] == "completed"
-    assert runtime.store_records("memory", T0 + timedelta(minutes=31), tenant_id=bruno,
-                                 run="second") == []
+    assert (
+        runtime.store_records("memory", T0 + timedelta(minutes=31), tenant_id=bruno, run="second")
+        == []
+    )
     # The second run's requests never ran the first run's purge.
     assert runtime.deletion_status(ana, ahead, run="first")["status"] == "pending"
     assert runtime.store_records("memory", ahead, tenant_id=ana, run="first")
-    assert runtime.deletion_status(ana, ahead + timedelta(minutes=31),
-                                   run="first")["status"] == "completed"
+    assert (
+        runtime.deletion_status(ana, ahead + timedelta(minutes=31), run="first")["status"]
+        == "completed"
+    )
 
 
 def test_each_run_has_its_own_summaries_nightly_and_cache_expiry(tmp_path: Path) -> None:
@@ -57,10 +63,13 @@ def test_each_run_has_its_own_summaries_nightly_and_cache_expiry(tmp_path: Path)
     assert runtime.store_records("cache", later, tenant_id=bruno, run="first")
     # On the second run's own clock, an hour idle summarizes it, six hours expire its cache.
     hour = T0 + timedelta(minutes=61)
-    assert runtime.store_records("summaries", hour, tenant_id=bruno,
-                                 run="second")[0]["source"] == "session"
-    assert runtime.store_records("cache", T0 + timedelta(hours=7), tenant_id=bruno,
-                                 run="second") == []
+    assert (
+        runtime.store_records("summaries", hour, tenant_id=bruno, run="second")[0]["source"]
+        == "session"
+    )
+    assert (
+        runtime.store_records("cache", T0 + timedelta(hours=7), tenant_id=bruno, run="second") == []
+    )
 
 
 def test_requests_that_name_no_run_share_one_clock(tmp_path: Path) -> None:
@@ -70,8 +79,9 @@ def test_requests_that_name_no_run_share_one_clock(tmp_path: Path) -> None:
     # The shared clock is three days ahead: a deletion asked "at T0" is scheduled from it.
     runtime.delete_tenant(bruno, T0)
     assert runtime.deletion_status(bruno, T0 + timedelta(hours=1))["status"] == "pending"
-    assert runtime.deletion_status(
-        bruno, T0 + timedelta(days=3, minutes=31))["status"] == "completed"
+    assert (
+        runtime.deletion_status(bruno, T0 + timedelta(days=3, minutes=31))["status"] == "completed"
+    )
 
 
 def test_the_run_header_reaches_the_runtime_and_is_checked(tmp_path: Path) -> None:
@@ -79,13 +89,18 @@ def test_the_run_header_reaches_the_runtime_and_is_checked(tmp_path: Path) -> No
     client = TestClient(create_app(runtime))
     for run, now in (("first", "2031-05-04T00:00:00Z"), ("second", "2031-05-01T00:00:00Z")):
         headers = {"X-Memlife-Now": now, "X-Memlife-Run": run}
-        assert client.post("/v1/users", json={"phone": ANA if run == "first" else BRUNO},
-                           headers=headers).status_code == 200
+        assert (
+            client.post(
+                "/v1/users", json={"phone": ANA if run == "first" else BRUNO}, headers=headers
+            ).status_code
+            == 200
+        )
     clocks = dict(runtime._db.execute("SELECT name, value FROM clock").fetchall())
-    assert clocks == {"now:first": "2031-05-04T00:00:00.000000Z",
-                      "now:second": "2031-05-01T00:00:00.000000Z"}
-    bad = client.post("/v1/users", json={"phone": CARLA},
-                      headers={"X-Memlife-Run": "x" * 201})
+    assert clocks == {
+        "now:first": "2031-05-04T00:00:00.000000Z",
+        "now:second": "2031-05-01T00:00:00.000000Z",
+    }
+    bad = client.post("/v1/users", json={"phone": CARLA}, headers={"X-Memlife-Run": "x" * 201})
     assert bad.status_code == 400 and "X-Memlife-Run" in bad.text
 
 
@@ -111,8 +126,9 @@ def test_a_database_from_before_run_clocks_is_brought_up_to_date(tmp_path: Path)
         columns = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
         assert "run" in columns, table
     assert "namespace" in {row["name"] for row in db.execute("PRAGMA table_info(users)")}
-    indexes = {row["name"] for row in db.execute(
-        "SELECT name FROM sqlite_master WHERE type='index'")}
+    indexes = {
+        row["name"] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")
+    }
     assert "deletions_pending" not in indexes and "deletions_pending_run" in indexes
     # The old pending deletion belongs to the shared clock of requests without a run.
     assert db.execute("SELECT run FROM deletions").fetchone()["run"] == ""

@@ -28,8 +28,10 @@ def setup_pair(runtime: ReferenceRuntime, now: datetime = T0) -> tuple[str, str]
     ana, created = runtime.register(ANA, now)
     bruno, _ = runtime.register(BRUNO, now)
     assert created
-    for phone, color, job in ((ANA, "azul", "Panadería Quispe"),
-                              (BRUNO, "verde", "Ferretería Olmos")):
+    for phone, color, job in (
+        (ANA, "azul", "Panadería Quispe"),
+        (BRUNO, "verde", "Ferretería Olmos"),
+    ):
         runtime.converse(phone, f"Mi color favorito es {color}.", now)
         runtime.converse(phone, f"Trabajo en {job}.", now)
     return ana, bruno
@@ -41,11 +43,17 @@ def ask(runtime: ReferenceRuntime, phone: str, question: str, now: datetime = T0
 
 def test_statement_split_and_question_tokens() -> None:
     assert language.split_statement("Mi color favorito es azul cobalto.") == (
-        frozenset({"color", "favorito"}), "azul cobalto")
+        frozenset({"color", "favorito"}),
+        "azul cobalto",
+    )
     assert language.split_statement("Trabajo en Panadería Quispe") == (
-        frozenset({"trabajo"}), "Panadería Quispe")
+        frozenset({"trabajo"}),
+        "Panadería Quispe",
+    )
     assert language.split_statement("Mi mascota se llama Luna Arriaga") == (
-        frozenset({"mascota"}), "Luna Arriaga")
+        frozenset({"mascota"}),
+        "Luna Arriaga",
+    )
     assert language.content_tokens("¿En qué empresa trabajo?") == frozenset({"trabajo"})
     assert language.is_question("¿Dónde trabajo?") and not language.is_question("Trabajo.")
 
@@ -95,7 +103,8 @@ def test_every_store_is_readable_by_scope_and_needle(runtime: ReferenceRuntime) 
 
 
 def test_deletion_is_asynchronous_and_honours_each_retention_policy(
-        runtime: ReferenceRuntime) -> None:
+    runtime: ReferenceRuntime,
+) -> None:
     ana, bruno = setup_pair(runtime)
     ask(runtime, ANA, "¿Dónde trabajo?")
     assert runtime.delete_tenant(ana, T0)["status"] == "pending"
@@ -116,7 +125,8 @@ def test_deletion_is_asynchronous_and_honours_each_retention_policy(
 
 
 def test_nightly_job_and_session_summaries_follow_the_scenario_clock(
-        runtime: ReferenceRuntime) -> None:
+    runtime: ReferenceRuntime,
+) -> None:
     ana, _ = setup_pair(runtime)
     assert runtime.store_records("summaries", T0 + timedelta(minutes=59), tenant_id=ana) == []
     summary = runtime.store_records("summaries", T0 + timedelta(minutes=61), tenant_id=ana)
@@ -129,8 +139,7 @@ def test_cache_answers_expire_after_six_hours(runtime: ReferenceRuntime) -> None
     ana, _ = setup_pair(runtime)
     ask(runtime, ANA, "¿Dónde trabajo?")
     assert runtime.store_records("cache", T0 + timedelta(hours=5), tenant_id=ana)
-    assert runtime.store_records("cache", T0 + timedelta(hours=6, seconds=1),
-                                 tenant_id=ana) == []
+    assert runtime.store_records("cache", T0 + timedelta(hours=6, seconds=1), tenant_id=ana) == []
 
 
 def fault_runtime(tmp_path: Path, fault: str) -> ReferenceRuntime:
@@ -175,8 +184,9 @@ def test_premature_status_and_nightly_resurrection(tmp_path: Path) -> None:
     ana, _ = setup_pair(premature)
     assert premature.delete_tenant(ana, T0)["status"] == "completed"
     assert premature.store_records("memory", T0 + timedelta(minutes=1), tenant_id=ana)
-    assert premature.store_records("memory", T0 + timedelta(hours=2, minutes=1),
-                                   tenant_id=ana) == []
+    assert (
+        premature.store_records("memory", T0 + timedelta(hours=2, minutes=1), tenant_id=ana) == []
+    )
     resurrecting = fault_runtime(tmp_path, "nightly-resurrection")
     ana, _ = setup_pair(resurrecting)
     resurrecting.delete_tenant(ana, T0)
@@ -205,14 +215,20 @@ def test_http_surface_follows_the_memlife_clock_header(runtime: ReferenceRuntime
     later = "2031-05-01T00:00:00Z"
     user = client.post("/v1/users", json={"phone": ANA}, headers={"X-Memlife-Now": later})
     assert user.status_code == 200
-    client.post("/v1/preview", json={"phone": ANA, "message": "Trabajo en Panadería Quispe."},
-                headers={"X-Memlife-Now": later})
-    records = client.get("/admin/stores/thread/records",
-                         params={"tenant_id": user.json()["user_id"]},
-                         headers={"X-Memlife-Now": later}).json()["records"]
+    client.post(
+        "/v1/preview",
+        json={"phone": ANA, "message": "Trabajo en Panadería Quispe."},
+        headers={"X-Memlife-Now": later},
+    )
+    records = client.get(
+        "/admin/stores/thread/records",
+        params={"tenant_id": user.json()["user_id"]},
+        headers={"X-Memlife-Now": later},
+    ).json()["records"]
     assert records[0]["created_at"] == "2031-05-01T00:00:00.000000Z"  # the header's moment
-    deletion = client.delete(f"/v1/users/{user.json()['user_id']}",
-                             headers={"X-Memlife-Now": later})
+    deletion = client.delete(
+        f"/v1/users/{user.json()['user_id']}", headers={"X-Memlife-Now": later}
+    )
     assert deletion.status_code == 202 and deletion.json()["status"] == "pending"
     bad = client.post("/v1/users", json={"phone": BRUNO}, headers={"X-Memlife-Now": "soon"})
     assert bad.status_code == 400 and "ISO-8601" in bad.text
@@ -237,10 +253,13 @@ def test_forget_erases_one_fact_everywhere(runtime: ReferenceRuntime, tmp_path: 
     assert "Quispe" in ask(faulty, ANA, "¿Dónde trabajo?")
 
 
-@pytest.mark.parametrize(("mode", "layer"), [("combined", "graph"), ("graph", "graph"),
-                                             ("vector", "memory"), ("thread", "thread")])
-def test_each_retrieval_mode_answers_from_its_own_layer(tmp_path: Path, mode: str,
-                                                        layer: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "layer"),
+    [("combined", "graph"), ("graph", "graph"), ("vector", "memory"), ("thread", "thread")],
+)
+def test_each_retrieval_mode_answers_from_its_own_layer(
+    tmp_path: Path, mode: str, layer: str
+) -> None:
     runtime = ReferenceRuntime(tmp_path / f"{mode}.db", retrieval=mode)
     setup_pair(runtime)
     _, answer = runtime.converse(ANA, "¿Cuál es mi color favorito?", T0)
@@ -269,11 +288,13 @@ def test_answers_report_stage_timings_and_usage(runtime: ReferenceRuntime) -> No
     usage = response.json()["usage"]
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
     assert usage["cost_usd"] == pytest.approx(
-        (usage["prompt_tokens"] * 0.15 + usage["completion_tokens"] * 0.60) / 1e6)
+        (usage["prompt_tokens"] * 0.15 + usage["completion_tokens"] * 0.60) / 1e6
+    )
 
 
 def test_indexed_needle_search_finds_exactly_what_a_full_scan_finds(
-        runtime: ReferenceRuntime) -> None:
+    runtime: ReferenceRuntime,
+) -> None:
     ana, bruno = setup_pair(runtime)
     runtime.converse(ANA, "Ahora trabajo en Panadería Olmo.", T0 + timedelta(hours=1))
     runtime.forget(bruno, "verde", T0 + timedelta(hours=2))
@@ -284,18 +305,33 @@ def test_indexed_needle_search_finds_exactly_what_a_full_scan_finds(
     for store, table in STORE_TABLES.items():
         norms = [row[0] for row in runtime._db.execute(f"SELECT norm FROM {table}")]
         # Any piece of a stored text, cut anywhere (mid-word too), and words it never holds.
-        pieces = [text[start:start + length] for text in norms
-                  for start, length in ((rng.randrange(len(text)), rng.randrange(1, 40)),)
-                  if text]
-        needles = ["Panadería Quispe", "olmo", "verde", "az", "ferreteria", "a", "u_",
-                   "en Panadería Olmo", "bajo en panaderia ol", "Ahora trabajo en",
-                   "en panaderia olmo quispe", "trabajo en panaderia olmo.", *pieces]
+        pieces = [
+            text[start : start + length]
+            for text in norms
+            for start, length in ((rng.randrange(len(text)), rng.randrange(1, 40)),)
+            if text
+        ]
+        needles = [
+            "Panadería Quispe",
+            "olmo",
+            "verde",
+            "az",
+            "ferreteria",
+            "a",
+            "u_",
+            "en Panadería Olmo",
+            "bajo en panaderia ol",
+            "Ahora trabajo en",
+            "en panaderia olmo quispe",
+            "trabajo en panaderia olmo.",
+            *pieces,
+        ]
         for needle in needles:
             full_scan = runtime._db.execute(  # what the search answered before the index
-                f"SELECT * FROM {table} WHERE instr(norm, ?) > 0", (normalize(needle),))
+                f"SELECT * FROM {table} WHERE instr(norm, ?) > 0", (normalize(needle),)
+            )
             expected = sorted(str(runtime._record(store, row)["id"]) for row in full_scan)
-            found = sorted(str(r["id"]) for r in runtime.store_records(store, later,
-                                                                          needle=needle))
+            found = sorted(str(r["id"]) for r in runtime.store_records(store, later, needle=needle))
             assert found == expected, (store, needle)
         forgotten = runtime.store_records(store, later, needle="verde")
         assert all(record.get("deleted") for record in forgotten)  # gone, or tombstoned
@@ -305,21 +341,29 @@ class _FullNightly(ReferenceRuntime):
     """The nightly as it was: every tenant rebuilt, whether anything changed or not."""
 
     def _nightly(self, when: datetime, run: str) -> None:
-        self._db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id, run) "
-                         "SELECT user_id, ? FROM users", (run,))
+        self._db.execute(
+            "INSERT OR IGNORE INTO nightly_dirty(tenant_id, run) SELECT user_id, ? FROM users",
+            (run,),
+        )
         super()._nightly(when, run)
 
 
 @pytest.mark.parametrize("faults", [(), ("nightly-resurrection",), ("delete-overreach",)])
 def test_the_incremental_nightly_leaves_what_a_full_rebuild_leaves(
-        tmp_path: Path, faults: tuple[str, ...]) -> None:
+    tmp_path: Path, faults: tuple[str, ...]
+) -> None:
     def contents(runtime: ReferenceRuntime, tenants: list[str], at: datetime) -> dict:
         def named(text: str) -> str:  # tenant ids differ between the two runtimes
             return text.replace(tenants[0], "ana").replace(tenants[1], "bruno")
 
-        return {store: sorted(named(str(r["content"])) for tenant in tenants
-                              for r in runtime.store_records(store, at, tenant_id=tenant))
-                for store in ("memory", "summaries", "graph")}
+        return {
+            store: sorted(
+                named(str(r["content"]))
+                for tenant in tenants
+                for r in runtime.store_records(store, at, tenant_id=tenant)
+            )
+            for store in ("memory", "summaries", "graph")
+        }
 
     results = []
     for kind in (ReferenceRuntime, _FullNightly):

@@ -46,8 +46,7 @@ def test_members_only_and_the_facts_are_the_spaces(tmp_path: Path) -> None:
     assert {r["tenant_id"] for r in records} == {space} and len(records) == 2
 
 
-def test_deleting_a_member_keeps_the_space_deleting_the_space_erases_it(
-        tmp_path: Path) -> None:
+def test_deleting_a_member_keeps_the_space_deleting_the_space_erases_it(tmp_path: Path) -> None:
     runtime, space, ana, _ = team(tmp_path)
     runtime.change_membership(space, BRUNO, "join", T0)
     runtime.delete_tenant(ana, T0)
@@ -56,14 +55,20 @@ def test_deleting_a_member_keeps_the_space_deleting_the_space_erases_it(
     runtime.delete_space(space, BRUNO, LATER)
     for store in ("memory", "graph", "cache"):
         assert runtime.store_records(store, LATER, needle="Conservas Palacios") == [], store
-    assert all(r["deleted"] for r in runtime.store_records("thread", LATER,
-                                                           needle="Conservas Palacios"))
+    assert all(
+        r["deleted"] for r in runtime.store_records("thread", LATER, needle="Conservas Palacios")
+    )
     assert "Palacios" not in in_space(runtime, space, BRUNO, LATER)
 
 
-@pytest.mark.parametrize(("fault", "leaks"), [
-    ("space-leak", "outsider"), ("revocation-ignored", "former member"),
-    ("member-delete-overreach", "nothing left")])
+@pytest.mark.parametrize(
+    ("fault", "leaks"),
+    [
+        ("space-leak", "outsider"),
+        ("revocation-ignored", "former member"),
+        ("member-delete-overreach", "nothing left"),
+    ],
+)
 def test_each_space_fault(tmp_path: Path, fault: str, leaks: str) -> None:
     runtime, space, ana, _ = team(tmp_path, fault)
     if leaks == "outsider":
@@ -90,11 +95,12 @@ def test_the_space_endpoints(tmp_path: Path) -> None:
     said = client.post(f"/v1/spaces/{space}/messages", json={"phone": ANA, "message": FACT})
     assert said.status_code == 200
     assert client.delete(f"/v1/spaces/{space}", params={"phone": BRUNO}).status_code == 403
-    assert client.post(f"/v1/spaces/{space}/join", json={"phone": BRUNO}).json()[
-        "status"] == "active"
-    answer = client.post(f"/v1/spaces/{space}/messages", json={"phone": BRUNO,
-                                                                "message": QUESTION})
+    assert (
+        client.post(f"/v1/spaces/{space}/join", json={"phone": BRUNO}).json()["status"] == "active"
+    )
+    answer = client.post(f"/v1/spaces/{space}/messages", json={"phone": BRUNO, "message": QUESTION})
     assert "Conservas Palacios" in answer.json()["reply"]
-    assert client.delete(f"/v1/spaces/{space}", params={"phone": BRUNO}).json()[
-        "status"] == "deleted"
+    assert (
+        client.delete(f"/v1/spaces/{space}", params={"phone": BRUNO}).json()["status"] == "deleted"
+    )
     assert client.post("/v1/spaces/s_none/join", json={"phone": ANA}).status_code == 404

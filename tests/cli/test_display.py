@@ -21,7 +21,8 @@ class SlowHandle:
 
 @pytest.mark.parametrize(("terminal", "asked"), [(False, 0), (True, 1)])
 async def test_progress_is_queried_only_for_a_terminal(
-        monkeypatch: pytest.MonkeyPatch, terminal: bool, asked: int) -> None:
+    monkeypatch: pytest.MonkeyPatch, terminal: bool, asked: int
+) -> None:
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.setenv("TTY_COMPATIBLE", "1" if terminal else "0")  # rich's own switch
     calls: list[Any] = []

@@ -14,8 +14,9 @@ from memlife.cli import build_parser
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[
-        tuple[tuple[str, ...], argparse.ArgumentParser]]:
+def _commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
@@ -46,13 +47,21 @@ def test_every_top_level_command_is_in_the_cli_page() -> None:
 
 
 def test_check_deletion_help_says_what_it_does_and_describes_every_option() -> None:
-    result = subprocess.run([sys.executable, "-m", "memlife", "check-deletion", "--help"],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "memlife", "check-deletion", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())
     assert "The result is an erasure receipt" in text
-    for described in ("--target FILE the target file", "--deadline DURATION how long the "
-                      "tenant has to disappear (default: 24h)", "--poll DURATION how often "
-                      "everything is read again (default: 15m)", "--out FILE write the "
-                      "receipt here", "--task-queue QUEUE the task queue the check goes to"):
+    for described in (
+        "--target FILE the target file",
+        "--deadline DURATION how long the tenant has to disappear (default: 24h)",
+        "--poll DURATION how often everything is read again (default: 15m)",
+        "--out FILE write the receipt here",
+        "--task-queue QUEUE the task queue the check goes to",
+    ):
         assert described in text, described

@@ -42,8 +42,9 @@ def test_a_long_write_says_how_far_it_got_and_what_it_wrote(tmp_path: Path) -> N
     assert heard == []  # written in less than the interval: nothing to say
 
     heard.clear()
-    write_chunks(tmp_path / "report.html", iter(["x" * 10, "y" * 10, "z"]),
-                 progress=heard.append, every_s=0)
+    write_chunks(
+        tmp_path / "report.html", iter(["x" * 10, "y" * 10, "z"]), progress=heard.append, every_s=0
+    )
     assert len(heard) == 3
     assert all(line.startswith(f"writing {tmp_path / 'report.html'}: ") for line in heard)
     assert all(line.endswith(" so far (0 s)") for line in heard)

@@ -37,12 +37,24 @@ class DevStack:
     env: dict[str, str]
 
     def memlife(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*MEMLIFE, *args], cwd=self.home, env=self.env,
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            [*MEMLIFE, *args],
+            cwd=self.home,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def temporal(self, *args: str) -> str:
-        result = subprocess.run([TEMPORAL, *args, "--address", self.address, "-o", "json"],
-                                capture_output=True, text=True, timeout=60, check=False)
+        result = subprocess.run(
+            [TEMPORAL, *args, "--address", self.address, "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert result.returncode == 0, result.stderr
         return result.stdout
 
@@ -58,8 +70,11 @@ def target_file_for(base_url: str, path: Path) -> Path:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")
+    }
     return {**base, "PYTHONPATH": str(REPO), "COLUMNS": "200", **extra}
 
 
@@ -70,10 +85,22 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     log = home / "dev.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [*MEMLIFE, "dev", "--port", str(port), "--ui-port", str(ui_port),
-             "--target-port", str(target_port)],
-            cwd=home, env=clean_env(), stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL)
+            [
+                *MEMLIFE,
+                "dev",
+                "--port",
+                str(port),
+                "--ui-port",
+                str(ui_port),
+                "--target-port",
+                str(target_port),
+            ],
+            cwd=home,
+            env=clean_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     stack_file = home / ".memlife" / "dev.json"
     deadline = time.monotonic() + 120
     while not stack_file.exists():
@@ -88,8 +115,7 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     try:
         # No TEMPORAL_ADDRESS: every command finds the stack, on its random ports, through
         # .memlife/dev.json (memlife/stack/connection.py: connect_to_stack).
-        yield DevStack(home, info["temporal_address"], info["web_ui"], target_file,
-                       clean_env())
+        yield DevStack(home, info["temporal_address"], info["web_ui"], target_file, clean_env())
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C
         try:
@@ -127,8 +153,9 @@ def wait_for(check: object, timeout: float = 90, interval: float = 0.5) -> objec
         time.sleep(interval)
 
 
-def pair_states(stack: DevStack, run_id: str,
-                workflow_id: str | None = None) -> list[dict[str, Any]] | None:
+def pair_states(
+    stack: DevStack, run_id: str, workflow_id: str | None = None
+) -> list[dict[str, Any]] | None:
     """The run's pairs as `memlife status RUN` shows them (step, stage, next wake-up),
     asked here with its own functions (a command per poll would cost more CPU than the
     wait); None while the run is not started or not answering yet."""
@@ -142,8 +169,9 @@ def pair_states(stack: DevStack, run_id: str,
         client = await Client.connect(stack.address, data_converter=DATA_CONVERTER)
         found = workflow_id or (await find_workflow(client, run_id))[0]
         progress = await client.get_workflow_handle(found).query("progress")
-        return await pair_progress(client, found.split("/")[1], run_id, progress["pairs"],
-                                   progress.get("cohort_size", 0))
+        return await pair_progress(
+            client, found.split("/")[1], run_id, progress["pairs"], progress.get("cohort_size", 0)
+        )
 
     try:
         return asyncio.run(ask())

@@ -37,8 +37,7 @@ def _two_pair_nightly(stack: DevStack) -> str:
 
 
 def _three_day_step() -> int:
-    timeline = [line for line in NIGHTLY.read_text().splitlines()
-                if line.startswith("  - {step:")]
+    timeline = [line for line in NIGHTLY.read_text().splitlines() if line.startswith("  - {step:")]
     return next(index for index, line in enumerate(timeline) if "label: three-days" in line)
 
 
@@ -48,8 +47,9 @@ def _scheduled_runs(stack: DevStack) -> list[dict[str, object]]:
 
 def _inside_three_day_wait(stack: DevStack, workflow_id: str) -> bool:
     pairs = pair_states(stack, workflow_id.rsplit("/", 1)[1], workflow_id)
-    return bool(pairs) and all(pair.get("step") == _three_day_step() and pair.get("wake_at")
-                               for pair in pairs or [])
+    return bool(pairs) and all(
+        pair.get("step") == _three_day_step() and pair.get("wake_at") for pair in pairs or []
+    )
 
 
 def _deletion_times(stack: DevStack, run_id: str) -> list[float]:
@@ -71,21 +71,32 @@ def test_consecutive_and_overlapping_nights_on_one_stack_stay_green(dev_stack: D
     target = str(dev_stack.target_file)
     # A night by hand; the next one, scheduled, starts where it left the target's clock
     # three and a half days ahead.
-    result = dev_stack.memlife("run", scenario, "--target", target, "--clock", CLOCK,
-                               "--enforce", timeout=240)
+    result = dev_stack.memlife(
+        "run", scenario, "--target", target, "--clock", CLOCK, "--enforce", timeout=240
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "PASS: 290/290" in result.stdout
     run_ids = [result.stdout.split(" · run ", 1)[1].split(" ", 1)[0]]
     # The schedule triggered again while its first run sleeps through its three days.
-    created = dev_stack.memlife("schedule", "create", SCHEDULE, "--scenario", scenario,
-                                "--target", target, "--cron", "0 2 * * *", "--clock", CLOCK)
+    created = dev_stack.memlife(
+        "schedule",
+        "create",
+        SCHEDULE,
+        "--scenario",
+        scenario,
+        "--target",
+        target,
+        "--cron",
+        "0 2 * * *",
+        "--clock",
+        CLOCK,
+    )
     assert created.returncode == 0, created.stderr
     try:
         assert dev_stack.memlife("schedule", "trigger", SCHEDULE).returncode == 0
         first = wait_for(lambda: _scheduled_runs(dev_stack))
         first_id = str(first[0]["execution"]["workflowId"])  # type: ignore[index]
-        wait_for(lambda: _inside_three_day_wait(dev_stack, first_id), timeout=120,
-                 interval=0.25)
+        wait_for(lambda: _inside_three_day_wait(dev_stack, first_id), timeout=120, interval=0.25)
         assert dev_stack.memlife("schedule", "trigger", SCHEDULE).returncode == 0
         done = wait_for(lambda: _both_finished(dev_stack), timeout=240)
     finally:
@@ -96,9 +107,12 @@ def test_consecutive_and_overlapping_nights_on_one_stack_stay_green(dev_stack: D
     assert starts[1] < closes[0]  # they overlapped
     passing = dev_stack.workflows(
         f'WorkflowType="SuiteWorkflow" AND TemporalScheduledById="{SCHEDULE}" '
-        'AND MemlifeVerdict="pass"')
+        'AND MemlifeVerdict="pass"'
+    )
     assert len(passing) == 2, done
-    run_ids += [str(w["execution"]["workflowId"]).rsplit("/", 1)[1]  # type: ignore[index]
-                for w in done]  # type: ignore[union-attr]
+    run_ids += [
+        str(w["execution"]["workflowId"]).rsplit("/", 1)[1]  # type: ignore[index]
+        for w in done
+    ]  # type: ignore[union-attr]
     for run_id in run_ids:  # each deletion on its own run's clock
         assert max(_deletion_times(dev_stack, run_id)) < FORGOTTEN_WITHIN_S, run_id

@@ -20,15 +20,26 @@ SEED = REPO / "scenarios" / "seed-six-case.yaml"
 MEMLIFE = [sys.executable, "-m", "memlife"]
 
 
-def memlife(*args: str, cwd: Path, timeout: float = 240,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def memlife(
+    *args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it, with a clean Temporal configuration (plus `env`)."""
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")
+    }
     # Wide enough that no table cell folds a phrase a test looks for.
     env = {**base, "PYTHONPATH": str(REPO), "COLUMNS": "400", **(env or {})}
-    return subprocess.run([*MEMLIFE, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [*MEMLIFE, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_seed_run_passes_with_a_complete_artifact(tmp_path: Path) -> None:
@@ -39,8 +50,10 @@ def test_seed_run_passes_with_a_complete_artifact(tmp_path: Path) -> None:
     # how to open the run's history afterwards (memlife dev keeps the same database).
     assert result.stdout.count("http://127.0.0.1:8233/namespaces/default/workflows/") <= 1
     last = result.stdout.strip().splitlines()[-2]
-    assert last.startswith("Web UI: run `") and " dev` (it keeps .memlife/temporal.db), " \
-        "then open http://127.0.0.1:" in last, result.stdout
+    assert (
+        last.startswith("Web UI: run `")
+        and " dev` (it keeps .memlife/temporal.db), then open http://127.0.0.1:" in last
+    ), result.stdout
     assert "Traceback" not in result.stderr
     artifact = json.loads((tmp_path / "r.json").read_text())
     # What was written is what docs/artifact.schema.json publishes.
@@ -48,9 +61,19 @@ def test_seed_run_passes_with_a_complete_artifact(tmp_path: Path) -> None:
     jsonschema.Draft202012Validator(published).validate(artifact)
     assert set(artifact) >= {"meta", "summary", "latency_ms", "failures", "observations"}
     meta = artifact["meta"]
-    for key in ("memlife_version", "git_revision", "target_name", "target_base_url",
-                "scenario_name", "scenario_sha256", "settle", "command", "started_at",
-                "finished_at", "clock"):
+    for key in (
+        "memlife_version",
+        "git_revision",
+        "target_name",
+        "target_base_url",
+        "scenario_name",
+        "scenario_sha256",
+        "settle",
+        "command",
+        "started_at",
+        "finished_at",
+        "clock",
+    ):
         assert meta.get(key) is not None, key
     assert meta["settle"] == "150ms" and meta["scenario_name"] == "seed-six-case"
     assert len(meta["scenario_sha256"]) == 64
@@ -70,8 +93,16 @@ def test_leaky_target_described_by_a_file_fails_with_I3(tmp_path: Path) -> None:
         target_file = tmp_path / "leaky.yaml"
         reference = (REPO / "scenarios" / "targets" / "reference.yaml").read_text()
         target_file.write_text(reference.replace("http://127.0.0.1:8080", process.base_url))
-        result = memlife("run", str(SEED), "--target", str(target_file), "--out", "r.json",
-                         "--enforce", cwd=tmp_path)
+        result = memlife(
+            "run",
+            str(SEED),
+            "--target",
+            str(target_file),
+            "--out",
+            "r.json",
+            "--enforce",
+            cwd=tmp_path,
+        )
     assert result.returncode == 1, result.stdout + result.stderr
     artifact = json.loads((tmp_path / "r.json").read_text())
     assert artifact["summary"]["passed"] is False
@@ -94,85 +125,140 @@ def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> N
     result = memlife("run", str(SEED), "--target-worker", "--enforce", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS: 6/6 cases passed" in result.stdout
-    said = next(line for line in result.stderr.splitlines()
-                if line.startswith("target requests: from worker pid "))
+    said = next(
+        line
+        for line in result.stderr.splitlines()
+        if line.startswith("target requests: from worker pid ")
+    )
     pid = int(said.split()[5])
     assert " on task queue memlife-targets (its log: " in said
     log = tmp_path / said.rsplit("(its log: ", 1)[1].rstrip(")")
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     # It polled the run's target queue, and was stopped (it drained) when the run ended.
     assert [line["event"] for line in lines] == [
-        "worker running", "worker stopping: draining in-flight activities"]
+        "worker running",
+        "worker stopping: draining in-flight activities",
+    ]
     assert (lines[0]["task_queue"], lines[0]["serves"]) == ("memlife-targets", "activities")
     assert not Path(f"/proc/{pid}").exists() or "memlife" not in Path(
-        f"/proc/{pid}/cmdline").read_text(errors="replace")
+        f"/proc/{pid}/cmdline"
+    ).read_text(errors="replace")
 
 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["run", str(SEED), "--target", "secret.yaml"],
-         "secret.yaml: headers: environment variable(s) MEMLIFE_E2E_UNSET_TOKEN (named by its "
-         "headers or probes) not set"),
-        (["run", "vault.yaml"], "vault.yaml: timeline.3.stores.1: unknown store 'vault'; "
-                                "reference probes: thread, memory, graph, jobs, summaries, cache"),
-        (["TEMPORAL_ADDRESS=127.0.0.1:9", "run", str(SEED)],
-         "Temporal at 127.0.0.1:9: cannot reach it (connection refused)"),
-        (["TEMPORAL_ADDRESS=127.0.0.1:9", "run", str(SEED), "--clock", "skip"],
-         "command line: --clock: skip needs memlife's own time-skipping server, and a "
-         "Temporal cluster is configured"),
+        (
+            ["run", str(SEED), "--target", "secret.yaml"],
+            "secret.yaml: headers: environment variable(s) MEMLIFE_E2E_UNSET_TOKEN (named by its "
+            "headers or probes) not set",
+        ),
+        (
+            ["run", "vault.yaml"],
+            "vault.yaml: timeline.3.stores.1: unknown store 'vault'; "
+            "reference probes: thread, memory, graph, jobs, summaries, cache",
+        ),
+        (
+            ["TEMPORAL_ADDRESS=127.0.0.1:9", "run", str(SEED)],
+            "Temporal at 127.0.0.1:9: cannot reach it (connection refused)",
+        ),
+        (
+            ["TEMPORAL_ADDRESS=127.0.0.1:9", "run", str(SEED), "--clock", "skip"],
+            "command line: --clock: skip needs memlife's own time-skipping server, and a "
+            "Temporal cluster is configured",
+        ),
         (["validate", "missing.yaml"], "missing.yaml: file not found"),
-        (["run", "bad.yaml"], "bad.yaml: pairs.0.b.facts.color: value 'azul marino' is not "
-                              "mutually exclusive"),
+        (
+            ["run", "bad.yaml"],
+            "bad.yaml: pairs.0.b.facts.color: value 'azul marino' is not mutually exclusive",
+        ),
         (["run", str(SEED), "--clock", "warp"], "command line: --clock:"),
         (["run", str(SEED), "--target", "t.yaml"], "t.yaml: base_url: cannot reach"),
-        (["run", str(SEED), "--pairs", "50"], "command line: --pairs: "
-                                              f"{SEED} lists its pairs"),
-        (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "0"],
-         "command line: --pairs: must be 1 to 20000"),
+        (["run", str(SEED), "--pairs", "50"], f"command line: --pairs: {SEED} lists its pairs"),
+        (
+            ["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "0"],
+            "command line: --pairs: must be 1 to 20000",
+        ),
         (["run", str(SEED), "--cohort", "many"], "command line: --cohort: must be auto"),
         (["run", str(SEED), "--paraphrases"], "command line: --paraphrases: needs --review"),
-        (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--pairs", "3",
-          "--twins", "4"], "command line: --twins: must be 0 to the number of generated "
-         "pairs (3)"),
-        (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--cohort", "0",
-          "--pairs", "1000"], "command line: --cohort: 0 runs a workflow per pair, all 1,000 "
-         "at once"),
-        (["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--cohort", "100"],
-         "command line: --cohort: a cohort of 100 pairs of lifecycle-nightly (19 steps that "
-         "are not waits) would grow a history of about 15 MB, and Temporal warns past 10 MB "
-         "and stops a workflow at 50 MB; use at most 34, or auto"),
-        (["run", "compact.yaml"], "compact.yaml: timeline.3.operations.0: unknown maintenance "
-                                  "'compact'; reference names: reindex"),
-        (["run", "compact.yaml", "--target", "plain.yaml"], "plain.yaml: operations.maintain: "
-                                                            "the scenario triggers maintenance"),
-        (["run", str(SEED), "--target-worker", "--no-worker"], "command line: --target-worker: "
-         "starts a worker beside this command's own, and --no-worker starts none"),
-        (["run", str(SEED), "--no-worker", "--clock", "skip"], "command line: --no-worker: a "
-         "skip run goes to this command's own time-skipping server, which no standalone "
-         "worker can reach"),
-        (["run", str(SEED), "--target-queue", "q", "--worker-wait", "soon"],
-         "command line: --worker-wait:"),
-        (["run", str(SEED), "--target-worker", "--target-queue", "mine"],
-         "command line: --target-queue: names a queue your own workers serve"),
+        (
+            [
+                "run",
+                str(REPO / "scenarios" / "lifecycle-nightly.yaml"),
+                "--pairs",
+                "3",
+                "--twins",
+                "4",
+            ],
+            "command line: --twins: must be 0 to the number of generated pairs (3)",
+        ),
+        (
+            [
+                "run",
+                str(REPO / "scenarios" / "lifecycle-nightly.yaml"),
+                "--cohort",
+                "0",
+                "--pairs",
+                "1000",
+            ],
+            "command line: --cohort: 0 runs a workflow per pair, all 1,000 at once",
+        ),
+        (
+            ["run", str(REPO / "scenarios" / "lifecycle-nightly.yaml"), "--cohort", "100"],
+            "command line: --cohort: a cohort of 100 pairs of lifecycle-nightly (19 steps that "
+            "are not waits) would grow a history of about 15 MB, and Temporal warns past 10 MB "
+            "and stops a workflow at 50 MB; use at most 34, or auto",
+        ),
+        (
+            ["run", "compact.yaml"],
+            "compact.yaml: timeline.3.operations.0: unknown maintenance "
+            "'compact'; reference names: reindex",
+        ),
+        (
+            ["run", "compact.yaml", "--target", "plain.yaml"],
+            "plain.yaml: operations.maintain: the scenario triggers maintenance",
+        ),
+        (
+            ["run", str(SEED), "--target-worker", "--no-worker"],
+            "command line: --target-worker: "
+            "starts a worker beside this command's own, and --no-worker starts none",
+        ),
+        (
+            ["run", str(SEED), "--no-worker", "--clock", "skip"],
+            "command line: --no-worker: a "
+            "skip run goes to this command's own time-skipping server, which no standalone "
+            "worker can reach",
+        ),
+        (
+            ["run", str(SEED), "--target-queue", "q", "--worker-wait", "soon"],
+            "command line: --worker-wait:",
+        ),
+        (
+            ["run", str(SEED), "--target-worker", "--target-queue", "mine"],
+            "command line: --target-queue: names a queue your own workers serve",
+        ),
     ],
 )
-def test_bad_input_is_one_clear_line_exit_2_nothing_started(tmp_path: Path, args: list[str],
-                                                            expected: str) -> None:
+def test_bad_input_is_one_clear_line_exit_2_nothing_started(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
     scenario = SEED.read_text().replace("color: verde", "color: azul marino")
     (tmp_path / "bad.yaml").write_text(scenario)
     target = (REPO / "scenarios" / "targets" / "reference.yaml").read_text()
     (tmp_path / "t.yaml").write_text(target.replace("127.0.0.1:8080", "127.0.0.1:9"))
     (tmp_path / "secret.yaml").write_text(SECRET_TARGET)
     (tmp_path / "vault.yaml").write_text(
-        SEED.read_text() + "  - {step: inspect, stores: [memory, vault]}\n")
+        SEED.read_text() + "  - {step: inspect, stores: [memory, vault]}\n"
+    )
     (tmp_path / "compact.yaml").write_text(
-        SEED.read_text() + "  - {step: maintain, operations: [compact]}\n")
-    (tmp_path / "plain.yaml").write_text(target[:target.index("  maintain:")]
-                                         + target[target.index("stores:"):])
+        SEED.read_text() + "  - {step: maintain, operations: [compact]}\n"
+    )
+    (tmp_path / "plain.yaml").write_text(
+        target[: target.index("  maintain:")] + target[target.index("stores:") :]
+    )
     # A leading NAME=value argument is an environment variable, as in a shell.
     extra_env = dict(arg.split("=", 1) for arg in args[:1] if "=" in arg)
-    result = memlife(*args[len(extra_env):], cwd=tmp_path, timeout=60, env=extra_env)
+    result = memlife(*args[len(extra_env) :], cwd=tmp_path, timeout=60, env=extra_env)
     assert result.returncode == 2
     assert expected in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -189,10 +275,20 @@ def test_full_nightly_lifecycle_in_skip_mode_is_clean(tmp_path: Path) -> None:
     scenario = NIGHTLY.read_text()
     assert "latency_budget: 700ms" in scenario
     (tmp_path / "nightly.yaml").write_text(
-        scenario.replace("latency_budget: 700ms", "latency_budget: 60s"))
+        scenario.replace("latency_budget: 700ms", "latency_budget: 60s")
+    )
     started = datetime.now(UTC)
-    result = memlife("run", "nightly.yaml", "--clock", "skip", "--enforce", "--out", "r.json",
-                     cwd=tmp_path, timeout=600)
+    result = memlife(
+        "run",
+        "nightly.yaml",
+        "--clock",
+        "skip",
+        "--enforce",
+        "--out",
+        "r.json",
+        cwd=tmp_path,
+        timeout=600,
+    )
     ended = datetime.now(UTC)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     artifact = json.loads((tmp_path / "r.json").read_text())
@@ -206,15 +302,31 @@ def test_full_nightly_lifecycle_in_skip_mode_is_clean(tmp_path: Path) -> None:
     assert last - first > timedelta(days=3, hours=6)
     # Wall time is when each request was made, not the skipped clock (a store read's was
     # the workflow's clock, three days on).
-    walls = [datetime.fromisoformat(o["wall_time"].replace("Z", "+00:00"))
-             for o in artifact["observations"]]
+    walls = [
+        datetime.fromisoformat(o["wall_time"].replace("Z", "+00:00"))
+        for o in artifact["observations"]
+    ]
     assert started <= min(walls) and max(walls) <= ended
 
 
 def test_nightly_against_a_deletion_fault_names_invariant_and_store(tmp_path: Path) -> None:
-    result = memlife("run", str(NIGHTLY), "--clock", "skip", "--enforce", "--out", "r.json",
-                     "--fault", "graph-unscoped-delete", "--seed", "fixed-seed",
-                     "--pairs", "4", cwd=tmp_path, timeout=600)
+    result = memlife(
+        "run",
+        str(NIGHTLY),
+        "--clock",
+        "skip",
+        "--enforce",
+        "--out",
+        "r.json",
+        "--fault",
+        "graph-unscoped-delete",
+        "--seed",
+        "fixed-seed",
+        "--pairs",
+        "4",
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     artifact = json.loads((tmp_path / "r.json").read_text())
     assert artifact["meta"]["canary_seed"] == "fixed-seed"
@@ -231,16 +343,27 @@ def test_nightly_against_a_deletion_fault_names_invariant_and_store(tmp_path: Pa
 def test_compressed_clock_divides_waits_and_reaches_the_target(tmp_path: Path) -> None:
     scenario = SEED.read_text().replace("duration: 150ms", "duration: 2h")
     (tmp_path / "two-hours.yaml").write_text(scenario)
-    result = memlife("run", "two-hours.yaml", "--clock", "compress=3600", "--out", "r.json",
-                     "--enforce", cwd=tmp_path)
+    result = memlife(
+        "run",
+        "two-hours.yaml",
+        "--clock",
+        "compress=3600",
+        "--out",
+        "r.json",
+        "--enforce",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     artifact = json.loads((tmp_path / "r.json").read_text())
     assert artifact["meta"]["clock"] == "compress=3600"
     observations = artifact["observations"]
 
     def at(kind: str, field: str) -> list[datetime]:
-        return [datetime.fromisoformat(o[field].replace("Z", "+00:00"))
-                for o in observations if o["kind"] == kind]
+        return [
+            datetime.fromisoformat(o[field].replace("Z", "+00:00"))
+            for o in observations
+            if o["kind"] == kind
+        ]
 
     scenario_gap = min(at("probe", "scenario_time")) - max(at("write", "scenario_time"))
     wall_gap = min(at("probe", "wall_time")) - max(at("write", "wall_time"))
@@ -250,8 +373,15 @@ def test_compressed_clock_divides_waits_and_reaches_the_target(tmp_path: Path) -
 
 def test_run_against_a_configured_cluster_uses_it(tmp_path: Path, cluster: str) -> None:
     """With TEMPORAL_ADDRESS set, memlife connects there instead of starting a dev server."""
-    result = memlife("run", str(SEED), "--out", "r.json", "--enforce", cwd=tmp_path,
-                     env={"TEMPORAL_ADDRESS": cluster})
+    result = memlife(
+        "run",
+        str(SEED),
+        "--out",
+        "r.json",
+        "--enforce",
+        cwd=tmp_path,
+        env={"TEMPORAL_ADDRESS": cluster},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     artifact = json.loads((tmp_path / "r.json").read_text())
     assert artifact["meta"]["temporal_address"] == cluster

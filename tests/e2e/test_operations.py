@@ -38,42 +38,86 @@ SEED = REPO / "scenarios" / "seed-six-case.yaml"
 
 
 def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
-        dev_stack: DevStack) -> None:
-    bad = dev_stack.memlife("schedule", "create", "nightly-seed", "--scenario", str(SEED),
-                            "--target", str(dev_stack.target_file), "--cron", "every night")
+    dev_stack: DevStack,
+) -> None:
+    bad = dev_stack.memlife(
+        "schedule",
+        "create",
+        "nightly-seed",
+        "--scenario",
+        str(SEED),
+        "--target",
+        str(dev_stack.target_file),
+        "--cron",
+        "every night",
+    )
     assert bad.returncode == 2 and "--cron" in bad.stderr and "Traceback" not in bad.stderr
     assert "nightly-seed" not in dev_stack.temporal("schedule", "list")  # nothing created
 
     created = dev_stack.memlife(
-        "schedule", "create", "nightly-seed", "--scenario", str(SEED), "--target",
-        str(dev_stack.target_file), "--cron", "0 2 * * *", "--timezone", "Europe/Madrid",
-        "--jitter", "10m", "--catchup", "2h")
+        "schedule",
+        "create",
+        "nightly-seed",
+        "--scenario",
+        str(SEED),
+        "--target",
+        str(dev_stack.target_file),
+        "--cron",
+        "0 2 * * *",
+        "--timezone",
+        "Europe/Madrid",
+        "--jitter",
+        "10m",
+        "--catchup",
+        "2h",
+    )
     assert created.returncode == 0, created.stderr
     assert "0 2 * * * (Europe/Madrid)" in created.stdout
     assert "no worker polls" not in created.stderr  # the stack's worker serves memlife
     listed = json.loads(dev_stack.temporal("schedule", "list"))
     assert any(entry.get("scheduleId") == "nightly-seed" for entry in listed), listed
-    again = dev_stack.memlife("schedule", "create", "nightly-seed", "--scenario", str(SEED),
-                              "--target", str(dev_stack.target_file), "--cron", "0 2 * * *")
+    again = dev_stack.memlife(
+        "schedule",
+        "create",
+        "nightly-seed",
+        "--scenario",
+        str(SEED),
+        "--target",
+        str(dev_stack.target_file),
+        "--cron",
+        "0 2 * * *",
+    )
     assert again.returncode == 2 and "already exists" in again.stderr
 
-    described = json.loads(dev_stack.memlife("schedule", "describe", "nightly-seed",
-                                             "--json").stdout)
+    described = json.loads(
+        dev_stack.memlife("schedule", "describe", "nightly-seed", "--json").stdout
+    )
     assert (described["overlap"], described["paused"]) == ("ALLOW_ALL", False)
     assert described["catchup_window"] == "2:00:00" and described["jitter"] == "0:10:00"
     assert described["target_queue"] is None  # the run's own queue
 
     # Its runs' target requests can go to workers of their own; describe says where.
     routed = dev_stack.memlife(
-        "schedule", "create", "nightly-targets", "--scenario", str(SEED), "--target",
-        str(dev_stack.target_file), "--cron", "0 3 * * *", "--paused",
-        "--target-queue", "nightly-targets-queue")
+        "schedule",
+        "create",
+        "nightly-targets",
+        "--scenario",
+        str(SEED),
+        "--target",
+        str(dev_stack.target_file),
+        "--cron",
+        "0 3 * * *",
+        "--paused",
+        "--target-queue",
+        "nightly-targets-queue",
+    )
     assert routed.returncode == 0, routed.stderr
     # No worker polls that queue: created all the same, with a note on what to start.
     assert routed.stderr.strip().splitlines()[-1] == (
         "memlife: note: no worker polls task queue nightly-targets-queue now; its runs wait "
         f"until one does: start `{' '.join(MEMLIFE)} worker --serve activities --task-queue "
-        "nightly-targets-queue`")
+        "nightly-targets-queue`"
+    )
     shown = dev_stack.memlife("schedule", "describe", "nightly-targets")
     assert "   target_queue: nightly-targets-queue" in shown.stdout, shown.stdout
     assert dev_stack.memlife("schedule", "delete", "nightly-targets").returncode == 0
@@ -84,29 +128,44 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
         assert triggered.returncode == 0, triggered.stdout + triggered.stderr
         time.sleep(1.1)  # scheduled workflow ids carry the second they started
     # The schedule's runs only: other tests run the seed on this stack too.
-    query = ('MemlifeScenario="seed-six-case" AND WorkflowType="SuiteWorkflow" AND '
-             'TemporalScheduledById="nightly-seed"')
-    runs = wait_for(lambda: [w for w in dev_stack.workflows(query)
-                              if w.get("status") == "WORKFLOW_EXECUTION_STATUS_COMPLETED"]
-                     if len(dev_stack.workflows(query + ' AND ExecutionStatus="Completed"'))
-                     >= 2 else None)
+    query = (
+        'MemlifeScenario="seed-six-case" AND WorkflowType="SuiteWorkflow" AND '
+        'TemporalScheduledById="nightly-seed"'
+    )
+    runs = wait_for(
+        lambda: (
+            [
+                w
+                for w in dev_stack.workflows(query)
+                if w.get("status") == "WORKFLOW_EXECUTION_STATUS_COMPLETED"
+            ]
+            if len(dev_stack.workflows(query + ' AND ExecutionStatus="Completed"')) >= 2
+            else None
+        )
+    )
     assert len(runs) >= 2  # type: ignore[arg-type]
     passing = dev_stack.workflows(query + ' AND MemlifeVerdict="pass"')
     assert len(passing) >= 2
-    run_ids = {json.loads(dev_stack.temporal("workflow", "describe", "--workflow-id",
-                                             w["execution"]["workflowId"]))  # type: ignore[index]
-               ["workflowExecutionInfo"]["searchAttributes"]["indexedFields"]["MemlifeRun"]
-               ["data"] for w in passing}
+    run_ids = {
+        json.loads(
+            dev_stack.temporal(
+                "workflow", "describe", "--workflow-id", w["execution"]["workflowId"]
+            )
+        )["workflowExecutionInfo"]["searchAttributes"]["indexedFields"]["MemlifeRun"]["data"]  # type: ignore[index]
+        for w in passing
+    }
     assert len(run_ids) == len(passing)  # each start is its own run
     # Shaped like a run started by hand: memlife/<scenario>/<run>, its pairs below it.
     suite_ids = {w["execution"]["workflowId"] for w in passing}  # type: ignore[index]
     decoded = {json.loads(base64.b64decode(value)) for value in run_ids}
     assert {suite_id.rsplit("/", 1)[1] for suite_id in suite_ids} == decoded
-    assert all(suite_id.startswith("memlife/seed-six-case/nightly-seed-")
-               for suite_id in suite_ids), suite_ids
+    assert all(
+        suite_id.startswith("memlife/seed-six-case/nightly-seed-") for suite_id in suite_ids
+    ), suite_ids
 
-    pairs = dev_stack.workflows('MemlifeScenario="seed-six-case" AND '
-                                'WorkflowType="PairLifecycleWorkflow" AND MemlifePair=0')
+    pairs = dev_stack.workflows(
+        'MemlifeScenario="seed-six-case" AND WorkflowType="PairLifecycleWorkflow" AND MemlifePair=0'
+    )
     assert len(pairs) >= 2
     pair_ids = {w["execution"]["workflowId"] for w in pairs}  # type: ignore[index]
     assert {f"{suite_id}/pair-0" for suite_id in suite_ids} <= pair_ids
@@ -119,37 +178,50 @@ def test_schedule_is_validated_created_triggered_and_its_run_found_by_attribute(
 
 
 def test_run_finds_the_local_stack_and_a_failing_run_is_found_by_its_verdict(
-        dev_stack: DevStack, tmp_path: Path) -> None:
+    dev_stack: DevStack, tmp_path: Path
+) -> None:
     with embedded.reference_target(tmp_path / "leaky", faults=["cross-tenant-leak"]) as leaky:
         target_file = target_file_for(leaky.base_url, tmp_path / "leaky.yaml")
         # No TEMPORAL_ADDRESS: `run` finds the stack through .memlife/dev.json.
         result = subprocess.run(
             [*MEMLIFE, "run", str(SEED), "--target", str(target_file), "--enforce"],
-            cwd=dev_stack.home, env=clean_env(), capture_output=True, text=True, timeout=180,
-            check=False)
+            cwd=dev_stack.home,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "using the local stack" in result.stderr
     assert " · run " in result.stdout, result.stdout + result.stderr
     run_id = result.stdout.split(" · run ", 1)[1].split(" ", 1)[0]
     failing = dev_stack.workflows(f'MemlifeRun="{run_id}" AND MemlifeVerdict="fail"')
-    assert {w["type"]["name"] for w in failing} == {"SuiteWorkflow",  # type: ignore[index]
-                                                    "PairLifecycleWorkflow"}
+    assert {w["type"]["name"] for w in failing} == {
+        "SuiteWorkflow",  # type: ignore[index]
+        "PairLifecycleWorkflow",
+    }
     # In the Web UI's workflow list the run is Failed at a glance, its verdict the failure.
     suite_id = f"memlife/seed-six-case/{run_id}"
     rows = browser.rendered_text_rows(
-        f"{dev_stack.web_ui}/namespaces/default/workflows", tmp_path / "profile")
+        f"{dev_stack.web_ui}/namespaces/default/workflows", tmp_path / "profile"
+    )
     suite_row = next(row for row in rows if f" {suite_id} " in f" {row} ")
     assert " Failed " in suite_row and "SuiteWorkflow" in suite_row, suite_row
-    described = json.loads(dev_stack.temporal("workflow", "describe", "--workflow-id",
-                                              suite_id))
+    described = json.loads(dev_stack.temporal("workflow", "describe", "--workflow-id", suite_id))
     assert described["workflowExecutionInfo"]["status"] == "WORKFLOW_EXECUTION_STATUS_FAILED"
     shown = json.loads(dev_stack.temporal("workflow", "show", "--workflow-id", suite_id))
     failure = shown["events"][-1]["workflowExecutionFailedEventAttributes"]["failure"]
     assert failure["message"].startswith("FAIL: 0/6 cases passed · 6 failure(s)"), failure
     # Its verdicts query lists every failed check, with invariant and stage.
-    verdicts = dev_stack.temporal("workflow", "query", "--workflow-id",
-                                  f"memlife/seed-six-case/{run_id}/pair-0", "--type",
-                                  "verdicts")
+    verdicts = dev_stack.temporal(
+        "workflow",
+        "query",
+        "--workflow-id",
+        f"memlife/seed-six-case/{run_id}/pair-0",
+        "--type",
+        "verdicts",
+    )
     problems = json.loads(verdicts)["queryResult"][0]["problems"]
     assert {p["invariant"] for p in problems} == {"I3"} and len(problems) == 6
     # And bad report input is one line, exit 2.
@@ -159,18 +231,37 @@ def test_run_finds_the_local_stack_and_a_failing_run_is_found_by_its_verdict(
 
 
 def test_a_review_session_while_a_run_waits_reaches_the_report(
-        dev_stack: DevStack, tmp_path: Path) -> None:
+    dev_stack: DevStack, tmp_path: Path
+) -> None:
     scenario = dev_stack.home / "seed-review.yaml"
-    scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 1ms") + (
-        "  - {step: wait, label: overnight, duration: 6h}\n"
-        "  - {step: probe, kind: recall, label: next-morning}\n"))
+    scenario.write_text(
+        SEED.read_text().replace("duration: 150ms", "duration: 1ms")
+        + (
+            "  - {step: wait, label: overnight, duration: 6h}\n"
+            "  - {step: probe, kind: recall, label: next-morning}\n"
+        )
+    )
     with embedded.reference_target(tmp_path / "leaky", faults=["cross-tenant-leak"]) as leaky:
         target_file = target_file_for(leaky.base_url, tmp_path / "leaky.yaml")
         queue = f"q{uuid.uuid4().hex[:6]}"
         process = subprocess.Popen(
-            [*MEMLIFE, "run", str(scenario), "--target", str(target_file), "--review", queue,
-             "--out", "review-run.json"], cwd=dev_stack.home, env=dev_stack.env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                *MEMLIFE,
+                "run",
+                str(scenario),
+                "--target",
+                str(target_file),
+                "--review",
+                queue,
+                "--out",
+                "review-run.json",
+            ],
+            cwd=dev_stack.home,
+            env=dev_stack.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert process.stdout is not None
             run_id = process.stdout.readline().split(" · run ", 1)[1].split(" ", 1)[0]
@@ -181,12 +272,19 @@ def test_a_review_session_while_a_run_waits_reaches_the_report(
             pair = json.loads(status.stdout)["pairs"][0]
             assert pair["failures"] and pair["web_ui"] == (
                 f"{dev_stack.web_ui}/namespaces/default/workflows/"
-                f"memlife%2Fseed-six-case%2F{run_id}%2Fpair-0")
+                f"memlife%2Fseed-six-case%2F{run_id}%2Fpair-0"
+            )
             # The six leaky answers of the first probes wait for a person, blind.
             session = subprocess.run(
                 [*MEMLIFE, "review", "--queue", queue, "--reviewer", "carol", "--limit", "2"],
-                cwd=dev_stack.home, env=dev_stack.env, input="0\n0\n", capture_output=True,
-                text=True, timeout=120, check=False)
+                cwd=dev_stack.home,
+                env=dev_stack.env,
+                input="0\n0\n",
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
             assert session.returncode == 0, session.stdout + session.stderr
             assert "2 decided, 0 skipped, by carol" in session.stdout
             assert "ana" not in session.stdout.replace("Panadería", "")
@@ -202,13 +300,28 @@ def test_a_review_session_while_a_run_waits_reaches_the_report(
     assert report.stdout.count("| carol |") == 2
 
 
-def _start_long_run(stack: DevStack, scenario: Path,
-                    cohort: str = "auto") -> tuple[subprocess.Popen[str], str]:
+def _start_long_run(
+    stack: DevStack, scenario: Path, cohort: str = "auto"
+) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [*MEMLIFE, "run", str(scenario), "--target", str(stack.target_file), "--out",
-         f"{scenario.stem}.json", "--enforce", "--cohort", cohort],
-        cwd=stack.home, env=stack.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        [
+            *MEMLIFE,
+            "run",
+            str(scenario),
+            "--target",
+            str(stack.target_file),
+            "--out",
+            f"{scenario.stem}.json",
+            "--enforce",
+            "--cohort",
+            cohort,
+        ],
+        cwd=stack.home,
+        env=stack.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout is not None
     first = process.stdout.readline()
     assert " · run " in first, first + (process.stderr.read() if process.stderr else "")
@@ -222,9 +335,10 @@ def _waiting(stack: DevStack, run_id: str) -> bool:
     wake-up."""
     pairs = pair_states(stack, run_id)
     soon = datetime.now(UTC) + timedelta(hours=1)
-    return bool(pairs) and all(pair.get("wake_at") and
-                               datetime.fromisoformat(pair["wake_at"]) > soon
-                               for pair in pairs or [])
+    return bool(pairs) and all(
+        pair.get("wake_at") and datetime.fromisoformat(pair["wake_at"]) > soon
+        for pair in pairs or []
+    )
 
 
 # "1": the pair runs in a cohort workflow (its calls batched, its waits on shared timers).
@@ -233,8 +347,11 @@ def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack, cohort: 
     scenario = dev_stack.home / f"seed-6h-{cohort}.yaml"
     # The run must pass; what it checks is the wake-up, not latency, which a loaded machine
     # took past the seed's 700 ms (the L check has its own tests: tests/rules/test_judge.py).
-    scenario.write_text(SEED.read_text().replace("duration: 150ms", "duration: 6h")
-                        .replace("latency_budget: 700ms", "latency_budget: 60s"))
+    scenario.write_text(
+        SEED.read_text()
+        .replace("duration: 150ms", "duration: 6h")
+        .replace("latency_budget: 700ms", "latency_budget: 60s")
+    )
     process, run_id = _start_long_run(dev_stack, scenario, cohort)
     try:
         wait_for(lambda: _waiting(dev_stack, run_id))
@@ -255,6 +372,7 @@ def test_an_operator_fast_forwards_a_six_hour_wait(dev_stack: DevStack, cohort: 
 
     def at(kind: str) -> datetime:
         return datetime.fromisoformat(times[kind].replace("Z", "+00:00"))
+
     # Scenario time moved on by the skipped wait: the probes happened 6 h "later".
     assert (at("probe") - at("write")).total_seconds() >= 6 * 3600
 
@@ -283,26 +401,52 @@ def test_an_operator_cancels_a_lifecycle_cleanly(dev_stack: DevStack, cohort: st
 
 
 def test_check_deletion_against_a_deletion_fault_fails_naming_the_store(
-        dev_stack: DevStack, tmp_path: Path) -> None:
-    with embedded.reference_target(tmp_path / "faulty", faults=[
-            "premature-deletion-status", "graph-unscoped-delete"]) as faulty:
+    dev_stack: DevStack, tmp_path: Path
+) -> None:
+    with embedded.reference_target(
+        tmp_path / "faulty", faults=["premature-deletion-status", "graph-unscoped-delete"]
+    ) as faulty:
         target_file = target_file_for(faulty.base_url, tmp_path / "faulty.yaml")
         phone = f"+3461{uuid.uuid4().int % 10**7:07d}"
         with httpx.Client(base_url=faulty.base_url, timeout=10) as http:
             user_id = http.post("/v1/users", json={"phone": phone}).json()["user_id"]
-            http.post("/v1/preview", json={"phone": phone,
-                                           "message": "Trabajo en Astilleros Norte."})
+            http.post(
+                "/v1/preview", json={"phone": phone, "message": "Trabajo en Astilleros Norte."}
+            )
             # The fact landed (a read waits for the target's ingestion queue).
-            assert http.get("/admin/stores/graph/records",
-                            params={"tenant_id": user_id}).json()["records"]
-        bad = dev_stack.memlife("check-deletion", "--target", str(target_file), "--tenant",
-                                user_id, "--deadline", "soon")
+            assert http.get("/admin/stores/graph/records", params={"tenant_id": user_id}).json()[
+                "records"
+            ]
+        bad = dev_stack.memlife(
+            "check-deletion",
+            "--target",
+            str(target_file),
+            "--tenant",
+            user_id,
+            "--deadline",
+            "soon",
+        )
         assert bad.returncode == 2 and "--deadline" in bad.stderr
 
         result = dev_stack.memlife(
-            "check-deletion", "--target", str(target_file), "--tenant", user_id, "--phone",
-            phone, "--value", "Astilleros Norte", "--request", "--deadline", "12s", "--poll",
-            "4s", "--wait", "--out", "receipt.md")
+            "check-deletion",
+            "--target",
+            str(target_file),
+            "--tenant",
+            user_id,
+            "--phone",
+            phone,
+            "--value",
+            "Astilleros Norte",
+            "--request",
+            "--deadline",
+            "12s",
+            "--poll",
+            "4s",
+            "--wait",
+            "--out",
+            "receipt.md",
+        )
         assert result.returncode == 1, result.stdout + result.stderr
         assert "Traceback" not in result.stderr, result.stderr
         receipt = (dev_stack.home / "receipt.md").read_text()
@@ -313,34 +457,70 @@ def test_check_deletion_against_a_deletion_fault_fails_naming_the_store(
 
         # The same check started the way the README shows, with the Temporal CLI.
         printed = dev_stack.memlife(
-            "check-deletion", "--target", str(target_file), "--tenant", user_id, "--value",
-            "Astilleros Norte", "--deadline", "6s", "--poll", "3s", "--id", "from-cli",
-            "--print-input")
+            "check-deletion",
+            "--target",
+            str(target_file),
+            "--tenant",
+            user_id,
+            "--value",
+            "Astilleros Norte",
+            "--deadline",
+            "6s",
+            "--poll",
+            "3s",
+            "--id",
+            "from-cli",
+            "--print-input",
+        )
         assert printed.returncode == 0, printed.stderr
         (tmp_path / "input.json").write_text(printed.stdout)
         started = subprocess.run(
-            [TEMPORAL, "workflow", "start", "--type", "DeletionCheckWorkflow", "--task-queue",
-             "memlife", "--workflow-id", "memlife/deletion-check/from-cli", "--input-file",
-             str(tmp_path / "input.json"), "--address", dev_stack.address],
-            capture_output=True, text=True, timeout=60, check=False)
+            [
+                TEMPORAL,
+                "workflow",
+                "start",
+                "--type",
+                "DeletionCheckWorkflow",
+                "--task-queue",
+                "memlife",
+                "--workflow-id",
+                "memlife/deletion-check/from-cli",
+                "--input-file",
+                str(tmp_path / "input.json"),
+                "--address",
+                dev_stack.address,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert started.returncode == 0, started.stderr
         keys = dev_stack.memlife("keygen", "--out", "keys")
         assert keys.returncode == 0, keys.stderr
-        fetched = dev_stack.memlife("receipt", "from-cli", "--wait", "--format", "json",
-                                    "--out", "from-cli.json", "--sign",
-                                    "keys/memlife-signing.key")
+        fetched = dev_stack.memlife(
+            "receipt",
+            "from-cli",
+            "--wait",
+            "--format",
+            "json",
+            "--out",
+            "from-cli.json",
+            "--sign",
+            "keys/memlife-signing.key",
+        )
         assert fetched.returncode == 1, fetched.stdout + fetched.stderr
         document = json.loads((dev_stack.home / "from-cli.json").read_text())
         stores = {s["store"]: s["status"] for s in document["stores"]}
         assert stores["graph"] == "residue"
     # The signed receipt verifies offline; one changed timestamp does not, and says where.
-    verified = dev_stack.memlife("verify", "from-cli.json", "--public-key",
-                                 "keys/memlife-signing.pub")
+    verified = dev_stack.memlife(
+        "verify", "from-cli.json", "--public-key", "keys/memlife-signing.pub"
+    )
     assert verified.returncode == 0 and "VERIFIED: receipt" in verified.stdout, verified.stdout
     document["started_at"] = document["started_at"].replace(":", ";", 1)
     (dev_stack.home / "edited.json").write_text(json.dumps(document))
-    edited = dev_stack.memlife("verify", "edited.json", "--public-key",
-                               "keys/memlife-signing.pub")
+    edited = dev_stack.memlife("verify", "edited.json", "--public-key", "keys/memlife-signing.pub")
     assert edited.returncode == 1
     assert "edited.json: section 'started_at' changed after signing" in edited.stdout
 
@@ -351,8 +531,8 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     position, chunks, header = 8, b"", b""
     while position < len(data):
-        length, kind = struct.unpack(">I4s", data[position:position + 8])
-        body = data[position + 8:position + 8 + length]
+        length, kind = struct.unpack(">I4s", data[position : position + 8])
+        body = data[position + 8 : position + 8 + length]
         if kind == b"IHDR":
             header = body
         elif kind == b"IDAT":
@@ -367,7 +547,7 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     previous = bytearray(stride)
     for y in range(height):
         kind = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for x in range(stride):
             left = line[x - channels] if x >= channels else 0
             up = previous[x]
@@ -388,8 +568,7 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     return width, channels, rows
 
 
-def test_html_report_renders_its_timeline_in_chromium(dev_stack: DevStack,
-                                                     tmp_path: Path) -> None:
+def test_html_report_renders_its_timeline_in_chromium(dev_stack: DevStack, tmp_path: Path) -> None:
     # A run on the stack, then its report from the stack's recorder, by `latest`.
     run = dev_stack.memlife("run", str(SEED), "--target", str(dev_stack.target_file))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -400,10 +579,14 @@ def test_html_report_renders_its_timeline_in_chromium(dev_stack: DevStack,
     assert 'class="timeline"' in page_text and run_id in page_text
     # A recorded two-pair nightly with two faults: passing and failing steps to draw.
     artifact = tmp_path / "nightly.json"
-    artifact.write_bytes(gzip.decompress((REPO / "tests" / "fixtures" / (
-        "artifact-nightly-2pairs-resurrection-stale.json.gz")).read_bytes()))
-    result = dev_stack.memlife("report", str(artifact), "--format", "html", "--out",
-                               "nightly.html")
+    artifact.write_bytes(
+        gzip.decompress(
+            (
+                REPO / "tests" / "fixtures" / ("artifact-nightly-2pairs-resurrection-stale.json.gz")
+            ).read_bytes()
+        )
+    )
+    result = dev_stack.memlife("report", str(artifact), "--format", "html", "--out", "nightly.html")
     assert result.returncode == 0, result.stderr
     page = dev_stack.home / "nightly.html"
     screenshot = dev_stack.home / "nightly.png"
@@ -412,12 +595,14 @@ def test_html_report_renders_its_timeline_in_chromium(dev_stack: DevStack,
 
     def count(colour: str, band: list[bytes]) -> int:
         wanted = bytes.fromhex(colour)
-        return sum(row[x:x + 3] == wanted for row in band
-                   for x in range(0, width * channels, channels))
+        return sum(
+            row[x : x + 3] == wanted for row in band for x in range(0, width * channels, channels)
+        )
+
     # The waits are drawn in a colour used nowhere else: they locate the timeline.
     wait_rows = [y for y, row in enumerate(rows) if count("c9d1dc", [row]) > 200]
     assert len(wait_rows) >= 2, "no timeline on screen"
-    band = rows[wait_rows[0] - 12:wait_rows[-1] + 12]
+    band = rows[wait_rows[0] - 12 : wait_rows[-1] + 12]
     # Both pairs: a passing first probe (green), failing later stages (red).
     assert count("2e9d5b", band) >= 2 * 40
     assert count("d64545", band) >= 2 * 3 * 40

@@ -33,17 +33,26 @@ def test_a_run_exports_its_spans_to_the_otlp_endpoint_it_is_given(tmp_path: Path
         quiet = memlife("run", str(SEED), "--clock", "skip", cwd=tmp_path)
         assert quiet.returncode == 0, quiet.stdout + quiet.stderr
         assert received == []  # not asked for: nothing exported
-        run = memlife("run", str(SEED), "--clock", "skip", "--out", "r.json", cwd=tmp_path,
-                      env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-                           "OTEL_SERVICE_NAME": "memlife-nightly"})
+        run = memlife(
+            "run",
+            str(SEED),
+            "--clock",
+            "skip",
+            "--out",
+            "r.json",
+            cwd=tmp_path,
+            env={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "memlife-nightly"},
+        )
         assert run.returncode == 0, run.stdout + run.stderr
     spans = {}
     services = set()
     for message in received:
         for resource_spans in message.resource_spans:
-            services |= {attribute.value.string_value
-                         for attribute in resource_spans.resource.attributes
-                         if attribute.key == "service.name"}
+            services |= {
+                attribute.value.string_value
+                for attribute in resource_spans.resource.attributes
+                if attribute.key == "service.name"
+            }
             for scope in resource_spans.scope_spans:
                 for span in scope.spans:
                     spans[span.trace_id.hex() + span.span_id.hex()] = span

@@ -41,8 +41,9 @@ def test_keygen_sign_a_run_verify_it_and_catch_an_edit(tmp_path: Path) -> None:
     assert edited.returncode == 1
     assert f"observations entry {probe} (" in edited.stdout and "NOT VERIFIED" in edited.stdout
     # A document never signed, or a key that is not one: exit 2, one line.
-    (tmp_path / "plain.json").write_text(json.dumps({k: v for k, v in document.items()
-                                                     if k != "signature"}))
+    (tmp_path / "plain.json").write_text(
+        json.dumps({k: v for k, v in document.items() if k != "signature"})
+    )
     plain = memlife("verify", "plain.json", "--public-key", public, cwd=tmp_path)
     assert plain.returncode == 2 and "not signed" in plain.stderr
     assert len(plain.stderr.strip().splitlines()) == 1

@@ -21,18 +21,27 @@ async def _workflows(address: str) -> list[str]:
 
 
 def test_target_requests_through_a_queue_a_standalone_worker_serves(
-        tmp_path: Path, cluster: str) -> None:
+    tmp_path: Path, cluster: str
+) -> None:
     db_url = f"sqlite:///{tmp_path / 'recorder.db'}"
 
     async def run() -> tuple[int, str, str, str]:
-        async with worker_process("mine", tmp_path / "state", db_url=db_url,
-                                  address=cluster) as child:
+        async with worker_process(
+            "mine", tmp_path / "state", db_url=db_url, address=cluster
+        ) as child:
             result = await asyncio.to_thread(
-                memlife, "run", str(SEED), "--target-queue", "mine", "--out", "r.json",
-                "--enforce", cwd=tmp_path,
-                env={"TEMPORAL_ADDRESS": cluster, "MEMLIFE_DB_URL": db_url})
-            return (result.returncode, result.stdout, result.stderr,
-                    child.log_path.read_text())
+                memlife,
+                "run",
+                str(SEED),
+                "--target-queue",
+                "mine",
+                "--out",
+                "r.json",
+                "--enforce",
+                cwd=tmp_path,
+                env={"TEMPORAL_ADDRESS": cluster, "MEMLIFE_DB_URL": db_url},
+            )
+            return (result.returncode, result.stdout, result.stderr, child.log_path.read_text())
 
     code, stdout, stderr, log = asyncio.run(run())
     assert code == 0, stdout + stderr
@@ -44,20 +53,35 @@ def test_target_requests_through_a_queue_a_standalone_worker_serves(
     assert (first["event"], first["task_queue"]) == ("worker running", "mine")
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["--target-queue", "nobody"],
-     "task queue nobody: no worker polls it for activity tasks (waited 2 s); start "
-     "`{memlife} worker --serve activities --task-queue nobody` with this command's "
-     "MEMLIFE_DB_URL, or use --target-worker instead of --target-queue; no run was started"),
-    (["--no-worker", "--task-queue", "unserved"],
-     "task queue unserved: no worker polls it for workflow tasks (waited 2 s); start "
-     "`{memlife} worker --task-queue unserved` with this command's MEMLIFE_DB_URL, or run "
-     "without --no-worker; no run was started"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--target-queue", "nobody"],
+            "task queue nobody: no worker polls it for activity tasks (waited 2 s); start "
+            "`{memlife} worker --serve activities --task-queue nobody` with this command's "
+            "MEMLIFE_DB_URL, or use --target-worker instead of --target-queue; no run was started",
+        ),
+        (
+            ["--no-worker", "--task-queue", "unserved"],
+            "task queue unserved: no worker polls it for workflow tasks (waited 2 s); start "
+            "`{memlife} worker --task-queue unserved` with this command's MEMLIFE_DB_URL, or run "
+            "without --no-worker; no run was started",
+        ),
+    ],
+)
 def test_work_no_worker_serves_is_refused_before_a_run_starts(
-        tmp_path: Path, cluster: str, args: list[str], expected: str) -> None:
-    result = memlife("run", str(SEED), *args, "--worker-wait", "2s", cwd=tmp_path,
-                     env={"TEMPORAL_ADDRESS": cluster})
+    tmp_path: Path, cluster: str, args: list[str], expected: str
+) -> None:
+    result = memlife(
+        "run",
+        str(SEED),
+        *args,
+        "--worker-wait",
+        "2s",
+        cwd=tmp_path,
+        env={"TEMPORAL_ADDRESS": cluster},
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith("waiting up to 2 s for a worker to poll for ")

@@ -15,21 +15,31 @@ REFERENCE_FILE = TARGET_FILE
 def test_a_working_target_file_checks_out_operation_by_operation(tmp_path: Path) -> None:
     with embedded.reference_target(tmp_path / "target") as target:
         good = tmp_path / "good.yaml"
-        good.write_text(REFERENCE_FILE.read_text().replace("http://127.0.0.1:8080",
-                                                           target.base_url))
+        good.write_text(
+            REFERENCE_FILE.read_text().replace("http://127.0.0.1:8080", target.base_url)
+        )
         result = memlife("target", "check", str(good), cwd=tmp_path)
         assert result.returncode == 0, result.stdout + result.stderr
-        for operation in ("register", "say (statement)", "say (question)", "recall",
-                          "probe memory (scope)", "probe cache (needle)", "forget",
-                          "delete_tenant", "deletion_status"):
+        for operation in (
+            "register",
+            "say (statement)",
+            "say (question)",
+            "recall",
+            "probe memory (scope)",
+            "probe cache (needle)",
+            "forget",
+            "delete_tenant",
+            "deletion_status",
+        ):
             assert operation in result.stdout, operation
         assert "ok: every operation and probe works" in result.stdout
 
         broken = tmp_path / "broken.yaml"
-        broken.write_text(good.read_text()
-                          .replace("extract: {reply: /reply,", "extract: {reply: /answer,")
-                          .replace("path: /admin/stores/graph/records",
-                                   "path: /admin/graph/records"))
+        broken.write_text(
+            good.read_text()
+            .replace("extract: {reply: /reply,", "extract: {reply: /answer,")
+            .replace("path: /admin/stores/graph/records", "path: /admin/graph/records")
+        )
         result = memlife("target", "check", str(broken), cwd=tmp_path)
         assert result.returncode == 2, result.stdout + result.stderr
         assert "'reply' at '/answer'" in result.stdout
@@ -45,8 +55,7 @@ def test_a_files_probe_is_checked_by_scanning_its_directory(tmp_path: Path) -> N
     data.mkdir()
     with embedded.reference_target(tmp_path / "target", db_path=data / "ref.db") as target:
         text = REFERENCE_FILE.read_text().replace("http://127.0.0.1:8080", target.base_url)
-        disk = ("\n  - name: disk\n    probe: {kind: files, path: \"" + str(data)
-                + "\", grace: 7d}\n")
+        disk = '\n  - name: disk\n    probe: {kind: files, path: "' + str(data) + '", grace: 7d}\n'
         good = tmp_path / "good.yaml"
         good.write_text(text + disk)
         result = memlife("target", "check", str(good), cwd=tmp_path)

@@ -86,10 +86,17 @@ class MemorySpace:
 class MemoryTarget:
     """The target calls, answered from memory (see the module's docstring)."""
 
-    def __init__(self, scenario: Scenario, *, shared: bool = False,
-                 keeps_deleted: bool = False, space_leak: bool = False,
-                 revocation_ignored: bool = False, member_delete_overreach: bool = False,
-                 resurrects: bool = False) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        shared: bool = False,
+        keeps_deleted: bool = False,
+        space_leak: bool = False,
+        revocation_ignored: bool = False,
+        member_delete_overreach: bool = False,
+        resurrects: bool = False,
+    ) -> None:
         self.shared, self.keeps_deleted = shared, keeps_deleted
         self.space_leak, self.revocation_ignored = space_leak, revocation_ignored
         self.member_delete_overreach, self.resurrects = member_delete_overreach, resurrects
@@ -110,10 +117,11 @@ class MemoryTarget:
         self.answer_lost: set[str] = set()
 
     def _fail(self, activity: str, action: str = "", lost: bool = False) -> None:
-        if {activity, f"{activity}:{action}"} & (self.answer_lost if lost
-                                                 else self.unreachable):
-            raise BatchItemError("TargetUnavailable: connection refused"
-                                 + (" (after the request was sent)" if lost else ""))
+        if {activity, f"{activity}:{action}"} & (self.answer_lost if lost else self.unreachable):
+            raise BatchItemError(
+                "TargetUnavailable: connection refused"
+                + (" (after the request was sent)" if lost else "")
+            )
 
     def register(self, request: RegisterRequest) -> RegisterResult:
         self._fail(contracts.REGISTER_TENANT.name)
@@ -150,14 +158,16 @@ class MemoryTarget:
             raise BatchItemError(f"TargetError: HTTP 404 no space {request.space_id}")
         user = request.user_id
         admitted = not space.deleted and (
-            user in space.members or self.space_leak
-            or (self.revocation_ignored and user in space.former))
+            user in space.members
+            or self.space_leak
+            or (self.revocation_ignored and user in space.former)
+        )
         replies = []
         for index, message in enumerate(request.messages):
             text = "Entendido." if admitted else NO_ACCESS
             if index in request.questions:
                 domain = self.questions.get(message)
-                text = (space.facts.get(domain or "", NO_ANSWER) if admitted else NO_ACCESS)
+                text = space.facts.get(domain or "", NO_ANSWER) if admitted else NO_ACCESS
             elif admitted:
                 for pattern, domain in self.statements:
                     if match := pattern.search(message):
@@ -186,16 +196,22 @@ class MemoryTarget:
                 space.deleted = True
                 space.facts.clear()
         self._fail(operation, request.action, lost=True)
-        return SpaceResult(space_id=space_id, status="active", http_status=200,
-                           latency_ms=1.0, wall_time=START)
+        return SpaceResult(
+            space_id=space_id, status="active", http_status=200, latency_ms=1.0, wall_time=START
+        )
 
     def maintain(self, request: MaintainRequest) -> MaintenanceResult:
         self._fail(contracts.MAINTAIN_TARGET.name, request.operation)
         if self.resurrects:  # a rebuild from what erasure left behind
             erased = self.erased.pop(request.user_id, {})
             self.memory.setdefault(request.user_id, {}).update(erased)
-        return MaintenanceResult(operation=request.operation, status="ok", http_status=200,
-                                 latency_ms=1.0, wall_time=START)
+        return MaintenanceResult(
+            operation=request.operation,
+            status="ok",
+            http_status=200,
+            latency_ms=1.0,
+            wall_time=START,
+        )
 
     def delete(self, request: DeleteRequest) -> DeletionState:
         self._fail(contracts.DELETE_TENANT.name)
@@ -213,8 +229,9 @@ class MemoryTarget:
 
     def forget(self, request: ForgetRequest) -> DeletionState:
         if not self.keeps_deleted and request.domain in self.memory.get(request.user_id, {}):
-            self.erased.setdefault(request.user_id, {})[request.domain] = (
-                self.memory[request.user_id].pop(request.domain))
+            self.erased.setdefault(request.user_id, {})[request.domain] = self.memory[
+                request.user_id
+            ].pop(request.domain)
         return DeletionState(done=True, http_status=200, latency_ms=1.0, wall_time=START)
 
     def inspect(self, request: InspectRequest) -> list[StoreRead]:
@@ -225,8 +242,14 @@ def judge(step: StepRecord) -> StepOutcome:
     """What record_step answers (activities/record.py), without the recorder: the rules'
     verdicts on the step. No other run, so no foreign values."""
     step = step.with_forbidden_per_case()
-    verdicts, summaries = judge_step(step.cases, step.observations, step.inspections,
-                                     step.reads, step.stores, step.latency_budget_ms)
+    verdicts, summaries = judge_step(
+        step.cases,
+        step.observations,
+        step.inspections,
+        step.reads,
+        step.stores,
+        step.latency_budget_ms,
+    )
     return StepOutcome(verdicts=verdicts + list(step.verdicts), inspections=summaries)
 
 
@@ -251,8 +274,7 @@ class FakeCalls:
     sleeps: list[tuple[timedelta, str]] = field(default_factory=list)
     logged: list[str] = field(default_factory=list)
 
-    async def _call(self, activity: Activity[Any, Any], arg: Any, options: dict[str, Any]
-                    ) -> Any:
+    async def _call(self, activity: Activity[Any, Any], arg: Any, options: dict[str, Any]) -> Any:
         assert "start_to_close_timeout" in options, f"{activity.name} has no timeout"
         assert "retry_policy" in options, f"{activity.name} has no retry policy"
         self.calls.append(Call(activity.name, arg, self.clock, options))
@@ -262,8 +284,7 @@ class FakeCalls:
     async def activity(self, activity: Activity[Any, Any], arg: Any, **options: Any) -> Any:
         return await self._call(activity, arg, options)
 
-    async def local_activity(self, activity: Activity[Any, Any], arg: Any,
-                             **options: Any) -> Any:
+    async def local_activity(self, activity: Activity[Any, Any], arg: Any, **options: Any) -> Any:
         return await self._call(activity, arg, options)
 
     async def direct(self, activity: Activity[Any, Any], arg: Any, **options: Any) -> Any:
@@ -321,10 +342,15 @@ def fake_calls(target: MemoryTarget, **options: Any) -> FakeCalls:
 
 # A batch's kind -> the single call it stands for (as workflows/batching.py groups them).
 BATCH_KINDS: dict[str, Activity[Any, Any]] = {
-    "register": contracts.REGISTER_TENANT, "converse": contracts.CONVERSE,
-    "delete": contracts.DELETE_TENANT, "deletion-status": contracts.DELETION_STATUS,
-    "forget": contracts.FORGET_FACT, "maintain": contracts.MAINTAIN_TARGET,
-    "space": contracts.SPACE_OPERATION, "inspect": contracts.INSPECT_STORES}
+    "register": contracts.REGISTER_TENANT,
+    "converse": contracts.CONVERSE,
+    "delete": contracts.DELETE_TENANT,
+    "deletion-status": contracts.DELETION_STATUS,
+    "forget": contracts.FORGET_FACT,
+    "maintain": contracts.MAINTAIN_TARGET,
+    "space": contracts.SPACE_OPERATION,
+    "inspect": contracts.INSPECT_STORES,
+}
 
 
 def _jsonable(value: Any) -> Any:
@@ -357,13 +383,25 @@ def batch_answers(target: MemoryTarget) -> dict[str, Callable[[Any], Any]]:
     }
 
 
-def pair_input(scenario: Scenario, target: Target, *, seed: str = "fake", pair: int = 0,
-               clock: Clock | None = None, review_queue: str | None = None) -> PairInput:
+def pair_input(
+    scenario: Scenario,
+    target: Target,
+    *,
+    seed: str = "fake",
+    pair: int = 0,
+    clock: Clock | None = None,
+    review_queue: str | None = None,
+) -> PairInput:
     """One pair of `scenario`, drawn from `seed`, as the suite gives it to a lifecycle."""
     drawn = materialize(scenario, seed)
     chosen = drawn.pairs[pair]
-    return PairInput(run_id="fake-run", pair_index=pair,
-                     scenario=drawn.model_copy(update={"pairs": [chosen]}), target=target,
-                     clock=clock or Clock(mode="skip"), clock_origin=START,
-                     tenants=pair_tenants("fake-run", pair, chosen, drawn),
-                     review_queue=review_queue)
+    return PairInput(
+        run_id="fake-run",
+        pair_index=pair,
+        scenario=drawn.model_copy(update={"pairs": [chosen]}),
+        target=target,
+        clock=clock or Clock(mode="skip"),
+        clock_origin=START,
+        tenants=pair_tenants("fake-run", pair, chosen, drawn),
+        review_queue=review_queue,
+    )

@@ -70,12 +70,14 @@ class FakeWorkflow:
     _waiters: list[_Waiter] = field(default_factory=list)
     _in_flight: list[tuple[asyncio.Future[Any], str, Any]] = field(default_factory=list)
 
-    async def _execute(self, activity: Activity[Any, Any], arg: Any, local: bool,
-                       options: dict[str, Any]) -> Any:
+    async def _execute(
+        self, activity: Activity[Any, Any], arg: Any, local: bool, options: dict[str, Any]
+    ) -> Any:
         assert "start_to_close_timeout" in options, f"{activity.name} has no timeout"
         assert "retry_policy" in options, f"{activity.name} has no retry policy"
-        self.executed.append(Executed(activity.name, arg, local, self.clock, self.activation,
-                                      options))
+        self.executed.append(
+            Executed(activity.name, arg, local, self.clock, self.activation, options)
+        )
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._in_flight.append((future, activity.name, arg))
         return await future
@@ -83,13 +85,16 @@ class FakeWorkflow:
     async def execute(self, activity: Activity[Any, Any], arg: Any, **options: Any) -> Any:
         return await self._execute(activity, arg, False, options)
 
-    async def execute_local(self, activity: Activity[Any, Any], arg: Any,
-                            **options: Any) -> Any:
+    async def execute_local(self, activity: Activity[Any, Any], arg: Any, **options: Any) -> Any:
         return await self._execute(activity, arg, True, options)
 
-    async def wait_condition(self, fn: Callable[[], bool], *,
-                             timeout: timedelta | None = None,
-                             timeout_summary: str | None = None) -> None:
+    async def wait_condition(
+        self,
+        fn: Callable[[], bool],
+        *,
+        timeout: timedelta | None = None,
+        timeout_summary: str | None = None,
+    ) -> None:
         deadline = None if timeout is None else self.clock + timeout
         if deadline is not None:
             self.timers.append((deadline, timeout_summary))

@@ -17,14 +17,18 @@ PUBLISHED = REPO / "docs" / "artifact.schema.json"
 
 def test_the_published_schema_is_the_models_schema() -> None:
     assert json.loads(PUBLISHED.read_text()) == schema(), (
-        "regenerate it: python -m memlife.recorder.artifact > docs/artifact.schema.json")
+        "regenerate it: python -m memlife.recorder.artifact > docs/artifact.schema.json"
+    )
 
 
 def test_recorded_artifacts_of_earlier_versions_validate_and_broken_ones_do_not() -> None:
     validator = jsonschema.Draft202012Validator(schema())
     fixtures = REPO / "tests" / "fixtures"
-    nightly = json.loads(gzip.decompress(
-        (fixtures / "artifact-nightly-2pairs-resurrection-stale.json.gz").read_bytes()))
+    nightly = json.loads(
+        gzip.decompress(
+            (fixtures / "artifact-nightly-2pairs-resurrection-stale.json.gz").read_bytes()
+        )
+    )
     validator.validate(nightly)
     validator.validate(json.loads((fixtures / "artifact-seed-leak.json").read_text()))
     # Signed, an artifact has one more field, the signature block.

@@ -12,14 +12,22 @@ from memlife.rules.scoring import summarize_latency
 
 
 def builder(keep_samples: bool) -> ArtifactBuilder:
-    run = SimpleNamespace(id="20260101T000000Z-b", status="finished", started_at=None,
-                          finished_at=None,
-                          meta_json=json.dumps({"latency_budget_ms": 700.0}))
-    made = ArtifactBuilder(run, {}, keep_entries=False, keep_findings=False,
-                           keep_samples=keep_samples)
+    run = SimpleNamespace(
+        id="20260101T000000Z-b",
+        status="finished",
+        started_at=None,
+        finished_at=None,
+        meta_json=json.dumps({"latency_budget_ms": 700.0}),
+    )
+    made = ArtifactBuilder(
+        run, {}, keep_entries=False, keep_findings=False, keep_samples=keep_samples
+    )
     made.cases = made.cases_passed = 1
-    for latency, metrics in ((12.0, {"stage:retrieval": 3.0, "cost": 0.25}),
-                             (700.0004, {"tokens": 10.0}), (9.5, {})):
+    for latency, metrics in (
+        (12.0, {"stage:retrieval": 3.0, "cost": 0.25}),
+        (700.0004, {"tokens": 10.0}),
+        (9.5, {}),
+    ):
         made.add_probe(latency, metrics)
     return made
 

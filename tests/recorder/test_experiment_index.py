@@ -14,9 +14,18 @@ from memlife import recorder
 def add_run(run_id: str, experiment: str | None, *, indexed: bool) -> None:
     meta = {"experiment": experiment} if experiment else {}
     with recorder.session() as db:
-        db.add(recorder.RunRow(id=run_id, scenario="s", scenario_sha256="0", target_name="t",
-                               target_base_url="http://127.0.0.1:9", clock="skip",
-                               meta_json=json.dumps(meta), started_at=datetime.now(UTC)))
+        db.add(
+            recorder.RunRow(
+                id=run_id,
+                scenario="s",
+                scenario_sha256="0",
+                target_name="t",
+                target_base_url="http://127.0.0.1:9",
+                clock="skip",
+                meta_json=json.dumps(meta),
+                started_at=datetime.now(UTC),
+            )
+        )
         if indexed:
             db.add(recorder.RunExperimentRow(run_id=run_id, experiment=experiment or ""))
 
@@ -30,8 +39,11 @@ def test_runs_are_found_by_the_index_and_older_runs_indexed_once(db_url: str) ->
     add_run("r4", "retrieval", indexed=True)  # recorded since
     assert recorder.experiment_run_ids("retrieval") == ["r1", "r4"]
     with recorder.session() as db:
-        index = dict(db.exec(select(recorder.RunExperimentRow.run_id,
-                                    recorder.RunExperimentRow.experiment)).all())
+        index = dict(
+            db.exec(
+                select(recorder.RunExperimentRow.run_id, recorder.RunExperimentRow.experiment)
+            ).all()
+        )
     assert index == {"r1": "retrieval", "r2": "retrieval-2", "r3": "", "r4": "retrieval"}
     # Once indexed, an older run's meta is not what is read: the index answers.
     with recorder.session() as db:

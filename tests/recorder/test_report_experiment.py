@@ -20,21 +20,37 @@ from tests.workflows.helpers import run_input, run_suite
 
 
 async def test_the_streamed_experiment_is_the_whole_experiment(
-        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
-        leaky_target: Target, clean_target: Target) -> None:
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    seed_scenario: Scenario,
+    leaky_target: Target,
+    clean_target: Target,
+) -> None:
     run_ids = []
-    for configuration, repetition, target in (("leaky", 1, leaky_target),
-                                              ("clean", 1, clean_target),
-                                              ("leaky", 2, leaky_target)):
+    for configuration, repetition, target in (
+        ("leaky", 1, leaky_target),
+        ("clean", 1, clean_target),
+        ("leaky", 2, leaky_target),
+    ):
         run = run_input(seed_scenario, target)
-        run = run.model_copy(update={"meta": run.meta.model_copy(update={
-            "experiment": "exp-streamed", "configuration": configuration,
-            "repetition": repetition})})
+        run = run.model_copy(
+            update={
+                "meta": run.meta.model_copy(
+                    update={
+                        "experiment": "exp-streamed",
+                        "configuration": configuration,
+                        "repetition": repetition,
+                    }
+                )
+            }
+        )
         await run_suite(skip_env.client, skip_worker, run)
         run_ids.append(run.run_id)
     loaded = [recorder.load_run(run_id) for run_id in run_ids]
-    whole_runs = sorted((build_artifact(rows) for rows in loaded if rows is not None),
-                        key=lambda a: (a.meta.repetition or 0, a.meta.started_at or ""))
+    whole_runs = sorted(
+        (build_artifact(rows) for rows in loaded if rows is not None),
+        key=lambda a: (a.meta.repetition or 0, a.meta.started_at or ""),
+    )
     whole = experiment_document("exp-streamed", whole_runs)
     reported = recorder.report_experiment("exp-streamed")
     assert reported is not None
@@ -49,9 +65,11 @@ async def test_the_streamed_experiment_is_the_whole_experiment(
     for fmt in ("json", "md", "html", "junit"):
         for redacted in (True, False):
             assert render_experiment(streamed, fmt, redacted=redacted, lists=lists) == (
-                render_experiment(whole, fmt, redacted=redacted)), (fmt, redacted)
+                render_experiment(whole, fmt, redacted=redacted)
+            ), (fmt, redacted)
     assert "".join(recorder.experiment_chunks(streamed)) == json.dumps(
-        whole.model_dump(mode="json"), indent=2, ensure_ascii=False)
+        whole.model_dump(mode="json"), indent=2, ensure_ascii=False
+    )
 
 
 def test_an_experiment_the_recorder_has_no_run_of_has_no_report(db_url: str) -> None:

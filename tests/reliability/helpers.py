@@ -25,8 +25,9 @@ def written_nightly(pairs: int) -> Scenario:
     """The nightly as written, generating `pairs` pairs (a cohort run materializes them)."""
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
-    return scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": pairs})})
+    return scenario.model_copy(
+        update={"generate": scenario.generate.model_copy(update={"count": pairs})}
+    )
 
 
 def recorded_nightly_values(pairs: int, seed: str) -> str:
@@ -49,18 +50,30 @@ def small_nightly(seed: str, pairs: int = 2) -> Scenario:
     generation = scenario.generate.model_copy(update={"count": pairs})
     # Under a compressed clock a recovery of a few seconds is many scenario hours: the
     # deletion SLA is not what these tests are about.
-    return materialize(scenario.model_copy(update={"generate": generation,
-                                                   "deletion_sla": timedelta(days=365)}), seed)
+    return materialize(
+        scenario.model_copy(update={"generate": generation, "deletion_sla": timedelta(days=365)}),
+        seed,
+    )
 
 
-def start_worker(address: str, db_url: str, log: Path,
-                 options: list[str] | None = None) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "TEMPORAL_ADDRESS": address, "MEMLIFE_DB_URL": db_url,
-           "PYTHONPATH": str(REPO)}
+def start_worker(
+    address: str, db_url: str, log: Path, options: list[str] | None = None
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": address,
+        "MEMLIFE_DB_URL": db_url,
+        "PYTHONPATH": str(REPO),
+    }
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, str(REPO / "worker.py"), *(options or [])],
-                                cwd=REPO, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [sys.executable, str(REPO / "worker.py"), *(options or [])],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def row_keys(run_id: str, url: str) -> dict[str, object]:
@@ -73,18 +86,24 @@ def row_keys(run_id: str, url: str) -> dict[str, object]:
     observations = [o for o in loaded["observations"] if o.kind != "deletion-status"]
     return {
         "steps": Counter((s.pair_index, s.step_index, s.kind) for s in loaded["steps"]),
-        "observations": Counter((o.pair_index, o.step_index, o.kind, o.domain, o.case_id,
-                                 o.status) for o in observations),
-        "verdicts": Counter((v.pair_index, v.step_index, v.case_id, v.outcome)
-                            for v in loaded["verdicts"]),
+        "observations": Counter(
+            (o.pair_index, o.step_index, o.kind, o.domain, o.case_id, o.status)
+            for o in observations
+        ),
+        "verdicts": Counter(
+            (v.pair_index, v.step_index, v.case_id, v.outcome) for v in loaded["verdicts"]
+        ),
         "tenants": Counter((t.pair_index, t.role) for t in loaded["tenants"]),
     }
 
 
 def assert_same_rows(actual: dict[str, object], expected: dict[str, object]) -> None:
     for name in ("steps", "observations", "verdicts", "tenants"):
-        assert actual[name] == expected[name], (name, actual[name] - expected[name],  # type: ignore[operator]
-                                                expected[name] - actual[name])  # type: ignore[operator]
+        assert actual[name] == expected[name], (
+            name,
+            actual[name] - expected[name],  # type: ignore[operator]
+            expected[name] - actual[name],
+        )  # type: ignore[operator]
 
 
 # How often the tests ask a pair for its progress: each query is answered by the worker
@@ -96,6 +115,7 @@ PROGRESS_POLL = 0.2
 async def progress_of(client: Client, workflow_id: str) -> dict[str, object] | None:
     try:
         return await client.get_workflow_handle(workflow_id).query(
-            "progress", rpc_timeout=timedelta(seconds=1))
+            "progress", rpc_timeout=timedelta(seconds=1)
+        )
     except Exception:  # no worker up to answer, the server is down, or not started yet
         return None

@@ -21,8 +21,13 @@ WORKERS = 3
 
 
 async def test_three_workers_on_postgresql_share_a_run_without_losing_a_row(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str,
-        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path,
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    db_url: str,
+    postgres_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     clock = Clock(mode="compress", factor=20_000)  # three scenario days in about 13 s
     scenario = small_nightly("many-workers", pairs=4)
     with embedded.reference_target(tmp_path / "target-single") as single:
@@ -54,9 +59,14 @@ async def test_three_workers_on_postgresql_share_a_run_without_losing_a_row(
     assert summary.passed, summary
     assert_same_rows(row_keys(run.run_id, postgres_url), expected)
     # Shared for real: steps were recorded by more than one of the processes.
-    recorded_by = [sum(1 for line in log.read_text().splitlines()
-                       if '"step recorded"' in line and json.loads(line).get("run") == run.run_id)
-                   for log in logs]
+    recorded_by = [
+        sum(
+            1
+            for line in log.read_text().splitlines()
+            if '"step recorded"' in line and json.loads(line).get("run") == run.run_id
+        )
+        for log in logs
+    ]
     assert sum(1 for count in recorded_by if count) >= 2, recorded_by
 
 

@@ -23,18 +23,43 @@ OBSERVATIONS_PER_STEP = 12
 
 def step(index: int) -> StepRecord:
     observations = [
-        Observation(seq=n, role="a", kind="probe", domain="job", case_id=f"c{n}",
-                    request="¿Dónde trabajo?", reply="En Panadería Quispe", latency_ms=3.0,
-                    scenario_time=NOW, wall_time=NOW)
+        Observation(
+            seq=n,
+            role="a",
+            kind="probe",
+            domain="job",
+            case_id=f"c{n}",
+            request="¿Dónde trabajo?",
+            reply="En Panadería Quispe",
+            latency_ms=3.0,
+            scenario_time=NOW,
+            wall_time=NOW,
+        )
         for n in range(OBSERVATIONS_PER_STEP)
     ]
-    cases = [ProbeCase(case_id=f"c{n}", role="a", tenant_alias="ana", domain="job",
-                       question="¿Dónde trabajo?", required=["Panadería Quispe"])
-             for n in range(OBSERVATIONS_PER_STEP)]
+    cases = [
+        ProbeCase(
+            case_id=f"c{n}",
+            role="a",
+            tenant_alias="ana",
+            domain="job",
+            question="¿Dónde trabajo?",
+            required=["Panadería Quispe"],
+        )
+        for n in range(OBSERVATIONS_PER_STEP)
+    ]
     return StepRecord(
-        run_id="concurrency", pair_index=index // 8, step_index=index % 8, kind="probe",
-        stage="s", scenario_started=NOW, scenario_finished=NOW, wall_started=NOW,
-        wall_finished=NOW, observations=observations, cases=cases,
+        run_id="concurrency",
+        pair_index=index // 8,
+        step_index=index % 8,
+        kind="probe",
+        stage="s",
+        scenario_started=NOW,
+        scenario_finished=NOW,
+        wall_started=NOW,
+        wall_finished=NOW,
+        observations=observations,
+        cases=cases,
         tenants=[TenantIdentity(role="a", alias="ana", phone="+12015550101", language="es")],
     )
 

@@ -36,9 +36,14 @@ def authenticated_target(base_url: str) -> Target:
 
 
 async def test_secret_is_used_but_never_recorded(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
-        skip_env: WorkflowEnvironment, skip_worker: str, db_url: str,
-        seed_scenario: Scenario) -> None:
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    db_url: str,
+    seed_scenario: Scenario,
+) -> None:
     secret = f"sk-memlife-canary-{uuid.uuid4().hex}"
     monkeypatch.setenv(SECRET_VARIABLE, secret)
     monkeypatch.setenv("MEMLIFE_LOG_LEVEL", "DEBUG")
@@ -49,8 +54,10 @@ async def test_secret_is_used_but_never_recorded(
         summary = await run_suite(skip_env.client, skip_worker, run)
     assert summary.passed and summary.cases == 6  # the target accepted the credential
 
-    for workflow_id in (suite_workflow_id(seed_scenario.name, run.run_id),
-                        pair_workflow_id(seed_scenario.name, run.run_id, 0)):
+    for workflow_id in (
+        suite_workflow_id(seed_scenario.name, run.run_id),
+        pair_workflow_id(seed_scenario.name, run.run_id, 0),
+    ):
         history = await skip_env.client.get_workflow_handle(workflow_id).fetch_history()
         text = history_text(history.to_json())
         assert secret not in text
@@ -66,8 +73,13 @@ async def test_secret_is_used_but_never_recorded(
 
 
 async def test_a_missing_secret_is_inconclusive_and_named(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skip_env: WorkflowEnvironment,
-        skip_worker: str, db_url: str, seed_scenario: Scenario) -> None:
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    db_url: str,
+    seed_scenario: Scenario,
+) -> None:
     monkeypatch.setenv(SECRET_VARIABLE, "set-for-the-target-only")
     with _authenticated(tmp_path) as process:
         monkeypatch.delenv(SECRET_VARIABLE)  # the worker no longer has it
@@ -77,8 +89,9 @@ async def test_a_missing_secret_is_inconclusive_and_named(
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None
     errors = {o.error for o in loaded["observations"] if o.kind == "register"}
-    assert all(f"environment variable {SECRET_VARIABLE} is not set" in (e or "")
-               for e in errors), errors
+    assert all(f"environment variable {SECRET_VARIABLE} is not set" in (e or "") for e in errors), (
+        errors
+    )
 
 
 def history_text(history_json: str) -> str:

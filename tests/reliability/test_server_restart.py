@@ -30,12 +30,14 @@ from tests.workflows.helpers import run_input, run_suite
 RESTART_AT_STEPS = (3, 11, 19)  # after the first writes, around the update, after deletion
 
 
-async def test_server_restarts_lose_nothing(tmp_path: Path, skip_env: WorkflowEnvironment,
-                                            skip_worker: str, db_url: str) -> None:
+async def test_server_restarts_lose_nothing(
+    tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str
+) -> None:
     clock = Clock(mode="compress", factor=20_000)
     with embedded.reference_target(tmp_path / "target-calm") as calm:
-        expected_run = run_input(small_nightly("restart-seed"),
-                                 reference_target(calm.base_url), clock)
+        expected_run = run_input(
+            small_nightly("restart-seed"), reference_target(calm.base_url), clock
+        )
         assert (await run_suite(skip_env.client, skip_worker, expected_run)).passed
         expected = row_keys(expected_run.run_id, db_url)
 
@@ -48,12 +50,16 @@ async def test_server_restarts_lose_nothing(tmp_path: Path, skip_env: WorkflowEn
     restarts: list[object] = []
     try:
         client = await embedded.wait_for_client(server)
-        run = run_input(small_nightly("restart-seed"),
-                        reference_target(target_process.base_url), clock)
+        run = run_input(
+            small_nightly("restart-seed"), reference_target(target_process.base_url), clock
+        )
         worker = start_worker(server.address, run_db, tmp_path / "worker.log")
         handle = await client.start_workflow(
-            SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
-            task_queue="memlife")
+            SuiteWorkflow.run,
+            run,
+            id=suite_workflow_id(run.scenario.name, run.run_id),
+            task_queue="memlife",
+        )
         pair0 = pair_workflow_id(run.scenario.name, run.run_id, 0)
         pending = list(RESTART_AT_STEPS)
         while pending:
@@ -70,7 +76,8 @@ async def test_server_restarts_lose_nothing(tmp_path: Path, skip_env: WorkflowEn
             await asyncio.sleep(PROGRESS_POLL)
         client = await Client.connect(server.address, data_converter=DATA_CONVERTER)
         summary = await client.get_workflow_handle(handle.id, result_type=RunSummary).result(
-            rpc_timeout=timedelta(minutes=5))
+            rpc_timeout=timedelta(minutes=5)
+        )
         assert worker.poll() is None, "the worker gave up while the server was away"
     finally:
         if worker is not None:

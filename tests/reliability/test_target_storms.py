@@ -33,8 +33,7 @@ class StormProxy:
         self.conversations = 0
         self.lock = threading.Lock()
         self.app = FastAPI()
-        self.app.add_api_route("/{path:path}", self.forward,
-                               methods=["GET", "POST", "DELETE"])
+        self.app.add_api_route("/{path:path}", self.forward, methods=["GET", "POST", "DELETE"])
 
     async def forward(self, path: str, request: Request) -> Response:
         if path == "v1/preview":
@@ -46,11 +45,18 @@ class StormProxy:
                 return fault
         headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
         async with httpx.AsyncClient(base_url=self.upstream) as client:
-            upstream = await client.request(request.method, f"/{path}",
-                                            params=request.query_params, headers=headers,
-                                            content=await request.body())
-        return Response(upstream.content, status_code=upstream.status_code,
-                        media_type=upstream.headers.get("content-type"))
+            upstream = await client.request(
+                request.method,
+                f"/{path}",
+                params=request.query_params,
+                headers=headers,
+                content=await request.body(),
+            )
+        return Response(
+            upstream.content,
+            status_code=upstream.status_code,
+            media_type=upstream.headers.get("content-type"),
+        )
 
 
 @pytest.fixture
@@ -64,8 +70,9 @@ def unavailable(_: int) -> Response:
     return Response("upstream overloaded", status_code=503)
 
 
-async def lifecycle(env: WorkflowEnvironment, task_queue: str, scenario: Scenario,
-                    target: Target) -> dict:
+async def lifecycle(
+    env: WorkflowEnvironment, task_queue: str, scenario: Scenario, target: Target
+) -> dict:
     run = run_input(scenario, target)
     await run_suite(env.client, task_queue, run)
     loaded = recorder.load_run(run.run_id)
@@ -74,8 +81,11 @@ async def lifecycle(env: WorkflowEnvironment, task_queue: str, scenario: Scenari
 
 
 async def test_a_short_5xx_burst_is_absorbed_by_retries(
-        proxy: tuple[StormProxy, Target], skip_env: WorkflowEnvironment, skip_worker: str,
-        seed_scenario: Scenario) -> None:
+    proxy: tuple[StormProxy, Target],
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    seed_scenario: Scenario,
+) -> None:
     storm, target = proxy
     storm.inject = lambda n: unavailable(n) if n in (2, 3, 7, 8, 9) else None
     artifact = await lifecycle(skip_env, skip_worker, seed_scenario, target)
@@ -84,15 +94,23 @@ async def test_a_short_5xx_burst_is_absorbed_by_retries(
     assert artifact["summary"]["target_errors"] == 0
 
 
-@pytest.mark.parametrize("fault", [
-    unavailable,
-    lambda n: Response("<html><body>Maintenance</body></html>", media_type="text/html"),
-    lambda n: Response(b"\x00\xff garbage", media_type="application/json"),
-    lambda n: Response('{"answer": "wrong shape"}', media_type="application/json"),
-], ids=["503-storm", "html-page", "garbage-json", "wrong-shape"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        unavailable,
+        lambda n: Response("<html><body>Maintenance</body></html>", media_type="text/html"),
+        lambda n: Response(b"\x00\xff garbage", media_type="application/json"),
+        lambda n: Response('{"answer": "wrong shape"}', media_type="application/json"),
+    ],
+    ids=["503-storm", "html-page", "garbage-json", "wrong-shape"],
+)
 async def test_a_storm_that_outlasts_retries_is_inconclusive(
-        proxy: tuple[StormProxy, Target], skip_env: WorkflowEnvironment, skip_worker: str,
-        seed_scenario: Scenario, fault: Injector) -> None:
+    proxy: tuple[StormProxy, Target],
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    seed_scenario: Scenario,
+    fault: Injector,
+) -> None:
     storm, target = proxy
     storm.inject = lambda n: fault(n) if n > 6 else None  # every question, not the writes
     artifact = await lifecycle(skip_env, skip_worker, seed_scenario, target)

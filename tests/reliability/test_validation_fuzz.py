@@ -29,19 +29,41 @@ TARGET = yaml.safe_load((REPO / "scenarios" / "targets" / "reference.yaml").read
 MATRIX_FILE = REPO / "scenarios" / "experiments" / "retrieval-ablation.yaml"
 MATRIX = yaml.safe_load(MATRIX_FILE.read_text())
 # Target files named in a matrix are looked up beside it: parsed as if it were that file.
-parse_matrix_file = functools.partial(parse_matrix, faults=FAULTS,
-                                      retrieval_modes=RETRIEVAL_MODES)
+parse_matrix_file = functools.partial(parse_matrix, faults=FAULTS, retrieval_modes=RETRIEVAL_MODES)
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=True),
     st.text(max_size=30),
-    st.sampled_from(["0ms", "-1s", "3d", "150ms", "1h30m", "abc", "{value}", "", "all",
-                     "write", "probe", "recall", "stale", "a", "b", "employer", "pet"]),
+    st.sampled_from(
+        [
+            "0ms",
+            "-1s",
+            "3d",
+            "150ms",
+            "1h30m",
+            "abc",
+            "{value}",
+            "",
+            "all",
+            "write",
+            "probe",
+            "recall",
+            "stale",
+            "a",
+            "b",
+            "employer",
+            "pet",
+        ]
+    ),
 )
 values = st.recursive(
     scalars,
-    lambda children: st.one_of(st.lists(children, max_size=4),
-                               st.dictionaries(st.text(max_size=12), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -91,8 +113,7 @@ def check(parse: Any, document: Any) -> None:
             assert text.startswith("f.yaml: ") and "\n" not in text, text
 
 
-fuzz = settings(max_examples=300, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+fuzz = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @fuzz
@@ -129,17 +150,50 @@ def test_arbitrary_documents(document: Any) -> None:
 
 # YAML text as a careless or hostile hand writes it: indicators, tags, anchors, aliases,
 # flow collections, control characters, among plain words.
-yaml_pieces = st.sampled_from([
-    "a", "name", ":", ": ", "- ", "\n", "  ", "[", "]", "{", "}", ",", "&x ", "*x", "!!set ",
-    "!!python/object:os.system ", "!tag ", "!!binary ", "'", '"', "#", "|", ">", "---",
-    "...", "? ", "\t", "\r", "\x00", "\x85", "\ufeff", "%YAML 1.1\n", "<<: *x", "~", "1e9",
-])
+yaml_pieces = st.sampled_from(
+    [
+        "a",
+        "name",
+        ":",
+        ": ",
+        "- ",
+        "\n",
+        "  ",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "&x ",
+        "*x",
+        "!!set ",
+        "!!python/object:os.system ",
+        "!tag ",
+        "!!binary ",
+        "'",
+        '"',
+        "#",
+        "|",
+        ">",
+        "---",
+        "...",
+        "? ",
+        "\t",
+        "\r",
+        "\x00",
+        "\x85",
+        "\ufeff",
+        "%YAML 1.1\n",
+        "<<: *x",
+        "~",
+        "1e9",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(yaml_pieces, max_size=40).map("".join))
-def test_the_loader_reports_every_broken_text_as_one_line(tmp_path_factory: Any,
-                                                          text: str) -> None:
+def test_the_loader_reports_every_broken_text_as_one_line(tmp_path_factory: Any, text: str) -> None:
     path = tmp_path_factory.mktemp("yaml") / "f.yaml"
     path.write_text(text, encoding="utf-8")
     try:
@@ -162,12 +216,17 @@ def test_cli_validate_never_shows_a_traceback(tmp_path_factory: Any, raws: list[
     files = [folder / f"s{index}.yaml" for index in range(len(raws))]
     for path, raw in zip(files, raws, strict=True):
         path.write_bytes(raw)
-    result = subprocess.run([sys.executable, "-m", "memlife", "validate", *map(str, files)],
-                            capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "memlife", "validate", *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+    )
     assert result.returncode in (0, 2), result.stderr
     assert "Traceback" not in result.stderr
     # Each problem is one line naming its file; exit 2 exactly when there is one.
     lines = result.stderr.splitlines()
     assert (result.returncode == 2) == bool(lines), result.stderr
-    assert all(any(line.startswith(f"{path}: ") for path in files) for line in lines), \
-        result.stderr
+    assert all(any(line.startswith(f"{path}: ") for path in files) for line in lines), result.stderr

@@ -48,12 +48,14 @@ KILL_AT_STEPS = (-1, 0, 1, 3, 4, 5, 6, 8, 10, 11, 12, 13, 15, 17, 18, 20)
 # 2.5 minutes alone, and the suite's 300 s limit was passed once with the cores shared.
 @pytest.mark.timeout(600)
 async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str
+) -> None:
     clock = Clock(mode="compress", factor=20_000)  # 3 scenario days in about 13 s
     with embedded.reference_target(tmp_path / "target-calm") as calm:
         # The same run without kills, for the expected rows.
-        expected_run = run_input(small_nightly("crash-seed"),
-                                 reference_target(calm.base_url), clock)
+        expected_run = run_input(
+            small_nightly("crash-seed"), reference_target(calm.base_url), clock
+        )
         assert (await run_suite(skip_env.client, skip_worker, expected_run)).passed
         expected = row_keys(expected_run.run_id, db_url)
 
@@ -64,12 +66,16 @@ async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
     try:
         client = await embedded.wait_for_client(server)
         target = reference_target(target_process.base_url).model_copy(
-            update={"timeout": timedelta(seconds=3)})
+            update={"timeout": timedelta(seconds=3)}
+        )
         run = run_input(small_nightly("crash-seed"), target, clock)
         worker = start_worker(server.address, crash_db, tmp_path / "worker.log")
         handle = await client.start_workflow(
-            SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
-            task_queue="memlife")
+            SuiteWorkflow.run,
+            run,
+            id=suite_workflow_id(run.scenario.name, run.run_id),
+            task_queue="memlife",
+        )
         pair0 = pair_workflow_id(run.scenario.name, run.run_id, 0)
         result = asyncio.ensure_future(suite_result(handle))
         kills: list[tuple[object, object]] = []
@@ -104,5 +110,8 @@ def _target_errors(run_id: str, url: str) -> list[tuple[object, ...]]:
     """What went wrong, for the failure message."""
     loaded = recorder.load_run(run_id, url)
     assert loaded is not None
-    return [(o.pair_index, o.step_index, o.kind, o.error) for o in loaded["observations"]
-            if o.status != "ok"][:10]
+    return [
+        (o.pair_index, o.step_index, o.kind, o.error)
+        for o in loaded["observations"]
+        if o.status != "ok"
+    ][:10]

@@ -39,9 +39,10 @@ HISTORIES = REPO / "tests" / "histories"
 
 
 @contextlib.asynccontextmanager
-async def _time_skipping(faults: list[str] | None = None, refuse: bool = False,
-                         ) -> AsyncIterator[
-        tuple[WorkflowEnvironment, embedded.ReferenceTargetProcess, ThreadPoolExecutor]]:
+async def _time_skipping(
+    faults: list[str] | None = None,
+    refuse: bool = False,
+) -> AsyncIterator[tuple[WorkflowEnvironment, embedded.ReferenceTargetProcess, ThreadPoolExecutor]]:
     """A scratch recorder, the time-skipping server, a reference target with `faults`, and
     an executor for a worker's activities."""
     import os
@@ -53,18 +54,27 @@ async def _time_skipping(faults: list[str] | None = None, refuse: bool = False,
         test_server_existing_path=bundled_binary("temporal-test-server"),
     )
     try:
-        with embedded.reference_target(scratch, faults or [], refuse=refuse) as process, \
-                ThreadPoolExecutor(max_workers=8) as executor:
+        with (
+            embedded.reference_target(scratch, faults or [], refuse=refuse) as process,
+            ThreadPoolExecutor(max_workers=8) as executor,
+        ):
             yield env, process, executor
     finally:
         await http.close_clients()  # this target's sessions: the next record has its own
         await env.shutdown()
 
 
-async def record(name: str, scenario_path: Path, faults: list[str],
-                 generated_pairs: int | None = None, cohort_size: int = 0,
-                 max_active_pairs: int = 0, refuse: bool = False,
-                 options: dict[str, object] | None = None, as_written: bool = False) -> None:
+async def record(
+    name: str,
+    scenario_path: Path,
+    faults: list[str],
+    generated_pairs: int | None = None,
+    cohort_size: int = 0,
+    max_active_pairs: int = 0,
+    refuse: bool = False,
+    options: dict[str, object] | None = None,
+    as_written: bool = False,
+) -> None:
     """A run's suite history and its first pair's (or, in cohorts, first cohort's).
     `as_written`: the scenario goes to the suite as written, its pairs drawn by the run's
     preparation (as `memlife run` starts runs since v18)."""
@@ -74,18 +84,27 @@ async def record(name: str, scenario_path: Path, faults: list[str],
             scenario = load_scenario(scenario_path)
             if generated_pairs is not None:
                 assert scenario.generate is not None
-                scenario = scenario.model_copy(update={
-                    "generate": scenario.generate.model_copy(
-                        update={"count": generated_pairs})})
+                scenario = scenario.model_copy(
+                    update={
+                        "generate": scenario.generate.model_copy(update={"count": generated_pairs})
+                    }
+                )
                 if not (cohort_size or as_written):  # else the suite draws the pairs
                     scenario = materialize(scenario, seed=name)
             run = run_input(scenario, reference_target(process.base_url)).model_copy(
-                update={"cohort_size": cohort_size,
-                        "seed": name if cohort_size or as_written else None,
-                        "max_active_pairs": max_active_pairs, **(options or {})})
+                update={
+                    "cohort_size": cohort_size,
+                    "seed": name if cohort_size or as_written else None,
+                    "max_active_pairs": max_active_pairs,
+                    **(options or {}),
+                }
+            )
             await run_suite(env.client, task_queue, run)
-        first = (("cohort", cohort_workflow_id(scenario.name, run.run_id, 0)) if cohort_size
-                 else ("pair", pair_workflow_id(scenario.name, run.run_id, 0)))
+        first = (
+            ("cohort", cohort_workflow_id(scenario.name, run.run_id, 0))
+            if cohort_size
+            else ("pair", pair_workflow_id(scenario.name, run.run_id, 0))
+        )
         for kind, workflow_id in (
             ("suite", f"memlife/{scenario.name}/{run.run_id}"),
             first,
@@ -102,9 +121,12 @@ def _save(name: str, history: object) -> None:
     print(f"wrote {path.relative_to(REPO)}")
 
 
-async def record_operator_runs(runs: tuple[tuple[str, str, str, bool], ...] = (
+async def record_operator_runs(
+    runs: tuple[tuple[str, str, str, bool], ...] = (
         ("v2-seed-fastforward", "6h", "skip_wait", False),
-        ("v2-scheduled-cancel", "2d", "cancel", True))) -> None:
+        ("v2-scheduled-cancel", "2d", "cancel", True),
+    ),
+) -> None:
     """On the dev server (the time-skipping server has no custom search attributes):
     search attributes kept current, an operator fast-forward, and a scheduled-style run
     (empty run id, a schedule's workflow id) cancelled by an operator."""
@@ -121,25 +143,30 @@ async def record_operator_runs(runs: tuple[tuple[str, str, str, bool], ...] = (
         client = await embedded.wait_for_client(server)
         assert not await ensure_search_attributes(client)
         seed_text = (REPO / "scenarios" / "seed-six-case.yaml").read_text()
-        with embedded.reference_target(scratch) as process, \
-                ThreadPoolExecutor(max_workers=8) as executor:
+        with (
+            embedded.reference_target(scratch) as process,
+            ThreadPoolExecutor(max_workers=8) as executor,
+        ):
             task_queue = f"record-{uuid.uuid4().hex[:6]}"
             async with build_worker(client, task_queue, executor):
                 for name, wait, signal, scheduled in runs:
                     scenario_file = scratch / f"{name}.yaml"
                     scenario_file.write_text(
-                        seed_text.replace("duration: 150ms", f"duration: {wait}"))
+                        seed_text.replace("duration: 150ms", f"duration: {wait}")
+                    )
                     scenario = load_scenario(scenario_file)
                     run = run_input(scenario, reference_target(process.base_url)).model_copy(
-                        update={"search_attributes": True})
+                        update={"search_attributes": True}
+                    )
                     from memlife.rules.clock import Clock
 
                     run = run.model_copy(update={"clock": Clock(mode="real")})
                     if scheduled:
                         run = run.model_copy(update={"run_id": ""})
                     suite_id = f"memlife/{scenario.name}/{name}-{uuid.uuid4().hex[:6]}"
-                    handle = await client.start_workflow(SuiteWorkflow.run, run, id=suite_id,
-                                                         task_queue=task_queue)
+                    handle = await client.start_workflow(
+                        SuiteWorkflow.run, run, id=suite_id, task_queue=task_queue
+                    )
                     run_id = run.run_id
                     while True:  # until the pair waits
                         await asyncio.sleep(0.2)
@@ -148,7 +175,8 @@ async def record_operator_runs(runs: tuple[tuple[str, str, str, bool], ...] = (
                         if not run_id or progress["phase"] != "lifecycles":
                             continue
                         pair = client.get_workflow_handle(
-                            pair_workflow_id(scenario.name, run_id, 0))
+                            pair_workflow_id(scenario.name, run_id, 0)
+                        )
                         try:
                             if (await pair.query("progress")).get("wake_at"):
                                 break
@@ -160,8 +188,12 @@ async def record_operator_runs(runs: tuple[tuple[str, str, str, bool], ...] = (
                         await handle.signal("skip_wait")
                     run_id = (await suite_result(handle)).run_id
                     _save(f"{name}-suite", await handle.fetch_history())
-                    _save(f"{name}-pair", await client.get_workflow_handle(
-                        pair_workflow_id(scenario.name, run_id, 0)).fetch_history())
+                    _save(
+                        f"{name}-pair",
+                        await client.get_workflow_handle(
+                            pair_workflow_id(scenario.name, run_id, 0)
+                        ).fetch_history(),
+                    )
     finally:
         server.stop()
 
@@ -179,18 +211,29 @@ async def record_deletion_check(name: str = "v2-deletion-check-graph-residue") -
         phone = "+34600000123"
         with httpx.Client(base_url=process.base_url) as http:
             user_id = http.post("/v1/users", json={"phone": phone}).json()["user_id"]
-            http.post("/v1/preview", json={"phone": phone,
-                                           "message": "Trabajo en Astilleros Norte."})
+            http.post(
+                "/v1/preview", json={"phone": phone, "message": "Trabajo en Astilleros Norte."}
+            )
         task_queue = f"record-{uuid.uuid4().hex[:6]}"
         async with build_worker(env.client, task_queue, executor):
             check = DeletionCheckInput(
-                check_id="recorded", target=reference_target(process.base_url),
-                user_id=user_id, phone=phone, values=["Astilleros Norte"],
-                questions=["¿Dónde trabajo?"], ask_through_say=True, request=True,
-                deadline=timedelta(hours=2), poll=timedelta(minutes=20))
+                check_id="recorded",
+                target=reference_target(process.base_url),
+                user_id=user_id,
+                phone=phone,
+                values=["Astilleros Norte"],
+                questions=["¿Dónde trabajo?"],
+                ask_through_say=True,
+                request=True,
+                deadline=timedelta(hours=2),
+                poll=timedelta(minutes=20),
+            )
             handle = await env.client.start_workflow(
-                DeletionCheckWorkflow.run, check, id="memlife/deletion-check/recorded",
-                task_queue=task_queue)
+                DeletionCheckWorkflow.run,
+                check,
+                id="memlife/deletion-check/recorded",
+                task_queue=task_queue,
+            )
             await verdict_result(handle, ErasureReceipt)
             _save(name, await handle.fetch_history())
 
@@ -207,17 +250,19 @@ async def record_adjudication() -> None:
         async with build_worker(env.client, task_queue, executor):
             scenario = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
             run = run_input(scenario, reference_target(process.base_url)).model_copy(
-                update={"review_queue": "recorded"})
+                update={"review_queue": "recorded"}
+            )
             await run_suite(env.client, task_queue, run)
             handle = env.client.get_workflow_handle("memlife/review/recorded")
             pending = await handle.query("pending", 10)
             with contextlib.suppress(Exception):  # refused by the validator
-                await handle.execute_update("decide", Decision(ticket="nope",
-                                                               reviewer="x"))
-            await handle.execute_update("decide", Decision(
-                ticket=pending[0]["ticket"], asserted=[0], reviewer="alice"))
-            await handle.execute_update("decide", Decision(
-                ticket=pending[1]["ticket"], abstains=True, reviewer="bob"))
+                await handle.execute_update("decide", Decision(ticket="nope", reviewer="x"))
+            await handle.execute_update(
+                "decide", Decision(ticket=pending[0]["ticket"], asserted=[0], reviewer="alice")
+            )
+            await handle.execute_update(
+                "decide", Decision(ticket=pending[1]["ticket"], abstains=True, reviewer="bob")
+            )
             await env.sleep(2)
             _save("v2-adjudication-queue", await handle.fetch_history())
 
@@ -239,10 +284,18 @@ async def record_phone_taken(name: str = "v6-seed-phone-taken") -> None:
         task_queue = f"record-{uuid.uuid4().hex[:6]}"
         async with build_worker(env.client, task_queue, executor):
             await run_suite(env.client, task_queue, run)
-        _save(f"{name}-suite", await env.client.get_workflow_handle(
-            f"memlife/{scenario.name}/{run.run_id}").fetch_history())
-        _save(f"{name}-pair", await env.client.get_workflow_handle(
-            pair_workflow_id(scenario.name, run.run_id, 0)).fetch_history())
+        _save(
+            f"{name}-suite",
+            await env.client.get_workflow_handle(
+                f"memlife/{scenario.name}/{run.run_id}"
+            ).fetch_history(),
+        )
+        _save(
+            f"{name}-pair",
+            await env.client.get_workflow_handle(
+                pair_workflow_id(scenario.name, run.run_id, 0)
+            ).fetch_history(),
+        )
 
 
 async def record_continued(name: str = "v12-suite-continued") -> None:
@@ -251,13 +304,13 @@ async def record_continued(name: str = "v12-suite-continued") -> None:
     the suite are kept (the first ends CONTINUED_AS_NEW); the cohorts are as in v11."""
     async with _time_skipping() as (env, process, executor):
         scenario = written_nightly(2)
-        run = run_input(scenario, reference_target(process.base_url)).model_copy(update={
-            "cohort_size": 1, "seed": name, "max_active_pairs": 1, "continue_at_events": 1})
+        run = run_input(scenario, reference_target(process.base_url)).model_copy(
+            update={"cohort_size": 1, "seed": name, "max_active_pairs": 1, "continue_at_events": 1}
+        )
         task_queue = f"record-{uuid.uuid4().hex[:6]}"
         async with build_worker(env.client, task_queue, executor):
             await run_suite(env.client, task_queue, run)
-        first, last = await temporal_runs(env.client,
-                                          suite_workflow_id(scenario.name, run.run_id))
+        first, last = await temporal_runs(env.client, suite_workflow_id(scenario.name, run.run_id))
         _save(f"{name}-suite", first)
         _save(f"{name}-suite-continued", last)
 
@@ -273,8 +326,9 @@ async def main() -> None:
     if "v1-seed-leak-suite" not in have:
         await record("v1-seed-leak", seed, ["cross-tenant-leak"])
     if "v1-nightly-resurrection-suite" not in have:
-        await record("v1-nightly-resurrection", nightly, ["nightly-resurrection"],
-                     generated_pairs=1)
+        await record(
+            "v1-nightly-resurrection", nightly, ["nightly-resurrection"], generated_pairs=1
+        )
     if "v2-seed-fastforward-suite" not in have:
         await record_operator_runs()
     if "v2-deletion-check-graph-residue" not in have:
@@ -283,12 +337,14 @@ async def main() -> None:
         await record_adjudication()
     if "v3-cohort-nightly-suite" not in have:
         # Three pairs in cohorts of two (pairs by reference, batched steps, shared timers).
-        await record("v3-cohort-nightly", nightly, ["nightly-resurrection"],
-                     generated_pairs=3, cohort_size=2)
+        await record(
+            "v3-cohort-nightly", nightly, ["nightly-resurrection"], generated_pairs=3, cohort_size=2
+        )
     if "v4-cohort-window-suite" not in have:
         # Three cohorts of one pair, at most two at a time (the cohort window).
-        await record("v4-cohort-window", nightly, [], generated_pairs=3, cohort_size=1,
-                     max_active_pairs=2)
+        await record(
+            "v4-cohort-window", nightly, [], generated_pairs=3, cohort_size=1, max_active_pairs=2
+        )
     # v5: a run or check that does not pass ends FAILED with its verdict; a scheduled run's
     # id is the last part of its workflow id; verdicts shown as current details.
     if "v5-seed-leak-suite" not in have:
@@ -307,28 +363,43 @@ async def main() -> None:
     # and two in a cohort (a batch of maintenance calls).
     maintenance = REPO / "scenarios" / "maintenance.yaml"
     if "v8-maintenance-resurrects-suite" not in have:
-        await record("v8-maintenance-resurrects", maintenance, ["reindex-resurrects"],
-                     generated_pairs=1)
+        await record(
+            "v8-maintenance-resurrects", maintenance, ["reindex-resurrects"], generated_pairs=1
+        )
     if "v8-cohort-maintenance-suite" not in have:
-        await record("v8-cohort-maintenance", maintenance, [], generated_pairs=2,
-                     cohort_size=2)
+        await record("v8-cohort-maintenance", maintenance, [], generated_pairs=2, cohort_size=2)
     # v9: shared spaces (space steps, messages said inside a space) batched in a cohort,
     # and adversarial turns (spoof and extract probes, a poison write) by themselves.
     if "v9-cohort-spaces-suite" not in have:
-        await record("v9-cohort-spaces", REPO / "scenarios" / "shared-spaces.yaml",
-                     ["revocation-ignored"], generated_pairs=2, cohort_size=2)
+        await record(
+            "v9-cohort-spaces",
+            REPO / "scenarios" / "shared-spaces.yaml",
+            ["revocation-ignored"],
+            generated_pairs=2,
+            cohort_size=2,
+        )
     if "v9-adversarial-spoofed-suite" not in have:
-        await record("v9-adversarial-spoofed", REPO / "scenarios" / "adversarial.yaml",
-                     ["identity-from-prompt"], generated_pairs=1)
+        await record(
+            "v9-adversarial-spoofed",
+            REPO / "scenarios" / "adversarial.yaml",
+            ["identity-from-prompt"],
+            generated_pairs=1,
+        )
     # v10: a cohort's scenario and target read from the recorder (the suite's inputs stay
     # small), its steps recorded in activities off its workflow tasks, and store reads
     # staged in the recorder (history keeps their counts); a pair alone stages its reads.
     if "v10-cohort-by-reference-suite" not in have:
-        await record("v10-cohort-by-reference", nightly, ["nightly-resurrection"],
-                     generated_pairs=3, cohort_size=2)
+        await record(
+            "v10-cohort-by-reference",
+            nightly,
+            ["nightly-resurrection"],
+            generated_pairs=3,
+            cohort_size=2,
+        )
     if "v10-nightly-staged-reads-suite" not in have:
-        await record("v10-nightly-staged-reads", nightly, ["nightly-resurrection"],
-                     generated_pairs=1)
+        await record(
+            "v10-nightly-staged-reads", nightly, ["nightly-resurrection"], generated_pairs=1
+        )
     # v11: payloads over 64 KB compressed (stack/codec.py): five pairs in one cohort make
     # step batches that large.
     if "v11-cohort-compressed-suite" not in have:
@@ -340,43 +411,75 @@ async def main() -> None:
     # v13: a cohort records the steps it judges itself (register, write, update, delete,
     # wait) beside the next step's target calls instead of before them.
     if "v13-cohort-beside-suite" not in have:
-        await record("v13-cohort-beside", nightly, ["nightly-resurrection"],
-                     generated_pairs=3, cohort_size=2)
+        await record(
+            "v13-cohort-beside", nightly, ["nightly-resurrection"], generated_pairs=3, cohort_size=2
+        )
     # v14: a probe step's forbidden values sent once per distinct list, in a cohort's
     # recording and a pair's alike (StepRecord.case_forbidden).
     if "v14-forbidden-once-cohort-suite" not in have:
-        await record("v14-forbidden-once-cohort", nightly, ["nightly-resurrection"],
-                     generated_pairs=3, cohort_size=2)
+        await record(
+            "v14-forbidden-once-cohort",
+            nightly,
+            ["nightly-resurrection"],
+            generated_pairs=3,
+            cohort_size=2,
+        )
     if "v14-forbidden-once-pair-suite" not in have:
-        await record("v14-forbidden-once-pair", nightly, ["nightly-resurrection"],
-                     generated_pairs=1)
+        await record(
+            "v14-forbidden-once-pair", nightly, ["nightly-resurrection"], generated_pairs=1
+        )
     # v15: a cohort records its tenants in an activity, no longer a local activity that
     # held its workflow task open while the recorder was busy.
     if "v15-tenants-activity-cohort-suite" not in have:
-        await record("v15-tenants-activity-cohort", nightly, ["nightly-resurrection"],
-                     generated_pairs=3, cohort_size=2)
+        await record(
+            "v15-tenants-activity-cohort",
+            nightly,
+            ["nightly-resurrection"],
+            generated_pairs=3,
+            cohort_size=2,
+        )
     # v16: a deletion check asks through `ask`, and through `say` only when told to
     # (ask_through_say; the patch deletion-check-never-writes); refusals and retrieval
     # answers are carried in the replies (Reply.refused, Reply.retrieval).
     if "v16-deletion-check-never-writes" not in have:
         await record_deletion_check("v16-deletion-check-never-writes")
     if "v16-spaces-refused-suite" not in have:
-        await record("v16-spaces-refused", REPO / "scenarios" / "shared-spaces.yaml", [],
-                     generated_pairs=1, refuse=True)
+        await record(
+            "v16-spaces-refused",
+            REPO / "scenarios" / "shared-spaces.yaml",
+            [],
+            generated_pairs=1,
+            refuse=True,
+        )
     # v17: a run with a review queue looks for paraphrase candidates before it is
     # summarized (the patch paraphrase-candidates).
     if "v17-paraphrases-suite" not in have:
-        await record("v17-paraphrases", nightly, [], generated_pairs=1,
-                     options={"review_queue": "record", "paraphrases": True})
+        await record(
+            "v17-paraphrases",
+            nightly,
+            [],
+            generated_pairs=1,
+            options={"review_queue": "record", "paraphrases": True},
+        )
     # v18: every run starts with one preparation activity (prepare_run: its record, its
     # pairs drawn, its values claimed), the scenario sent as written; activities called
     # through their typed bindings (memlife/contracts/activities.py).
     if "v18-prepared-pair-suite" not in have:
-        await record("v18-prepared-pair", nightly, ["nightly-resurrection"],
-                     generated_pairs=1, as_written=True)
+        await record(
+            "v18-prepared-pair",
+            nightly,
+            ["nightly-resurrection"],
+            generated_pairs=1,
+            as_written=True,
+        )
     if "v18-prepared-cohort-suite" not in have:
-        await record("v18-prepared-cohort", nightly, ["nightly-resurrection"],
-                     generated_pairs=3, cohort_size=2)
+        await record(
+            "v18-prepared-cohort",
+            nightly,
+            ["nightly-resurrection"],
+            generated_pairs=3,
+            cohort_size=2,
+        )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.j
 def test_there_are_histories_of_every_workflow_type() -> None:
     types = {
         json.loads(path.read_text())["events"][0]["workflowExecutionStartedEventAttributes"][
-            "workflowType"]["name"]
+            "workflowType"
+        ]["name"]
         for path in HISTORIES
     }
     assert types == {workflow.__temporal_workflow_definition.name for workflow in WORKFLOWS}

@@ -28,14 +28,19 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 def test_server_timing_follows_the_w3c_syntax() -> None:
     assert parse_server_timing(None) == {}
     assert parse_server_timing('retrieval;dur=1.25, assembly;desc="compose";dur=0.5') == {
-        "retrieval": 1.25, "assembly": 0.5}
+        "retrieval": 1.25,
+        "assembly": 0.5,
+    }
     # No duration: no timing. A repeated name adds up. Garbage is left out, not fatal.
     assert parse_server_timing("cache-hit, db;dur=2, db;dur=3, x;dur=abc") == {"db": 5.0}
 
 
 def test_stage_latency_and_cost_are_summarized_over_probes() -> None:
-    probes = [{"stage:retrieval": 1.0, "stage:queue": 0.1, "cost": 0.002, "tokens": 20},
-              {"stage:retrieval": 3.0, "cost": 0.004, "tokens": 30}, {}]
+    probes = [
+        {"stage:retrieval": 1.0, "stage:queue": 0.1, "cost": 0.002, "tokens": 20},
+        {"stage:retrieval": 3.0, "cost": 0.004, "tokens": 30},
+        {},
+    ]
     stages = stage_latency(probes)
     assert stages["retrieval"]["count"] == 2 and stages["retrieval"]["mean"] == 2.0
     assert stages["queue"]["count"] == 1
@@ -49,35 +54,55 @@ def test_stage_latency_and_cost_are_summarized_over_probes() -> None:
 
 def test_a_matrix_file_is_validated_with_every_problem_named(tmp_path: Path) -> None:
     bad = tmp_path / "matrix.yaml"
-    bad.write_text("configurations:\n"
-                   "  - {name: a, retrieval: oracle}\n"
-                   "  - {name: b, faults: [gremlins]}\n"
-                   "  - {name: c, target: missing.yaml}\n")
+    bad.write_text(
+        "configurations:\n"
+        "  - {name: a, retrieval: oracle}\n"
+        "  - {name: b, faults: [gremlins]}\n"
+        "  - {name: c, target: missing.yaml}\n"
+    )
     with pytest.raises(InputError) as raised:
         load_matrix(bad, FAULTS, RETRIEVAL_MODES)
     fields = {problem.path for problem in raised.value.problems}
-    assert fields == {"configurations.0.retrieval", "configurations.1.faults.0",
-                      "configurations.2.target"}
+    assert fields == {
+        "configurations.0.retrieval",
+        "configurations.1.faults.0",
+        "configurations.2.target",
+    }
     twice = tmp_path / "twice.yaml"
     twice.write_text("configurations: [{name: a}, {name: a}]\n")
     with pytest.raises(InputError, match="unique"):
         load_matrix(twice, FAULTS, RETRIEVAL_MODES)
-    shipped = Path(__file__).resolve().parents[2] / "scenarios" / "experiments" / (
-        "retrieval-ablation.yaml")
+    shipped = (
+        Path(__file__).resolve().parents[2]
+        / "scenarios"
+        / "experiments"
+        / ("retrieval-ablation.yaml")
+    )
     assert [c.name for c in load_matrix(shipped, FAULTS, RETRIEVAL_MODES).configurations][:4] == [
-        "thread", "vector", "graph", "combined"]
+        "thread",
+        "vector",
+        "graph",
+        "combined",
+    ]
 
 
 def _as_run(artifact: dict[str, Any], label: str, repetition: int) -> Artifact:
     run = copy.deepcopy(artifact)
-    run["meta"] = {**run["meta"], "configuration": label, "repetition": repetition,
-                   "run_id": f"{label}-{repetition}"}
+    run["meta"] = {
+        **run["meta"],
+        "configuration": label,
+        "repetition": repetition,
+        "run_id": f"{label}-{repetition}",
+    }
     return Artifact.model_validate(run)
 
 
 def test_the_comparison_keeps_configurations_apart_and_pools_repetitions() -> None:
-    clean = json.loads(gzip.decompress((FIXTURES / (
-        "artifact-nightly-2pairs-resurrection-stale.json.gz")).read_bytes()))
+    clean = json.loads(
+        gzip.decompress(
+            (FIXTURES / ("artifact-nightly-2pairs-resurrection-stale.json.gz")).read_bytes()
+        )
+    )
     leaky = json.loads((FIXTURES / "artifact-seed-leak.json").read_text())
     runs = [_as_run(clean, "stale", 1), _as_run(clean, "stale", 2), _as_run(leaky, "leaky", 1)]
     document = experiment_document("exp-1", runs)
@@ -108,5 +133,8 @@ def test_the_comparison_keeps_configurations_apart_and_pools_repetitions() -> No
     # whole tree of every run's suites.
     assert experiment.render_experiment(document, "junit") == junit_document(
         "memlife experiment exp-1",
-        [(f"{run.meta.configuration}#{run.meta.repetition}", scorecard(redact(run)))
-         for run in document.runs])
+        [
+            (f"{run.meta.configuration}#{run.meta.repetition}", scorecard(redact(run)))
+            for run in document.runs
+        ],
+    )

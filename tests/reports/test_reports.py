@@ -38,7 +38,8 @@ def sensitive(artifact: Artifact) -> list[str]:
 
 @pytest.mark.parametrize("fmt", reports.FORMATS)
 def test_every_format_redacts_phones_and_tenant_ids_by_default(
-        fmt: str, leak_artifact: Artifact) -> None:
+    fmt: str, leak_artifact: Artifact
+) -> None:
     secrets = sensitive(leak_artifact)
     assert secrets and any(s in leak_artifact.model_dump_json() for s in secrets)
     text = reports.render(leak_artifact, fmt)
@@ -48,8 +49,7 @@ def test_every_format_redacts_phones_and_tenant_ids_by_default(
         assert all(s in kept for s in secrets)
 
 
-def test_redaction_labels_are_stable_and_name_pair_and_role(
-        leak_artifact: Artifact) -> None:
+def test_redaction_labels_are_stable_and_name_pair_and_role(leak_artifact: Artifact) -> None:
     redacted = reports.redact(leak_artifact)
     register = next(o for o in redacted.observations if o.kind == "register")
     assert re.fullmatch(r"phone\[p0[ab]\]", register.request)
@@ -69,8 +69,7 @@ def test_markdown_lists_every_leak_on_its_own_line(leak_artifact: Artifact) -> N
     assert "**FAIL**" in text
 
 
-def test_junit_has_a_test_case_per_check_and_the_summary_counts(
-        nightly_artifact: Artifact) -> None:
+def test_junit_has_a_test_case_per_check_and_the_summary_counts(nightly_artifact: Artifact) -> None:
     root = ElementTree.fromstring(reports.render(nightly_artifact, "junit"))
     by_invariant = nightly_artifact.summary.by_invariant
     suites = {suite.get("name"): suite for suite in root.iter("testsuite")}
@@ -83,14 +82,14 @@ def test_junit_has_a_test_case_per_check_and_the_summary_counts(
         assert len(cases) == tally.checked == int(suite.get("tests") or 0)
         failures = [c for c in cases if c.find("failure") is not None]
         assert len(failures) == tally.failed == int(suite.get("failures") or 0)
-    resurrected = [c.find("failure") for c in suites["I4"].findall("testcase")
-                   if c.find("failure") is not None]
+    resurrected = [
+        c.find("failure") for c in suites["I4"].findall("testcase") if c.find("failure") is not None
+    ]
     assert all(f.get("message") == "resurrected" for f in resurrected)
     assert all("memory" in (f.text or "") for f in resurrected)
 
 
-def test_scorecard_rates_come_with_intervals_over_pairs(
-        nightly_artifact: Artifact) -> None:
+def test_scorecard_rates_come_with_intervals_over_pairs(nightly_artifact: Artifact) -> None:
     card = reports.scorecard(nightly_artifact)
     update = card.rates["update"]
     tally = nightly_artifact.summary.by_invariant["U1"]
@@ -100,14 +99,16 @@ def test_scorecard_rates_come_with_intervals_over_pairs(
     assert update.ci95_low is not None and update.rate is not None
     assert update.ci95_high is not None and update.ci95_low <= update.rate <= update.ci95_high
     assert len(card.residues) == sum(
-        1 for f in nightly_artifact.failures if f.reason in ("residue", "resurrected"))
+        1 for f in nightly_artifact.failures if f.reason in ("residue", "resurrected")
+    )
     document = json.loads(reports.render(nightly_artifact, "json"))
     assert document["rates"]["deletion"]["invariant"] == "I4"
     assert "observations" not in document and "cases" not in document
 
 
 def test_the_html_timeline_draws_every_step_and_marks_the_failing_ones(
-        nightly_artifact: Artifact) -> None:
+    nightly_artifact: Artifact,
+) -> None:
     page = reports.render(nightly_artifact, "html")
     assert page.startswith("<!doctype html>") and "<script" not in page
     assert "http://" not in page.split("</style>")[0]  # self-contained: nothing to fetch
@@ -119,7 +120,8 @@ def test_the_html_timeline_draws_every_step_and_marks_the_failing_ones(
 
 
 def test_the_latency_histogram_counts_every_probe_against_the_budget(
-        nightly_artifact: Artifact) -> None:
+    nightly_artifact: Artifact,
+) -> None:
     card = reports.scorecard(nightly_artifact)
     samples = card.samples
     svg = histogram_svg(card)
@@ -153,10 +155,12 @@ def test_findings_link_to_their_pairs_workflow_in_the_web_ui(leak_artifact: Arti
     page = reports.render(leak_artifact, "html", web_ui=ui)
     assert page.count(f'<a href="{link}"') == 6
     # A run in cohorts: a pair's lifecycle is its cohort's workflow.
-    in_cohorts = leak_artifact.meta.model_copy(update={
-        "cohort_size": 4, "web_ui": ui, "namespace": "night", "clock": "real"})
+    in_cohorts = leak_artifact.meta.model_copy(
+        update={"cohort_size": 4, "web_ui": ui, "namespace": "night", "clock": "real"}
+    )
     assert pair_link(in_cohorts, 5) == (
-        f"{ui}/namespaces/night/workflows/memlife%2Fseed-six-case%2F{run}%2Fcohort-4")
+        f"{ui}/namespaces/night/workflows/memlife%2Fseed-six-case%2F{run}%2Fcohort-4"
+    )
     # Nothing named and not skipped: `memlife dev`'s Web UI.
     local = in_cohorts.model_copy(update={"web_ui": None})
     assert (pair_link(local, 0) or "").startswith("http://127.0.0.1:8233/")

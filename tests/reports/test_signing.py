@@ -32,20 +32,40 @@ def artifact() -> dict[str, Any]:
 
 
 def receipt() -> dict[str, Any]:
-    return {"check_id": "c1", "tenant": "tenant[x]", "target_name": "reference",
-            "target_base_url": "http://127.0.0.1:8080",
-            "values": ["value #1 (sha256 5d41402abc4b2a76)"],
-            "started_at": "2026-12-01T02:00:00Z", "deadline_at": "2026-12-02T02:00:00Z",
-            "poll_s": 900.0, "verdict": "fail", "reasons": ["residue remains in graph"],
-            "stores": [
-                {"store": "memory", "status": "clean", "queries": ["needle value #1"],
-                 "found": [], "clean_since": "2026-12-01T02:31:00Z", "rounds": 3},
-                {"store": "graph", "status": "residue", "queries": ["needle value #1"],
-                 "found": ["1 record holds value #1"], "rounds": 3}]}
+    return {
+        "check_id": "c1",
+        "tenant": "tenant[x]",
+        "target_name": "reference",
+        "target_base_url": "http://127.0.0.1:8080",
+        "values": ["value #1 (sha256 5d41402abc4b2a76)"],
+        "started_at": "2026-12-01T02:00:00Z",
+        "deadline_at": "2026-12-02T02:00:00Z",
+        "poll_s": 900.0,
+        "verdict": "fail",
+        "reasons": ["residue remains in graph"],
+        "stores": [
+            {
+                "store": "memory",
+                "status": "clean",
+                "queries": ["needle value #1"],
+                "found": [],
+                "clean_since": "2026-12-01T02:31:00Z",
+                "rounds": 3,
+            },
+            {
+                "store": "graph",
+                "status": "residue",
+                "queries": ["needle value #1"],
+                "found": ["1 record holds value #1"],
+                "rounds": 3,
+            },
+        ],
+    }
 
 
-def test_a_signed_artifact_and_receipt_verify(keys: tuple[bytes, bytes],
-                                              artifact: dict[str, Any]) -> None:
+def test_a_signed_artifact_and_receipt_verify(
+    keys: tuple[bytes, bytes], artifact: dict[str, Any]
+) -> None:
     private, public = keys
     for document, evidence in ((artifact, "observations"), (receipt(), "stores")):
         signed = sign(document, private, SIGNED_AT)
@@ -72,22 +92,34 @@ def _swap(entries: list[Any]) -> None:
     entries[3], entries[4] = entries[4], entries[3]
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    (lambda d: d["observations"][9].update(reply=d["observations"][9]["reply"] + "."),
-     "observations entry 9 (pair 0, step 2, seq 10, probe) changed"),
-    (lambda d: _swap(d["observations"]), "observations entry 3 ("),
-    (lambda d: d["observations"].pop(), "observations: 14 entries were signed, the document "
-     "has 13"),
-    (lambda d: d["summary"].update(passed=True), "section 'summary' changed after signing"),
-    (lambda d: d["failures"][0].update(reason="slow"), "section 'failures' changed"),
-    (lambda d: d["meta"].update(started_at="2026-11-30T03:25:38.000000Z"),
-     "section 'meta' changed after signing"),
-    (lambda d: d.update(note="added"), "section 'note' was added after signing"),
-    (lambda d: d["signature"].update(signed_at="2027-01-01T00:00:00+00:00"),
-     "the signature does not match: the signature block was altered"),
-])
-def test_every_change_is_named(keys: tuple[bytes, bytes], artifact: dict[str, Any],
-                               change: Any, expected: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda d: d["observations"][9].update(reply=d["observations"][9]["reply"] + "."),
+            "observations entry 9 (pair 0, step 2, seq 10, probe) changed",
+        ),
+        (lambda d: _swap(d["observations"]), "observations entry 3 ("),
+        (
+            lambda d: d["observations"].pop(),
+            "observations: 14 entries were signed, the document has 13",
+        ),
+        (lambda d: d["summary"].update(passed=True), "section 'summary' changed after signing"),
+        (lambda d: d["failures"][0].update(reason="slow"), "section 'failures' changed"),
+        (
+            lambda d: d["meta"].update(started_at="2026-11-30T03:25:38.000000Z"),
+            "section 'meta' changed after signing",
+        ),
+        (lambda d: d.update(note="added"), "section 'note' was added after signing"),
+        (
+            lambda d: d["signature"].update(signed_at="2027-01-01T00:00:00+00:00"),
+            "the signature does not match: the signature block was altered",
+        ),
+    ],
+)
+def test_every_change_is_named(
+    keys: tuple[bytes, bytes], artifact: dict[str, Any], change: Any, expected: str, tmp_path: Path
+) -> None:
     private, public = keys
     signed = sign(artifact, private, SIGNED_AT)
     assert len(signed["observations"]) == 14
@@ -108,14 +140,15 @@ def test_a_receipts_changed_evidence_or_verdict_is_named(keys: tuple[bytes, byte
     private, public = keys
     signed = sign(receipt(), private, SIGNED_AT)
     evidence = verify(_tampered(signed, lambda d: d["stores"][1].update(found=[])), public)
-    assert evidence == ["stores entry 1 (store 'graph') changed, moved or was replaced after "
-                        "signing: the hash chain breaks there"]
+    assert evidence == [
+        "stores entry 1 (store 'graph') changed, moved or was replaced after "
+        "signing: the hash chain breaks there"
+    ]
     verdict = verify(_tampered(signed, lambda d: d.update(verdict="pass")), public)
     assert verdict == ["section 'verdict' changed after signing"]
 
 
-def test_another_key_does_not_verify_and_bad_input_is_refused(
-        keys: tuple[bytes, bytes]) -> None:
+def test_another_key_does_not_verify_and_bad_input_is_refused(keys: tuple[bytes, bytes]) -> None:
     private, _ = keys
     _, other_public = generate_key_pair()
     signed = sign(receipt(), private, SIGNED_AT)
@@ -152,9 +185,14 @@ def test_documents_signed_in_format_1_still_verify(tmp_path: Path) -> None:
         assert problems == [] and block["evidence"] == evidence and "format" not in block
         document = json.loads((folder / name).read_text())
         document[evidence][1]["changed"] = True
-        assert verify(document, public) == _from_file(document, public, tmp_path) == [
-            f"{evidence} entry 1 ({signing.describe(document, evidence, 1)}) changed, moved "
-            "or was replaced after signing: the hash chain breaks there"]
+        assert (
+            verify(document, public)
+            == _from_file(document, public, tmp_path)
+            == [
+                f"{evidence} entry 1 ({signing.describe(document, evidence, 1)}) changed, moved "
+                "or was replaced after signing: the hash chain breaks there"
+            ]
+        )
 
 
 def _many_observations(artifact: dict[str, Any], count: int) -> dict[str, Any]:
@@ -163,8 +201,11 @@ def _many_observations(artifact: dict[str, Any], count: int) -> dict[str, Any]:
 
 
 def test_a_long_chain_keeps_a_bounded_number_of_links_and_still_finds_a_change(
-        keys: tuple[bytes, bytes], artifact: dict[str, Any], tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    keys: tuple[bytes, bytes],
+    artifact: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     private, public = keys
     monkeypatch.setattr(signing, "MOST_CHECKPOINTS", 8)  # 8 links, not 2,048: a small test
     signed = sign(_many_observations(artifact, 100), private, SIGNED_AT)
@@ -177,11 +218,17 @@ def test_a_long_chain_keeps_a_bounded_number_of_links_and_still_finds_a_change(
         return lambda d: d["observations"][index].update(reply="changed")
 
     for change, expected in (
-            (reply(40), "observations entries 32 to 47 (the first: pair 0, step -1, seq 32, "
-             "register; the last: pair 0, step -1, seq 47, register): one of them changed"),
-            (reply(97), "observations entries 96 to 99 (the first: pair 0, step -1, seq 96, "),
-            (lambda d: d["observations"].append(d["observations"][-1]),
-             "observations: 100 entries were signed, the document has 101")):
+        (
+            reply(40),
+            "observations entries 32 to 47 (the first: pair 0, step -1, seq 32, "
+            "register; the last: pair 0, step -1, seq 47, register): one of them changed",
+        ),
+        (reply(97), "observations entries 96 to 99 (the first: pair 0, step -1, seq 96, "),
+        (
+            lambda d: d["observations"].append(d["observations"][-1]),
+            "observations: 100 entries were signed, the document has 101",
+        ),
+    ):
         tampered = _tampered(signed, change)
         problems = verify(tampered, public)
         assert len(problems) == 1 and problems[0].startswith(expected), problems
@@ -189,7 +236,8 @@ def test_a_long_chain_keeps_a_bounded_number_of_links_and_still_finds_a_change(
 
 
 def test_a_file_that_repeats_a_field_or_is_not_whole_is_refused(
-        keys: tuple[bytes, bytes], tmp_path: Path) -> None:
+    keys: tuple[bytes, bytes], tmp_path: Path
+) -> None:
     private, public = keys
     text = json.dumps(sign(receipt(), private, SIGNED_AT), indent=2)
     repeated = tmp_path / "repeated.json"
@@ -207,7 +255,8 @@ def test_a_file_that_repeats_a_field_or_is_not_whole_is_refused(
 
 
 def test_a_long_verification_tells_how_far_it_has_read(
-        keys: tuple[bytes, bytes], artifact: dict[str, Any], tmp_path: Path) -> None:
+    keys: tuple[bytes, bytes], artifact: dict[str, Any], tmp_path: Path
+) -> None:
     private, public = keys
     path = tmp_path / "signed.json"
     path.write_text(json.dumps(sign(artifact, private, SIGNED_AT), indent=2))

@@ -13,8 +13,14 @@ from memlife.rules.scenario_file import parse_scenario
 
 SCENARIO = {
     "name": "collide",
-    "domains": {"pet": {"canary": "pet", "templates": {"es": {
-        "statement": ["Mi mascota se llama {value}."], "question": ["¿Mi mascota?"]}}}},
+    "domains": {
+        "pet": {
+            "canary": "pet",
+            "templates": {
+                "es": {"statement": ["Mi mascota se llama {value}."], "question": ["¿Mi mascota?"]}
+            },
+        }
+    },
     "generate": {"count": 60, "collide": True},
     "timeline": [{"step": "write"}, {"step": "probe"}],
 }
@@ -40,8 +46,11 @@ def test_pairs_apart_keep_their_phones() -> None:
 
 def test_a_scenario_mixing_colliding_and_apart_pairs_is_refused() -> None:
     pairs = materialize(parse_scenario(SCENARIO), "seed").pairs[:2]
-    data = {**SCENARIO, "generate": None,
-            "pairs": [pairs[0].model_dump(), pairs[1].model_dump() | {"collide_phones": False}]}
+    data = {
+        **SCENARIO,
+        "generate": None,
+        "pairs": [pairs[0].model_dump(), pairs[1].model_dump() | {"collide_phones": False}],
+    }
     with pytest.raises(InputError) as raised:
         parse_scenario(data)
     assert "pairs.1.collide_phones" in str(raised.value)

@@ -23,8 +23,10 @@ def test_parse_duration(text: str, expected: timedelta) -> None:
     assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "0s", "0ms", "-5m", "5", "h", "5 parsecs", "6h garbage",
-                                  "3651d", "99999999999999999999d"])
+@pytest.mark.parametrize(
+    "text",
+    ["", "0s", "0ms", "-5m", "5", "h", "5 parsecs", "6h garbage", "3651d", "99999999999999999999d"],
+)
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)

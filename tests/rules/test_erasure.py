@@ -14,10 +14,15 @@ T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 
 def check(**changes: object) -> DeletionCheckInput:
-    base = DeletionCheckInput(check_id="c1", target=reference_target("http://127.0.0.1:1"),
-                              user_id="u-1", phone="+34600000001",
-                              values=["verde jade", "Astilleros Norte"],
-                              questions=["¿Qué sabes de mí?"], request=True)
+    base = DeletionCheckInput(
+        check_id="c1",
+        target=reference_target("http://127.0.0.1:1"),
+        user_id="u-1",
+        phone="+34600000001",
+        values=["verde jade", "Astilleros Norte"],
+        questions=["¿Qué sabes de mí?"],
+        request=True,
+    )
     return base.model_copy(update=changes)
 
 
@@ -32,8 +37,9 @@ def test_a_store_is_clean_from_the_start_of_its_current_clean_streak() -> None:
     assert memory.time_to_forget_s == 1800
     assert memory.rounds == 3
     # Back again: no longer clean, and the time-to-forget is withdrawn.
-    receipt = erasure.absorb(receipt, {"memory": ("residue", ["1 record"])},
-                             T0 + timedelta(hours=1))
+    receipt = erasure.absorb(
+        receipt, {"memory": ("residue", ["1 record"])}, T0 + timedelta(hours=1)
+    )
     memory = next(s for s in receipt.stores if s.store == "memory")
     assert (memory.status, memory.clean_since, memory.time_to_forget_s) == ("residue", None, None)
 
@@ -54,8 +60,9 @@ def test_residue_fails_unread_is_inconclusive_and_only_all_clean_passes() -> Non
 
 
 def test_the_channel_forgetting_the_tenant_is_clean_but_other_errors_are_not() -> None:
-    gone = Reply(index=0, status="target-error", http_status=404, error="unknown user",
-                 wall_time=T0)
+    gone = Reply(
+        index=0, status="target-error", http_status=404, error="unknown user", wall_time=T0
+    )
     assert erasure.answer_outcome(check(), [gone]) == ("clean", [])
     broken = gone.model_copy(update={"http_status": 503})
     assert erasure.answer_outcome(check(), [broken])[0] == "unreadable"

@@ -17,8 +17,18 @@ GRACE = timedelta(minutes=30)
 
 
 def observation(reply: str | None, latency: float | None = 12.0, **extra: Any) -> Observation:
-    return Observation(seq=1, role="a", kind="probe", case_id="c", request="q", reply=reply,
-                       latency_ms=latency, scenario_time=NOW, wall_time=NOW, **extra)
+    return Observation(
+        seq=1,
+        role="a",
+        kind="probe",
+        case_id="c",
+        request="q",
+        reply=reply,
+        latency_ms=latency,
+        scenario_time=NOW,
+        wall_time=NOW,
+        **extra,
+    )
 
 
 def written_state(seed_scenario: Scenario) -> PairState:
@@ -35,11 +45,17 @@ def recall(state: PairState, role: str = "a", domain: str = "color", now: dateti
 
 def updatable_pair() -> PairState:
     pair = Pair(
-        a=Tenant(alias="ana", facts={"job": FactValue(value="Panadería Quispe",
-                                                       updates=["Taller Rivas"]),
-                                     "pet": FactValue(value="Canelo")}),
-        b=Tenant(alias="bruno", facts={"job": FactValue(value="Ferretería Olmos"),
-                                       "pet": FactValue(value="Luna")}),
+        a=Tenant(
+            alias="ana",
+            facts={
+                "job": FactValue(value="Panadería Quispe", updates=["Taller Rivas"]),
+                "pet": FactValue(value="Canelo"),
+            },
+        ),
+        b=Tenant(
+            alias="bruno",
+            facts={"job": FactValue(value="Ferretería Olmos"), "pet": FactValue(value="Luna")},
+        ),
     )
     state = PairState(pair)
     for role in ("a", "b"):
@@ -49,7 +65,8 @@ def updatable_pair() -> PairState:
 
 
 def test_recall_case_requires_own_value_and_forbids_every_partner_value(
-        seed_scenario: Scenario) -> None:
+    seed_scenario: Scenario,
+) -> None:
     case = recall(written_state(seed_scenario))
     assert case.required == ["azul"]
     assert sorted(f.text for f in case.forbidden) == ["Ferretería Olmos", "mariscos", "verde"]
@@ -62,16 +79,23 @@ def test_nothing_stated_nothing_asked(seed_scenario: Scenario) -> None:
 
 
 def test_clean_reply_passes_every_check(seed_scenario: Scenario) -> None:
-    verdict = judge_probe(recall(written_state(seed_scenario)),
-                          observation("Tu color favorito es AZUL."), 700)
+    verdict = judge_probe(
+        recall(written_state(seed_scenario)), observation("Tu color favorito es AZUL."), 700
+    )
     assert verdict.passed and verdict.outcome == "pass" and verdict.findings == []
     assert {(c.invariant, c.outcome) for c in verdict.checks} == {
-        ("recall", "pass"), ("I3", "pass"), ("L", "pass")}
+        ("recall", "pass"),
+        ("I3", "pass"),
+        ("L", "pass"),
+    }
 
 
 def test_each_leak_is_its_own_I3_finding(seed_scenario: Scenario) -> None:
-    verdict = judge_probe(recall(written_state(seed_scenario)),
-                          observation("azul, y también verde y Ferreteria OLMOS"), 700)
+    verdict = judge_probe(
+        recall(written_state(seed_scenario)),
+        observation("azul, y también verde y Ferreteria OLMOS"),
+        700,
+    )
     assert not verdict.passed
     leaks = [(f.invariant, f.reason, f.value) for f in verdict.findings]
     assert leaks == [("I3", "leaked", "verde"), ("I3", "leaked", "Ferretería Olmos")]
@@ -79,24 +103,36 @@ def test_each_leak_is_its_own_I3_finding(seed_scenario: Scenario) -> None:
 
 
 def test_values_of_tenants_outside_the_pair_are_leaks_too(seed_scenario: Scenario) -> None:
-    stranger = [ForbiddenValue(text="Quesería Arriaga", origin="foreign", domain="employer",
-                               owner="t007b (pair 7)")]
-    verdict = judge_probe(recall(written_state(seed_scenario)),
-                          observation("azul; también Queseria Arriaga"), 700, stranger)
+    stranger = [
+        ForbiddenValue(
+            text="Quesería Arriaga", origin="foreign", domain="employer", owner="t007b (pair 7)"
+        )
+    ]
+    verdict = judge_probe(
+        recall(written_state(seed_scenario)),
+        observation("azul; también Queseria Arriaga"),
+        700,
+        stranger,
+    )
     assert [(f.invariant, f.value) for f in verdict.findings] == [("I3", "Quesería Arriaga")]
 
 
 def test_retrieval_context_is_checked_for_I2(seed_scenario: Scenario) -> None:
-    verdict = judge_probe(recall(written_state(seed_scenario)),
-                          observation("azul", context="Mi color favorito es verde."), 700)
+    verdict = judge_probe(
+        recall(written_state(seed_scenario)),
+        observation("azul", context="Mi color favorito es verde."),
+        700,
+    )
     assert not verdict.passed
     assert [(f.invariant, f.store, f.value) for f in verdict.findings] == [
-        ("I2", "response-context", "verde")]
+        ("I2", "response-context", "verde")
+    ]
 
 
 def test_missing_recall_is_not_a_leak(seed_scenario: Scenario) -> None:
-    verdict = judge_probe(recall(written_state(seed_scenario)),
-                          observation("No tengo esa información."), 700)
+    verdict = judge_probe(
+        recall(written_state(seed_scenario)), observation("No tengo esa información."), 700
+    )
     assert [(f.invariant, f.reason) for f in verdict.findings] == [("recall", "missing")]
     assert ("I3", "pass") in {(c.invariant, c.outcome) for c in verdict.checks}
 
@@ -134,7 +170,9 @@ def test_update_forbids_the_old_value_once_the_grace_period_is_over() -> None:
     assert [f.text for f in stale] == ["Panadería Quispe"]
     verdict = judge_probe(after, observation("Trabajas en Panadería Quispe"), 700)
     assert {(f.invariant, f.reason) for f in verdict.findings} == {
-        ("U1", "stale"), ("recall", "missing")}
+        ("U1", "stale"),
+        ("recall", "missing"),
+    }
     assert state.probe_domains("stale", "a", ["job", "pet"]) == ["job"]
     # the partner's superseded values stay forbidden as the partner's (I3)
     assert "Panadería Quispe" in [f.text for f in recall(state, "b", "job").forbidden]
@@ -148,12 +186,20 @@ def test_deleted_tenant_values_are_forbidden_and_resurrection_armed() -> None:
     case = recall(state, domain="job")
     assert case.required == [] and case.kind == "recall"
     assert {f.text for f in case.forbidden if f.origin == "deleted"} == {
-        "Panadería Quispe", "Canelo"}
+        "Panadería Quispe",
+        "Canelo",
+    }
     verdict = judge_probe(case, observation("Trabajas en Panadería Quispe"), 700)
     assert [(f.invariant, f.reason) for f in verdict.findings] == [("I4", "residue")]
-    clean = CaseVerdict(case_id="c", role="a", tenant_alias="ana", passed=True,
-                        outcome="pass", checks=[Check(invariant="I4", outcome="pass")],
-                        findings=[])
+    clean = CaseVerdict(
+        case_id="c",
+        role="a",
+        tenant_alias="ana",
+        passed=True,
+        outcome="pass",
+        checks=[Check(invariant="I4", outcome="pass")],
+        findings=[],
+    )
     state.absorb_probe_verdicts("a", [clean])
     again = judge_probe(recall(state, domain="job"), observation("Panadería Quispe"), 700)
     assert [(f.invariant, f.reason) for f in again.findings] == [("I4", "resurrected")]
@@ -161,26 +207,44 @@ def test_deleted_tenant_values_are_forbidden_and_resurrection_armed() -> None:
 
 def test_scoped_deletion_applies_to_what_was_answered_before() -> None:
     state = updatable_pair()
-    answered = CaseVerdict(case_id="c", role="b", tenant_alias="bruno", domain="job",
-                           passed=True, outcome="pass",
-                           checks=[Check(invariant="recall", outcome="pass")], findings=[])
+    answered = CaseVerdict(
+        case_id="c",
+        role="b",
+        tenant_alias="bruno",
+        domain="job",
+        passed=True,
+        outcome="pass",
+        checks=[Check(invariant="recall", outcome="pass")],
+        findings=[],
+    )
     state.absorb_probe_verdicts("b", [answered])
     state.record_deletion("a", NOW)
     case = recall(state, "b", "job")
     assert case.scoped_deletion
     verdict = judge_probe(case, observation("No tengo esa información."), 700)
     assert {(f.invariant, f.reason) for f in verdict.findings} == {
-        ("recall", "missing"), ("D2", "overreach")}
+        ("recall", "missing"),
+        ("D2", "overreach"),
+    }
 
 
 def test_a_question_unanswered_before_the_deletion_is_not_blamed_on_it() -> None:
     # One question about the job was answered, another was not (a search that ranks the
     # fact low for one wording): the deletion cannot be shown to have taken anything.
     state = updatable_pair()
-    verdicts = [CaseVerdict(case_id=f"c{i}", role="b", tenant_alias="bruno", domain="job",
-                            passed=outcome == "pass", outcome=outcome,
-                            checks=[Check(invariant="recall", outcome=outcome)], findings=[])
-                for i, outcome in enumerate(("pass", "fail", "pass"))]
+    verdicts = [
+        CaseVerdict(
+            case_id=f"c{i}",
+            role="b",
+            tenant_alias="bruno",
+            domain="job",
+            passed=outcome == "pass",
+            outcome=outcome,
+            checks=[Check(invariant="recall", outcome=outcome)],
+            findings=[],
+        )
+        for i, outcome in enumerate(("pass", "fail", "pass"))
+    ]
     state.absorb_probe_verdicts("b", verdicts)
     state.record_deletion("a", NOW)
     case = recall(state, "b", "job")
@@ -197,7 +261,9 @@ def test_abstain_cases_need_an_abstention_and_forbid_the_partner() -> None:
     assert judge_probe(case, observation("No lo sé."), 700).passed
     leaked = judge_probe(case, observation("Tu mascota es Canelo"), 700)
     assert {(f.invariant, f.reason) for f in leaked.findings} == {
-        ("abstain", "missing"), ("I3", "leaked")}
+        ("abstain", "missing"),
+        ("I3", "leaked"),
+    }
 
 
 def test_clock_modes() -> None:
@@ -209,8 +275,15 @@ def test_clock_modes() -> None:
     assert parse_clock("real").real_wait(timedelta(hours=6)) == timedelta(hours=6)
     assert parse_clock("skip").scenario_now(origin, later) == later
     assert parse_clock("compress=100000000").factor == 100_000_000
-    for bad in ("compress=0", "compress=x", "fast", "compress=inf", "compress=nan",
-                "compress=1e999", "compress=100000001"):
+    for bad in (
+        "compress=0",
+        "compress=x",
+        "fast",
+        "compress=inf",
+        "compress=nan",
+        "compress=1e999",
+        "compress=100000001",
+    ):
         try:
             parse_clock(bad)
         except ValueError as error:
@@ -226,7 +299,8 @@ def test_forgotten_fact_is_forbidden_while_the_tenant_lives_on() -> None:
     case = recall(state, domain="pet")
     assert case.required == []
     assert [(f.text, f.origin) for f in case.forbidden if f.owner == "ana"] == [
-        ("Canelo", "deleted")]
+        ("Canelo", "deleted")
+    ]
     verdict = judge_probe(case, observation("Tu mascota se llama Canelo."), 700)
     assert [(f.invariant, f.reason) for f in verdict.findings] == [("I4", "residue")]
     inspect = state.inspect_case("s9-a", "a", NOW, GRACE)
@@ -246,9 +320,11 @@ def test_inspections_know_how_long_ago_the_erasure_was() -> None:
 
 
 def spaced_pair() -> PairState:
-    pair = Pair(a=Tenant(alias="ana", facts={"pet": FactValue(value="Canelo")}),
-                b=Tenant(alias="bruno", facts={"pet": FactValue(value="Luna")}),
-                spaces={"team": {"supplier": FactValue(value="Conservas Palacios")}})
+    pair = Pair(
+        a=Tenant(alias="ana", facts={"pet": FactValue(value="Canelo")}),
+        b=Tenant(alias="bruno", facts={"pet": FactValue(value="Luna")}),
+        spaces={"team": {"supplier": FactValue(value="Conservas Palacios")}},
+    )
     state = PairState(pair)
     state.record_space("team", "create", ["a", "b"], NOW)
     state.record_space_write("team", "supplier")
@@ -256,9 +332,16 @@ def spaced_pair() -> PairState:
 
 
 def space_verdict(outcome: str) -> CaseVerdict:
-    return CaseVerdict(case_id="s", role="b", tenant_alias="bruno", domain="supplier",
-                       passed=outcome == "pass", outcome=outcome,
-                       checks=[Check(invariant="recall", outcome=outcome)], findings=[])
+    return CaseVerdict(
+        case_id="s",
+        role="b",
+        tenant_alias="bruno",
+        domain="supplier",
+        passed=outcome == "pass",
+        outcome=outcome,
+        checks=[Check(invariant="recall", outcome=outcome)],
+        findings=[],
+    )
 
 
 def test_a_members_deletion_is_blamed_only_for_a_space_fact_recalled_before_it() -> None:
@@ -269,7 +352,9 @@ def test_a_members_deletion_is_blamed_only_for_a_space_fact_recalled_before_it()
     case = state.space_case("s", "b", "team", "supplier", "?", NOW, GRACE)
     verdict = judge_probe(case, observation("No tengo esa información."), 700)
     assert {(f.invariant, f.reason) for f in verdict.findings} == {
-        ("recall", "missing"), ("S2", "overreach")}
+        ("recall", "missing"),
+        ("S2", "overreach"),
+    }
     # Never recalled inside it (a joiner's agent that never saw the space: Letta 0.16.8
     # does not rebuild its prompt on attach): the deletion took nothing it can be shown to.
     state = spaced_pair()

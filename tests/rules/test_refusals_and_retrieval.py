@@ -26,11 +26,9 @@ def test_a_refusal_passes_where_nothing_is_expected() -> None:
     state = updatable_pair()
     state.record_deletion("a", NOW)
     after_deletion = recall(state, domain="job")
-    verdict = judge_probe(after_deletion, observation(None, refused=True, http_status=404),
-                          700)
+    verdict = judge_probe(after_deletion, observation(None, refused=True, http_status=404), 700)
     assert verdict.passed and {c.invariant for c in verdict.checks} >= {"I3", "I4"}
-    abstain = updatable_pair().probe_case("c", "abstain", "b", "pet", "?", NOW, GRACE,
-                                          ["no lo sé"])
+    abstain = updatable_pair().probe_case("c", "abstain", "b", "pet", "?", NOW, GRACE, ["no lo sé"])
     assert judge_probe(abstain, observation("", refused=True, http_status=403), 700).passed
 
 
@@ -42,7 +40,8 @@ def test_a_retrieval_answer_abstains_by_holding_nothing_of_the_partner() -> None
     assert own.passed, own.findings
     # The same answer from an assistant does not abstain.
     assert findings(judge_probe(case, observation("Trabajo en Ferretería Olmos"), 700)) == {
-        ("abstain", "missing")}
+        ("abstain", "missing")
+    }
     # A search that serves Ana's pet to Bruno neither abstains nor isolates.
     leaked = judge_probe(case, observation("Mi mascota es Canelo", retrieval=True), 700)
     assert findings(leaked) == {("abstain", "leaked"), ("I3", "leaked")}

@@ -51,8 +51,9 @@ def test_wrong_type_and_zero_duration() -> None:
     data["timeline"][1]["duration"] = "0ms"
     data["pairs"] = "two"
     found = problems_of(data)
-    assert any(p.startswith("s.yaml: timeline.1.duration:") and "greater than zero" in p
-               for p in found)
+    assert any(
+        p.startswith("s.yaml: timeline.1.duration:") and "greater than zero" in p for p in found
+    )
     assert any(p.startswith("s.yaml: pairs:") for p in found)
 
 
@@ -74,8 +75,10 @@ def test_non_exclusive_pair_is_rejected_after_normalization() -> None:
     data = seed_data()
     data["pairs"][0]["b"]["facts"]["color"] = "AZÚL  oscuro"  # contains ana's 'azul'
     (problem,) = problems_of(data)
-    assert problem.startswith("s.yaml: pairs.0.b.facts.color: value 'AZÚL  oscuro' is not "
-                              "mutually exclusive with tenant a's color value 'azul'")
+    assert problem.startswith(
+        "s.yaml: pairs.0.b.facts.color: value 'AZÚL  oscuro' is not "
+        "mutually exclusive with tenant a's color value 'azul'"
+    )
     assert "a leak could not be seen" in problem
 
 
@@ -101,8 +104,12 @@ def test_unknown_domain_and_missing_language() -> None:
     data["pairs"][0]["b"]["language"] = "en"
     found = problems_of(data)
     assert any(p.startswith("s.yaml: pairs.0.a.facts.pet: unknown domain 'pet'") for p in found)
-    assert any(p.startswith("s.yaml: pairs.0.b.facts.color: domain 'color' has no templates in "
-                            "language 'en'") for p in found)
+    assert any(
+        p.startswith(
+            "s.yaml: pairs.0.b.facts.color: domain 'color' has no templates in language 'en'"
+        )
+        for p in found
+    )
 
 
 def test_template_placeholders_are_checked() -> None:
@@ -110,8 +117,12 @@ def test_template_placeholders_are_checked() -> None:
     data["domains"]["color"]["templates"]["es"]["statement"] = ["Mi color favorito es {valor}."]
     data["domains"]["color"]["templates"]["es"]["question"] = ["¿Es {value}?"]
     found = problems_of(data)
-    assert any(p.startswith("s.yaml: domains.color.templates.es.statement.0: must contain the "
-                            "placeholder {value}") for p in found)
+    assert any(
+        p.startswith(
+            "s.yaml: domains.color.templates.es.statement.0: must contain the placeholder {value}"
+        )
+        for p in found
+    )
     assert any(p.startswith("s.yaml: domains.color.templates.es.question.0:") for p in found)
 
 
@@ -125,8 +136,9 @@ def test_value_inside_a_question_is_rejected() -> None:
 def test_timeline_must_probe_something() -> None:
     data = seed_data()
     data["timeline"] = [{"step": "write"}]
-    assert problems_of(data) == ["s.yaml: timeline: has no probe or inspect step: nothing would "
-                                "be checked"]
+    assert problems_of(data) == [
+        "s.yaml: timeline: has no probe or inspect step: nothing would be checked"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -136,18 +148,28 @@ def test_timeline_must_probe_something() -> None:
         ("name: a\nname: b\n", "duplicate key 'name'"),
         ("", "expected a mapping at the top level, got empty"),
         ("- a\n- b\n", "expected a mapping at the top level, got list"),
-        ("a: " + "[" * 50_000 + "]" * 50_000,
-         "s.yaml: line 1, column 67: invalid YAML: nested deeper than 64 levels"),
-        ("name: !!python/object/apply:os.system ['true']\n",
-         "s.yaml: line 1, column 7: invalid YAML: the YAML tag "
-         "'tag:yaml.org,2002:python/object/apply:os.system' is not allowed"),
+        (
+            "a: " + "[" * 50_000 + "]" * 50_000,
+            "s.yaml: line 1, column 67: invalid YAML: nested deeper than 64 levels",
+        ),
+        (
+            "name: !!python/object/apply:os.system ['true']\n",
+            "s.yaml: line 1, column 7: invalid YAML: the YAML tag "
+            "'tag:yaml.org,2002:python/object/apply:os.system' is not allowed",
+        ),
         ("name: !!binary aGVsbG8=\n", "the YAML tag 'tag:yaml.org,2002:binary' is not allowed"),
-        ("? ? \n", "s.yaml: line 1, column 3: invalid YAML: a key must be plain text, not a "
-         "dict (line 1)"),
+        (
+            "? ? \n",
+            "s.yaml: line 1, column 3: invalid YAML: a key must be plain text, not a dict (line 1)",
+        ),
         # A "billion laughs": nine levels of ten aliases each.
-        ("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-            f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 10)),
-         "invalid YAML: its aliases expand to more than 1,000,000 values"),
+        (
+            "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 10)
+            ),
+            "invalid YAML: its aliases expand to more than 1,000,000 values",
+        ),
     ],
 )
 def test_yaml_level_problems(tmp_path: Path, text: str, expected: str) -> None:
@@ -171,8 +193,9 @@ def test_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     os.mkfifo(path)
     with pytest.raises(InputError) as caught:
         load_scenario(path)
-    assert str(caught.value) == (f"{path}: not a regular file (a pipe, socket or device); "
-                                 "give memlife a file")
+    assert str(caught.value) == (
+        f"{path}: not a regular file (a pipe, socket or device); give memlife a file"
+    )
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -98,13 +98,17 @@ def test_latency_summary_and_target_rule() -> None:
     assert empty.count == 0 and empty.mean is None and empty.within_target
 
 
-@given(st.lists(st.floats(min_value=0, max_value=2000, allow_nan=False)),
-       st.floats(min_value=0, max_value=2000, allow_nan=False))
-def test_the_summary_latency_rule_is_the_latency_summarys(values: list[float],
-                                                          target: float) -> None:
+@given(
+    st.lists(st.floats(min_value=0, max_value=2000, allow_nan=False)),
+    st.floats(min_value=0, max_value=2000, allow_nan=False),
+)
+def test_the_summary_latency_rule_is_the_latency_summarys(
+    values: list[float], target: float
+) -> None:
     # finish_run judges latency with the one-pass rule; reports show summarize_latency's.
     assert latency_within_target(max(values, default=None), target) == (
-        summarize_latency(values, target).within_target)
+        summarize_latency(values, target).within_target
+    )
 
 
 @given(st.lists(st.floats(min_value=0, max_value=2000, allow_nan=False), min_size=1))
@@ -120,39 +124,58 @@ def test_value_index_finds_exactly_what_contains_finds() -> None:
     values = ["Panadería Quispe", "Calle Olmo 12", "Rex", "ab", "Quispe", "  "]
     index = ValueIndex((v, v) for v in values)
     reply = normalize("Trabajas en PANADERIA quispe, cerca de la calle olmo 12; tu perro Rex")
-    assert sorted(index.found_in(reply)) == sorted(
-        v for v in values if contains(reply, v))
+    assert sorted(index.found_in(reply)) == sorted(v for v in values if contains(reply, v))
     assert index.size == 5  # the blank value is never indexed: it never matches
     assert index.found_in(normalize("nada que ver")) == []
 
 
-@given(values=st.lists(st.text(alphabet="abcñé ", min_size=1, max_size=6), max_size=12),
-       text=st.text(alphabet="abcñé ", max_size=40))
+@given(
+    values=st.lists(st.text(alphabet="abcñé ", min_size=1, max_size=6), max_size=12),
+    text=st.text(alphabet="abcñé ", max_size=40),
+)
 def test_value_index_agrees_with_contains(values: list[str], text: str) -> None:
     haystack = normalize(text)
     found = ValueIndex((v, i) for i, v in enumerate(values)).found_in(haystack)
     assert sorted(found) == [i for i, v in enumerate(values) if contains(haystack, v)]
 
 
-@given(values=st.lists(st.lists(st.sampled_from(["ab", "b", "ba", "c", "ñé"]), min_size=1,
-                                max_size=4).map(" ".join), max_size=12),
-       words=st.lists(st.sampled_from(["ab", "b", "ba", "c", "ñé", "xab", "bax"]),
-                      max_size=12))
-def test_value_index_agrees_with_contains_on_word_values(values: list[str],
-                                                         words: list[str]) -> None:
+@given(
+    values=st.lists(
+        st.lists(st.sampled_from(["ab", "b", "ba", "c", "ñé"]), min_size=1, max_size=4).map(
+            " ".join
+        ),
+        max_size=12,
+    ),
+    words=st.lists(st.sampled_from(["ab", "b", "ba", "c", "ñé", "xab", "bax"]), max_size=12),
+)
+def test_value_index_agrees_with_contains_on_word_values(
+    values: list[str], words: list[str]
+) -> None:
     """Multi-word values, as canaries are, met mid-word and across word boundaries."""
     haystack = normalize(" ".join(words))
     found = ValueIndex((v, i) for i, v in enumerate(values)).found_in(haystack)
     assert sorted(found) == [i for i, v in enumerate(values) if contains(haystack, v)]
 
 
-@given(values=st.lists(st.lists(st.sampled_from(["san", "telmo", "abcdefgh", "abcdefghij",
-                                                 "ab", "c"]), min_size=3,
-                                max_size=5).map(" ".join), max_size=12),
-       words=st.lists(st.sampled_from(["san", "telmo", "abcdefgh", "abcdefghij", "ab", "c",
-                                       "xsan", "telmox", "abcdefghijk"]), max_size=12))
-def test_value_index_agrees_with_contains_past_its_rest_key(values: list[str],
-                                                            words: list[str]) -> None:
+@given(
+    values=st.lists(
+        st.lists(
+            st.sampled_from(["san", "telmo", "abcdefgh", "abcdefghij", "ab", "c"]),
+            min_size=3,
+            max_size=5,
+        ).map(" ".join),
+        max_size=12,
+    ),
+    words=st.lists(
+        st.sampled_from(
+            ["san", "telmo", "abcdefgh", "abcdefghij", "ab", "c", "xsan", "telmox", "abcdefghijk"]
+        ),
+        max_size=12,
+    ),
+)
+def test_value_index_agrees_with_contains_past_its_rest_key(
+    values: list[str], words: list[str]
+) -> None:
     """Values sharing their first two words and more than the rest's key (8 characters),
     as 'colegio san telmo …' values do by the thousand."""
     haystack = normalize(" ".join(words))

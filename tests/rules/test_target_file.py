@@ -29,8 +29,14 @@ def reference_data() -> dict[str, Any]:
 def test_bundled_reference_target_file_is_valid() -> None:
     target = load_target(REPO / "scenarios" / "targets" / "reference.yaml")
     assert target.base_url == "http://127.0.0.1:8080"
-    assert [s.name for s in target.stores] == ["thread", "memory", "graph", "jobs", "summaries",
-                                              "cache"]
+    assert [s.name for s in target.stores] == [
+        "thread",
+        "memory",
+        "graph",
+        "jobs",
+        "summaries",
+        "cache",
+    ]
     assert {s.name: s.retention for s in target.stores}["thread"] == "tombstone"
     assert target.operations.registration is not None
 
@@ -49,17 +55,23 @@ def test_reply_extraction_is_required_and_pointer_checked() -> None:
     with pytest.raises(InputError) as caught:
         parse_target(data, "t.yaml")
     text = str(caught.value)
-    assert ("t.yaml: operations.say.extract: 'reply[?' is neither a JSON pointer (write e.g. "
-            "'/reply' or '/data/id') nor a JMESPath expression") in text
+    assert (
+        "t.yaml: operations.say.extract: 'reply[?' is neither a JSON pointer (write e.g. "
+        "'/reply' or '/data/id') nor a JMESPath expression"
+    ) in text
     data["operations"]["say"]["extract"] = {"answer": "/reply"}
     with pytest.raises(InputError, match="operations.say.extract"):
         parse_target(data, "t.yaml")  # no `reply` to extract at all
 
 
 def test_fields_are_extracted_by_json_pointer_or_jmespath() -> None:
-    response = {"results": [{"memory": "Trabaja en Quispe", "score": 0.9},
-                            {"memory": "Vive en Lima", "score": 0.2}],
-                "usage": {"cost": 0.002}}
+    response = {
+        "results": [
+            {"memory": "Trabaja en Quispe", "score": 0.9},
+            {"memory": "Vive en Lima", "score": 0.2},
+        ],
+        "usage": {"cost": 0.002},
+    }
     assert extract(response, "/results/0/memory") == "Trabaja en Quispe"
     assert extract(response, "results[0].memory") == "Trabaja en Quispe"
     assert extract(response, "results[?score > `0.5`].memory") == ["Trabaja en Quispe"]
@@ -70,7 +82,8 @@ def test_fields_are_extracted_by_json_pointer_or_jmespath() -> None:
     data = reference_data()
     data["operations"]["say"]["extract"] = {"reply": "choices[0].message.content"}
     assert parse_target(data, "t.yaml").operations.say.extract["reply"] == (
-        "choices[0].message.content")
+        "choices[0].message.content"
+    )
 
 
 def test_base_url_and_unknown_fields() -> None:
@@ -84,17 +97,31 @@ def test_base_url_and_unknown_fields() -> None:
     assert "t.yaml: retries: unknown field" in lines
 
 
-@pytest.mark.parametrize(("where", "headers", "expected"), [
-    ("target", {"X-Team": "a\r\nX-Injected: 1"}, "t.yaml: headers: X-Team: a header value "
-     "cannot hold a carriage return, line feed or NUL character"),
-    ("say", {"X-Team": "a\nb"}, "t.yaml: operations.say.headers: X-Team: a header value"),
-    ("target", {"Authorization": {"env": "KEY", "prefix": "Bearer \r\n"}},
-     "t.yaml: headers: Authorization: a header value"),
-    ("target", {"X Team:": "a"}, "t.yaml: headers.\"X Team:\": header name 'X Team:' is "
-     "not an HTTP token"),
-])
+@pytest.mark.parametrize(
+    ("where", "headers", "expected"),
+    [
+        (
+            "target",
+            {"X-Team": "a\r\nX-Injected: 1"},
+            "t.yaml: headers: X-Team: a header value "
+            "cannot hold a carriage return, line feed or NUL character",
+        ),
+        ("say", {"X-Team": "a\nb"}, "t.yaml: operations.say.headers: X-Team: a header value"),
+        (
+            "target",
+            {"Authorization": {"env": "KEY", "prefix": "Bearer \r\n"}},
+            "t.yaml: headers: Authorization: a header value",
+        ),
+        (
+            "target",
+            {"X Team:": "a"},
+            "t.yaml: headers.\"X Team:\": header name 'X Team:' is not an HTTP token",
+        ),
+    ],
+)
 def test_headers_that_would_split_a_request_are_refused(
-        where: str, headers: dict[str, Any], expected: str) -> None:
+    where: str, headers: dict[str, Any], expected: str
+) -> None:
     data = reference_data()
     (data if where == "target" else data["operations"][where])["headers"] = headers
     with pytest.raises(InputError) as caught:
@@ -103,18 +130,32 @@ def test_headers_that_would_split_a_request_are_refused(
     assert str(caught.value).startswith(expected), str(caught.value)
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    (lambda d: d.update(base_url="http://127.0.0.1:8080/\r\nHost: evil"),
-     "t.yaml: base_url: a URL cannot hold control characters (U+000A, U+000D)"),
-    (lambda d: d["operations"]["say"].update(path="/v1/preview\x00"),
-     "t.yaml: operations.say.path: a URL cannot hold control characters (U+0000)"),
-    (lambda d: d["operations"]["say"].update(query={"q": "a\tb"}),
-     "t.yaml: operations.say.query.q: a URL cannot hold control characters (U+0009)"),
-    (lambda d: d.update(base_url="http://[::1"),
-     "t.yaml: base_url: 'http://[::1' is not a usable URL (Invalid IPv6 URL)"),
-    (lambda d: d.update(base_url="http://127.0.0.1:99999"),
-     "t.yaml: base_url: 'http://127.0.0.1:99999' is not a usable URL (Port out of range"),
-], ids=["base_url", "path", "query", "ipv6", "port"])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda d: d.update(base_url="http://127.0.0.1:8080/\r\nHost: evil"),
+            "t.yaml: base_url: a URL cannot hold control characters (U+000A, U+000D)",
+        ),
+        (
+            lambda d: d["operations"]["say"].update(path="/v1/preview\x00"),
+            "t.yaml: operations.say.path: a URL cannot hold control characters (U+0000)",
+        ),
+        (
+            lambda d: d["operations"]["say"].update(query={"q": "a\tb"}),
+            "t.yaml: operations.say.query.q: a URL cannot hold control characters (U+0009)",
+        ),
+        (
+            lambda d: d.update(base_url="http://[::1"),
+            "t.yaml: base_url: 'http://[::1' is not a usable URL (Invalid IPv6 URL)",
+        ),
+        (
+            lambda d: d.update(base_url="http://127.0.0.1:99999"),
+            "t.yaml: base_url: 'http://127.0.0.1:99999' is not a usable URL (Port out of range",
+        ),
+    ],
+    ids=["base_url", "path", "query", "ipv6", "port"],
+)
 def test_urls_that_cannot_be_sent_as_written_are_refused(change: Any, expected: str) -> None:
     data = reference_data()
     change(data)
@@ -129,7 +170,10 @@ def test_rendering_is_substitution_only() -> None:
     assert render("/v1/users/{phone}", variables, url=True) == "/v1/users/%2B1%20555%2F01"
     # A value that looks like a placeholder is not expanded again.
     assert render_body({"m": "{message}", "n": "{count}", "s": "x{count}"}, variables) == {
-        "m": "{user_id}", "n": 3, "s": "x3"}
+        "m": "{user_id}",
+        "n": 3,
+        "s": "x3",
+    }
     # No attribute access or expressions: such text is left alone.
     assert render("{phone.__class__}", variables) == "{phone.__class__}"
 
@@ -142,8 +186,15 @@ def test_json_pointer() -> None:
     # Every "/" starts a token: "//x" is the key "" and then "x", not "/x".
     assert json_pointer({"": {"x": 3}, "x": 4}, "//x") == 3
     assert json_pointer({"": 5}, "/") == 5
-    for missing in ("/data/nope", "/data/items/5", "/data/items/0/a~1b/deeper",
-                    "//data", "data", "/data/items/01", "/data/items/-"):
+    for missing in (
+        "/data/nope",
+        "/data/items/5",
+        "/data/items/0/a~1b/deeper",
+        "//data",
+        "data",
+        "/data/items/01",
+        "/data/items/-",
+    ):
         with pytest.raises(KeyError):
             json_pointer(doc, missing)
 
@@ -167,14 +218,25 @@ def test_files_probes_name_one_directory_and_take_a_grace() -> None:
     from memlife.rules.target import FilesProbe
 
     data = reference_data()
-    data["stores"].append({"name": "memory-disk", "probe": {
-        "kind": "files", "path_env": "MEMORY_DATA_DIR", "include": ["*.db*"],
-        "grace": "7d"}})
+    data["stores"].append(
+        {
+            "name": "memory-disk",
+            "probe": {
+                "kind": "files",
+                "path_env": "MEMORY_DATA_DIR",
+                "include": ["*.db*"],
+                "grace": "7d",
+            },
+        }
+    )
     target = parse_target(data, "t.yaml")
     probe = target.stores[-1].probe
     assert isinstance(probe, FilesProbe)
-    assert (probe.grace, probe.encodings, probe.include) == (timedelta(days=7), ["utf-8"],
-                                                             ["*.db*"])
+    assert (probe.grace, probe.encodings, probe.include) == (
+        timedelta(days=7),
+        ["utf-8"],
+        ["*.db*"],
+    )
     assert "MEMORY_DATA_DIR" in target.secret_names()  # resolved on the worker, like secrets
 
     data["stores"][-1]["probe"] = {"kind": "files", "path": "/data", "path_env": "DATA_DIR"}
@@ -191,11 +253,15 @@ def test_registration_may_take_several_requests_in_order() -> None:
     data = reference_data()
     data["operations"]["register"] = [
         {"path": "/users", "json": {"id": "{phone}"}, "extract": {"user_id": "/id"}},
-        {"path": "/sessions", "json": {"user": "{user_id}", "name": "{tenant_alias}"}}]
+        {"path": "/sessions", "json": {"user": "{user_id}", "name": "{tenant_alias}"}},
+    ]
     target = parse_target(data, "t.yaml")
     assert [op.path for op in target.operations.register_steps()] == ["/users", "/sessions"]
     assert list(target.all_operations())[:2] == ["register.0", "register.1"]
     data["operations"]["register"][1]["json"] = {"user": "{message}"}
-    with pytest.raises(InputError, match=r"t.yaml: operations.register.1: unknown placeholder "
-                                         r"\{message\}"):
+    with pytest.raises(
+        InputError,
+        match=r"t.yaml: operations.register.1: unknown placeholder "
+        r"\{message\}",
+    ):
         parse_target(data, "t.yaml")

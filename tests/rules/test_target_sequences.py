@@ -12,9 +12,17 @@ from memlife.rules.target import parse_target
 from tests.rules.test_target_file import reference_data
 
 FORGET_BY_ID: list[dict[str, Any]] = [
-    {"method": "GET", "path": "/memories", "query": {"user_id": "{phone}"},
-     "select": {"records": "results", "content": "memory", "holding": "{values}",
-                "extract": {"memory_id": "id"}}},
+    {
+        "method": "GET",
+        "path": "/memories",
+        "query": {"user_id": "{phone}"},
+        "select": {
+            "records": "results",
+            "content": "memory",
+            "holding": "{values}",
+            "extract": {"memory_id": "id"},
+        },
+    },
     {"method": "DELETE", "path": "/memories/{memory_id}", "refused": [404]},
 ]
 
@@ -36,8 +44,11 @@ def test_forget_finds_the_memory_then_deletes_it_by_id() -> None:
 
 def test_a_later_request_may_use_only_what_an_earlier_one_extracted() -> None:
     steps = [dict(FORGET_BY_ID[0]), {"method": "DELETE", "path": "/memories/{memory_key}"}]
-    with pytest.raises(InputError, match=r"t.yaml: operations.forget.1: unknown placeholder "
-                                         r"\{memory_key\}.*\{memory_id\}"):
+    with pytest.raises(
+        InputError,
+        match=r"t.yaml: operations.forget.1: unknown placeholder "
+        r"\{memory_key\}.*\{memory_id\}",
+    ):
         parse_target(with_operation("forget", steps), "t.yaml")
     # The first request cannot use what only the second extracts.
     steps = [{"method": "DELETE", "path": "/memories/{memory_id}"}, dict(FORGET_BY_ID[0])]
@@ -54,10 +65,17 @@ def test_a_selection_needs_requests_after_it_and_is_made_once() -> None:
 
 
 def test_a_status_is_a_success_or_a_refusal_never_both() -> None:
-    ask = {"path": "/search", "json": {"q": "{message}"}, "extract": {"reply": "/r"},
-           "refused": [403, 200]}
-    with pytest.raises(InputError, match=r"operations.ask: .*200 is both a success and a "
-                                         r"refusal"):
+    ask = {
+        "path": "/search",
+        "json": {"q": "{message}"},
+        "extract": {"reply": "/r"},
+        "refused": [403, 200],
+    }
+    with pytest.raises(
+        InputError,
+        match=r"operations.ask: .*200 is both a success and a "
+        r"refusal",
+    ):
         parse_target(with_operation("ask", ask), "t.yaml")
     ask["refused"] = [403, 999]
     with pytest.raises(InputError, match="999 is not an HTTP status"):

@@ -10,10 +10,23 @@ from memlife.stack.codec import COMPRESS_ABOVE, DATA_CONVERTER, ENCODING, Compre
 
 
 def _reads(records: int) -> list[StoreRead]:
-    return [StoreRead(store="memory", mode="scope", key="u_ana", total=records,
-                      records=[StoreRecordView(id=str(i), tenant_id="u_ana", matches=[0],
-                                               excerpt=f"Trabaja en Panadería Quispe {i}")
-                               for i in range(records)])]
+    return [
+        StoreRead(
+            store="memory",
+            mode="scope",
+            key="u_ana",
+            total=records,
+            records=[
+                StoreRecordView(
+                    id=str(i),
+                    tenant_id="u_ana",
+                    matches=[0],
+                    excerpt=f"Trabaja en Panadería Quispe {i}",
+                )
+                for i in range(records)
+            ],
+        )
+    ]
 
 
 async def test_a_bulky_payload_is_compressed_and_comes_back_the_same() -> None:

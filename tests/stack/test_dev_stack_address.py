@@ -14,10 +14,20 @@ from memlife.stack.connection import STACK_FILE, dev_stack_address
 
 def write_stack(state_dir: Path, address: str, pid: int) -> None:
     state_dir.mkdir(parents=True, exist_ok=True)
-    (state_dir / STACK_FILE).write_text(json.dumps({
-        "temporal_address": address, "web_ui": None, "namespace": "default",
-        "task_queue": "memlife", "reference_target": "http://127.0.0.1:1",
-        "reference_faults": [], "recorder": "sqlite://", "pids": {"temporal": pid}}))
+    (state_dir / STACK_FILE).write_text(
+        json.dumps(
+            {
+                "temporal_address": address,
+                "web_ui": None,
+                "namespace": "default",
+                "task_queue": "memlife",
+                "reference_target": "http://127.0.0.1:1",
+                "reference_faults": [],
+                "recorder": "sqlite://",
+                "pids": {"temporal": pid},
+            }
+        )
+    )
 
 
 def test_a_running_stack_is_found_on_its_own_port(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ from memlife.stack.processes import LOOPBACK, free_port
 
 
 async def test_a_port_taken_before_the_server_binds_it_means_other_ports(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with socket.socket() as taken:
         taken.bind((LOOPBACK, 0))
         taken.listen()
@@ -33,7 +34,8 @@ async def test_a_port_taken_before_the_server_binds_it_means_other_ports(
 
 
 def test_a_reference_target_whose_port_was_taken_starts_on_another(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with socket.socket() as taken:
         taken.bind((LOOPBACK, 0))
         taken.listen()

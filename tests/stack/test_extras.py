@@ -22,14 +22,20 @@ def _wheel(directory: Path) -> Path:
     """memlife_demo_extra 0.1: one module, as a wheel."""
     files = {
         "memlife_demo_extra/__init__.py": b"VALUE = 'installed'\n",
-        "memlife_demo_extra-0.1.dist-info/METADATA":
-            b"Metadata-Version: 2.1\nName: memlife-demo-extra\nVersion: 0.1\n",
-        "memlife_demo_extra-0.1.dist-info/WHEEL":
-            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "memlife_demo_extra-0.1.dist-info/METADATA": (
+            b"Metadata-Version: 2.1\nName: memlife-demo-extra\nVersion: 0.1\n"
+        ),
+        "memlife_demo_extra-0.1.dist-info/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
-    record = "".join(
-        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"  # noqa: E501
-        for name, data in files.items()) + "memlife_demo_extra-0.1.dist-info/RECORD,,\n"
+    record = (
+        "".join(
+            f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"  # noqa: E501
+            for name, data in files.items()
+        )
+        + "memlife_demo_extra-0.1.dist-info/RECORD,,\n"
+    )
     path = directory / "memlife_demo_extra-0.1-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as archive:
         for name, data in files.items():
@@ -61,20 +67,26 @@ def test_a_missing_extra_is_installed_once_with_one_line(tmp_path: Path) -> None
     python = venv / "bin" / "python"
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
 
-    def ensure(requirement: str, extra: str = "demo",
-               module: str = "memlife_demo_extra") -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(python), "-c", SCRIPT, requirement, str(tmp_path / "logs"),
-                               extra, module],
-                              capture_output=True, text=True, timeout=300, env=env,
-                              check=False)
+    def ensure(
+        requirement: str, extra: str = "demo", module: str = "memlife_demo_extra"
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(python), "-c", SCRIPT, requirement, str(tmp_path / "logs"), extra, module],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            check=False,
+        )
 
     wheel = _wheel(tmp_path)
     first = ensure(str(wheel))
     assert first.returncode == 0, first.stdout + first.stderr
     assert first.stdout.split() == ["installed", "[]"]
     said = first.stderr.strip().splitlines()
-    assert len(said) == 1 and said[0].startswith("memlife: installing the demo extra for a "
-                                                 "test, once")
+    assert len(said) == 1 and said[0].startswith(
+        "memlife: installing the demo extra for a test, once"
+    )
     again = ensure(str(wheel))  # present now: nothing said, nothing installed
     assert again.returncode == 0 and again.stderr == "", again.stderr
 
@@ -91,7 +103,8 @@ def test_an_extra_names_what_pyproject_lists() -> None:
     assert any(r.startswith("torch==") for r in realstack)
     assert any(r.startswith("mem0ai") for r in realstack)
     assert extras.requirements("test") and any(  # memlife[realstack] inside it, expanded
-        r.startswith("mem0ai") for r in extras.requirements("test"))
+        r.startswith("mem0ai") for r in extras.requirements("test")
+    )
     probe = type("Probe", (), {"kind": "qdrant"})()
     store = type("Store", (), {"name": "vectors", "probe": probe})()
     target = type("Target", (), {"stores": [store]})()

@@ -70,7 +70,8 @@ def test_garbage_cycles_made_while_serving_are_still_collected() -> None:
 
 
 async def test_the_worker_memlife_run_starts_serves_tuned_and_stops_untuned(
-        skip_env: WorkflowEnvironment) -> None:
+    skip_env: WorkflowEnvironment,
+) -> None:
     before = gc.get_threshold()
     async with embedded.running_worker(skip_env.client, "heap-test"):
         assert gc.get_threshold()[0] == heap.YOUNG_GENERATION
@@ -109,10 +110,15 @@ for thread in threads:
 
 
 def _arenas(mode: str, **env: str) -> tuple[str, int]:
-    environment = {key: value for key, value in os.environ.items()
-                   if key != "MALLOC_ARENA_MAX"}
-    done = subprocess.run([sys.executable, "-c", _ARENAS, mode], env={**environment, **env},
-                          capture_output=True, text=True, timeout=60, check=True)
+    environment = {key: value for key, value in os.environ.items() if key != "MALLOC_ARENA_MAX"}
+    done = subprocess.run(
+        [sys.executable, "-c", _ARENAS, mode],
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     applied, arenas = done.stdout.split()
     return applied, int(arenas)
 

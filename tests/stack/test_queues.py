@@ -17,7 +17,8 @@ from memlife.stack.worker import build_worker
 
 
 async def test_a_queue_no_worker_polls_has_no_pollers_and_one_that_does_has(
-        dev_client: Client, dev_worker: str) -> None:
+    dev_client: Client, dev_worker: str
+) -> None:
     nobody = f"nobody-{uuid.uuid4().hex[:8]}"
     assert await pollers(dev_client, Need(nobody, "activity")) == []
     # A worker just started polls a moment later.
@@ -28,8 +29,10 @@ async def test_a_queue_no_worker_polls_has_no_pollers_and_one_that_does_has(
         assert identities and all(identities)
 
 
-async def test_waiting_ends_when_a_worker_starts_polling(dev_client: Client, db_url: str,
-                                                         ) -> None:
+async def test_waiting_ends_when_a_worker_starts_polling(
+    dev_client: Client,
+    db_url: str,
+) -> None:
     queue = f"late-{uuid.uuid4().hex[:8]}"
     said: list[str] = []
 
@@ -43,12 +46,12 @@ async def test_waiting_ends_when_a_worker_starts_polling(dev_client: Client, db_
     started = asyncio.Event()
     worker = asyncio.create_task(late_worker(started))
     try:
-        missing = await unserved(dev_client, [Need(queue, "activity")], within=60,
-                                 say=said.append)
+        missing = await unserved(dev_client, [Need(queue, "activity")], within=60, say=said.append)
         assert missing == []
         assert started.is_set()
-        assert said == [f"waiting up to 60 s for a worker to poll for activity tasks on "
-                        f"task queue {queue}"]
+        assert said == [
+            f"waiting up to 60 s for a worker to poll for activity tasks on task queue {queue}"
+        ]
     finally:
         worker.cancel()
         await asyncio.gather(worker, return_exceptions=True)
@@ -61,15 +64,17 @@ async def test_a_queue_still_unserved_when_the_wait_ends_is_named(dev_client: Cl
     assert len(said) == 1
 
 
-async def test_a_server_that_cannot_say_counts_as_served(skip_env: WorkflowEnvironment,
-                                                         ) -> None:
+async def test_a_server_that_cannot_say_counts_as_served(
+    skip_env: WorkflowEnvironment,
+) -> None:
     need = Need(f"nobody-{uuid.uuid4().hex[:8]}", "activity")
     assert await pollers(skip_env.client, need) is None
     assert await unserved(skip_env.client, [need], within=5, say=print) == []
 
 
 async def test_a_worker_that_stopped_polling_long_enough_ago_no_longer_counts(
-        dev_client: Client, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev_client: Client, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The server lists a stopped worker for minutes; memlife counts one seen lately."""
     import memlife.stack.queues as queues
 

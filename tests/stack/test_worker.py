@@ -42,18 +42,26 @@ async def _scheduled_activities(handle: WorkflowHandle, within: float) -> list[s
 
 
 async def test_a_workflows_worker_and_an_activities_worker_serve_a_run_between_them(
-        tmp_path: Path, skip_env: WorkflowEnvironment, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, db_url: str
+) -> None:
     client, task_queue = skip_env.client, f"split-{uuid.uuid4().hex[:8]}"
-    with (embedded.reference_target(tmp_path / "target") as target,
-          ThreadPoolExecutor(max_workers=16) as executor, heap.serving()):
+    with (
+        embedded.reference_target(tmp_path / "target") as target,
+        ThreadPoolExecutor(max_workers=16) as executor,
+        heap.serving(),
+    ):
         run = run_input(written_nightly(PAIRS), reference_target(target.base_url)).model_copy(
-            update={"cohort_size": 2, "seed": "split-workers"})
+            update={"cohort_size": 2, "seed": "split-workers"}
+        )
 
         # An activities worker alone takes no workflow task: the suite does not start.
         async with build_worker(client, task_queue, executor, serve="activities"):
             handle = await client.start_workflow(
-                SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
-                task_queue=task_queue)
+                SuiteWorkflow.run,
+                run,
+                id=suite_workflow_id(run.scenario.name, run.run_id),
+                task_queue=task_queue,
+            )
             await asyncio.sleep(1.5)
             assert EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED not in await _events(handle)
 
@@ -75,8 +83,7 @@ async def test_a_workflows_worker_and_an_activities_worker_serve_a_run_between_t
     assert summary.cases_passed == summary.cases > 0
 
 
-def test_a_worker_that_serves_something_else_is_refused(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_worker_that_serves_something_else_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as refused:
         main(["--serve", "queries"])
     assert refused.value.code == 2

@@ -23,14 +23,18 @@ from tests.workflows.helpers import run_input, run_suite
 
 
 async def test_a_worker_serves_its_workflow_task_latencies(
-        tmp_path: Path, skip_env: WorkflowEnvironment, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, db_url: str
+) -> None:
     address = f"{LOOPBACK}:{free_port()}"
-    worker = start_worker(skip_env.client.service_client.config.target_host, db_url,
-                          tmp_path / "worker.log", ["--metrics", address])
+    worker = start_worker(
+        skip_env.client.service_client.config.target_host,
+        db_url,
+        tmp_path / "worker.log",
+        ["--metrics", address],
+    )
     try:
         with embedded.reference_target(tmp_path / "target") as target:
-            run = run_input(small_nightly("metrics", pairs=1),
-                            reference_target(target.base_url))
+            run = run_input(small_nightly("metrics", pairs=1), reference_target(target.base_url))
             summary = await run_suite(skip_env.client, DEFAULT_TASK_QUEUE, run)
         assert summary.passed
         scrape = httpx.get(f"http://{address}/metrics", timeout=10).text
@@ -48,8 +52,12 @@ def test_an_address_the_worker_cannot_serve_is_one_clear_error() -> None:
         for address in ("nonsense", f"{LOOPBACK}:{taken.getsockname()[1]}"):
             ended = subprocess.run(
                 [sys.executable, str(REPO / "worker.py"), "--metrics", address],
-                env={**os.environ, "TEMPORAL_ADDRESS": f"{LOOPBACK}:1"}, cwd=REPO,
-                capture_output=True, text=True, timeout=60)
+                env={**os.environ, "TEMPORAL_ADDRESS": f"{LOOPBACK}:1"},
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert ended.returncode == 2
             assert ended.stderr.startswith(f"memlife worker: --metrics {address}: ")
             assert "Traceback" not in ended.stderr

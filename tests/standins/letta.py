@@ -62,8 +62,10 @@ CHAR_LIMIT = 100_000  # a block's default character limit, as 0.16.8 answers it
 
 
 def _id_path(prefix: str) -> Any:
-    return Path(pattern=f"^{prefix}-[0-9a-f]{{8}}-[0-9a-f]{{4}}-4[0-9a-f]{{3}}-[89ab][0-9a-f]{{3}}"
-                        "-[0-9a-f]{12}$")
+    return Path(
+        pattern=f"^{prefix}-[0-9a-f]{{8}}-[0-9a-f]{{4}}-4[0-9a-f]{{3}}-[89ab][0-9a-f]{{3}}"
+        "-[0-9a-f]{12}$"
+    )
 
 
 AgentId = Annotated[str, _id_path("agent")]
@@ -148,15 +150,16 @@ def _text(content: str | list[dict[str, Any]]) -> str:
     return " ".join(str(part.get("text", "")) for part in content)
 
 
-def _window(items: list[dict[str, Any]], after: str | None, before: str | None,
-            limit: int | None) -> list[dict[str, Any]]:
+def _window(
+    items: list[dict[str, Any]], after: str | None, before: str | None, limit: int | None
+) -> list[dict[str, Any]]:
     """Letta's cursor pagination: items after (or before) the one with that id."""
     ids = [item["id"] for item in items]
     if after is not None:
-        items = items[ids.index(after) + 1:] if after in ids else []
+        items = items[ids.index(after) + 1 :] if after in ids else []
     if before is not None:
         ids = [item["id"] for item in items]
-        items = items[:ids.index(before)] if before in ids else []
+        items = items[: ids.index(before)] if before in ids else []
         return items[-limit:] if limit else items
     return items[:limit] if limit else items
 
@@ -193,8 +196,11 @@ def create_app(api_key: str | None) -> FastAPI:
         return JSONResponse(status_code=422, content={"detail": exc.errors()[:3]})
 
     def authorized(authorization: str | None, bare: str | None) -> None:
-        if api_key is not None and authorization != f"Bearer {api_key}" \
-                and bare != f"password {api_key}":
+        if (
+            api_key is not None
+            and authorization != f"Bearer {api_key}"
+            and bare != f"password {api_key}"
+        ):
             raise LettaError(401, "Unauthorized")
 
     def agent_of(agent_id: str) -> dict[str, Any]:
@@ -211,11 +217,20 @@ def create_app(api_key: str | None) -> FastAPI:
 
     def new_block(body: CreateBlock) -> dict[str, Any]:
         if len(body.value) > body.limit:
-            raise LettaError(400, f"Edit failed: Exceeds {body.limit} character limit "
-                                  f"(requested {len(body.value)})")
-        block = {"id": f"block-{uuid.uuid4()}", "label": body.label, "value": body.value,
-                 "limit": body.limit, "description": body.description,
-                 "read_only": False, "is_template": False, "metadata": {}}
+            raise LettaError(
+                400,
+                f"Edit failed: Exceeds {body.limit} character limit (requested {len(body.value)})",
+            )
+        block = {
+            "id": f"block-{uuid.uuid4()}",
+            "label": body.label,
+            "value": body.value,
+            "limit": body.limit,
+            "description": body.description,
+            "read_only": False,
+            "is_template": False,
+            "metadata": {},
+        }
         blocks[block["id"]] = block
         return block
 
@@ -239,12 +254,16 @@ def create_app(api_key: str | None) -> FastAPI:
         return archive
 
     def passages_of(agent_id: str) -> list[dict[str, Any]]:
-        return [p for a in archives.values() if agent_id in a["agent_ids"]
-                for p in a["passages"]]
+        return [p for a in archives.values() if agent_id in a["agent_ids"] for p in a["passages"]]
 
     def message(kind: str, agent_id: str, **fields: Any) -> dict[str, Any]:
-        return {"id": f"message-{uuid.uuid4()}", "date": _now(), "message_type": kind,
-                "agent_id": agent_id, **fields}
+        return {
+            "id": f"message-{uuid.uuid4()}",
+            "date": _now(),
+            "message_type": kind,
+            "agent_id": agent_id,
+            **fields,
+        }
 
     # Models ------------------------------------------------------------------------------
 
@@ -252,11 +271,21 @@ def create_app(api_key: str | None) -> FastAPI:
     def list_models(authorization: Auth = None, bare: Bare = None) -> Any:
         """The server's LLM handles (routers/v1/llms.py): Letta Cloud's OpenAI model."""
         authorized(authorization, bare)
-        return [{"handle": "openai/gpt-4o-mini", "name": "gpt-4o-mini",
-                 "display_name": "gpt-4o-mini", "model": "gpt-4o-mini", "model_type": "llm",
-                 "provider_type": "openai", "provider_name": "openai",
-                 "provider_category": "base", "model_endpoint_type": "openai",
-                 "context_window": 128000, "max_context_window": 128000}]
+        return [
+            {
+                "handle": "openai/gpt-4o-mini",
+                "name": "gpt-4o-mini",
+                "display_name": "gpt-4o-mini",
+                "model": "gpt-4o-mini",
+                "model_type": "llm",
+                "provider_type": "openai",
+                "provider_name": "openai",
+                "provider_category": "base",
+                "model_endpoint_type": "openai",
+                "context_window": 128000,
+                "max_context_window": 128000,
+            }
+        ]
 
     # Agents ------------------------------------------------------------------------------
 
@@ -269,34 +298,48 @@ def create_app(api_key: str | None) -> FastAPI:
             agent_id = f"agent-{uuid.uuid4()}"
             own = [new_block(b)["id"] for b in body.memory_blocks or []]
             agents[agent_id] = {
-                "id": agent_id, "name": body.name or f"agent-{len(agents) + 1}",
-                "agent_type": body.agent_type, "model": body.model,
-                "embedding": body.embedding, "system": body.system or "You are Letta.",
-                "tags": body.tags or [], "sources": [],
+                "id": agent_id,
+                "name": body.name or f"agent-{len(agents) + 1}",
+                "agent_type": body.agent_type,
+                "model": body.model,
+                "embedding": body.embedding,
+                "system": body.system or "You are Letta.",
+                "tags": body.tags or [],
+                "sources": [],
                 # The tools named, as upstream attaches them (their full Tool rows there).
                 "tools": [{"name": name} for name in body.tools or []],
-                "llm_config": {"model": (body.model or "").split("/")[-1],
-                               "model_endpoint_type": (body.model or "openai/").split("/")[0],
-                               "context_window": 32000},
-                "embedding_config": {"embedding_model": (body.embedding or "").split("/")[-1],
-                                     "embedding_endpoint_type": "openai",
-                                     "embedding_dim": 1536},
-                "created_at": _now(), "block_ids": [*own, *(body.block_ids or [])]}
+                "llm_config": {
+                    "model": (body.model or "").split("/")[-1],
+                    "model_endpoint_type": (body.model or "openai/").split("/")[0],
+                    "context_window": 32000,
+                },
+                "embedding_config": {
+                    "embedding_model": (body.embedding or "").split("/")[-1],
+                    "embedding_endpoint_type": "openai",
+                    "embedding_dim": 1536,
+                },
+                "created_at": _now(),
+                "block_ids": [*own, *(body.block_ids or [])],
+            }
             messages[agent_id] = []
             return state(agents[agent_id])
 
     @app.get("/v1/agents/")
-    def list_agents(name: str | None = None, after: str | None = None,
-                    before: str | None = None, limit: int | None = Query(50),
-                    authorization: Auth = None, bare: Bare = None) -> Any:
+    def list_agents(
+        name: str | None = None,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int | None = Query(50),
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             found = [state(a) for a in agents.values() if name in (None, a["name"])]
             return _window(found, after, before, limit)
 
     @app.get("/v1/agents/{agent_id}")
-    def retrieve_agent(agent_id: AgentId, authorization: Auth = None,
-                       bare: Bare = None) -> Any:
+    def retrieve_agent(agent_id: AgentId, authorization: Auth = None, bare: Bare = None) -> Any:
         authorized(authorization, bare)
         with lock:
             return state(agent_of(agent_id))
@@ -316,21 +359,26 @@ def create_app(api_key: str | None) -> FastAPI:
     # Messages ----------------------------------------------------------------------------
 
     @app.post("/v1/agents/{agent_id}/messages")
-    def send(agent_id: AgentId, body: SendMessages, authorization: Auth = None,
-             bare: Bare = None) -> Any:
+    def send(
+        agent_id: AgentId, body: SendMessages, authorization: Auth = None, bare: Bare = None
+    ) -> Any:
         authorized(authorization, bare)
         if body.streaming:
             raise LettaError(400, "streaming is not supported by this stand-in")
-        incoming = [MessageIn(role="user", content=body.input)] if body.input is not None \
+        incoming = (
+            [MessageIn(role="user", content=body.input)]
+            if body.input is not None
             else list(body.messages or [])
+        )
         if not incoming:
             raise LettaError(400, "No messages or input provided")
         with lock:
             agent = agent_of(agent_id)
             recall = messages[agent_id]
             for item in incoming:
-                recall.append(message(f"{item.role}_message", agent_id,
-                                      content=_text(item.content)))
+                recall.append(
+                    message(f"{item.role}_message", agent_id, content=_text(item.content))
+                )
             text = _text(incoming[-1].content)
             if "?" in text:
                 lines = [line for b in agent_blocks(agent) for line in b["value"].splitlines()]
@@ -345,19 +393,35 @@ def create_app(api_key: str | None) -> FastAPI:
                 human["value"] = "\n".join(v for v in (human["value"], text) if v)
                 answer = "Noted, I will remember that."
                 thought = "The user told me something about themselves; saving it to memory."
-            out = [message("reasoning_message", agent_id, reasoning=thought,
-                           source="non_reasoner_model"),
-                   message("assistant_message", agent_id, content=answer)]
+            out = [
+                message(
+                    "reasoning_message", agent_id, reasoning=thought, source="non_reasoner_model"
+                ),
+                message("assistant_message", agent_id, content=answer),
+            ]
             recall.extend(out)
-        return {"messages": out,
-                "stop_reason": {"message_type": "stop_reason", "stop_reason": "end_turn"},
-                "usage": {"message_type": "usage_statistics", "completion_tokens": 12,
-                          "prompt_tokens": 30, "total_tokens": 42, "step_count": 1}}
+        return {
+            "messages": out,
+            "stop_reason": {"message_type": "stop_reason", "stop_reason": "end_turn"},
+            "usage": {
+                "message_type": "usage_statistics",
+                "completion_tokens": 12,
+                "prompt_tokens": 30,
+                "total_tokens": 42,
+                "step_count": 1,
+            },
+        }
 
     @app.get("/v1/agents/{agent_id}/messages")
-    def list_messages(agent_id: AgentId, after: str | None = None, before: str | None = None,
-                      limit: int | None = Query(100), order: str = Query("desc"),
-                      authorization: Auth = None, bare: Bare = None) -> Any:
+    def list_messages(
+        agent_id: AgentId,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int | None = Query(100),
+        order: str = Query("desc"),
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             agent_of(agent_id)
@@ -369,9 +433,14 @@ def create_app(api_key: str | None) -> FastAPI:
     # Core memory -------------------------------------------------------------------------
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks")
-    def list_core_blocks(agent_id: AgentId, after: str | None = None,
-                         before: str | None = None, limit: int | None = Query(50),
-                         authorization: Auth = None, bare: Bare = None) -> Any:
+    def list_core_blocks(
+        agent_id: AgentId,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int | None = Query(50),
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             return _window(agent_blocks(agent_of(agent_id)), after, before, limit)
@@ -383,15 +452,21 @@ def create_app(api_key: str | None) -> FastAPI:
         return found[0]
 
     @app.get("/v1/agents/{agent_id}/core-memory/blocks/{block_label}")
-    def retrieve_core_block(agent_id: AgentId, block_label: str, authorization: Auth = None,
-                            bare: Bare = None) -> Any:
+    def retrieve_core_block(
+        agent_id: AgentId, block_label: str, authorization: Auth = None, bare: Bare = None
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             return labelled(agent_id, block_label)
 
     @app.patch("/v1/agents/{agent_id}/core-memory/blocks/{action}/{block_id}")
-    def attach(agent_id: AgentId, action: str, block_id: BlockId, authorization: Auth = None,
-               bare: Bare = None) -> Any:
+    def attach(
+        agent_id: AgentId,
+        action: str,
+        block_id: BlockId,
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             if action not in ("attach", "detach"):
@@ -404,8 +479,13 @@ def create_app(api_key: str | None) -> FastAPI:
             return state(agent)
 
     @app.patch("/v1/agents/{agent_id}/core-memory/blocks/{block_label}")
-    def modify_core_block(agent_id: AgentId, block_label: str, body: ModifyBlock,
-                          authorization: Auth = None, bare: Bare = None) -> Any:
+    def modify_core_block(
+        agent_id: AgentId,
+        block_label: str,
+        body: ModifyBlock,
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             return update_block(labelled(agent_id, block_label), body)
@@ -416,8 +496,10 @@ def create_app(api_key: str | None) -> FastAPI:
         changes = body.model_dump(exclude_unset=True)
         value = changes.get("value", block["value"])
         if len(value) > changes.get("limit", block["limit"]):
-            raise LettaError(400, f"Edit failed: Exceeds {block['limit']} character limit "
-                                  f"(requested {len(value)})")
+            raise LettaError(
+                400,
+                f"Edit failed: Exceeds {block['limit']} character limit (requested {len(value)})",
+            )
         block.update({k: v for k, v in changes.items() if k in block})
         return block
 
@@ -431,19 +513,31 @@ def create_app(api_key: str | None) -> FastAPI:
             return new_block(body)
 
     @app.get("/v1/blocks/")
-    def list_blocks(label: str | None = None, value_search: str | None = None,
-                    connected_to_agents_count_eq: IntList = None,
-                    after: str | None = None, before: str | None = None,
-                    limit: int | None = Query(50), authorization: Auth = None,
-                    bare: Bare = None) -> Any:
+    def list_blocks(
+        label: str | None = None,
+        value_search: str | None = None,
+        connected_to_agents_count_eq: IntList = None,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int | None = Query(50),
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
-            found = [b for b in blocks.values()
-                     if label in (None, b["label"])
-                     and (value_search is None  # ILIKE '%…%'
-                          or value_search.casefold() in b["value"].casefold())
-                     and (connected_to_agents_count_eq is None
-                          or links(b["id"]) in connected_to_agents_count_eq)]
+            found = [
+                b
+                for b in blocks.values()
+                if label in (None, b["label"])
+                and (
+                    value_search is None  # ILIKE '%…%'
+                    or value_search.casefold() in b["value"].casefold()
+                )
+                and (
+                    connected_to_agents_count_eq is None
+                    or links(b["id"]) in connected_to_agents_count_eq
+                )
+            ]
             return _window(found, after, before, limit)
 
     @app.get("/v1/blocks/{block_id}")
@@ -453,8 +547,9 @@ def create_app(api_key: str | None) -> FastAPI:
             return block_of(block_id)
 
     @app.patch("/v1/blocks/{block_id}")
-    def modify_block(block_id: BlockId, body: ModifyBlock, authorization: Auth = None,
-                     bare: Bare = None) -> Any:
+    def modify_block(
+        block_id: BlockId, body: ModifyBlock, authorization: Auth = None, bare: Bare = None
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             return update_block(block_of(block_id), body)
@@ -471,62 +566,107 @@ def create_app(api_key: str | None) -> FastAPI:
         return None
 
     @app.get("/v1/blocks/{block_id}/agents")
-    def agents_of_block(block_id: BlockId, after: str | None = None,
-                        before: str | None = None, limit: int | None = Query(50),
-                        authorization: Auth = None, bare: Bare = None) -> Any:
+    def agents_of_block(
+        block_id: BlockId,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int | None = Query(50),
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             block_of(block_id)
-            return _window([state(a) for a in agents.values() if block_id in a["block_ids"]],
-                           after, before, limit)
+            return _window(
+                [state(a) for a in agents.values() if block_id in a["block_ids"]],
+                after,
+                before,
+                limit,
+            )
 
     # Archival memory ---------------------------------------------------------------------
 
     @app.post("/v1/agents/{agent_id}/archival-memory")
-    def insert_passage(agent_id: AgentId, body: CreatePassage, authorization: Auth = None,
-                       bare: Bare = None) -> Any:
+    def insert_passage(
+        agent_id: AgentId, body: CreatePassage, authorization: Auth = None, bare: Bare = None
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             agent_of(agent_id)
             archive = archive_of(agent_id)
-            passage = {"id": f"passage-{uuid.uuid4()}", "text": body.text,
-                       "archive_id": archive["id"], "tags": body.tags or [],
-                       "created_at": body.created_at or _now(), "metadata": {},
-                       "is_deleted": False, "embedding": _embedding(body.text),
-                       "embedding_config": {"embedding_model": "text-embedding-3-small",
-                                            "embedding_endpoint_type": "openai",
-                                            "embedding_dim": EMBEDDING_DIM}}
+            passage = {
+                "id": f"passage-{uuid.uuid4()}",
+                "text": body.text,
+                "archive_id": archive["id"],
+                "tags": body.tags or [],
+                "created_at": body.created_at or _now(),
+                "metadata": {},
+                "is_deleted": False,
+                "embedding": _embedding(body.text),
+                "embedding_config": {
+                    "embedding_model": "text-embedding-3-small",
+                    "embedding_endpoint_type": "openai",
+                    "embedding_dim": EMBEDDING_DIM,
+                },
+            }
             archive["passages"].append(passage)
             return [passage]
 
     @app.get("/v1/agents/{agent_id}/archival-memory")
-    def list_passages(agent_id: AgentId, after: str | None = None, before: str | None = None,
-                      limit: int | None = Query(100), search: str | None = None,
-                      ascending: bool = True, authorization: Auth = None,
-                      bare: Bare = None) -> Any:
+    def list_passages(
+        agent_id: AgentId,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int | None = Query(100),
+        search: str | None = None,
+        ascending: bool = True,
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:  # no agent check upstream: a deleted agent's list is 200 and empty
-            found = [p for p in passages_of(agent_id)
-                     if search is None or _words(search) & _words(p["text"])]
+            found = [
+                p
+                for p in passages_of(agent_id)
+                if search is None or _words(search) & _words(p["text"])
+            ]
             if not ascending:
                 found.reverse()
             return _window(found, after, before, limit)
 
     @app.get("/v1/agents/{agent_id}/archival-memory/search")
-    def search_archival(agent_id: AgentId, query: str, top_k: int | None = None,
-                        tags: StrList = None, authorization: Auth = None,
-                        bare: Bare = None) -> Any:
+    def search_archival(
+        agent_id: AgentId,
+        query: str,
+        top_k: int | None = None,
+        tags: StrList = None,
+        authorization: Auth = None,
+        bare: Bare = None,
+    ) -> Any:
         authorized(authorization, bare)
         with lock:  # no agent check upstream: a deleted agent's list is 200 and empty
-            found = [p for p in passages_of(agent_id) if _words(query) & _words(p["text"])
-                     and (not tags or set(tags) & set(p["tags"]))][: top_k or 10]
-            return {"results": [{"id": p["id"], "content": p["text"],
-                                 "timestamp": p["created_at"], "tags": p["tags"]}
-                                for p in found], "count": len(found)}
+            found = [
+                p
+                for p in passages_of(agent_id)
+                if _words(query) & _words(p["text"]) and (not tags or set(tags) & set(p["tags"]))
+            ][: top_k or 10]
+            return {
+                "results": [
+                    {
+                        "id": p["id"],
+                        "content": p["text"],
+                        "timestamp": p["created_at"],
+                        "tags": p["tags"],
+                    }
+                    for p in found
+                ],
+                "count": len(found),
+            }
 
     @app.delete("/v1/agents/{agent_id}/archival-memory/{memory_id}")
-    def delete_passage(agent_id: AgentId, memory_id: str, authorization: Auth = None,
-                       bare: Bare = None) -> Any:
+    def delete_passage(
+        agent_id: AgentId, memory_id: str, authorization: Auth = None, bare: Bare = None
+    ) -> Any:
         authorized(authorization, bare)
         with lock:
             for archive in archives.values():  # by id alone, as upstream
@@ -537,8 +677,7 @@ def create_app(api_key: str | None) -> FastAPI:
             raise LettaError(404, f"Passage not found with identifier {memory_id}")
 
     @app.post("/v1/passages/search")
-    def search_passages(body: SearchPassages, authorization: Auth = None,
-                        bare: Bare = None) -> Any:
+    def search_passages(body: SearchPassages, authorization: Auth = None, bare: Bare = None) -> Any:
         authorized(authorization, bare)
         with lock:
             if body.agent_id is not None:
@@ -549,9 +688,12 @@ def create_app(api_key: str | None) -> FastAPI:
             else:  # every passage of the organization, its agents' or not
                 pool = [p for a in archives.values() for p in a["passages"]]
             query = _words(body.query or "")
-            scored = sorted(((len(query & _words(p["text"])) / (len(query) or 1), p)
-                             for p in pool), key=lambda pair: -pair[0])
-            return [{"passage": p, "score": score, "metadata": {}}
-                    for score, p in scored[: body.limit]]
+            scored = sorted(
+                ((len(query & _words(p["text"])) / (len(query) or 1), p) for p in pool),
+                key=lambda pair: -pair[0],
+            )
+            return [
+                {"passage": p, "score": score, "metadata": {}} for score, p in scored[: body.limit]
+            ]
 
     return app

@@ -18,11 +18,15 @@ class Recording:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             query = scope.get("query_string", b"").decode("latin-1")
-            self.requests.append(f"{scope['method']} {scope['path']}"
-                                 + (f"?{query}" if query else ""))
+            self.requests.append(
+                f"{scope['method']} {scope['path']}" + (f"?{query}" if query else "")
+            )
         await self.app(scope, receive, send)
 
     def writes(self) -> list[str]:
         """What could have changed the service's data (anything but reads and searches)."""
-        return [r for r in self.requests if not r.startswith("GET ")
-                and not r.startswith("POST /search")]
+        return [
+            r
+            for r in self.requests
+            if not r.startswith("GET ") and not r.startswith("POST /search")
+        ]

@@ -28,8 +28,10 @@ from tests.standins.letta import create_app  # noqa: E402
 
 KEY = "letta-key-20f7"
 TARGETS = Path(__file__).resolve().parents[2] / "scenarios" / "targets"
-MEMORY = [{"label": "human", "value": ""},
-          {"label": "persona", "value": "A helpful assistant that remembers."}]
+MEMORY = [
+    {"label": "human", "value": ""},
+    {"label": "persona", "value": "A helpful assistant that remembers."},
+]
 
 
 @pytest.fixture
@@ -44,26 +46,33 @@ def letta(letta_url: str) -> Letta:
 
 
 def _reply(response: object) -> str:
-    return " ".join(str(m.content) for m in response.messages  # type: ignore[attr-defined]
-                    if m.message_type == "assistant_message")
+    return " ".join(
+        str(m.content)
+        for m in response.messages  # type: ignore[attr-defined]
+        if m.message_type == "assistant_message"
+    )
 
 
 def test_each_agent_remembers_what_it_was_told_in_its_core_memory(letta: Letta) -> None:
-    ana = letta.agents.create(name="ana", model="openai/gpt-4o-mini",
-                              embedding="openai/text-embedding-3-small", memory_blocks=MEMORY)
-    bruno = letta.agents.create(name="bruno", model="openai/gpt-4o-mini",
-                                memory_blocks=MEMORY)
+    ana = letta.agents.create(
+        name="ana",
+        model="openai/gpt-4o-mini",
+        embedding="openai/text-embedding-3-small",
+        memory_blocks=MEMORY,
+    )
+    bruno = letta.agents.create(name="bruno", model="openai/gpt-4o-mini", memory_blocks=MEMORY)
     assert ana.id.startswith("agent-") and ana.id != bruno.id
     assert {b.label for b in ana.memory.blocks} == {"human", "persona"}
 
-    told = letta.agents.messages.create(ana.id, messages=[
-        {"role": "user", "content": "Mi mascota se llama Canelo."}])
-    assert [m.message_type for m in told.messages] == ["reasoning_message",
-                                                        "assistant_message"]
+    told = letta.agents.messages.create(
+        ana.id, messages=[{"role": "user", "content": "Mi mascota se llama Canelo."}]
+    )
+    assert [m.message_type for m in told.messages] == ["reasoning_message", "assistant_message"]
     assert told.stop_reason.stop_reason == "end_turn" and told.usage.total_tokens
     letta.agents.messages.create(bruno.id, input="Mi mascota se llama Luna.")
-    answer = letta.agents.messages.create(ana.id, messages=[
-        {"role": "user", "content": "¿Cómo se llama mi mascota?"}])
+    answer = letta.agents.messages.create(
+        ana.id, messages=[{"role": "user", "content": "¿Cómo se llama mi mascota?"}]
+    )
     assert "Canelo" in _reply(answer) and "Luna" not in _reply(answer)
     human = letta.agents.blocks.retrieve("human", agent_id=ana.id)
     assert "Canelo" in human.value
@@ -84,11 +93,13 @@ def test_deleting_an_agent_leaves_its_blocks_and_archival_passages(letta: Letta)
 
     deleted = letta.agents.delete(agent.id)
     assert "successfully deleted" in str(deleted)
-    for gone in (lambda: letta.agents.retrieve(agent.id),
-                 lambda: letta.agents.messages.create(agent.id, input="¿Dónde trabajo?"),
-                 lambda: letta.agents.messages.list(agent.id),
-                 lambda: letta.agents.blocks.list(agent.id),
-                 lambda: letta.agents.delete(agent.id)):
+    for gone in (
+        lambda: letta.agents.retrieve(agent.id),
+        lambda: letta.agents.messages.create(agent.id, input="¿Dónde trabajo?"),
+        lambda: letta.agents.messages.list(agent.id),
+        lambda: letta.agents.blocks.list(agent.id),
+        lambda: letta.agents.delete(agent.id),
+    ):
         with pytest.raises(NotFoundError) as refused:
             gone()
         assert refused.value.status_code == 404
@@ -99,7 +110,9 @@ def test_deleting_an_agent_leaves_its_blocks_and_archival_passages(letta: Letta)
     orphans = letta.blocks.list(value_search="Conservas Palacios")
     assert [b.label for b in orphans] == ["human"]
     assert [b.label for b in letta.blocks.list(connected_to_agents_count_eq=[0])] == [
-        "human", "persona"]
+        "human",
+        "persona",
+    ]
     hits = letta.passages.search(query="Conservas Palacios")
     assert [hit.passage.text for hit in hits] == [passage[0].text]
 
@@ -127,8 +140,12 @@ def test_refusals_map_to_the_clients_errors(letta_url: str, letta: Letta) -> Non
     with pytest.raises(AuthenticationError):
         Letta(api_key="wrong", base_url=letta_url, max_retries=0).agents.list()
     # A self-hosted server in secure mode also takes its password in X-BARE-PASSWORD.
-    bare = Letta(api_key=None, base_url=letta_url, max_retries=0,
-                 default_headers={"X-BARE-PASSWORD": f"password {KEY}"})
+    bare = Letta(
+        api_key=None,
+        base_url=letta_url,
+        max_retries=0,
+        default_headers={"X-BARE-PASSWORD": f"password {KEY}"},
+    )
     assert bare.agents.list().items == []
     with pytest.raises(UnprocessableEntityError):  # not an agent-<uuid4>
         letta.agents.retrieve("agent-42")
@@ -137,8 +154,7 @@ def test_refusals_map_to_the_clients_errors(letta_url: str, letta: Letta) -> Non
 
 
 def test_agents_page_by_cursor(letta: Letta) -> None:
-    made = [letta.agents.create(name=f"a{i}", model="openai/gpt-4o-mini").id
-            for i in range(5)]
+    made = [letta.agents.create(name=f"a{i}", model="openai/gpt-4o-mini").id for i in range(5)]
     page = letta.agents.list(limit=2)
     assert [a.id for a in page.items] == made[:2]
     assert [a.id for a in page] == made
@@ -149,14 +165,16 @@ def test_the_async_client_speaks_to_it_too(letta_url: str) -> None:
         client = AsyncLetta(api_key=KEY, base_url=letta_url, max_retries=0)
         agent = await client.agents.create(model="openai/gpt-4o-mini", memory_blocks=MEMORY)
         await client.agents.messages.create(agent.id, input="Mi color favorito es el verde.")
-        return _reply(await client.agents.messages.create(
-            agent.id, input="¿Cuál es mi color favorito?"))
+        return _reply(
+            await client.agents.messages.create(agent.id, input="¿Cuál es mi color favorito?")
+        )
 
     assert "verde" in asyncio.run(flow())
 
 
 def test_the_shipped_file_reads_a_full_page_of_passages_as_large_as_the_servers(
-        letta_url: str, letta: Letta, monkeypatch: pytest.MonkeyPatch) -> None:
+    letta_url: str, letta: Letta, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Letta 0.16.8 answers each passage with its embedding padded to 4096 floats
     # (letta/schemas/passage.py Passage.pad_embeddings, MAX_EMBEDDING_DIM in
     # letta/constants.py), and POST /v1/passages/search returns up to 100 of them

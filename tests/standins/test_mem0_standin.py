@@ -30,6 +30,7 @@ ANA, BRUNO = "+12025550100", "+12025550101"
 
 # --- the hosted platform, through mem0ai's MemoryClient -----------------------------------
 
+
 @pytest.fixture
 def memory_client_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """mem0.client.main with its telemetry silenced and its home in tmp_path."""
@@ -48,8 +49,9 @@ def platform_url(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def test_memory_client_adds_searches_lists_and_deletes(memory_client_module: Any,
-                                                       platform_url: str) -> None:
+def test_memory_client_adds_searches_lists_and_deletes(
+    memory_client_module: Any, platform_url: str
+) -> None:
     from mem0.exceptions import MemoryNotFoundError, ValidationError
 
     client = memory_client_module.MemoryClient(api_key=PLATFORM_KEY, host=platform_url)
@@ -59,13 +61,13 @@ def test_memory_client_adds_searches_lists_and_deletes(memory_client_module: Any
     added = client.add("Mi mascota se llama Canelo.", user_id=ANA, infer=False)
     assert added["status"] == "SUCCEEDED"
     assert [r["data"]["memory"] for r in added["results"]] == ["Mi mascota se llama Canelo."]
-    client.add([{"role": "user", "content": "Mi mascota se llama Luna."}], user_id=BRUNO,
-               infer=False)
+    client.add(
+        [{"role": "user", "content": "Mi mascota se llama Luna."}], user_id=BRUNO, infer=False
+    )
     # The platform's default (infer true) is queued: an event id, no results.
     queued = client.add("Vivo en la calle Mayor 5.", user_id=ANA)
     assert queued["status"] == "PENDING" and "results" not in queued
-    assert client.client.get(f"/v1/event/{queued['event_id']}/").json()["status"] == \
-        "SUCCEEDED"
+    assert client.client.get(f"/v1/event/{queued['event_id']}/").json()["status"] == "SUCCEEDED"
 
     found = client.search("¿Cómo se llama mi mascota?", filters={"user_id": ANA})
     assert found["results"][0]["memory"] == "Mi mascota se llama Canelo."
@@ -93,20 +95,28 @@ def test_memory_client_adds_searches_lists_and_deletes(memory_client_module: Any
     assert client.get_all(filters={"user_id": BRUNO})["count"] == 0
 
 
-def test_a_wrong_key_is_refused_as_the_platform_refuses_it(memory_client_module: Any,
-                                                           platform_url: str) -> None:
+def test_a_wrong_key_is_refused_as_the_platform_refuses_it(
+    memory_client_module: Any, platform_url: str
+) -> None:
     # The client checks its key when built (GET /v1/ping/): 401 becomes a ValueError.
     with pytest.raises(ValueError, match="Invalid API key"):
         memory_client_module.MemoryClient(api_key="wrong", host=platform_url)
-    for headers in ({"Authorization": "Token wrong"}, {"Authorization": f"Bearer {PLATFORM_KEY}"},
-                    {}):
-        answer = httpx.post(f"{platform_url}/v3/memories/search/", headers=headers,
-                            json={"query": "x", "filters": {"user_id": ANA}})
+    for headers in (
+        {"Authorization": "Token wrong"},
+        {"Authorization": f"Bearer {PLATFORM_KEY}"},
+        {},
+    ):
+        answer = httpx.post(
+            f"{platform_url}/v3/memories/search/",
+            headers=headers,
+            json={"query": "x", "filters": {"user_id": ANA}},
+        )
         assert answer.status_code == 401
     token = {"Authorization": f"Token {PLATFORM_KEY}"}
     # v3 search and list take ids inside `filters` only: 400 at the top level.
-    answer = httpx.post(f"{platform_url}/v3/memories/search/", headers=token,
-                        json={"query": "x", "user_id": ANA})
+    answer = httpx.post(
+        f"{platform_url}/v3/memories/search/", headers=token, json={"query": "x", "user_id": ANA}
+    )
     assert answer.status_code == 400
 
 
@@ -116,13 +126,22 @@ def test_the_platform_target_file_reads_the_standin(platform_url: str) -> None:
     operations = target["operations"]
     token = {"Authorization": f"Token {PLATFORM_KEY}"}
     with httpx.Client(base_url=platform_url, headers=token) as http:
-        said = http.post("/v3/memories/add/", json={
-            "messages": [{"role": "user", "content": "Mi mascota se llama Canelo."}],
-            "user_id": ANA, "infer": False})
-        assert jmespath.search(operations["say"]["extract"]["reply"], said.json()) == \
-            "Mi mascota se llama Canelo."
-        asked = http.post("/v3/memories/search/", json={
-            "query": "mascota", "filters": {"user_id": ANA}, "top_k": 10})
+        said = http.post(
+            "/v3/memories/add/",
+            json={
+                "messages": [{"role": "user", "content": "Mi mascota se llama Canelo."}],
+                "user_id": ANA,
+                "infer": False,
+            },
+        )
+        assert (
+            jmespath.search(operations["say"]["extract"]["reply"], said.json())
+            == "Mi mascota se llama Canelo."
+        )
+        asked = http.post(
+            "/v3/memories/search/",
+            json={"query": "mascota", "filters": {"user_id": ANA}, "top_k": 10},
+        )
         assert "Canelo" in jmespath.search(operations["ask"]["extract"]["reply"], asked.json())
         probe = target["stores"][0]["probe"]
         needle = _fill(probe["needle"]["json"], {"needle": "canelo"})
@@ -133,11 +152,16 @@ def test_the_platform_target_file_reads_the_standin(platform_url: str) -> None:
         event_id = deletion.json()["event_id"]
         status = http.get(f"/v1/event/{event_id}/").json()["status"]
         assert status in operations["deletion_status"]["done_values"]
-        assert http.post("/v3/memories/", params=probe["needle"]["query"],
-                         json=needle).json()["results"] == []
+        assert (
+            http.post("/v3/memories/", params=probe["needle"]["query"], json=needle).json()[
+                "results"
+            ]
+            == []
+        )
 
 
 # --- the OSS REST server -------------------------------------------------------------------
+
 
 @pytest.fixture
 def oss(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path, Path]]:
@@ -151,18 +175,28 @@ USER = {"X-API-Key": USER_KEY}
 ADMIN = {"X-API-Key": ADMIN_KEY}
 
 
-def _add(http: httpx.Client, user_id: str, *contents: str, infer: bool | None = False,
-         roles: tuple[str, ...] = ()) -> httpx.Response:
-    body: dict[str, Any] = {"user_id": user_id, "messages": [
-        {"role": roles[i] if i < len(roles) else "user", "content": text}
-        for i, text in enumerate(contents)]}
+def _add(
+    http: httpx.Client,
+    user_id: str,
+    *contents: str,
+    infer: bool | None = False,
+    roles: tuple[str, ...] = (),
+) -> httpx.Response:
+    body: dict[str, Any] = {
+        "user_id": user_id,
+        "messages": [
+            {"role": roles[i] if i < len(roles) else "user", "content": text}
+            for i, text in enumerate(contents)
+        ],
+    }
     if infer is not None:
         body["infer"] = infer
     return http.post("/memories", json=body, headers=USER)
 
 
 def test_auth_is_upstreams_every_endpoint_a_key_deletion_the_admins(
-        oss: tuple[httpx.Client, Path, Path]) -> None:
+    oss: tuple[httpx.Client, Path, Path],
+) -> None:
     http, _, _ = oss
     bare = http.post("/memories", json={"user_id": ANA, "messages": []})
     assert bare.status_code == 401 and bare.headers["www-authenticate"] == "Bearer"
@@ -170,11 +204,13 @@ def test_auth_is_upstreams_every_endpoint_a_key_deletion_the_admins(
     # Credentials are checked before the body: 401, not 422, for a bad body without a key.
     assert http.post("/memories", json={}).status_code == 401
     assert http.post("/memories", json={}, headers=USER).status_code == 422
-    wrong = http.post("/search", json={"query": "x", "user_id": ANA},
-                      headers={"X-API-Key": "m0sk_wrong"})
+    wrong = http.post(
+        "/search", json={"query": "x", "user_id": ANA}, headers={"X-API-Key": "m0sk_wrong"}
+    )
     assert wrong.status_code == 401 and wrong.json() == {"detail": "Invalid API key."}
-    bearer = http.get("/memories", params={"user_id": ANA},
-                      headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    bearer = http.get(
+        "/memories", params={"user_id": ANA}, headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+    )
     assert bearer.status_code == 401  # a Bearer token is a dashboard JWT, not a key
 
     memory_id = _add(http, ANA, "Mi mascota se llama Canelo.").json()["results"][0]["id"]
@@ -185,26 +221,40 @@ def test_auth_is_upstreams_every_endpoint_a_key_deletion_the_admins(
     assert http.get("/memories", headers=ADMIN).json()["results"][0]["id"] == memory_id
     # Deleting one memory by id takes an ordinary key.
     assert http.delete(f"/memories/{memory_id}", headers=USER).json() == {
-        "message": "Memory deleted successfully"}
+        "message": "Memory deleted successfully"
+    }
     assert http.delete("/memories", params={"user_id": ANA}, headers=ADMIN).json() == {
-        "message": "All relevant memories deleted"}
+        "message": "All relevant memories deleted"
+    }
     assert http.delete("/memories", headers=ADMIN).status_code == 400  # no identifier
 
 
 def test_infer_false_keeps_each_message_and_writes_no_messages_rows(
-        oss: tuple[httpx.Client, Path, Path]) -> None:
+    oss: tuple[httpx.Client, Path, Path],
+) -> None:
     http, vectors, history = oss
-    added = _add(http, ANA, "Soy Ana.", "Hola Ana.", "Eres un asistente.",
-                 roles=("user", "assistant", "system")).json()["results"]
+    added = _add(
+        http,
+        ANA,
+        "Soy Ana.",
+        "Hola Ana.",
+        "Eres un asistente.",
+        roles=("user", "assistant", "system"),
+    ).json()["results"]
     # One memory per user or assistant message, as said; the system message is skipped.
     assert [(r["memory"], r["role"], r["event"], r["actor_id"]) for r in added] == [
-        ("Soy Ana.", "user", "ADD", None), ("Hola Ana.", "assistant", "ADD", None)]
-    assert len(rows(vectors, "SELECT id FROM memories WHERE payload->>'user_id' = ?",
-                    [ANA])) == 2
-    assert rows(history, "SELECT memory_id, old_memory, new_memory, event, is_deleted, role "
-                         "FROM history ORDER BY created_at") == [
+        ("Soy Ana.", "user", "ADD", None),
+        ("Hola Ana.", "assistant", "ADD", None),
+    ]
+    assert len(rows(vectors, "SELECT id FROM memories WHERE payload->>'user_id' = ?", [ANA])) == 2
+    assert rows(
+        history,
+        "SELECT memory_id, old_memory, new_memory, event, is_deleted, role "
+        "FROM history ORDER BY created_at",
+    ) == [
         (added[0]["id"], None, "Soy Ana.", "ADD", 0, "user"),
-        (added[1]["id"], None, "Hola Ana.", "ADD", 0, "assistant")]
+        (added[1]["id"], None, "Hola Ana.", "ADD", 0, "assistant"),
+    ]
     assert rows(history, "SELECT * FROM messages") == []
     # The same statement twice is two memories: no dedup without inference.
     _add(http, ANA, "Soy Ana.")
@@ -212,7 +262,8 @@ def test_infer_false_keeps_each_message_and_writes_no_messages_rows(
 
 
 def test_infer_true_is_the_default_and_its_messages_outlive_the_deletion(
-        oss: tuple[httpx.Client, Path, Path]) -> None:
+    oss: tuple[httpx.Client, Path, Path],
+) -> None:
     http, vectors, history = oss
     conversation = ("Mi mascota se llama Canelo.", "¡Qué nombre tan bonito!", "Sé breve.")
     roles = ("user", "assistant", "system")
@@ -221,60 +272,72 @@ def test_infer_true_is_the_default_and_its_messages_outlive_the_deletion(
     assert set(added[0]) == {"id", "memory", "event"}
     # Every message of the add is saved under the session scope, the system one too.
     scope = f"user_id={ANA}"
-    assert sorted(rows(history, "SELECT session_scope, role, content, name FROM messages")) == \
-        sorted((scope, role, text, None) for role, text in zip(roles, conversation,
-                                                               strict=True))
+    assert sorted(
+        rows(history, "SELECT session_scope, role, content, name FROM messages")
+    ) == sorted((scope, role, text, None) for role, text in zip(roles, conversation, strict=True))
     # batch_add_history: no updated_at, actor_id or role on inferred ADD rows.
     assert rows(history, "SELECT DISTINCT event, updated_at, actor_id, role FROM history") == [
-        ("ADD", None, None, None)]
+        ("ADD", None, None, None)
+    ]
     # The same facts again are deduplicated by hash; the messages are saved again.
     assert _add(http, ANA, *conversation, infer=True, roles=roles).json()["results"] == []
     assert len(rows(history, "SELECT id FROM messages")) == 6
 
     assert http.delete("/memories", params={"user_id": ANA}, headers=ADMIN).status_code == 200
     assert rows(vectors, "SELECT id FROM memories") == []
-    deleted = rows(history, "SELECT old_memory, new_memory, is_deleted FROM history "
-                            "WHERE event = 'DELETE'")
+    deleted = rows(
+        history, "SELECT old_memory, new_memory, is_deleted FROM history WHERE event = 'DELETE'"
+    )
     assert sorted(deleted) == sorted((text, None, 1) for text in conversation[:2])
     # delete_all leaves the raw conversation where it was.
     assert len(rows(history, "SELECT id FROM messages WHERE session_scope = ?", [scope])) == 6
 
 
 def test_messages_keep_the_newest_ten_per_scope_and_reset_drops_them(
-        oss: tuple[httpx.Client, Path, Path]) -> None:
+    oss: tuple[httpx.Client, Path, Path],
+) -> None:
     http, _, history = oss
     _add(http, ANA, *(f"hecho {i}" for i in range(12)), infer=True)
     _add(http, BRUNO, "Mi mascota se llama Luna.", infer=True)
-    kept = rows(history, "SELECT content FROM messages WHERE session_scope = ?",
-                [f"user_id={ANA}"])
+    kept = rows(history, "SELECT content FROM messages WHERE session_scope = ?", [f"user_id={ANA}"])
     assert len(kept) == 10
     assert len(rows(history, "SELECT id FROM messages")) == 11
     assert http.post("/reset", headers=ADMIN).json() == {"message": "All memories reset"}
-    assert rows(history, "SELECT id FROM messages") == rows(history, "SELECT id FROM history")\
-        == []
+    assert rows(history, "SELECT id FROM messages") == rows(history, "SELECT id FROM history") == []
 
 
-def test_statuses_and_shapes_of_reads_and_deletions(
-        oss: tuple[httpx.Client, Path, Path]) -> None:
+def test_statuses_and_shapes_of_reads_and_deletions(oss: tuple[httpx.Client, Path, Path]) -> None:
     http, _, _ = oss
     _add(http, ANA, *(f"Dato número {i} de Ana." for i in range(25)))
     _add(http, BRUNO, "Mi mascota se llama Luna.")
     # GET /memories: 20 unless top_k says otherwise (at most 1000).
-    assert len(http.get("/memories", params={"user_id": ANA}, headers=USER).json()[
-        "results"]) == 20
-    everything = http.get("/memories", params={"user_id": ANA, "top_k": 1000},
-                          headers=USER).json()["results"]
+    assert len(http.get("/memories", params={"user_id": ANA}, headers=USER).json()["results"]) == 20
+    everything = http.get("/memories", params={"user_id": ANA, "top_k": 1000}, headers=USER).json()[
+        "results"
+    ]
     assert len(everything) == 25 and {m["user_id"] for m in everything} == {ANA}
     assert "score" not in everything[0] and everything[0]["role"] == "user"
-    assert http.get("/memories", params={"user_id": ANA, "top_k": 1001},
-                    headers=USER).status_code == 422
+    assert (
+        http.get("/memories", params={"user_id": ANA, "top_k": 1001}, headers=USER).status_code
+        == 422
+    )
     # POST /search: ids at the top level (deprecated) or in filters; 20 by default.
     top = http.post("/search", json={"query": "Dato 3", "user_id": ANA}, headers=USER).json()
-    filtered = http.post("/search", json={"query": "Dato 3", "filters": {"user_id": ANA}},
-                         headers=USER).json()
+    filtered = http.post(
+        "/search", json={"query": "Dato 3", "filters": {"user_id": ANA}}, headers=USER
+    ).json()
     assert top == filtered and len(top["results"]) == 20
-    assert {"id", "memory", "hash", "metadata", "score", "created_at", "updated_at",
-            "user_id", "role"} == set(top["results"][0])
+    assert {
+        "id",
+        "memory",
+        "hash",
+        "metadata",
+        "score",
+        "created_at",
+        "updated_at",
+        "user_id",
+        "role",
+    } == set(top["results"][0])
     assert http.post("/search", json={"query": "x"}, headers=USER).status_code == 400
     assert http.post("/memories", json={"messages": []}, headers=USER).status_code == 400
 
@@ -292,41 +355,57 @@ def test_sqlite_tables_are_mem0s(tmp_path: Path) -> None:
     storage = pytest.importorskip("mem0.memory.storage")
     upstream = storage.SQLiteManager(str(tmp_path / "upstream.db"))
     upstream.save_messages([{"role": "user", "content": "hola"}], "user_id=x")
-    upstream.add_history("m", None, "hola", "ADD", created_at="t", updated_at="t",
-                         role="user")
+    upstream.add_history("m", None, "hola", "ADD", created_at="t", updated_at="t", role="user")
     upstream.close()
     create_app(tmp_path / "vectors.db", tmp_path / "standin.db")
 
     def schema(path: Path) -> dict[str, list[tuple[Any, ...]]]:
         with sqlite3.connect(path) as connection:
-            return {table: connection.execute(f"PRAGMA table_info({table})").fetchall()
-                    for table in ("history", "messages")}
+            return {
+                table: connection.execute(f"PRAGMA table_info({table})").fetchall()
+                for table in ("history", "messages")
+            }
 
     assert schema(tmp_path / "standin.db") == schema(tmp_path / "upstream.db")
 
 
 def test_the_oss_target_files_queries_read_the_standins_rows(
-        oss: tuple[httpx.Client, Path, Path]) -> None:
+    oss: tuple[httpx.Client, Path, Path],
+) -> None:
     """mem0-oss.yaml's answers, its forget's listing, and its SQL probes (as SQLite runs
     them: the stand-in's files), against what the stand-in stored."""
     http, vectors, history = oss
     target = yaml.safe_load((TARGETS / "mem0-oss.yaml").read_text())
     operations = target["operations"]
-    said = http.post("/memories", headers=USER, json=_fill(
-        operations["say"]["json"], {"message": "Mi mascota se llama Canelo.", "phone": ANA}))
-    assert jmespath.search(operations["say"]["extract"]["reply"], said.json()) == \
-        "Mi mascota se llama Canelo."
+    said = http.post(
+        "/memories",
+        headers=USER,
+        json=_fill(
+            operations["say"]["json"], {"message": "Mi mascota se llama Canelo.", "phone": ANA}
+        ),
+    )
+    assert (
+        jmespath.search(operations["say"]["extract"]["reply"], said.json())
+        == "Mi mascota se llama Canelo."
+    )
     _add(http, BRUNO, "Mi mascota se llama Luna.", infer=True)  # a messages row for Bruno
-    asked = http.post("/search", headers=USER, json=_fill(
-        operations["ask"]["json"], {"message": "¿Mascota?", "phone": ANA}))
-    assert jmespath.search(operations["ask"]["extract"]["reply"], asked.json()) == \
-        "Mi mascota se llama Canelo."
+    asked = http.post(
+        "/search",
+        headers=USER,
+        json=_fill(operations["ask"]["json"], {"message": "¿Mascota?", "phone": ANA}),
+    )
+    assert (
+        jmespath.search(operations["ask"]["extract"]["reply"], asked.json())
+        == "Mi mascota se llama Canelo."
+    )
     listing = operations["forget"][0]
-    listed = http.get(listing["path"], headers=USER,
-                      params=_fill(listing["query"], {"phone": ANA})).json()
+    listed = http.get(
+        listing["path"], headers=USER, params=_fill(listing["query"], {"phone": ANA})
+    ).json()
     records = jmespath.search(listing["select"]["records"], listed)
     assert [jmespath.search(listing["select"]["content"], r) for r in records] == [
-        "Mi mascota se llama Canelo."]
+        "Mi mascota se llama Canelo."
+    ]
 
     stores = {store["name"]: store["probe"] for store in target["stores"]}
     files = {"MEM0_VECTOR_DB_URL": vectors, "MEM0_HISTORY_DB_URL": history}
@@ -338,19 +417,22 @@ def test_the_oss_target_files_queries_read_the_standins_rows(
             names = [column[0] for column in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
-    assert [(r["tenant_id"], r["content"]) for r in read("vectors", "scope", user_id=ANA)] \
-        == [(ANA, "Mi mascota se llama Canelo.")]
+    assert [(r["tenant_id"], r["content"]) for r in read("vectors", "scope", user_id=ANA)] == [
+        (ANA, "Mi mascota se llama Canelo.")
+    ]
     assert [r["tenant_id"] for r in read("vectors", "needle", needle="canelo")] == [ANA]
-    assert [(r["tenant_id"], r["content"]) for r in read("messages", "scope",
-                                                         user_id=BRUNO)] == [
-        (BRUNO, "Mi mascota se llama Luna.")]
+    assert [(r["tenant_id"], r["content"]) for r in read("messages", "scope", user_id=BRUNO)] == [
+        (BRUNO, "Mi mascota se llama Luna.")
+    ]
     assert read("messages", "scope", user_id=ANA) == []  # infer false writes none
     assert [r["tenant_id"] for r in read("messages", "needle", needle="LUNA")] == [BRUNO]
 
     http.delete("/memories", params={"user_id": BRUNO}, headers=ADMIN)
     assert read("vectors", "needle", needle="luna") == []
     assert [r["content"] for r in read("history", "needle", needle="luna")] == [
-        " -> Mi mascota se llama Luna.", "Mi mascota se llama Luna. -> "]
+        " -> Mi mascota se llama Luna.",
+        "Mi mascota se llama Luna. -> ",
+    ]
     assert [r["tenant_id"] for r in read("messages", "needle", needle="luna")] == [BRUNO]
 
 
@@ -369,8 +451,10 @@ def _fill(template: Any, values: dict[str, str]) -> Any:
 
 # --- the shipped target files, checked as `memlife target check` checks them -----------------
 
+
 async def test_memlife_target_check_passes_both_mem0_files_against_the_standins(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every operation and probe of mem0-oss.yaml (the forget's select→DELETE, the admin key
     on the deletion, the three SQL stores) and of mem0-platform.yaml (the deletion polled
     as an event) works against the stand-ins; the same OSS file with an ordinary key where
@@ -383,8 +467,9 @@ async def test_memlife_target_check_passes_both_mem0_files_against_the_standins(
     monkeypatch.setenv("MEM0_HISTORY_DB_URL", f"sqlite:///{history}")
     monkeypatch.setenv("MEM0_API_KEY", USER_KEY)
     monkeypatch.setenv("MEM0_ADMIN_API_KEY", ADMIN_KEY)
-    with serve_in_thread(create_app(vectors, history, api_key=USER_KEY,
-                                    admin_api_key=ADMIN_KEY)) as url:
+    with serve_in_thread(
+        create_app(vectors, history, api_key=USER_KEY, admin_api_key=ADMIN_KEY)
+    ) as url:
         target = load_target(TARGETS / "mem0-oss.yaml").model_copy(update={"base_url": url})
         check = await check_target(target)
         assert check.misconfigured == [], check.misconfigured
@@ -397,11 +482,9 @@ async def test_memlife_target_check_passes_both_mem0_files_against_the_standins(
         assert "403" in refused.misconfigured[0].detail
 
     monkeypatch.setenv("MEM0_API_KEY", PLATFORM_KEY)
-    app = create_platform_app(tmp_path / "p-vectors.db", tmp_path / "p-history.db",
-                              PLATFORM_KEY)
+    app = create_platform_app(tmp_path / "p-vectors.db", tmp_path / "p-history.db", PLATFORM_KEY)
     with serve_in_thread(app) as url:
-        target = load_target(TARGETS / "mem0-platform.yaml").model_copy(
-            update={"base_url": url})
+        target = load_target(TARGETS / "mem0-platform.yaml").model_copy(update={"base_url": url})
         check = await check_target(target)
         assert check.misconfigured == [], check.misconfigured
         status = [r for r in check.results if r.operation == "deletion_status"]

@@ -50,14 +50,19 @@ def test_a_user_thread_answers_with_its_own_facts_and_deletion_is_a_task(zep: Ze
     other = zep.thread.create(user_uuid=bruno.uuid_)
     assert thread.user_uuid == ana.uuid_ and thread.graph_uuid == ana.graph_uuid
 
-    added = zep.thread.add_messages(thread.uuid_, messages=[
-        AddMessage(role="user", content="Mi mascota se llama Canelo.")])
+    added = zep.thread.add_messages(
+        thread.uuid_, messages=[AddMessage(role="user", content="Mi mascota se llama Canelo.")]
+    )
     assert added.messages and added.messages[0].uuid_ and added.context is None
     assert added.task is not None and added.task.status == "succeeded"
-    zep.thread.add_messages(other.uuid_, messages=[
-        AddMessage(role="user", content="Mi mascota se llama Luna.")])
-    asked = zep.thread.add_messages(thread.uuid_, return_context=True, messages=[
-        AddMessage(role="user", content="¿Cómo se llama mi mascota?")])
+    zep.thread.add_messages(
+        other.uuid_, messages=[AddMessage(role="user", content="Mi mascota se llama Luna.")]
+    )
+    asked = zep.thread.add_messages(
+        thread.uuid_,
+        return_context=True,
+        messages=[AddMessage(role="user", content="¿Cómo se llama mi mascota?")],
+    )
     assert asked.context is not None and "Canelo" in asked.context
     assert "Luna" not in asked.context
     context = zep.thread.get_context(thread.uuid_)
@@ -68,9 +73,12 @@ def test_a_user_thread_answers_with_its_own_facts_and_deletion_is_a_task(zep: Ze
     task = zep.task.get(deletion.task.uuid_)
     assert task.status == "succeeded" and task.completed_at
     # The user's threads and graph went with it; the other user is intact.
-    for gone in (lambda: zep.user.get(ana.uuid_), lambda: zep.thread.get(thread.uuid_),
-                 lambda: zep.thread.get_context(thread.uuid_),
-                 lambda: zep.user.delete(ana.uuid_)):
+    for gone in (
+        lambda: zep.user.get(ana.uuid_),
+        lambda: zep.thread.get(thread.uuid_),
+        lambda: zep.thread.get_context(thread.uuid_),
+        lambda: zep.user.delete(ana.uuid_),
+    ):
         with pytest.raises(NotFoundError) as refused:
             gone()
         assert refused.value.status_code == 404
@@ -81,8 +89,9 @@ def test_a_user_thread_answers_with_its_own_facts_and_deletion_is_a_task(zep: Ze
 def test_messages_page_with_a_cursor(zep: Zep) -> None:
     user = zep.user.create()
     thread = zep.thread.create(user_uuid=user.uuid_)
-    zep.thread.add_messages(thread.uuid_, messages=[
-        AddMessage(role="user", content=f"message {i}") for i in range(5)])
+    zep.thread.add_messages(
+        thread.uuid_, messages=[AddMessage(role="user", content=f"message {i}") for i in range(5)]
+    )
     pager = zep.thread.list_messages(thread.uuid_, page_size=2)
     assert len(pager.items or []) == 2 and pager.has_next
     assert [m.content for m in pager] == [f"message {i}" for i in range(5)]
@@ -98,16 +107,18 @@ def test_refusals_map_to_the_clients_errors(zep_url: str, zep: Zep) -> None:
     with pytest.raises(ConflictError):
         zep.user.create(user_id="idp|ana", request_options=NO_RETRY)
     with pytest.raises(BadRequestError):  # a malformed body is 400, as Zep's
-        zep.thread.add_messages("x", messages=[], request_options={
-            "additional_body_parameters": {"messages": "not a list"}})
+        zep.thread.add_messages(
+            "x",
+            messages=[],
+            request_options={"additional_body_parameters": {"messages": "not a list"}},
+        )
 
 
 def test_a_standalone_graph_is_searched_by_edges_and_deleted_by_a_task(zep: Zep) -> None:
     graph = zep.graph.create(name="team", description="a memlife space")
     assert graph.type == "standard" and graph.uuid_
     for supplier in ("Conservas Palacios", "Harinas Palacios", "Aceites Palacios"):
-        added = zep.graph.episode.add(graph.uuid_, data=f"El proveedor es {supplier}.",
-                                      type="text")
+        added = zep.graph.episode.add(graph.uuid_, data=f"El proveedor es {supplier}.", type="text")
         assert added.episode is not None and added.episode.content
     pager = zep.graph.search_edges(graph.uuid_, query="¿Cuál es el proveedor?", page_size=2)
     assert len(pager.items or []) == 2 and pager.has_next
@@ -153,8 +164,10 @@ def test_the_async_client_speaks_to_it_too(zep_url: str) -> None:
         client = AsyncZep(api_key=KEY, base_url=zep_url)
         user = await client.user.create()
         thread = await client.thread.create(user_uuid=user.uuid_)
-        await client.thread.add_messages(thread.uuid_, messages=[
-            AddMessage(role="user", content="Trabajo en Conservas Palacios.")])
+        await client.thread.add_messages(
+            thread.uuid_,
+            messages=[AddMessage(role="user", content="Trabajo en Conservas Palacios.")],
+        )
         return (await client.thread.get_context(thread.uuid_)).context
 
     assert "Palacios" in (asyncio.run(flow()) or "")

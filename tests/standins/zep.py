@@ -135,7 +135,7 @@ def _page(items: list[Any], page_size: int | None, cursor: str | None) -> dict[s
     """A cursor page as Zep's: `items`, and `next_cursor` only while more remain."""
     start = int(cursor) if cursor and cursor.isdigit() else 0
     size = page_size or 50
-    page: dict[str, Any] = {"items": items[start:start + size]}
+    page: dict[str, Any] = {"items": items[start : start + size]}
     if start + size < len(items):
         page["next_cursor"] = str(start + size)
     return page
@@ -156,14 +156,25 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
 
     @app.exception_handler(ZepError)
     async def zep_error(_: Request, exc: ZepError) -> JSONResponse:
-        return JSONResponse(status_code=exc.status, content={"error": {
-            "code": exc.code, "message": exc.message, "request_id": str(uuid.uuid4())}})
+        return JSONResponse(
+            status_code=exc.status,
+            content={
+                "error": {"code": exc.code, "message": exc.message, "request_id": str(uuid.uuid4())}
+            },
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(status_code=400, content={"error": {
-            "code": "bad_request", "message": str(exc.errors()[:3]),
-            "request_id": str(uuid.uuid4())}})
+        return JSONResponse(
+            status_code=400,
+            content={
+                "error": {
+                    "code": "bad_request",
+                    "message": str(exc.errors()[:3]),
+                    "request_id": str(uuid.uuid4()),
+                }
+            },
+        )
 
     def authorized(authorization: str | None) -> None:
         if authorization != f"Api-Key {api_key}":
@@ -171,8 +182,13 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
         run_due_tasks()
 
     def new_task(kind: str) -> dict[str, Any]:
-        task = {"uuid": str(uuid.uuid4()), "type": kind, "status": "pending",
-                "created_at": _now(), "updated_at": _now()}
+        task = {
+            "uuid": str(uuid.uuid4()),
+            "type": kind,
+            "status": "pending",
+            "created_at": _now(),
+            "updated_at": _now(),
+        }
         tasks[task["uuid"]] = task
         return task
 
@@ -188,8 +204,9 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
                 pending.remove(entry)
                 _, task_uuid, erase = entry
                 erase()
-                tasks[task_uuid].update(status="succeeded", started_at=_now(),
-                                        completed_at=_now(), updated_at=_now())
+                tasks[task_uuid].update(
+                    status="succeeded", started_at=_now(), completed_at=_now(), updated_at=_now()
+                )
 
     def accept(kind: str, erase: Any) -> dict[str, Any]:
         task = new_task(kind)
@@ -197,8 +214,11 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
         return {"task": dict(task)}
 
     def graph_of(graph_or_user_uuid: str) -> dict[str, Any]:
-        graph_uuid = users[graph_or_user_uuid]["graph_uuid"] \
-            if graph_or_user_uuid in users else graph_or_user_uuid
+        graph_uuid = (
+            users[graph_or_user_uuid]["graph_uuid"]
+            if graph_or_user_uuid in users
+            else graph_or_user_uuid
+        )
         graph = graphs.get(graph_uuid)
         if graph is None:
             raise ZepError(404, "not_found", f"graph {graph_or_user_uuid} not found")
@@ -214,9 +234,16 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
         return [f for f in graph["facts"] if _words(f[1]) & _words(query)]
 
     def edge(graph: dict[str, Any], fact: tuple[str, str, str], score: float) -> dict[str, Any]:
-        view = {"uuid": fact[0], "fact": fact[1], "name": "RELATES_TO", "scope": "entity",
-                "graph_uuid": graph["uuid"], "created_at": fact[2], "valid_at": fact[2],
-                "score": score}
+        view = {
+            "uuid": fact[0],
+            "fact": fact[1],
+            "name": "RELATES_TO",
+            "scope": "entity",
+            "graph_uuid": graph["uuid"],
+            "created_at": fact[2],
+            "valid_at": fact[2],
+            "score": score,
+        }
         if graph.get("user_uuid"):
             view["user_uuid"] = graph["user_uuid"]
         return view
@@ -224,8 +251,10 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
     def context_block(graph: dict[str, Any], latest: str) -> str:
         facts = [f[1] for f in relevant(graph, latest)] or [f[1] for f in graph["facts"]]
         lines = "\n".join(f"  - {fact}" for fact in facts[-20:])
-        return ("FACTS and ENTITIES represent relevant context to the current conversation.\n"
-                f"<FACTS>\n{lines}\n</FACTS>")
+        return (
+            "FACTS and ENTITIES represent relevant context to the current conversation.\n"
+            f"<FACTS>\n{lines}\n</FACTS>"
+        )
 
     # Users -------------------------------------------------------------------------------
 
@@ -233,14 +262,24 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
     def create_user(body: CreateUser, authorization: str | None = Header(None)) -> Any:
         authorized(authorization)
         with lock:
-            if body.user_id is not None and any(u.get("user_id") == body.user_id
-                                                for u in users.values()):
+            if body.user_id is not None and any(
+                u.get("user_id") == body.user_id for u in users.values()
+            ):
                 raise ZepError(409, "conflict", "a user with this user_id already exists")
             user_uuid, graph_uuid = str(uuid.uuid4()), str(uuid.uuid4())
-            graphs[graph_uuid] = {"uuid": graph_uuid, "type": "user", "user_uuid": user_uuid,
-                                  "created_at": _now(), "updated_at": _now(), "facts": []}
-            user = {k: v for k, v in body.model_dump().items()
-                    if v is not None and k != "content_policy"}
+            graphs[graph_uuid] = {
+                "uuid": graph_uuid,
+                "type": "user",
+                "user_uuid": user_uuid,
+                "created_at": _now(),
+                "updated_at": _now(),
+                "facts": [],
+            }
+            user = {
+                k: v
+                for k, v in body.model_dump().items()
+                if v is not None and k != "content_policy"
+            }
             user.update(uuid=user_uuid, graph_uuid=graph_uuid, created_at=_now())
             users[user_uuid] = user
             return user
@@ -265,8 +304,7 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
                     group["members"].remove(user_uuid)
 
             def erase() -> None:  # the user's threads, messages and graph
-                for thread_uuid in [t for t, v in threads.items()
-                                    if v["user_uuid"] == user_uuid]:
+                for thread_uuid in [t for t, v in threads.items() if v["user_uuid"] == user_uuid]:
                     del threads[thread_uuid]
                 graphs.pop(user["graph_uuid"], None)
 
@@ -288,9 +326,14 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
             if user is None:
                 raise ZepError(404, "not_found", f"user {body.user_uuid} not found")
             thread_uuid = str(uuid.uuid4())
-            threads[thread_uuid] = {"uuid": thread_uuid, "user_uuid": body.user_uuid,
-                                    "graph_uuid": user["graph_uuid"], "created_at": _now(),
-                                    "updated_at": _now(), "messages": []}
+            threads[thread_uuid] = {
+                "uuid": thread_uuid,
+                "user_uuid": body.user_uuid,
+                "graph_uuid": user["graph_uuid"],
+                "created_at": _now(),
+                "updated_at": _now(),
+                "messages": [],
+            }
             return {k: v for k, v in threads[thread_uuid].items() if k != "messages"}
 
     @app.get("/api/v4/threads/{thread_uuid}")
@@ -300,34 +343,43 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
             return {k: v for k, v in thread_of(thread_uuid).items() if k != "messages"}
 
     @app.post("/api/v4/threads/{thread_uuid}/messages", status_code=202)
-    def add_messages(thread_uuid: str, body: AddMessages,
-                     authorization: str | None = Header(None)) -> Any:
+    def add_messages(
+        thread_uuid: str, body: AddMessages, authorization: str | None = Header(None)
+    ) -> Any:
         authorized(authorization)
         with lock:
             thread = thread_of(thread_uuid)
             graph = graphs[thread["graph_uuid"]]
             added = []
             for message in body.messages:
-                stored = {"uuid": str(uuid.uuid4()), "thread_uuid": thread_uuid,
-                          "content": message.content, "role": message.role or "user",
-                          "created_at": _now(), "processed": True}
+                stored = {
+                    "uuid": str(uuid.uuid4()),
+                    "thread_uuid": thread_uuid,
+                    "content": message.content,
+                    "role": message.role or "user",
+                    "created_at": _now(),
+                    "processed": True,
+                }
                 if message.name is not None:
                     stored["name"] = message.name
                 thread["messages"].append(stored)
                 added.append(stored)
-                if stored["role"] not in (body.ignore_roles or []) \
-                        and stored["role"] == "user" and "?" not in message.content:
+                if (
+                    stored["role"] not in (body.ignore_roles or [])
+                    and stored["role"] == "user"
+                    and "?" not in message.content
+                ):
                     add_fact(graph, message.content)
-            result: dict[str, Any] = {"messages": added,
-                                      "task": done_task("thread.messages.add")}
+            result: dict[str, Any] = {"messages": added, "task": done_task("thread.messages.add")}
             if body.return_context:
                 latest = body.messages[-1].content if body.messages else ""
                 result["context"] = context_block(graph, latest)
             return result
 
     @app.get("/api/v4/threads/{thread_uuid}/context")
-    def thread_context(thread_uuid: str, template_uuid: str | None = None,
-                       authorization: str | None = Header(None)) -> Any:
+    def thread_context(
+        thread_uuid: str, template_uuid: str | None = None, authorization: str | None = Header(None)
+    ) -> Any:
         authorized(authorization)
         with lock:
             thread = thread_of(thread_uuid)
@@ -335,9 +387,12 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
             return {"context": context_block(graphs[thread["graph_uuid"]], latest)}
 
     @app.get("/api/v4/threads/{thread_uuid}/messages")
-    def list_messages(thread_uuid: str, page_size: int | None = Query(None),
-                      cursor: str | None = Query(None),
-                      authorization: str | None = Header(None)) -> Any:
+    def list_messages(
+        thread_uuid: str,
+        page_size: int | None = Query(None),
+        cursor: str | None = Query(None),
+        authorization: str | None = Header(None),
+    ) -> Any:
         authorized(authorization)
         with lock:
             return _page(list(thread_of(thread_uuid)["messages"]), page_size, cursor)
@@ -349,9 +404,15 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
         authorized(authorization)
         with lock:
             graph_uuid = str(uuid.uuid4())
-            graphs[graph_uuid] = {"uuid": graph_uuid, "type": "standard", "name": body.name,
-                                  "description": body.description, "created_at": _now(),
-                                  "updated_at": _now(), "facts": []}
+            graphs[graph_uuid] = {
+                "uuid": graph_uuid,
+                "type": "standard",
+                "name": body.name,
+                "description": body.description,
+                "created_at": _now(),
+                "updated_at": _now(),
+                "facts": [],
+            }
             return graph_view(graphs[graph_uuid])
 
     @app.get("/api/v4/graphs/{graph_uuid}")
@@ -370,29 +431,41 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
             return accept("graph.delete", lambda: graphs.pop(graph["uuid"], None))
 
     @app.post("/api/v4/graphs/{graph_uuid}/episodes", status_code=202)
-    def add_episode(graph_uuid: str, body: AddEpisode,
-                    authorization: str | None = Header(None)) -> Any:
+    def add_episode(
+        graph_uuid: str, body: AddEpisode, authorization: str | None = Header(None)
+    ) -> Any:
         authorized(authorization)
         with lock:
             graph = graph_of(graph_uuid)
             add_fact(graph, body.data)
-            episode = {"uuid": str(uuid.uuid4()), "content": body.data,
-                       "source": body.type or "text", "graph_uuid": graph["uuid"],
-                       "created_at": _now(), "processed": True}
+            episode = {
+                "uuid": str(uuid.uuid4()),
+                "content": body.data,
+                "source": body.type or "text",
+                "graph_uuid": graph["uuid"],
+                "created_at": _now(),
+                "processed": True,
+            }
             if graph.get("user_uuid"):
                 episode["user_uuid"] = graph["user_uuid"]
             return {"episode": episode, "task": done_task("graph.episode.add")}
 
     @app.post("/api/v4/graphs/{graph_uuid}/search/edges")
-    def search_edges(graph_uuid: str, body: SearchEdges, page_size: int | None = Query(None),
-                     cursor: str | None = Query(None),
-                     authorization: str | None = Header(None)) -> Any:
+    def search_edges(
+        graph_uuid: str,
+        body: SearchEdges,
+        page_size: int | None = Query(None),
+        cursor: str | None = Query(None),
+        authorization: str | None = Header(None),
+    ) -> Any:
         authorized(authorization)
         with lock:
             graph = graph_of(graph_uuid)
             found = relevant(graph, body.query)
-            scored = [edge(graph, fact, round(1.0 - i / (len(found) + 1), 3))
-                      for i, fact in enumerate(reversed(found))]
+            scored = [
+                edge(graph, fact, round(1.0 - i / (len(found) + 1), 3))
+                for i, fact in enumerate(reversed(found))
+            ]
             return _page(scored, page_size or 10, cursor)
 
     # Tasks -------------------------------------------------------------------------------
@@ -410,8 +483,9 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
     def with_abac(authorization: str | None) -> None:
         authorized(authorization)
         if not abac:
-            raise ZepError(403, "forbidden",
-                           "attribute-based access control is not enabled for this account")
+            raise ZepError(
+                403, "forbidden", "attribute-based access control is not enabled for this account"
+            )
 
     def group_of(group_uuid: str) -> dict[str, Any]:
         group = groups.get(group_uuid)
@@ -429,9 +503,15 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
             if any(g["name"] == body.name for g in groups.values()):
                 raise ZepError(409, "conflict", "a user group with this name already exists")
             group_uuid = str(uuid.uuid4())
-            groups[group_uuid] = {"uuid": group_uuid, "name": body.name,
-                                  "description": body.description, "version": 1,
-                                  "created_at": _now(), "updated_at": _now(), "members": []}
+            groups[group_uuid] = {
+                "uuid": group_uuid,
+                "name": body.name,
+                "description": body.description,
+                "version": 1,
+                "created_at": _now(),
+                "updated_at": _now(),
+                "members": [],
+            }
             return group_view(groups[group_uuid])
 
     @app.get("/api/v4/user-groups/{group_uuid}")
@@ -454,8 +534,9 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
                 raise ZepError(404, "not_found", f"user {user_uuid} not found")
 
     @app.post("/api/v4/user-groups/{group_uuid}/members")
-    def add_members(group_uuid: str, body: Members,
-                    authorization: str | None = Header(None)) -> Any:
+    def add_members(
+        group_uuid: str, body: Members, authorization: str | None = Header(None)
+    ) -> Any:
         with_abac(authorization)
         with lock:
             group = group_of(group_uuid)
@@ -466,8 +547,9 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
             return {"added_count": len(new), "no_op_count": len(body.user_uuids) - len(new)}
 
     @app.post("/api/v4/user-groups/{group_uuid}/members/remove")
-    def remove_members(group_uuid: str, body: Members,
-                       authorization: str | None = Header(None)) -> Any:
+    def remove_members(
+        group_uuid: str, body: Members, authorization: str | None = Header(None)
+    ) -> Any:
         with_abac(authorization)
         with lock:
             group = group_of(group_uuid)
@@ -478,8 +560,9 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
             return {"removed_count": len(gone), "no_op_count": len(body.user_uuids) - len(gone)}
 
     @app.delete("/api/v4/user-groups/{group_uuid}/members/{user_uuid}", status_code=204)
-    def remove_member(group_uuid: str, user_uuid: str,
-                      authorization: str | None = Header(None)) -> Response:
+    def remove_member(
+        group_uuid: str, user_uuid: str, authorization: str | None = Header(None)
+    ) -> Response:
         with_abac(authorization)
         with lock:
             group = group_of(group_uuid)
@@ -489,9 +572,13 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
         return Response(status_code=204)
 
     @app.post("/api/v4/user-groups/{group_uuid}/members/list")
-    def list_members(group_uuid: str, body: ListSearch | None = None,
-                     page_size: int | None = Query(None), cursor: str | None = Query(None),
-                     authorization: str | None = Header(None)) -> Any:
+    def list_members(
+        group_uuid: str,
+        body: ListSearch | None = None,
+        page_size: int | None = Query(None),
+        cursor: str | None = Query(None),
+        authorization: str | None = Header(None),
+    ) -> Any:
         with_abac(authorization)
         with lock:
             members = [users[u] for u in group_of(group_uuid)["members"] if u in users]
@@ -500,9 +587,12 @@ def create_app(api_key: str, *, abac: bool = True, deletion_delay: float = 0.0) 
             return page
 
     @app.get("/api/v4/users/{user_uuid}/user-groups")
-    def groups_of_user(user_uuid: str, page_size: int | None = Query(None),
-                       cursor: str | None = Query(None),
-                       authorization: str | None = Header(None)) -> Any:
+    def groups_of_user(
+        user_uuid: str,
+        page_size: int | None = Query(None),
+        cursor: str | None = Query(None),
+        authorization: str | None = Header(None),
+    ) -> Any:
         with_abac(authorization)
         with lock:
             if user_uuid not in users:

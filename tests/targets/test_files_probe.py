@@ -37,12 +37,13 @@ def test_other_encodings_only_when_asked(tmp_path: Path) -> None:
     assert total == 1 and VALUE in records[0]["content"]
 
 
-def test_a_value_straddling_two_chunks_is_found_once(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_value_straddling_two_chunks_is_found_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(files, "CHUNK_BYTES", 1000)
     data = bytearray(b"." * 5000)
     for start in (995, 2000, 4990 - len(VALUE.encode())):
-        data[start:start + len(VALUE.encode())] = VALUE.encode()
+        data[start : start + len(VALUE.encode())] = VALUE.encode()
     (tmp_path / "big.log").write_bytes(bytes(data))
     records, total, _ = scan(tmp_path, ["*"], [VALUE], ["utf-8"], 10)
     assert total == 3
@@ -56,11 +57,14 @@ def test_include_patterns_and_the_hit_cap(tmp_path: Path) -> None:
     records, total, _ = scan(tmp_path, ["*.db", "*.db-wal"], [VALUE], ["utf-8"], 4)
     assert total == 9 and len(records) == 4  # counted beyond what is returned
     assert {r["file"] for r in scan(tmp_path, ["*.db"], [VALUE], ["utf-8"], 50)[0]} == {
-        "a.db", "sub/b.db"}
+        "a.db",
+        "sub/b.db",
+    }
 
 
-def test_an_unreadable_store_is_an_error_never_absence(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreadable_store_is_an_error_never_absence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(FilesProbeError, match="does not exist"):
         data_directory(str(tmp_path / "missing"), None)
     monkeypatch.delenv("MEMLIFE_TEST_DATA_DIR", raising=False)
@@ -76,7 +80,8 @@ def test_an_unreadable_store_is_an_error_never_absence(tmp_path: Path,
 
 
 def test_a_file_removed_since_the_listing_is_skipped_and_the_rest_read(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SQLite's rollback journal lives for one transaction: listed, then gone. Its bytes
     are no longer in the directory; every file still there is read."""
     (tmp_path / "store.db").write_bytes(b"..." + VALUE.encode() + b"...")
@@ -88,22 +93,25 @@ def test_a_file_removed_since_the_listing_is_skipped_and_the_rest_read(
 
 
 @pytest.mark.parametrize("secure_delete", [False, True])
-def test_sqlite_keeps_deleted_bytes_unless_it_overwrites_them(tmp_path: Path,
-                                                              secure_delete: bool) -> None:
+def test_sqlite_keeps_deleted_bytes_unless_it_overwrites_them(
+    tmp_path: Path, secure_delete: bool
+) -> None:
     database = sqlite3.connect(tmp_path / "memory.db")
     database.execute("PRAGMA journal_mode=WAL")
     database.execute(f"PRAGMA secure_delete={'ON' if secure_delete else 'OFF'}")
     database.execute("CREATE TABLE memories (id INTEGER PRIMARY KEY, text TEXT)")
-    database.executemany("INSERT INTO memories(text) VALUES (?)",
-                         [(f"filler memory {n} " * 20,) for n in range(50)])
+    database.executemany(
+        "INSERT INTO memories(text) VALUES (?)", [(f"filler memory {n} " * 20,) for n in range(50)]
+    )
     database.execute("INSERT INTO memories(text) VALUES (?)", (f"my pet is {VALUE}",))
     database.commit()
     database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     database.execute("DELETE FROM memories WHERE text LIKE 'my pet%'")
     database.commit()
     database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    assert database.execute("SELECT count(*) FROM memories WHERE text LIKE ?",
-                            (f"%{VALUE}%",)).fetchone() == (0,)  # logically gone
+    assert database.execute(
+        "SELECT count(*) FROM memories WHERE text LIKE ?", (f"%{VALUE}%",)
+    ).fetchone() == (0,)  # logically gone
     database.close()
     _, total, _ = scan(tmp_path, ["*"], [VALUE], ["utf-8"], 10)
     assert (total == 0) is secure_delete
@@ -112,9 +120,14 @@ def test_sqlite_keeps_deleted_bytes_unless_it_overwrites_them(tmp_path: Path,
 def test_a_value_a_writer_reworded_is_found_in_its_other_forms(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_bytes(
         "a: C/ Arriaga, nº 1.234 · b: ARRIAGA-QUISPE, Inés · c: C/ Arriaga 12345\n"
-        "d: Avda. Olmedo y Zamora 77".encode())
-    needles = ["calle Arriaga 1234", "Inés Arriaga Quispe", "avenida Olmedo Zamora 77",
-               "calle Olmedo 1234"]
+        "d: Avda. Olmedo y Zamora 77".encode()
+    )
+    needles = [
+        "calle Arriaga 1234",
+        "Inés Arriaga Quispe",
+        "avenida Olmedo Zamora 77",
+        "calle Olmedo 1234",
+    ]
     records, total, _ = scan(tmp_path, ["*"], needles, ["utf-8"], 10)
     assert total == 3  # not "C/ Arriaga 12345" (another number), not the absent value
     contents = [r["content"] for r in records]
@@ -127,12 +140,13 @@ def test_a_value_a_writer_reworded_is_found_in_its_other_forms(tmp_path: Path) -
 
 
 def test_a_reworded_value_straddling_two_chunks_is_found_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(files, "CHUNK_BYTES", 1000)
     written = "C/ Arriaga, nº 1.234".encode()
     data = bytearray(b"." * 5000)
     for start in (990, 3000):
-        data[start:start + len(written)] = written
+        data[start : start + len(written)] = written
     (tmp_path / "big.log").write_bytes(bytes(data))
     records, total, _ = scan(tmp_path, ["*"], ["calle Arriaga 1234"], ["utf-8"], 10)
     assert total == 2 and sorted(r["offset"] for r in records) == [990, 3000]

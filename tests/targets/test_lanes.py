@@ -65,8 +65,7 @@ async def test_queued_jobs_go_oldest_work_first_and_in_order_within_one_piece() 
         await asyncio.gather(blocker, young, loose)
     finally:
         await lane.close()
-    assert started == ["blocker", "old0", "old1", "old2", "young0", "young1", "young2",
-                       "loose"]
+    assert started == ["blocker", "old0", "old1", "old2", "young0", "young1", "young2", "loose"]
 
 
 async def test_the_next_job_starts_before_the_finished_jobs_caller_resumes() -> None:

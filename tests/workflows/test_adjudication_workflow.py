@@ -28,8 +28,9 @@ from tests.servers import serve_in_thread
 from tests.workflows.helpers import run_input, run_suite
 
 
-async def leaky_run_with_review(client: Client, task_queue: str,
-                                scenario: Scenario, target: Target) -> tuple[str, str]:
+async def leaky_run_with_review(
+    client: Client, task_queue: str, scenario: Scenario, target: Target
+) -> tuple[str, str]:
     queue = f"q-{uuid.uuid4().hex[:6]}"
     run = run_input(scenario, target).model_copy(update={"review_queue": queue})
     summary = await run_suite(client, task_queue, run)
@@ -39,24 +40,26 @@ async def leaky_run_with_review(client: Client, task_queue: str,
 
 def own_value_only(item: dict[str, Any]) -> review.Verdict:
     """A reviewer who reads every reply as stating the first value it mentions only."""
-    first = min((item["reply"].find(v), i) for i, v in enumerate(item["candidates"])
-                if v in item["reply"])
+    first = min(
+        (item["reply"].find(v), i) for i, v in enumerate(item["candidates"]) if v in item["reply"]
+    )
     return review.Verdict([first[1]], False)
 
 
 async def test_reviewers_decide_blind_and_reports_show_both_rates(
-        dev_client: Client, dev_worker: str, seed_scenario: Scenario,
-        leaky_target: Target, db_url: str) -> None:
-    queue, run_id = await leaky_run_with_review(dev_client, dev_worker, seed_scenario,
-                                                leaky_target)
+    dev_client: Client, dev_worker: str, seed_scenario: Scenario, leaky_target: Target, db_url: str
+) -> None:
+    queue, run_id = await leaky_run_with_review(dev_client, dev_worker, seed_scenario, leaky_target)
     handle = dev_client.get_workflow_handle(review_workflow_id(queue))
     pending = await handle.query("pending", 50)
     assert len(pending) == 6
     assert all(set(item) == {"ticket", "question", "reply", "candidates"} for item in pending)
 
     # A decision the workflow cannot accept is refused before anything is recorded.
-    for refused in (Decision(ticket="nope", reviewer="mallory"),
-                    Decision(ticket=pending[0]["ticket"], asserted=[99], reviewer="mallory")):
+    for refused in (
+        Decision(ticket="nope", reviewer="mallory"),
+        Decision(ticket=pending[0]["ticket"], asserted=[99], reviewer="mallory"),
+    ):
         try:
             recorded = await review.decide(handle, refused)
         except WorkflowUpdateFailedError:
@@ -66,14 +69,14 @@ async def test_reviewers_decide_blind_and_reports_show_both_rates(
     assert "mallory" not in (await handle.query("status"))["reviewers"]
 
     out = StringIO()
-    counts = await review.review(dev_client, queue, "alice", judge=own_value_only,
-                                 limit=4, out=out)
+    counts = await review.review(dev_client, queue, "alice", judge=own_value_only, limit=4, out=out)
     assert counts == {"decided": 4, "skipped": 0}, out.getvalue()
     shown = out.getvalue()
     assert not re.search(r"\b(ana|bruno|pair)\b", shown) and run_id not in shown
     answers = iter(["s", "1 2", "q"])  # skip one, decide one, quit
-    counts = await review.review(dev_client, queue, "bob",
-                                 ask=lambda _prompt: next(answers), out=out)
+    counts = await review.review(
+        dev_client, queue, "bob", ask=lambda _prompt: next(answers), out=out
+    )
     assert counts == {"decided": 1, "skipped": 1}
     status = await handle.query("status")
     assert status == {"pending": 1, "decided": 5, "reviewers": {"alice": 4, "bob": 1}}
@@ -113,30 +116,42 @@ def stand_in_judge(key: str) -> FastAPI:
         candidates = re.findall(r"^(\d+)\. (.*)$", prompt, re.M)
         stated = [int(n) for n, value in candidates if value in reply]
         content = json.dumps({"stated": stated, "abstains": not stated})
-        return {"id": "stand-in", "object": "chat.completion", "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": content}}]}
+        return {
+            "id": "stand-in",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content},
+                }
+            ],
+        }
 
     return app
 
 
 async def test_a_model_judge_can_take_the_reviewers_place(
-        dev_client: Client, dev_worker: str, seed_scenario: Scenario,
-        leaky_target: Target, db_url: str) -> None:
-    queue, run_id = await leaky_run_with_review(dev_client, dev_worker, seed_scenario,
-                                                leaky_target)
+    dev_client: Client, dev_worker: str, seed_scenario: Scenario, leaky_target: Target, db_url: str
+) -> None:
+    queue, run_id = await leaky_run_with_review(dev_client, dev_worker, seed_scenario, leaky_target)
     with serve_in_thread(stand_in_judge("sk-test")) as base:
+
         def judge_with(key: str) -> Any:
             def judge(item: dict[str, Any]) -> review.Verdict:
                 return review.judge_with_model(f"{base}/v1", "stand-in", key, item)
+
             return judge
 
         # A judge that fails decides nothing: every item is left for a person.
-        counts = await review.review(dev_client, queue, "model:stand-in",
-                                     judge=judge_with("wrong"), out=StringIO())
+        counts = await review.review(
+            dev_client, queue, "model:stand-in", judge=judge_with("wrong"), out=StringIO()
+        )
         assert counts == {"decided": 0, "skipped": 6}
-        counts = await review.review(dev_client, queue, "model:stand-in",
-                                     judge=judge_with("sk-test"), out=StringIO())
+        counts = await review.review(
+            dev_client, queue, "model:stand-in", judge=judge_with("sk-test"), out=StringIO()
+        )
         assert counts == {"decided": 6, "skipped": 0}
 
     handle = dev_client.get_workflow_handle(review_workflow_id(queue))

@@ -42,14 +42,17 @@ async def _activities(env: WorkflowEnvironment, workflow_id: str) -> dict[str, i
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             name = event.activity_task_scheduled_event_attributes.activity_type.name
             counts[name] = counts.get(name, 0) + 1
-        elif (event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-              and event.marker_recorded_event_attributes.marker_name == LOCAL_MARKER):
+        elif (
+            event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+            and event.marker_recorded_event_attributes.marker_name == LOCAL_MARKER
+        ):
             counts[LOCAL] = counts.get(LOCAL, 0) + 1
     return counts
 
 
 async def test_cohorts_record_what_single_pairs_record(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str
+) -> None:
     from memlife.rules.pairs import materialize
 
     written = written_nightly(PAIRS)
@@ -59,12 +62,14 @@ async def test_cohorts_record_what_single_pairs_record(
         alone_summary = await run_suite(skip_env.client, skip_worker, alone)
     with embedded.reference_target(tmp_path / "cohort", [FAULT]) as batched:
         cohort = run_input(written, reference_target(batched.base_url)).model_copy(
-            update={"cohort_size": 2, "seed": seed})
+            update={"cohort_size": 2, "seed": seed}
+        )
         cohort_summary = await run_suite(skip_env.client, skip_worker, cohort)
 
     assert not alone_summary.passed and alone_summary.failures > 0
     assert cohort_summary.model_dump(exclude={"run_id"}) == alone_summary.model_dump(
-        exclude={"run_id"})
+        exclude={"run_id"}
+    )
     assert_same_rows(row_keys(cohort.run_id, db_url), row_keys(alone.run_id, db_url))
 
     # Two cohorts (2 + 1 pairs) instead of three pair workflows; each cohort sends a step's
@@ -86,17 +91,20 @@ async def test_cohorts_record_what_single_pairs_record(
 
 
 async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str
+) -> None:
     """Three cohorts of one pair with room for two pairs at a time: never more than two
     cohort workflows running, every pair still run and recorded."""
     written = written_nightly(PAIRS)
     with embedded.reference_target(tmp_path / "target") as target:
         run = run_input(written, reference_target(target.base_url)).model_copy(
-            update={"cohort_size": 1, "seed": "waves", "max_active_pairs": 2})
+            update={"cohort_size": 1, "seed": "waves", "max_active_pairs": 2}
+        )
         summary = await run_suite(skip_env.client, skip_worker, run)
     assert summary.cases > 0
     history = await skip_env.client.get_workflow_handle(
-        suite_workflow_id(written.name, run.run_id)).fetch_history()
+        suite_workflow_id(written.name, run.run_id)
+    ).fetch_history()
     running = most = started = 0
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
@@ -106,7 +114,8 @@ async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
             running -= 1
     assert (started, most) == (PAIRS, 2)
     assert row_keys(run.run_id, db_url)["tenants"] == {
-        (index, role): 1 for index in range(PAIRS) for role in ("a", "b")}
+        (index, role): 1 for index in range(PAIRS) for role in ("a", "b")
+    }
 
 
 async def _scheduled_together(env: WorkflowEnvironment, workflow_id: str) -> int:
@@ -118,27 +127,33 @@ async def _scheduled_together(env: WorkflowEnvironment, workflow_id: str) -> int
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             attributes = event.activity_task_scheduled_event_attributes
             by_task.setdefault(attributes.workflow_task_completed_event_id, set()).add(
-                attributes.activity_type.name)
-    return sum(1 for names in by_task.values()
-               if {contracts.RECORD_STEPS.name, contracts.TARGET_BATCH.name} <= names)
+                attributes.activity_type.name
+            )
+    return sum(
+        1
+        for names in by_task.values()
+        if {contracts.RECORD_STEPS.name, contracts.TARGET_BATCH.name} <= names
+    )
 
 
 async def test_a_step_with_nothing_to_judge_is_recorded_beside_the_next_one(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str
+) -> None:
     """Registering, writing, updating, deleting and waiting leave the recorder nothing to
     judge: their recording goes out with the next step's target calls instead of before
     them (workflows/lifecycle.py), and the run still records every step."""
     written = written_nightly(2)
     with embedded.reference_target(tmp_path / "target") as target:
         run = run_input(written, reference_target(target.base_url)).model_copy(
-            update={"cohort_size": 2, "seed": "beside"})
+            update={"cohort_size": 2, "seed": "beside"}
+        )
         summary = await run_suite(skip_env.client, skip_worker, run)
     assert summary.passed, summary
     steps = row_keys(run.run_id, db_url)["steps"]
     assert sorted((pair, step) for pair, step, _ in steps) == [
-        (pair, step) for pair in range(2) for step in range(-1, len(written.timeline))]
-    together = await _scheduled_together(
-        skip_env, cohort_workflow_id(written.name, run.run_id, 0))
+        (pair, step) for pair in range(2) for step in range(-1, len(written.timeline))
+    ]
+    together = await _scheduled_together(skip_env, cohort_workflow_id(written.name, run.run_id, 0))
     # About one task per such step followed by target calls (none when every recording
     # goes before the next step).
     assert together >= 8, together
@@ -153,18 +168,27 @@ def failing_record_steps(steps: list[StepRecord]) -> list[StepOutcome]:
 
 
 async def test_a_recording_that_fails_beside_a_step_fails_its_pair_and_loses_nothing(
-        tmp_path: Path, skip_env: WorkflowEnvironment, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, db_url: str
+) -> None:
     """Pair 0's first write cannot be recorded: its lifecycle stops at the next step
     boundary once the refusal is back, and the steps that went on meanwhile are still
     recorded; pair 1 runs through."""
     activities = [a for a in ACTIVITIES if a is not record_steps] + [failing_record_steps]
     written = written_nightly(2)
-    with embedded.reference_target(tmp_path / "target") as target, \
-            ThreadPoolExecutor(max_workers=8) as executor:
+    with (
+        embedded.reference_target(tmp_path / "target") as target,
+        ThreadPoolExecutor(max_workers=8) as executor,
+    ):
         run = run_input(written, reference_target(target.base_url)).model_copy(
-            update={"cohort_size": 1, "seed": "beside-fails"})
-        async with Worker(skip_env.client, task_queue=run.run_id, workflows=WORKFLOWS,
-                          activities=activities, activity_executor=executor):
+            update={"cohort_size": 1, "seed": "beside-fails"}
+        )
+        async with Worker(
+            skip_env.client,
+            task_queue=run.run_id,
+            workflows=WORKFLOWS,
+            activities=activities,
+            activity_executor=executor,
+        ):
             summary = await run_suite(skip_env.client, run.run_id, run)
     assert not summary.passed
     recorded = recorder.load_run(run.run_id, db_url)
@@ -178,4 +202,5 @@ async def test_a_recording_that_fails_beside_a_step_fails_its_pair_and_loses_not
     assert pair_0[:2] == [-1, 1] and pair_0[1:] == list(range(1, pair_0[-1] + 1))
     assert pair_0[-1] < len(written.timeline) - 1
     assert sorted(step for pair, step, _ in steps if pair == 1) == list(
-        range(-1, len(written.timeline)))
+        range(-1, len(written.timeline))
+    )

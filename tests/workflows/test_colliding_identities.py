@@ -23,11 +23,12 @@ DETECTION = {"namespace-prefix-match": ([("I3", "response", "baseline", "leaked"
 
 @pytest.mark.parametrize("fault", [None, "namespace-prefix-match"])
 async def test_prefix_named_tenants_are_kept_apart_and_a_prefix_match_is_caught(
-        skip_env: WorkflowEnvironment, skip_worker: str, target_with,
-        fault: str | None) -> None:
+    skip_env: WorkflowEnvironment, skip_worker: str, target_with, fault: str | None
+) -> None:
     scenario = load_scenario(SCENARIO)
-    artifact = await run_nightly(skip_env, skip_worker, scenario,
-                                 target_with([fault] if fault else []), "collide")
+    artifact = await run_nightly(
+        skip_env, skip_worker, scenario, target_with([fault] if fault else []), "collide"
+    )
     phones = {t["alias"]: t["phone"] for t in artifact["tenants"]}
     assert {"t000", "t000-corp"} <= set(phones)  # the partner's name extends the tenant's
     for alias in (a for a in phones if not a.endswith("-corp")):  # and its phone, but one digit

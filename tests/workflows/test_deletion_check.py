@@ -56,32 +56,52 @@ def write_tenant(target: Target) -> tuple[str, str]:
 
 def check_input(target: Target, user_id: str, phone: str, **changes: object) -> DeletionCheckInput:
     return DeletionCheckInput(
-        check_id=f"test-{uuid.uuid4().hex[:8]}", target=target, user_id=user_id, phone=phone,
-        values=VALUES, questions=["¿Cuál es mi color favorito?"], request=True,
+        check_id=f"test-{uuid.uuid4().hex[:8]}",
+        target=target,
+        user_id=user_id,
+        phone=phone,
+        values=VALUES,
+        questions=["¿Cuál es mi color favorito?"],
+        request=True,
         # The reference target answers only through `say` (a chat), which stores what it
         # is asked: asking it is a write the check must be told to make.
         ask_through_say=True,
-        deadline=timedelta(hours=6), poll=timedelta(minutes=15)).model_copy(update=changes)
+        deadline=timedelta(hours=6),
+        poll=timedelta(minutes=15),
+    ).model_copy(update=changes)
 
 
-async def run_check(env: WorkflowEnvironment, task_queue: str,
-                    check: DeletionCheckInput) -> ErasureReceipt:
+async def run_check(
+    env: WorkflowEnvironment, task_queue: str, check: DeletionCheckInput
+) -> ErasureReceipt:
     """The receipt, whether the check passed (COMPLETED) or not (FAILED, carrying it)."""
     handle = await env.client.start_workflow(
-        DeletionCheckWorkflow.run, check, id=f"memlife/deletion-check/{check.check_id}",
-        task_queue=task_queue)
+        DeletionCheckWorkflow.run,
+        check,
+        id=f"memlife/deletion-check/{check.check_id}",
+        task_queue=task_queue,
+    )
     return await verdict_result(handle, ErasureReceipt)
 
 
 async def test_a_clean_deletion_gets_a_passing_receipt_with_time_to_forget(
-        skip_env: WorkflowEnvironment, skip_worker: str, fresh_target: Target) -> None:
+    skip_env: WorkflowEnvironment, skip_worker: str, fresh_target: Target
+) -> None:
     user_id, phone = write_tenant(fresh_target)
     receipt = await run_check(skip_env, skip_worker, check_input(fresh_target, user_id, phone))
 
     assert receipt.verdict == "pass", receipt.reasons
     stores = {s.store: s for s in receipt.stores}
-    assert {"thread", "memory", "graph", "jobs", "summaries", "cache", "response",
-            "deletion-status"} <= set(stores)
+    assert {
+        "thread",
+        "memory",
+        "graph",
+        "jobs",
+        "summaries",
+        "cache",
+        "response",
+        "deletion-status",
+    } <= set(stores)
     assert all(s.status == "clean" for s in stores.values())
     # The reference target purges 30 scenario minutes after the request: the memory store
     # was seen with residue first and became clean at a later round.
@@ -101,10 +121,12 @@ async def test_a_clean_deletion_gets_a_passing_receipt_with_time_to_forget(
 
 
 async def test_a_deletion_that_misses_the_graph_fails_naming_the_graph(
-        skip_env: WorkflowEnvironment, skip_worker: str, graph_fault_target: Target) -> None:
+    skip_env: WorkflowEnvironment, skip_worker: str, graph_fault_target: Target
+) -> None:
     user_id, phone = write_tenant(graph_fault_target)
-    receipt = await run_check(skip_env, skip_worker,
-                              check_input(graph_fault_target, user_id, phone))
+    receipt = await run_check(
+        skip_env, skip_worker, check_input(graph_fault_target, user_id, phone)
+    )
 
     assert receipt.verdict == "fail"
     stores = {s.store: s for s in receipt.stores}
@@ -118,11 +140,14 @@ async def test_a_deletion_that_misses_the_graph_fails_naming_the_graph(
 
 
 async def test_an_unreachable_target_is_inconclusive_never_clean(
-        skip_env: WorkflowEnvironment, skip_worker: str, tmp_path: Path) -> None:
+    skip_env: WorkflowEnvironment, skip_worker: str, tmp_path: Path
+) -> None:
     nowhere = reference_target(f"http://127.0.0.1:{embedded.free_port()}").model_copy(
-        update={"max_attempts": 1})
-    check = check_input(nowhere, "u-missing", "+34600000000", request=False,
-                        deadline=timedelta(minutes=30))
+        update={"max_attempts": 1}
+    )
+    check = check_input(
+        nowhere, "u-missing", "+34600000000", request=False, deadline=timedelta(minutes=30)
+    )
     receipt = await run_check(skip_env, skip_worker, check)
 
     assert receipt.verdict == "inconclusive"

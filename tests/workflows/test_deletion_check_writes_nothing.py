@@ -27,29 +27,43 @@ FACTS = ["I work at Astilleros Norte.", "My favourite colour is jade green."]
 
 
 async def test_a_deletion_check_sends_no_write_for_the_tenant_it_checks(
-        mem0_databases: tuple[Path, Path], skip_env: WorkflowEnvironment,
-        skip_worker: str) -> None:
+    mem0_databases: tuple[Path, Path], skip_env: WorkflowEnvironment, skip_worker: str
+) -> None:
     vectors, history = mem0_databases
     recording = Recording(create_app(vectors, history, **MEM0_KEYS))
     phone = f"+3460{uuid.uuid4().int % 10**7:07d}"
     with serve_in_thread(recording) as base_url:
-        with httpx.Client(base_url=base_url, timeout=10,
-                          headers={"X-API-Key": MEM0_KEYS["api_key"]}) as http:
+        with httpx.Client(
+            base_url=base_url, timeout=10, headers={"X-API-Key": MEM0_KEYS["api_key"]}
+        ) as http:
             for fact in FACTS:
-                http.post("/memories", json={
-                    "messages": [{"role": "user", "content": fact}], "user_id": phone,
-                    "infer": False}).raise_for_status()
+                http.post(
+                    "/memories",
+                    json={
+                        "messages": [{"role": "user", "content": fact}],
+                        "user_id": phone,
+                        "infer": False,
+                    },
+                ).raise_for_status()
         recording.requests.clear()
-        target = load_target(TARGETS / "mem0-oss.yaml").model_copy(
-            update={"base_url": base_url})
+        target = load_target(TARGETS / "mem0-oss.yaml").model_copy(update={"base_url": base_url})
         check = DeletionCheckInput(
-            check_id=f"test-{uuid.uuid4().hex[:8]}", target=target, user_id=phone,
-            phone=phone, values=["Astilleros Norte", "jade green"],
-            questions=["Where do I work?"], request=True, deadline=timedelta(hours=1),
-            poll=timedelta(minutes=15))
+            check_id=f"test-{uuid.uuid4().hex[:8]}",
+            target=target,
+            user_id=phone,
+            phone=phone,
+            values=["Astilleros Norte", "jade green"],
+            questions=["Where do I work?"],
+            request=True,
+            deadline=timedelta(hours=1),
+            poll=timedelta(minutes=15),
+        )
         handle = await skip_env.client.start_workflow(
-            DeletionCheckWorkflow.run, check, id=f"memlife/deletion-check/{check.check_id}",
-            task_queue=skip_worker)
+            DeletionCheckWorkflow.run,
+            check,
+            id=f"memlife/deletion-check/{check.check_id}",
+            task_queue=skip_worker,
+        )
         receipt = await verdict_result(handle, ErasureReceipt)
 
     # It asked (through search) and it deleted, once; it added nothing.

@@ -29,33 +29,57 @@ NIGHTLY = Path(__file__).resolve().parents[2] / "scenarios" / "lifecycle-nightly
 # (invariant, store, stage[, reason]).
 DETECTION = {
     "cross-tenant-leak": ([("I3", "response", "baseline", "leaked")], []),
-    "deletion-skips-summaries": ([("I4", "summaries", "deletion-confirmed", "residue")],
-                                 [("I4", "memory", "deletion-confirmed")]),
+    "deletion-skips-summaries": (
+        [("I4", "summaries", "deletion-confirmed", "residue")],
+        [("I4", "memory", "deletion-confirmed")],
+    ),
     "premature-deletion-status": (
-        [("I4", "memory", "deletion-confirmed", "residue"),
-         ("I4", "graph", "deletion-confirmed", "residue")],
-        [("I4", "memory", "after-3d"), ("I4", "graph", "after-3d")]),
-    "nightly-resurrection": ([("I4", "memory", "after-3d", "resurrected")],
-                             [("I4", "memory", "deletion-confirmed")]),
-    "stale-after-update": ([("U1", "response", "update-1h", "stale"),
-                            ("U1", "memory", "update-6h", "stale"),
-                            ("U1", "graph", "update-6h", "stale")],
-                           [("D2", "response", "b-intact")]),
-    "cache-stale": ([("U1", "response", "update-1h", "stale")],
-                    [("U1", "response", "update-6h"), ("U1", "memory", "update-6h")]),
-    "topk-fallback-leak": ([("I2", "response-context", "baseline", "leaked"),
-                            ("I3", "response", "baseline", "leaked")], []),
-    "graph-unscoped-delete": ([("I4", "graph", "deletion-confirmed", "residue")],
-                              [("I4", "memory", "deletion-confirmed")]),
-    "delete-overreach": ([("D2", "memory", "b-intact", "overreach"),
-                          ("D2", "graph", "b-intact", "overreach")],
-                         [("I4", "memory", "deletion-confirmed")]),
-    "partial-delete": ([("I4", "memory", "deletion-confirmed", "residue")],
-                       [("I4", "graph", "deletion-confirmed")]),
+        [
+            ("I4", "memory", "deletion-confirmed", "residue"),
+            ("I4", "graph", "deletion-confirmed", "residue"),
+        ],
+        [("I4", "memory", "after-3d"), ("I4", "graph", "after-3d")],
+    ),
+    "nightly-resurrection": (
+        [("I4", "memory", "after-3d", "resurrected")],
+        [("I4", "memory", "deletion-confirmed")],
+    ),
+    "stale-after-update": (
+        [
+            ("U1", "response", "update-1h", "stale"),
+            ("U1", "memory", "update-6h", "stale"),
+            ("U1", "graph", "update-6h", "stale"),
+        ],
+        [("D2", "response", "b-intact")],
+    ),
+    "cache-stale": (
+        [("U1", "response", "update-1h", "stale")],
+        [("U1", "response", "update-6h"), ("U1", "memory", "update-6h")],
+    ),
+    "topk-fallback-leak": (
+        [
+            ("I2", "response-context", "baseline", "leaked"),
+            ("I3", "response", "baseline", "leaked"),
+        ],
+        [],
+    ),
+    "graph-unscoped-delete": (
+        [("I4", "graph", "deletion-confirmed", "residue")],
+        [("I4", "memory", "deletion-confirmed")],
+    ),
+    "delete-overreach": (
+        [("D2", "memory", "b-intact", "overreach"), ("D2", "graph", "b-intact", "overreach")],
+        [("I4", "memory", "deletion-confirmed")],
+    ),
+    "partial-delete": (
+        [("I4", "memory", "deletion-confirmed", "residue")],
+        [("I4", "graph", "deletion-confirmed")],
+    ),
     "reworded-leak": ([("I3", "response", "baseline", "leaked")], []),
-    "forget-skips-graph": ([("I4", "graph", "b-intact", "residue"),
-                            ("I4", "response", "b-intact", "residue")],
-                           [("I4", "memory", "b-intact")]),
+    "forget-skips-graph": (
+        [("I4", "graph", "b-intact", "residue"), ("I4", "response", "b-intact", "residue")],
+        [("I4", "memory", "b-intact")],
+    ),
 }
 
 
@@ -74,7 +98,9 @@ def target_with(tmp_path: Path) -> Iterator[object]:
     def start(faults: list[str], refuse: bool = False) -> object:
         context = embedded.reference_target(
             tmp_path / "-".join((faults or ["clean"]) + (["refusing"] if refuse else [])),
-            faults, refuse=refuse)
+            faults,
+            refuse=refuse,
+        )
         process = context.__enter__()
         stack.append(context)
         return reference_target(process.base_url)
@@ -84,16 +110,24 @@ def target_with(tmp_path: Path) -> Iterator[object]:
         context.__exit__(None, None, None)
 
 
-async def run_nightly(env: WorkflowEnvironment, task_queue: str, scenario: Scenario,
-                      target: object, seed: str, *, cohort: bool = False,
-                      shared: bool = False) -> dict:
+async def run_nightly(
+    env: WorkflowEnvironment,
+    task_queue: str,
+    scenario: Scenario,
+    target: object,
+    seed: str,
+    *,
+    cohort: bool = False,
+    shared: bool = False,
+) -> dict:
     """One run's artifact. With `cohort`, its pairs run in one cohort workflow (as runs
     above 64 pairs do), else in a workflow each. `shared`: the target outlives the run
     (its values claimed), else it was started for this run alone."""
     if cohort:
         assert scenario.generate is not None
         run = run_input(scenario, target, fresh=not shared).model_copy(
-            update={"cohort_size": scenario.generate.count, "seed": seed})
+            update={"cohort_size": scenario.generate.count, "seed": seed}
+        )
     else:
         run = run_input(materialize(scenario, seed), target, fresh=not shared)
     await run_suite(env.client, task_queue, run)
@@ -112,8 +146,8 @@ def cells(artifact: dict) -> set[tuple[str, ...]]:
 
 
 async def test_clean_reference_target_has_no_false_positives(
-        skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario,
-        target_with) -> None:
+    skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario, target_with
+) -> None:
     artifact = await run_nightly(skip_env, skip_worker, nightly_small, target_with([]), "clean")
     assert artifact["failures"] == []
     assert artifact["inconclusive"] == []
@@ -121,21 +155,35 @@ async def test_clean_reference_target_has_no_false_positives(
     assert summary["passed"], summary
     checked = {name for name, tally in summary["by_invariant"].items() if tally["checked"]}
     assert checked == {"recall", "abstain", "I1", "I2", "I3", "I4", "U1", "D2", "L"}
-    assert set(artifact["stages"]) >= {"baseline", "update-1h", "update-6h",
-                                       "deletion-confirmed", "b-intact", "after-3d"}
-    assert all(d["outcome"] == "pass" and d["time_to_forget_s"] >= 30 * 60
-               for d in artifact["deletions"])  # the reference purges 30 min after request
+    assert set(artifact["stages"]) >= {
+        "baseline",
+        "update-1h",
+        "update-6h",
+        "deletion-confirmed",
+        "b-intact",
+        "after-3d",
+    }
+    assert all(
+        d["outcome"] == "pass" and d["time_to_forget_s"] >= 30 * 60 for d in artifact["deletions"]
+    )  # the reference purges 30 min after request
 
 
 # Every other fault runs its pairs in a cohort: both ways of running pairs must catch
 # faults (tests/workflows/test_cohort.py shows they record the same rows).
-@pytest.mark.parametrize(("fault", "cohort"),
-                         [(fault, index % 2 == 1) for index, fault in enumerate(sorted(DETECTION))])
+@pytest.mark.parametrize(
+    ("fault", "cohort"), [(fault, index % 2 == 1) for index, fault in enumerate(sorted(DETECTION))]
+)
 async def test_each_fault_is_caught_by_the_right_invariant_store_and_stage(
-        skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario,
-        target_with, fault: str, cohort: bool) -> None:
-    artifact = await run_nightly(skip_env, skip_worker, nightly_small, target_with([fault]),
-                                 f"seed-{fault}", cohort=cohort)
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    nightly_small: Scenario,
+    target_with,
+    fault: str,
+    cohort: bool,
+) -> None:
+    artifact = await run_nightly(
+        skip_env, skip_worker, nightly_small, target_with([fault]), f"seed-{fault}", cohort=cohort
+    )
     found = cells(artifact)
     must, must_not = DETECTION[fault]
     assert not artifact["summary"]["passed"]
@@ -146,30 +194,38 @@ async def test_each_fault_is_caught_by_the_right_invariant_store_and_stage(
 
 
 async def test_reworded_leaks_are_the_copied_ones_found_in_their_other_forms(
-        skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario,
-        target_with) -> None:
+    skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario, target_with
+) -> None:
     """The same run leaking values as stated and leaking them reworded (streets
     abbreviated, numbers grouped, names family first): the same leaks are found in the
     answers, each reworded one naming its form, and the tenants' own values reworded are
     still recalled. (A store read by needle asks the store's own search for the value as
     stated, so a reworded copy in another tenant's records is found by scope reads only:
     docs/design.md, "Reworded values".)"""
-    def leaks(artifact: dict) -> set[tuple[int, str, str, str]]:
-        return {(f["pair"], f["case"], f["invariant"], f["evidence"]["value"])
-                for f in artifact["failures"] if f["store"] == "response"}
 
-    copied = await run_nightly(skip_env, skip_worker, nightly_small,
-                               target_with(["cross-tenant-leak"]), "reworded")
-    reworded = await run_nightly(skip_env, skip_worker, nightly_small,
-                                 target_with(["reworded-leak"]), "reworded")
+    def leaks(artifact: dict) -> set[tuple[int, str, str, str]]:
+        return {
+            (f["pair"], f["case"], f["invariant"], f["evidence"]["value"])
+            for f in artifact["failures"]
+            if f["store"] == "response"
+        }
+
+    copied = await run_nightly(
+        skip_env, skip_worker, nightly_small, target_with(["cross-tenant-leak"]), "reworded"
+    )
+    reworded = await run_nightly(
+        skip_env, skip_worker, nightly_small, target_with(["reworded-leak"]), "reworded"
+    )
     assert leaks(copied)
     assert sorted(leaks(reworded) ^ leaks(copied)) == []
     assert all(f["evidence"].get("form") is None for f in copied["failures"])
-    replies = {(o["pair"], o["case"]): o["reply"] for o in reworded["observations"]
-               if o["reply"]}
+    replies = {(o["pair"], o["case"]): o["reply"] for o in reworded["observations"] if o["reply"]}
     for failure in (f for f in reworded["failures"] if f["store"] == "response"):
         assert failure["evidence"]["form"], failure  # found only in another form
-        assert failure["evidence"]["value"].casefold() not in replies[
-            failure["pair"], failure["case"]].casefold()
+        assert (
+            failure["evidence"]["value"].casefold()
+            not in replies[failure["pair"], failure["case"]].casefold()
+        )
     assert {f["invariant"] for f in reworded["failures"]} <= {
-        f["invariant"] for f in copied["failures"]}  # recall, U1, I4 as clean as copied
+        f["invariant"] for f in copied["failures"]
+    }  # recall, U1, I4 as clean as copied

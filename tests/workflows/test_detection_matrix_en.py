@@ -23,17 +23,27 @@ NIGHTLY_EN = Path(__file__).resolve().parents[2] / "scenarios" / "lifecycle-nigh
 def nightly_en() -> Scenario:
     scenario = load_scenario(NIGHTLY_EN)
     assert scenario.language == "en" and scenario.generate is not None
-    return scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": 1})})
+    return scenario.model_copy(
+        update={"generate": scenario.generate.model_copy(update={"count": 1})}
+    )
 
 
 @pytest.mark.parametrize("fault", [None, *sorted(DETECTION)])
 async def test_the_english_nightly_catches_what_the_spanish_one_does(
-        skip_env: WorkflowEnvironment, skip_worker: str, nightly_en: Scenario,
-        target_with, fault: str | None) -> None:
-    artifact = await run_nightly(skip_env, skip_worker, nightly_en,
-                                 target_with([fault] if fault else []), f"en-{fault}",
-                                 cohort=True)
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    nightly_en: Scenario,
+    target_with,
+    fault: str | None,
+) -> None:
+    artifact = await run_nightly(
+        skip_env,
+        skip_worker,
+        nightly_en,
+        target_with([fault] if fault else []),
+        f"en-{fault}",
+        cohort=True,
+    )
     replies = [o["reply"] or "" for o in artifact["observations"] if o["kind"] == "probe"]
     assert any(reply.startswith("From what you told me") for reply in replies)  # English
     if fault is None:

@@ -24,17 +24,26 @@ DATA_ENV = "MEMLIFE_TEST_REFERENCE_DATA_DIR"
 
 @pytest.mark.parametrize(("grace", "residue"), [("0s", True), ("365d", False)])
 async def test_deleted_bytes_on_disk_are_judged_by_the_grace(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str,
-        monkeypatch: pytest.MonkeyPatch, grace: str, residue: bool) -> None:
+    tmp_path: Path,
+    skip_env: WorkflowEnvironment,
+    skip_worker: str,
+    monkeypatch: pytest.MonkeyPatch,
+    grace: str,
+    residue: bool,
+) -> None:
     data = tmp_path / "data"
     data.mkdir()
     monkeypatch.setenv(DATA_ENV, str(data))
     scenario = small_nightly("files-probe")
     with embedded.reference_target(tmp_path, db_path=data / "reference.db") as process:
         target = reference_target(process.base_url)
-        disk = Store.model_validate({"name": "disk", "role": "the target's data directory",
-                                     "probe": {"kind": "files", "path_env": DATA_ENV,
-                                               "grace": grace}})
+        disk = Store.model_validate(
+            {
+                "name": "disk",
+                "role": "the target's data directory",
+                "probe": {"kind": "files", "path_env": DATA_ENV, "grace": grace},
+            }
+        )
         target = target.model_copy(update={"stores": [*target.stores, disk]})
         run = run_input(scenario, target)
         await run_suite(skip_env.client, skip_worker, run)

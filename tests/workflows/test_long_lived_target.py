@@ -40,7 +40,8 @@ async def fresh_skip_server() -> AsyncIterator[tuple[WorkflowEnvironment, str]]:
     """A time-skipping server starting at the real time, with a worker on it."""
     env = await WorkflowEnvironment.start_time_skipping(
         data_converter=DATA_CONVERTER,
-        test_server_existing_path=bundled_binary("temporal-test-server"))
+        test_server_existing_path=bundled_binary("temporal-test-server"),
+    )
     task_queue = f"test-{uuid.uuid4().hex[:8]}"
     try:
         with ThreadPoolExecutor(max_workers=16) as executor:
@@ -51,14 +52,22 @@ async def fresh_skip_server() -> AsyncIterator[tuple[WorkflowEnvironment, str]]:
 
 
 async def test_runs_after_runs_on_one_target_pass_and_a_later_fault_is_caught(
-        db_url: str, nightly_small: Scenario, tmp_path: Path) -> None:
+    db_url: str, nightly_small: Scenario, tmp_path: Path
+) -> None:
     database = tmp_path / "long-lived.db"
     with embedded.reference_target(tmp_path / "clean", db_path=database) as process:
         target = reference_target(process.base_url)
         for night, cohort in ((1, False), (2, True)):
             async with fresh_skip_server() as (env, task_queue):
-                artifact = await run_nightly(env, task_queue, nightly_small, target,
-                                             f"night-{night}", cohort=cohort, shared=True)
+                artifact = await run_nightly(
+                    env,
+                    task_queue,
+                    nightly_small,
+                    target,
+                    f"night-{night}",
+                    cohort=cohort,
+                    shared=True,
+                )
             assert artifact["failures"] == [], (night, artifact["failures"][:3])
             assert artifact["inconclusive"] == [], night
         # Night 2 (a cohort: its values claimed) deleted its tenants a and confirmed it, and
@@ -72,9 +81,15 @@ async def test_runs_after_runs_on_one_target_pass_and_a_later_fault_is_caught(
     fault = "nightly-resurrection"
     with embedded.reference_target(tmp_path / "faulty", [fault], db_path=database) as process:
         async with fresh_skip_server() as (env, task_queue):
-            artifact = await run_nightly(env, task_queue, nightly_small,
-                                         reference_target(process.base_url), "night-3",
-                                         cohort=True, shared=True)
+            artifact = await run_nightly(
+                env,
+                task_queue,
+                nightly_small,
+                reference_target(process.base_url),
+                "night-3",
+                cohort=True,
+                shared=True,
+            )
     must_fail, must_pass = DETECTION[fault]
     found = cells(artifact)
     assert set(must_fail) <= found, sorted(found)

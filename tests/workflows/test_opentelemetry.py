@@ -24,23 +24,28 @@ def test_only_the_otel_environment_turns_it_on() -> None:
     assert telemetry.requested({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
     assert telemetry.requested({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://x/v1/traces"})
     assert telemetry.requested({"OTEL_TRACES_EXPORTER": "otlp"})
-    assert not telemetry.requested({"OTEL_TRACES_EXPORTER": "none",
-                                    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
-    assert not telemetry.requested({"OTEL_SDK_DISABLED": "true",
-                                    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+    assert not telemetry.requested(
+        {"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+    )
+    assert not telemetry.requested(
+        {"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+    )
 
 
 async def test_workflow_activity_and_request_spans_make_one_trace(
-        skip_env: WorkflowEnvironment, db_url: str, seed_scenario: Scenario,
-        tmp_path: Path) -> None:
+    skip_env: WorkflowEnvironment, db_url: str, seed_scenario: Scenario, tmp_path: Path
+) -> None:
     exporter = InMemorySpanExporter()
     provider = telemetry.provider_with(exporter)
     task_queue = f"otel-{uuid.uuid4().hex[:8]}"
     try:
-        with embedded.reference_target(tmp_path) as process, \
-                ThreadPoolExecutor(max_workers=8) as executor:
-            async with build_worker(skip_env.client, task_queue, executor,
-                                    tracer=provider.get_tracer("memlife")):
+        with (
+            embedded.reference_target(tmp_path) as process,
+            ThreadPoolExecutor(max_workers=8) as executor,
+        ):
+            async with build_worker(
+                skip_env.client, task_queue, executor, tracer=provider.get_tracer("memlife")
+            ):
                 run = run_input(seed_scenario, reference_target(process.base_url))
                 await run_suite(skip_env.client, task_queue, run)
     finally:
@@ -50,8 +55,11 @@ async def test_workflow_activity_and_request_spans_make_one_trace(
     names = {span.name for span in spans}
     assert "RunWorkflow:SuiteWorkflow" in names and "RunWorkflow:PairLifecycleWorkflow" in names
     assert any(name.startswith("RunActivity:memlife.") for name in names), names
-    requests = {f"{span.context.trace_id:032x}{span.context.span_id:016x}": span
-                for span in spans if span.name.startswith("target ")}
+    requests = {
+        f"{span.context.trace_id:032x}{span.context.span_id:016x}": span
+        for span in spans
+        if span.name.startswith("target ")
+    }
     by_span_id = {span.context.span_id: span for span in spans}
     observations = run_artifact(run.run_id)["observations"]
     assert observations

@@ -17,10 +17,11 @@ __all__ = ["nightly_small", "target_with"]  # the fixtures, shared with the dete
 
 
 async def test_a_clean_run_queues_no_paraphrase_candidate_and_says_so(
-        skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario,
-        target_with) -> None:
+    skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario, target_with
+) -> None:
     run = run_input(materialize(nightly_small, "paraphrases"), target_with([])).model_copy(
-        update={"review_queue": "paraphrase-test", "paraphrases": True})
+        update={"review_queue": "paraphrase-test", "paraphrases": True}
+    )
     await run_suite(skip_env.client, skip_worker, run)
     loaded = recorder.load_run(run.run_id)
     assert loaded is not None

@@ -26,12 +26,17 @@ FAULTS = ["cross-tenant-leak", "graph-unscoped-delete"]
 def _nightly(pairs: int) -> Scenario:
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None
-    return materialize(scenario.model_copy(update={
-        "generate": scenario.generate.model_copy(update={"count": pairs})}), "digest")
+    return materialize(
+        scenario.model_copy(
+            update={"generate": scenario.generate.model_copy(update={"count": pairs})}
+        ),
+        "digest",
+    )
 
 
 async def test_streamed_summary_and_digest_equal_the_whole_artifact(
-        tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str) -> None:
+    tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str
+) -> None:
     bundled = TARGET_FILE
     with embedded.reference_target(tmp_path / "target", FAULTS) as process:
         data = load_yaml_file(bundled)
@@ -54,8 +59,11 @@ async def test_streamed_summary_and_digest_equal_the_whole_artifact(
     # finish_run's summary is the streamed one.
     assert not summary.passed
     assert (summary.cases, summary.cases_passed, summary.failures, summary.inconclusive) == (
-        whole["summary"]["cases"], whole["summary"]["cases_passed"], len(whole["failures"]),
-        len(whole["inconclusive"]))
+        whole["summary"]["cases"],
+        whole["summary"]["cases_passed"],
+        len(whole["failures"]),
+        len(whole["inconclusive"]),
+    )
     built = recorder.run_builder(run.run_id, summary_only=True)
     assert built is not None
     assert built[0].summary() == whole["summary"]
@@ -64,8 +72,17 @@ async def test_streamed_summary_and_digest_equal_the_whole_artifact(
     streamed = recorder.run_digest(run.run_id)
     assert streamed is not None
     digest = streamed.model_dump(mode="json")
-    for key in ("meta", "summary", "stages", "matrix", "latency_ms", "cost", "deletions",
-                "failures", "inconclusive"):
+    for key in (
+        "meta",
+        "summary",
+        "stages",
+        "matrix",
+        "latency_ms",
+        "cost",
+        "deletions",
+        "failures",
+        "inconclusive",
+    ):
         assert digest[key] == whole[key], key
     # What a digest leaves out: the per-tenant, per-pair, per-step and per-case entries.
     for key in ("tenants", "pairs", "timeline", "cases", "observations"):

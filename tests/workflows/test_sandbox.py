@@ -21,12 +21,14 @@ from memlife.stack.worker import build_worker
 
 
 async def test_workflow_instances_take_memlife_from_the_host(
-        skip_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch) -> None:
+    skip_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
     built: Counter[str] = Counter()
     build = ModelMetaclass.__new__
 
-    def counting(mcs: Any, name: str, bases: Any, namespace: dict[str, Any], *args: Any,
-                 **kwargs: Any) -> Any:
+    def counting(
+        mcs: Any, name: str, bases: Any, namespace: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:
         built[f"{namespace.get('__module__')}.{name}"] += 1
         return build(mcs, name, bases, namespace, *args, **kwargs)
 

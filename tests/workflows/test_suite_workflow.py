@@ -15,9 +15,9 @@ from memlife.rules.target import Target
 from tests.workflows.helpers import run_input, run_suite
 
 
-async def test_seed_protocol_passes_six_of_six(skip_env: WorkflowEnvironment, skip_worker: str,
-                                               seed_scenario: Scenario,
-                                               clean_target: Target) -> None:
+async def test_seed_protocol_passes_six_of_six(
+    skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario, clean_target: Target
+) -> None:
     run = run_input(seed_scenario, clean_target)
     summary = await run_suite(skip_env.client, skip_worker, run)
     assert summary.passed and summary.cases == 6 and summary.cases_passed == 6
@@ -33,15 +33,17 @@ async def test_seed_protocol_passes_six_of_six(skip_env: WorkflowEnvironment, sk
     assert len(phones) == 2 and all(p[5:10] == "55501" for p in phones)
     artifact = build_artifact(loaded).model_dump(mode="json")
     assert artifact["summary"]["passed"]
-    assert artifact["summary"]["by_invariant"]["I3"] == {"checked": 6, "failed": 0,
-                                                          "inconclusive": 0}
+    assert artifact["summary"]["by_invariant"]["I3"] == {
+        "checked": 6,
+        "failed": 0,
+        "inconclusive": 0,
+    }
     assert artifact["failures"] == []
 
 
-async def test_cross_tenant_leak_lists_every_leak_as_I3(skip_env: WorkflowEnvironment,
-                                                        skip_worker: str,
-                                                        seed_scenario: Scenario,
-                                                        leaky_target: Target) -> None:
+async def test_cross_tenant_leak_lists_every_leak_as_I3(
+    skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario, leaky_target: Target
+) -> None:
     run = run_input(seed_scenario, leaky_target)
     summary = await run_suite(skip_env.client, skip_worker, run)
     assert not summary.passed
@@ -52,20 +54,24 @@ async def test_cross_tenant_leak_lists_every_leak_as_I3(skip_env: WorkflowEnviro
     # runs may share: rules/pairs.py, vary_listed).
     stated = {(value.role, value.domain): value for value in loaded["values"]}
     pair = seed_scenario.pairs[0]
-    assert all(pair.tenant(role).facts[domain].value in value.text
-               for (role, domain), value in stated.items())
-    expected = {(value.alias, domain, stated["b" if role == "a" else "a", domain].text)
-                for (role, domain), value in stated.items()}
+    assert all(
+        pair.tenant(role).facts[domain].value in value.text
+        for (role, domain), value in stated.items()
+    )
+    expected = {
+        (value.alias, domain, stated["b" if role == "a" else "a", domain].text)
+        for (role, domain), value in stated.items()
+    }
     assert len(expected) == 6
     assert {(f["tenant"], f["domain"], f["evidence"]["value"]) for f in failures} >= expected
     assert {(f["invariant"], f["reason"], f["store"]) for f in failures} == {
-        ("I3", "leaked", "response")}
+        ("I3", "leaked", "response")
+    }
 
 
-async def test_unreachable_target_is_inconclusive_never_pass(skip_env: WorkflowEnvironment,
-                                                             skip_worker: str,
-                                                             seed_scenario: Scenario,
-                                                             clean_target: Target) -> None:
+async def test_unreachable_target_is_inconclusive_never_pass(
+    skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario, clean_target: Target
+) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
@@ -80,14 +86,14 @@ async def test_unreachable_target_is_inconclusive_never_pass(skip_env: WorkflowE
     assert artifact["failures"] == []  # nothing is claimed either way
     assert {i["reason"] for i in artifact["inconclusive"]} == {"target-error"}
     registrations = [o for o in loaded["observations"] if o.kind == "register"]
-    assert all(o.status == "target-error" and "TargetUnreachable" in (o.error or "")
-               for o in registrations)
+    assert all(
+        o.status == "target-error" and "TargetUnreachable" in (o.error or "") for o in registrations
+    )
 
 
-async def test_three_day_wait_is_durable_and_skipped(skip_env: WorkflowEnvironment,
-                                                     skip_worker: str,
-                                                     seed_scenario: Scenario,
-                                                     clean_target: Target) -> None:
+async def test_three_day_wait_is_durable_and_skipped(
+    skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario, clean_target: Target
+) -> None:
     timeline = list(seed_scenario.timeline)
     timeline[1] = WaitStep(step="wait", label="three days", duration=timedelta(days=3))
     scenario = seed_scenario.model_copy(update={"timeline": timeline})

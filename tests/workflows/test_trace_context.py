@@ -18,14 +18,15 @@ LOGGED = re.compile(r"^(GET|POST|DELETE) (\S+) (\d{3}) [\d.]+ms trace=([0-9a-f]{
 
 
 async def test_every_observation_and_finding_has_the_trace_the_target_received(
-        skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario,
-        tmp_path: Path) -> None:
+    skip_env: WorkflowEnvironment, skip_worker: str, seed_scenario: Scenario, tmp_path: Path
+) -> None:
     with embedded.reference_target(tmp_path, ["cross-tenant-leak"]) as process:
         run = run_input(seed_scenario, reference_target(process.base_url))
         await run_suite(skip_env.client, skip_worker, run)
         log_lines = process.log_path.read_text().splitlines()
-    received = {match.group(4): match.group(2)
-                for line in log_lines if (match := LOGGED.match(line))}
+    received = {
+        match.group(4): match.group(2) for line in log_lines if (match := LOGGED.match(line))
+    }
     artifact = run_artifact(run.run_id)
     observations = artifact["observations"]
     assert observations

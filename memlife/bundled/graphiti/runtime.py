@@ -67,13 +67,15 @@ class GraphitiRuntime:
         self.model_url = model_url
         offline_environment()
         self._db_lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.data_dir / APP_DB), check_same_thread=False,
-                                   isolation_level=None)
+        self._db = sqlite3.connect(
+            str(self.data_dir / APP_DB), check_same_thread=False, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self.tenants = Tenants(self._db, prefix=GROUP_PREFIX)
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="graphiti-loop",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="graphiti-loop", daemon=True
+        )
         self._thread.start()
         self._graphitis: dict[str, Any] = {}
         # Graphiti asks that a group's episodes be added one at a time, each awaited: one
@@ -95,8 +97,13 @@ class GraphitiRuntime:
         # No retries: the scripted model answers at once or says why it cannot (an unknown
         # prompt is a 400 naming the caller), and a retry would only hide that.
         self._openai = AsyncOpenAI(base_url=self.model_url, api_key="scripted", max_retries=0)
-        self._llm_config = LLMConfig(api_key="scripted", base_url=self.model_url, model=MODEL,
-                                     small_model=MODEL, temperature=0)
+        self._llm_config = LLMConfig(
+            api_key="scripted",
+            base_url=self.model_url,
+            model=MODEL,
+            small_model=MODEL,
+            temperature=0,
+        )
 
     def _graphiti(self, group_id: str) -> Any:
         """The tenant's Graphiti: its FalkorDB driver on the tenant's graph."""
@@ -113,13 +120,16 @@ class GraphitiRuntime:
                 # Chat completions with json_schema structured output (the default
                 # OpenAIClient would use the Responses API).
                 llm_client=OpenAIGenericClient(config=self._llm_config, client=self._openai),
-                embedder=OpenAIEmbedder(OpenAIEmbedderConfig(
-                    embedding_model=EMBEDDING_MODEL, embedding_dim=EMBEDDING_DIM),
-                    client=self._openai),
+                embedder=OpenAIEmbedder(
+                    OpenAIEmbedderConfig(
+                        embedding_model=EMBEDDING_MODEL, embedding_dim=EMBEDDING_DIM
+                    ),
+                    client=self._openai,
+                ),
                 # Graphiti.search's recipe (hybrid search, reciprocal rank fusion) calls no
                 # cross-encoder; Graphiti wants one all the same.
-                cross_encoder=OpenAIRerankerClient(config=self._llm_config,
-                                                   client=self._openai))
+                cross_encoder=OpenAIRerankerClient(config=self._llm_config, client=self._openai),
+            )
         return found
 
     def _lock(self, group_id: str) -> asyncio.Lock:
@@ -168,17 +178,22 @@ class GraphitiRuntime:
             return tenant, self._run(self._answer(tenant, message))
         self._run(self._remember(tenant, message))
         spanish = language.detect_language(message) == "es"
-        return tenant, Reply("Entendido, lo recordaré." if spanish
-                             else "Got it, I'll remember that.", [])
+        return tenant, Reply(
+            "Entendido, lo recordaré." if spanish else "Got it, I'll remember that.", []
+        )
 
     async def _remember(self, group_id: str, message: str) -> None:
         from graphiti_core.nodes import EpisodeType
 
         async with self._lock(group_id):
             await self._graphiti(group_id).add_episode(
-                name=f"message {uuid.uuid4().hex[:8]}", episode_body=f"{SPEAKER}: {message}",
-                source_description="memlife conversation", reference_time=datetime.now(UTC),
-                source=EpisodeType.message, group_id=group_id)
+                name=f"message {uuid.uuid4().hex[:8]}",
+                episode_body=f"{SPEAKER}: {message}",
+                source_description="memlife conversation",
+                reference_time=datetime.now(UTC),
+                source=EpisodeType.message,
+                group_id=group_id,
+            )
 
     async def _answer(self, group_id: str, question: str) -> Reply:
         from graphiti_core.search.search_filters import (
@@ -189,11 +204,13 @@ class GraphitiRuntime:
 
         # The facts that hold now: Graphiti keeps an invalidated fact, dated (invalid_at),
         # beside the one that replaced it.
-        current = SearchFilters(invalid_at=[[DateFilter(
-            comparison_operator=ComparisonOperator.is_null)]])
+        current = SearchFilters(
+            invalid_at=[[DateFilter(comparison_operator=ComparisonOperator.is_null)]]
+        )
         async with self._lock(group_id):
             edges = await self._graphiti(group_id).search(
-                question, group_ids=[group_id], search_filter=current)
+                question, group_ids=[group_id], search_filter=current
+            )
         found = [edge.fact for edge in edges]
         if not found:
             spanish = language.detect_language(question) == "es"
@@ -234,8 +251,11 @@ class GraphitiRuntime:
         async with self._lock(group_id):
             graphiti = self._graphiti(group_id)
             episodes = await EpisodicNode.get_by_group_ids(graphiti.driver, [group_id])
-            holding = [ep.uuid for ep in episodes
-                       if any(n in language.normalize(ep.content) for n in needles)]
+            holding = [
+                ep.uuid
+                for ep in episodes
+                if any(n in language.normalize(ep.content) for n in needles)
+            ]
             for episode_uuid in holding:
                 await graphiti.remove_episode(episode_uuid)
         return len(holding)

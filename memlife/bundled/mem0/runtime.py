@@ -53,15 +53,33 @@ EMBEDDING_DIMS = 384
 
 def mem0_config(data_dir: Path, model_url: str) -> dict[str, Any]:
     return {
-        "vector_store": {"provider": "qdrant", "config": {
-            "path": str(data_dir / QDRANT_DIR), "collection_name": COLLECTION,
-            "embedding_model_dims": EMBEDDING_DIMS, "on_disk": True}},
-        "embedder": {"provider": "openai", "config": {
-            "model": EMBEDDING_MODEL, "embedding_dims": EMBEDDING_DIMS,
-            "openai_base_url": model_url, "api_key": "scripted-model"}},
-        "llm": {"provider": "openai", "config": {
-            "model": LLM_MODEL, "openai_base_url": model_url, "api_key": "scripted-model",
-            "temperature": 0}},
+        "vector_store": {
+            "provider": "qdrant",
+            "config": {
+                "path": str(data_dir / QDRANT_DIR),
+                "collection_name": COLLECTION,
+                "embedding_model_dims": EMBEDDING_DIMS,
+                "on_disk": True,
+            },
+        },
+        "embedder": {
+            "provider": "openai",
+            "config": {
+                "model": EMBEDDING_MODEL,
+                "embedding_dims": EMBEDDING_DIMS,
+                "openai_base_url": model_url,
+                "api_key": "scripted-model",
+            },
+        },
+        "llm": {
+            "provider": "openai",
+            "config": {
+                "model": LLM_MODEL,
+                "openai_base_url": model_url,
+                "api_key": "scripted-model",
+                "temperature": 0,
+            },
+        },
         "history_db_path": str(data_dir / HISTORY_DB),
     }
 
@@ -97,8 +115,9 @@ class Mem0Runtime:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offline_environment(self.data_dir)
         self._lock = threading.Lock()  # the application's own tables only
-        self._db = sqlite3.connect(str(self.data_dir / APP_DB), check_same_thread=False,
-                                   isolation_level=None)
+        self._db = sqlite3.connect(
+            str(self.data_dir / APP_DB), check_same_thread=False, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self.tenants = Tenants(self._db)
         self.memory = open_memory(mem0_config(self.data_dir, model_url))
@@ -147,21 +166,30 @@ class Mem0Runtime:
             raise UnknownTenant(user_id)
         needles = [language.normalize(value) for value in values]
         memories = self.memory.get_all(filters={"user_id": user_id}, top_k=10_000)
-        forgotten = [item["id"] for item in memories.get("results", [])
-                     if any(n in language.normalize(item["memory"]) for n in needles)]
+        forgotten = [
+            item["id"]
+            for item in memories.get("results", [])
+            if any(n in language.normalize(item["memory"]) for n in needles)
+        ]
         for memory_id in forgotten:
             self.memory.delete(memory_id)
         return {"status": "completed", "memories": len(forgotten)}
 
-    def memory_records(self, tenant_id: str | None = None,
-                       needles: list[str] | None = None) -> list[dict[str, object]]:
+    def memory_records(
+        self, tenant_id: str | None = None, needles: list[str] | None = None
+    ) -> list[dict[str, object]]:
         """Mem0's collection for one tenant, or holding any of the needles (local Qdrant
         admits one client: memlife reads it through this process)."""
         from memlife.targets.stores import qdrant_records
 
         store = self.memory.vector_store
         with store._lock:
-            records, _ = qdrant_records(store.inner.client, COLLECTION, tenant_key="user_id",
-                                        content_key="data", tenant=tenant_id,
-                                        needles=needles or ())
+            records, _ = qdrant_records(
+                store.inner.client,
+                COLLECTION,
+                tenant_key="user_id",
+                content_key="data",
+                tenant=tenant_id,
+                needles=needles or (),
+            )
         return records

@@ -30,9 +30,11 @@ def require_extra() -> None:
 def probe_environment(data_dir: Path) -> dict[str, str]:
     """The variables scenarios/targets/mem0.yaml reads its stores with."""
     data_dir = data_dir.resolve()
-    return {"MEM0_STACK_HISTORY_URL": f"sqlite:///{data_dir / HISTORY_DB}",
-            "MEM0_STACK_APP_URL": f"sqlite:///{data_dir / APP_DB}",
-            "MEM0_STACK_DATA_DIR": str(data_dir)}
+    return {
+        "MEM0_STACK_HISTORY_URL": f"sqlite:///{data_dir / HISTORY_DB}",
+        "MEM0_STACK_APP_URL": f"sqlite:///{data_dir / APP_DB}",
+        "MEM0_STACK_DATA_DIR": str(data_dir),
+    }
 
 
 @dataclass

@@ -63,66 +63,110 @@ class CallLog:
 
 
 def _error(status: int, message: str, code: str) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": "invalid_request_error",
-                                   "param": None, "code": code}}, status_code=status)
+    return JSONResponse(
+        {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": None,
+                "code": code,
+            }
+        },
+        status_code=status,
+    )
 
 
 def _digest(*parts: object) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()
-                          ).hexdigest()[:24]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
 def _tool_calls(chat: Chat, answer: Answer) -> list[dict[str, Any]]:
     # The conversation is part of the id: Letta drops a tool result whose call id an
     # earlier result in the agent's history already had (a repeated search, say).
-    return [{"id": f"call_{_digest(chat.messages, index, call.name, dict(call.arguments))}",
-             "type": "function",
-             "function": {"name": call.name,
-                          "arguments": json.dumps(dict(call.arguments), ensure_ascii=False)}}
-            for index, call in enumerate(answer.tool_calls)]
+    return [
+        {
+            "id": f"call_{_digest(chat.messages, index, call.name, dict(call.arguments))}",
+            "type": "function",
+            "function": {
+                "name": call.name,
+                "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+            },
+        }
+        for index, call in enumerate(answer.tool_calls)
+    ]
 
 
 def _logprobs(answer: Answer) -> dict[str, Any] | None:
     if not answer.top_logprobs:
         return None
     token, logprob = answer.top_logprobs[0]
-    return {"content": [{"token": token, "logprob": logprob, "bytes": list(token.encode()),
-                         "top_logprobs": [{"token": t, "logprob": p, "bytes": list(t.encode())}
-                                          for t, p in answer.top_logprobs]}]}
+    return {
+        "content": [
+            {
+                "token": token,
+                "logprob": logprob,
+                "bytes": list(token.encode()),
+                "top_logprobs": [
+                    {"token": t, "logprob": p, "bytes": list(t.encode())}
+                    for t, p in answer.top_logprobs
+                ],
+            }
+        ]
+    }
 
 
 def _usage(chat: Chat, answer: Answer) -> dict[str, int]:
     # Words, not tokens: a count a client can add up, the same for the same request.
     prompt = len(chat.prompt.split())
     completion = len((answer.content or "").split()) + sum(
-        len(json.dumps(dict(c.arguments)).split()) for c in answer.tool_calls)
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+        len(json.dumps(dict(c.arguments)).split()) for c in answer.tool_calls
+    )
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def completion(chat: Chat, answer: Answer) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": answer.content,
-                               "refusal": None}
+    message: dict[str, Any] = {"role": "assistant", "content": answer.content, "refusal": None}
     if answer.tool_calls:
         message["tool_calls"] = _tool_calls(chat, answer)
-    return {"id": f"chatcmpl-{_digest(chat.messages, chat.tools)}",
-            "object": "chat.completion", "created": 0, "model": chat.model or MODEL_NAME,
-            "system_fingerprint": "memlife-scripted",
-            "choices": [{"index": 0, "message": message, "logprobs": _logprobs(answer),
-                         "finish_reason": "tool_calls" if answer.tool_calls else "stop"}],
-            "usage": _usage(chat, answer)}
+    return {
+        "id": f"chatcmpl-{_digest(chat.messages, chat.tools)}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": chat.model or MODEL_NAME,
+        "system_fingerprint": "memlife-scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": _logprobs(answer),
+                "finish_reason": "tool_calls" if answer.tool_calls else "stop",
+            }
+        ],
+        "usage": _usage(chat, answer),
+    }
 
 
 def chunks(chat: Chat, answer: Answer, include_usage: bool) -> Iterable[dict[str, Any]]:
     """The same completion as server-sent chunks: the role, the content, each tool call,
     then the finish reason (and the usage, when asked for)."""
     whole = completion(chat, answer)
-    base = {"id": whole["id"], "object": "chat.completion.chunk", "created": 0,
-            "model": whole["model"], "system_fingerprint": whole["system_fingerprint"]}
+    base = {
+        "id": whole["id"],
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": whole["model"],
+        "system_fingerprint": whole["system_fingerprint"],
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                     "finish_reason": finish}]}
+        return {
+            **base,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
 
     yield chunk({"role": "assistant", "content": ""})
     if answer.content:
@@ -134,8 +178,9 @@ def chunks(chat: Chat, answer: Answer, include_usage: bool) -> Iterable[dict[str
         yield {**base, "choices": [], "usage": whole["usage"]}
 
 
-def create_app(rules: Iterable[Rule], log: CallLog | None = None,
-               embedder: embeddings.Embedder | None = None) -> Starlette:
+def create_app(
+    rules: Iterable[Rule], log: CallLog | None = None, embedder: embeddings.Embedder | None = None
+) -> Starlette:
     rules = tuple(rules)
     calls = log if log is not None else CallLog()
 
@@ -152,11 +197,20 @@ def create_app(rules: Iterable[Rule], log: CallLog | None = None,
         try:
             kind, answer = respond(chat, rules)
         except UnknownPrompt as error:
-            calls.add(Call("chat", "unknown", chat.caller, chat.model,
-                           (time.perf_counter() - started) * 1000, str(error)))
+            calls.add(
+                Call(
+                    "chat",
+                    "unknown",
+                    chat.caller,
+                    chat.model,
+                    (time.perf_counter() - started) * 1000,
+                    str(error),
+                )
+            )
             return _error(400, str(error), "unknown_prompt")
-        calls.add(Call("chat", kind, chat.caller, chat.model,
-                       (time.perf_counter() - started) * 1000))
+        calls.add(
+            Call("chat", kind, chat.caller, chat.model, (time.perf_counter() - started) * 1000)
+        )
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
@@ -176,11 +230,13 @@ def create_app(rules: Iterable[Rule], log: CallLog | None = None,
             return _error(400, "the body is not JSON", "invalid_json")
         given = body.get("input")
         texts = [given] if isinstance(given, str) else given
-        if not isinstance(texts, list) or not texts or not all(isinstance(t, str)
-                                                               for t in texts):
-            return _error(400, "input: a string or a non-empty list of strings (token "
-                               "arrays are not supported by the scripted model)",
-                          "invalid_input")
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            return _error(
+                400,
+                "input: a string or a non-empty list of strings (token "
+                "arrays are not supported by the scripted model)",
+                "invalid_input",
+            )
         model = str(body.get("model", ""))
         try:
             size = embeddings.dimensions_for(model, body.get("dimensions"))
@@ -191,18 +247,40 @@ def create_app(rules: Iterable[Rule], log: CallLog | None = None,
         data = []
         for index, vector in enumerate(vectors):
             fitted = embeddings.fit(vector, size)
-            value: Any = (base64.b64encode(struct.pack(f"<{len(fitted)}f", *fitted)).decode()
-                          if as_base64 else fitted)
+            value: Any = (
+                base64.b64encode(struct.pack(f"<{len(fitted)}f", *fitted)).decode()
+                if as_base64
+                else fitted
+            )
             data.append({"object": "embedding", "index": index, "embedding": value})
         words = sum(len(t.split()) for t in texts)
-        calls.add(Call("embeddings", "embeddings", caller_of(request), model,
-                       (time.perf_counter() - started) * 1000))
-        return JSONResponse({"object": "list", "data": data, "model": model or MODEL_NAME,
-                             "usage": {"prompt_tokens": words, "total_tokens": words}})
+        calls.add(
+            Call(
+                "embeddings",
+                "embeddings",
+                caller_of(request),
+                model,
+                (time.perf_counter() - started) * 1000,
+            )
+        )
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": model or MODEL_NAME,
+                "usage": {"prompt_tokens": words, "total_tokens": words},
+            }
+        )
 
     async def models(request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [
-            {"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "memlife"}]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "memlife"}
+                ],
+            }
+        )
 
     async def recorded(request: Request) -> Response:
         return JSONResponse({"calls": [asdict(c) for c in calls.all()]})
@@ -210,12 +288,14 @@ def create_app(rules: Iterable[Rule], log: CallLog | None = None,
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "rules": [r.kind for r in rules]})
 
-    app = Starlette(routes=[
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/embeddings", embed, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/calls", recorded, methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-    ])
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/embeddings", embed, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/calls", recorded, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+        ]
+    )
     app.state.calls = calls
     return app

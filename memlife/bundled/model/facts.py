@@ -53,7 +53,7 @@ def split(fact: str) -> tuple[frozenset[str], str] | None:
     for index, word in enumerate(raw):
         if index and language.normalize(word).strip(",:;") in MARKERS:
             slot = language.content_tokens(" ".join(raw[:index]))
-            value = " ".join(raw[index + 1:]).strip(" ,;:")
+            value = " ".join(raw[index + 1 :]).strip(" ,;:")
             if slot and value:
                 return slot, value
     return None

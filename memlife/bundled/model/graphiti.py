@@ -60,8 +60,9 @@ _EXTRACT_EDGES = "You are an expert fact extractor that extracts fact triples fr
 _TIMESTAMPS = "You extract temporal bounds from facts."
 _TIMESTAMPS_ONE = "Given a FACT and its REFERENCE TIME"
 _DEDUPE_EDGES = "You are a fact deduplication assistant."
-_SUMMARIES_BATCH = ("You are a helpful assistant that generates concise entity summaries "
-                    "from provided context.")
+_SUMMARIES_BATCH = (
+    "You are a helpful assistant that generates concise entity summaries from provided context."
+)
 _SUMMARIES_EPISODES = "You maintain detailed, information-dense entity memories from episode text."
 _RERANK = "You are an expert tasked with determining whether the passage is relevant to the query"
 
@@ -72,6 +73,7 @@ _EPISODE_HEADER = re.compile(r"^\[(?:Episode \d+|CONTEXT EPISODE)\] \(timestamp:
 
 
 # -- reading the prompts ---------------------------------------------------------------------
+
 
 def section(text: str, tag: str) -> str:
     """The body of `<TAG>…</TAG>` in a prompt ("" when absent)."""
@@ -114,8 +116,9 @@ def lines(content: str) -> list[tuple[str | None, str]]:
         if not line.strip() or _EPISODE_HEADER.match(line.strip()):
             continue
         match = _LINE.match(line)
-        found.append((match.group(1).strip(), match.group(2).strip()) if match
-                     else (None, line.strip()))
+        found.append(
+            (match.group(1).strip(), match.group(2).strip()) if match else (None, line.strip())
+        )
     return found
 
 
@@ -153,10 +156,10 @@ def _same(a: str, b: str) -> bool:
 
 # -- facts about entities --------------------------------------------------------------------
 
+
 def statements_of(content: str) -> list[tuple[str | None, str]]:
     """(speaker, fact) of every statement in an episode's content, in order."""
-    return [(speaker, fact) for speaker, text in lines(content)
-            for fact in facts.statements(text)]
+    return [(speaker, fact) for speaker, text in lines(content) for fact in facts.statements(text)]
 
 
 def about(name: str, speaker: str | None, fact: str) -> bool:
@@ -203,6 +206,7 @@ def current(found: list[str]) -> list[str]:
 
 # -- the rules --------------------------------------------------------------------------------
 
+
 def _extract_nodes(chat: Chat) -> Answer:
     prompt = chat.user
     content = section(prompt, "CURRENT MESSAGE") or section(prompt, "TEXT")
@@ -216,8 +220,13 @@ def _extract_nodes(chat: Chat) -> Answer:
         add(speaker)  # "Always extract the speaker ... as the first entity node"
         for fact in facts.statements(text):
             add(facts.value(fact))
-    return Answer.json({"extracted_entities": [
-        {"name": name, "entity_type_id": 0, "episode_indices": [0]} for name in names]})
+    return Answer.json(
+        {
+            "extracted_entities": [
+                {"name": name, "entity_type_id": 0, "episode_indices": [0]} for name in names
+            ]
+        }
+    )
 
 
 def _dedupe_nodes(chat: Chat) -> Answer:
@@ -228,17 +237,24 @@ def _dedupe_nodes(chat: Chat) -> Answer:
     for entity in extracted:
         name = str(entity.get("name", ""))
         match = next((c for c in existing if _same(str(c.get("name", "")), name)), None)
-        resolutions.append({"id": entity.get("id"), "name": name,
-                            "duplicate_candidate_id": match.get("candidate_id", -1)
-                            if match else -1})
+        resolutions.append(
+            {
+                "id": entity.get("id"),
+                "name": name,
+                "duplicate_candidate_id": match.get("candidate_id", -1) if match else -1,
+            }
+        )
     return Answer.json({"entity_resolutions": resolutions})
 
 
 def _extract_edges(chat: Chat) -> Answer:
     prompt = chat.user
     content = section(prompt, "CURRENT_MESSAGE")
-    entities = [str(e.get("name", "")) for e in _json(section(prompt, "ENTITIES"), [])
-                if isinstance(e, dict)]
+    entities = [
+        str(e.get("name", ""))
+        for e in _json(section(prompt, "ENTITIES"), [])
+        if isinstance(e, dict)
+    ]
     valid_at = _iso(section(prompt, "REFERENCE_TIME"))
 
     def entity(name: str | None) -> str | None:
@@ -249,15 +265,22 @@ def _extract_edges(chat: Chat) -> Answer:
         source, target = entity(speaker), entity(facts.value(fact))
         if source is None or target is None or _same(source, target):
             continue
-        edges.append({"source_entity_name": source, "target_entity_name": target,
-                      "relation_type": relation_type(fact), "fact": fact,
-                      "valid_at": valid_at, "invalid_at": None, "episode_indices": [0]})
+        edges.append(
+            {
+                "source_entity_name": source,
+                "target_entity_name": target,
+                "relation_type": relation_type(fact),
+                "fact": fact,
+                "valid_at": valid_at,
+                "invalid_at": None,
+                "episode_indices": [0],
+            }
+        )
     return Answer.json({"edges": edges})
 
 
 def _extract_timestamps(chat: Chat) -> Answer:
-    return Answer.json({"valid_at": _iso(section(chat.user, "REFERENCE TIME")),
-                        "invalid_at": None})
+    return Answer.json({"valid_at": _iso(section(chat.user, "REFERENCE TIME")), "invalid_at": None})
 
 
 def _dedupe_edges(chat: Chat) -> Answer:
@@ -266,9 +289,11 @@ def _dedupe_edges(chat: Chat) -> Answer:
     candidates = _json(section(prompt, "FACT INVALIDATION CANDIDATES"), [])
     new = section(prompt, "NEW FACT")
     duplicates = [int(e["idx"]) for e in existing if _same(str(e.get("fact", "")), new)]
-    contradicted = [int(e["idx"]) for e in [*existing, *candidates]
-                    if facts.same_slot(str(e.get("fact", "")), new)
-                    and not _same(str(e.get("fact", "")), new)]
+    contradicted = [
+        int(e["idx"])
+        for e in [*existing, *candidates]
+        if facts.same_slot(str(e.get("fact", "")), new) and not _same(str(e.get("fact", "")), new)
+    ]
     return Answer.json({"duplicate_facts": duplicates, "contradicted_facts": contradicted})
 
 
@@ -291,9 +316,11 @@ def _summarize_entities(chat: Chat) -> Answer:
 
 
 def _summarize_from_episodes(chat: Chat) -> Answer:
-    return _summaries(chat, "EPISODES",
-                      lambda existing, found: summary("", current([*existing.splitlines(),
-                                                                   *found])))
+    return _summaries(
+        chat,
+        "EPISODES",
+        lambda existing, found: summary("", current([*existing.splitlines(), *found])),
+    )
 
 
 def _rerank(chat: Chat) -> Answer:
@@ -313,23 +340,52 @@ def _system_starts(marker: str) -> Callable[[Chat], bool]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("graphiti.extract-nodes",
-         lambda chat: _system_starts(_EXTRACT_MESSAGE)(chat) or _system_starts(_EXTRACT_TEXT)(chat),
-         _extract_nodes, doc="extract_nodes.extract_message / extract_text"),
-    Rule("graphiti.dedupe-nodes",
-         lambda chat: _system_starts(_DEDUPE_NODES)(chat) and _DEDUPE_NODES_BATCH in chat.user,
-         _dedupe_nodes, doc="dedupe_nodes.nodes"),
-    Rule("graphiti.extract-edges", _system_starts(_EXTRACT_EDGES), _extract_edges,
-         doc="extract_edges.edge"),
-    Rule("graphiti.extract-timestamps",
-         lambda chat: _system_starts(_TIMESTAMPS)(chat) and _TIMESTAMPS_ONE in chat.user,
-         _extract_timestamps, doc="extract_edges.extract_timestamps"),
-    Rule("graphiti.dedupe-edges", _system_starts(_DEDUPE_EDGES), _dedupe_edges,
-         doc="dedupe_edges.resolve_edge"),
-    Rule("graphiti.summarize-entities", _system_starts(_SUMMARIES_BATCH), _summarize_entities,
-         doc="extract_nodes.extract_summaries_batch"),
-    Rule("graphiti.summarize-from-episodes", _system_starts(_SUMMARIES_EPISODES),
-         _summarize_from_episodes, doc="extract_nodes.extract_entity_summaries_from_episodes"),
-    Rule("graphiti.rerank", _system_starts(_RERANK), _rerank,
-         doc="cross_encoder.openai_reranker_client.OpenAIRerankerClient.rank"),
+    Rule(
+        "graphiti.extract-nodes",
+        lambda chat: _system_starts(_EXTRACT_MESSAGE)(chat) or _system_starts(_EXTRACT_TEXT)(chat),
+        _extract_nodes,
+        doc="extract_nodes.extract_message / extract_text",
+    ),
+    Rule(
+        "graphiti.dedupe-nodes",
+        lambda chat: _system_starts(_DEDUPE_NODES)(chat) and _DEDUPE_NODES_BATCH in chat.user,
+        _dedupe_nodes,
+        doc="dedupe_nodes.nodes",
+    ),
+    Rule(
+        "graphiti.extract-edges",
+        _system_starts(_EXTRACT_EDGES),
+        _extract_edges,
+        doc="extract_edges.edge",
+    ),
+    Rule(
+        "graphiti.extract-timestamps",
+        lambda chat: _system_starts(_TIMESTAMPS)(chat) and _TIMESTAMPS_ONE in chat.user,
+        _extract_timestamps,
+        doc="extract_edges.extract_timestamps",
+    ),
+    Rule(
+        "graphiti.dedupe-edges",
+        _system_starts(_DEDUPE_EDGES),
+        _dedupe_edges,
+        doc="dedupe_edges.resolve_edge",
+    ),
+    Rule(
+        "graphiti.summarize-entities",
+        _system_starts(_SUMMARIES_BATCH),
+        _summarize_entities,
+        doc="extract_nodes.extract_summaries_batch",
+    ),
+    Rule(
+        "graphiti.summarize-from-episodes",
+        _system_starts(_SUMMARIES_EPISODES),
+        _summarize_from_episodes,
+        doc="extract_nodes.extract_entity_summaries_from_episodes",
+    ),
+    Rule(
+        "graphiti.rerank",
+        _system_starts(_RERANK),
+        _rerank,
+        doc="cross_encoder.openai_reranker_client.OpenAIRerankerClient.rank",
+    ),
 )

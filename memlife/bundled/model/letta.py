@@ -67,8 +67,10 @@ def _turn(chat: Chat) -> tuple[str, list[Mapping[str, Any]]] | None:
     prompt holds no user message."""
     for index in range(len(chat.messages) - 1, -1, -1):
         if chat.messages[index].get("role") == "user":
-            return (content_text(chat.messages[index].get("content")),
-                    list(chat.messages[index + 1:]))
+            return (
+                content_text(chat.messages[index].get("content")),
+                list(chat.messages[index + 1 :]),
+            )
     return None
 
 
@@ -121,8 +123,9 @@ def _plan(chat: Chat) -> Answer:
     turn = _turn(chat)
     assert turn is not None  # every rule matches a prompt with a user message
     message, after = turn
-    stored = [arguments.get("content") for name, arguments in _calls(after).values()
-              if name == INSERT]
+    stored = [
+        arguments.get("content") for name, arguments in _calls(after).values() if name == INSERT
+    ]
     for fact in facts.statements(message):
         if fact not in stored:
             return Answer.call(INSERT, content=fact)
@@ -154,9 +157,11 @@ def _searched(chat: Chat) -> list[dict[str, Any]] | None:
 
 # One block of the system prompt's <memory_blocks> (letta/schemas/memory.py compile): its
 # label as the tag, then its description, metadata and value.
-_BLOCK = re.compile(r"<(?P<label>[\w-]+)>\s*<description>.*?</description>\s*<metadata>.*?"
-                    r"</metadata>\s*<value>\n?(?P<value>.*?)\n?</value>\s*</(?P=label)>",
-                    re.DOTALL)
+_BLOCK = re.compile(
+    r"<(?P<label>[\w-]+)>\s*<description>.*?</description>\s*<metadata>.*?"
+    r"</metadata>\s*<value>\n?(?P<value>.*?)\n?</value>\s*</(?P=label)>",
+    re.DOTALL,
+)
 _AGENT_OWN_BLOCKS = {"human", "persona"}
 
 
@@ -166,9 +171,12 @@ def block_statements(system: str) -> list[str]:
     start, end = system.find("<memory_blocks>"), system.find("</memory_blocks>")
     if start < 0 or end < start:
         return []
-    return [fact for block in _BLOCK.finditer(system, start, end)
-            if block["label"] not in _AGENT_OWN_BLOCKS
-            for fact in facts.statements(block["value"])]
+    return [
+        fact
+        for block in _BLOCK.finditer(system, start, end)
+        if block["label"] not in _AGENT_OWN_BLOCKS
+        for fact in facts.statements(block["value"])
+    ]
 
 
 def best_passages(question: str, passages: list[dict[str, Any]]) -> list[str]:
@@ -178,11 +186,16 @@ def best_passages(question: str, passages: list[dict[str, Any]]) -> list[str]:
     best = max((score for score, _ in scored), default=0.0)
     if best <= 0:
         return []
-    top = sorted((p for score, p in scored if score == best),
-                 key=lambda p: str(p.get("timestamp", "")))
-    current = [p for index, p in enumerate(top)
-               if not any(facts.same_slot(str(p["content"]), str(later["content"]))
-                          for later in top[index + 1:])]
+    top = sorted(
+        (p for score, p in scored if score == best), key=lambda p: str(p.get("timestamp", ""))
+    )
+    current = [
+        p
+        for index, p in enumerate(top)
+        if not any(
+            facts.same_slot(str(p["content"]), str(later["content"])) for later in top[index + 1 :]
+        )
+    ]
     return [str(p["content"]) for p in current]
 
 
@@ -215,10 +228,22 @@ def _after_search(chat: Chat) -> bool:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("letta.turn", _starts_turn, _plan,
-         doc="a user message: archive its first statement, or search for its question"),
-    Rule("letta.after-insert", _after_insert, _plan,
-         doc="a statement archived: archive the next, search for the question, or say so"),
-    Rule("letta.after-search", _after_search, _answer,
-         doc="archival passages found: answer with the best, or abstain"),
+    Rule(
+        "letta.turn",
+        _starts_turn,
+        _plan,
+        doc="a user message: archive its first statement, or search for its question",
+    ),
+    Rule(
+        "letta.after-insert",
+        _after_insert,
+        _plan,
+        doc="a statement archived: archive the next, search for the question, or say so",
+    ),
+    Rule(
+        "letta.after-search",
+        _after_search,
+        _answer,
+        doc="archival passages found: answer with the best, or abstain",
+    ),
 )

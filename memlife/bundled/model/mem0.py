@@ -33,8 +33,9 @@ _MANAGER = "You are a smart memory manager which controls the memory of a system
 
 def _section(prompt: str, title: str) -> str:
     """The body of a `## Title` section of Mem0's user prompt."""
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |^# Output:|\Z)", prompt,
-                      re.MULTILINE | re.DOTALL)
+    match = re.search(
+        rf"^## {re.escape(title)}\n(.*?)(?=^## |^# Output:|\Z)", prompt, re.MULTILINE | re.DOTALL
+    )
     return match.group(1).strip() if match else ""
 
 
@@ -48,8 +49,11 @@ def _json_list(text: str) -> list[Any]:
 
 def _user_lines(conversation: str) -> list[str]:
     """The user's messages of Mem0's `parse_messages` text ("user: …" lines)."""
-    return [line.partition(":")[2].strip() for line in conversation.splitlines()
-            if line.startswith("user:")]
+    return [
+        line.partition(":")[2].strip()
+        for line in conversation.splitlines()
+        if line.startswith("user:")
+    ]
 
 
 def _additive(chat: Chat) -> Answer:
@@ -57,18 +61,23 @@ def _additive(chat: Chat) -> Answer:
     new = _user_lines(_section(prompt, "New Messages"))
     existing = _json_list(_section(prompt, "Existing Memories"))
     recent = _json_list(_section(prompt, "Recently Extracted Memories"))
-    known = {normalize(str(m.get("text", ""))) for m in existing + recent
-             if isinstance(m, dict)}
+    known = {normalize(str(m.get("text", ""))) for m in existing + recent if isinstance(m, dict)}
     memories: list[dict[str, Any]] = []
     for message in new:
         for fact in facts.statements(message):
             if normalize(fact) in known:
                 continue
             known.add(normalize(fact))
-            memory: dict[str, Any] = {"id": str(len(memories)), "text": fact,
-                                      "attributed_to": "user"}
-            linked = [str(m["id"]) for m in existing if isinstance(m, dict)
-                      and facts.same_slot(str(m.get("text", "")), fact)]
+            memory: dict[str, Any] = {
+                "id": str(len(memories)),
+                "text": fact,
+                "attributed_to": "user",
+            }
+            linked = [
+                str(m["id"])
+                for m in existing
+                if isinstance(m, dict) and facts.same_slot(str(m.get("text", "")), fact)
+            ]
             if linked:
                 memory["linked_memory_ids"] = linked
             memories.append(memory)
@@ -77,8 +86,9 @@ def _additive(chat: Chat) -> Answer:
 
 def _fact_extraction(chat: Chat) -> Answer:
     conversation = chat.last_user.partition("Input:")[2]
-    found = [fact for message in _user_lines(conversation.strip())
-             for fact in facts.statements(message)]
+    found = [
+        fact for message in _user_lines(conversation.strip()) for fact in facts.statements(message)
+    ]
     return Answer.json({"facts": found})
 
 
@@ -94,7 +104,9 @@ def _update_decision(chat: Chat) -> Answer:
     new = _json_list(blocks[-1]) if blocks else []
     events: dict[str, dict[str, Any]] = {
         str(m["id"]): {"id": str(m["id"]), "text": m["text"], "event": "NONE"}
-        for m in old if isinstance(m, dict) and "id" in m}
+        for m in old
+        if isinstance(m, dict) and "id" in m
+    }
     next_id = len(events)
     for fact in (str(item) for item in new):
         same = [m for m in events.values() if normalize(m["text"]) == normalize(fact)]
@@ -103,8 +115,12 @@ def _update_decision(chat: Chat) -> Answer:
         slot = [m for m in events.values() if facts.same_slot(m["text"], fact)]
         if slot:
             target = slot[0]
-            events[target["id"]] = {"id": target["id"], "text": fact, "event": "UPDATE",
-                                    "old_memory": target.get("old_memory", target["text"])}
+            events[target["id"]] = {
+                "id": target["id"],
+                "text": fact,
+                "event": "UPDATE",
+                "old_memory": target.get("old_memory", target["text"]),
+            }
             continue
         while str(next_id) in events:
             next_id += 1
@@ -114,7 +130,10 @@ def _update_decision(chat: Chat) -> Answer:
 
 RULES: tuple[Rule, ...] = (
     Rule("mem0.additive-extraction", lambda chat: _ADDITIVE in chat.system, _additive),
-    Rule("mem0.fact-extraction", lambda chat: chat.system.lstrip().startswith(_ORGANIZER),
-         _fact_extraction),
+    Rule(
+        "mem0.fact-extraction",
+        lambda chat: chat.system.lstrip().startswith(_ORGANIZER),
+        _fact_extraction,
+    ),
     Rule("mem0.update-decision", lambda chat: _MANAGER in chat.prompt, _update_decision),
 )

@@ -33,12 +33,14 @@ class Chat:
 
     @classmethod
     def from_request(cls, body: Mapping[str, Any], caller: str = "unknown client") -> Chat:
-        return cls(model=str(body.get("model", "")),
-                   messages=tuple(body.get("messages") or ()),
-                   tools=tuple(body.get("tools") or ()),
-                   tool_choice=body.get("tool_choice"),
-                   response_format=body.get("response_format"),
-                   caller=caller)
+        return cls(
+            model=str(body.get("model", "")),
+            messages=tuple(body.get("messages") or ()),
+            tools=tuple(body.get("tools") or ()),
+            tool_choice=body.get("tool_choice"),
+            response_format=body.get("response_format"),
+            caller=caller,
+        )
 
     def texts(self, role: str) -> list[str]:
         """The text of each message of `role`, in order (content parts of type text joined)."""
@@ -89,8 +91,11 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content
-                         if isinstance(part, Mapping) and part.get("type") in ("text", None))
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") in ("text", None)
+        )
     return str(content)
 
 
@@ -134,8 +139,13 @@ def respond(chat: Chat, rules: Iterable[Rule]) -> tuple[str, Answer]:
     found = [rule for rule in rules if rule.matches(chat)]
     if len(found) != 1:
         head = " ".join(chat.prompt.split())[:160]
-        what = ("no rule knows this prompt" if not found else
-                "several rules claim this prompt (" + ", ".join(r.kind for r in found) + ")")
-        raise UnknownPrompt(f"scripted model: {what}; caller {chat.caller}, model "
-                            f"{chat.model!r}, prompt begins {head!r}")
+        what = (
+            "no rule knows this prompt"
+            if not found
+            else "several rules claim this prompt (" + ", ".join(r.kind for r in found) + ")"
+        )
+        raise UnknownPrompt(
+            f"scripted model: {what}; caller {chat.caller}, model "
+            f"{chat.model!r}, prompt begins {head!r}"
+        )
     return found[0].kind, found[0].answer(chat)

@@ -57,25 +57,31 @@ def bound_socket(host: str = LOOPBACK, port: int = 0) -> socket.socket:
 
 
 @contextlib.contextmanager
-def scripted_model(rules: Iterable[Rule] = RULES, port: int = 0,
-                   **uvicorn_config: Any) -> Iterator[ScriptedModel]:
+def scripted_model(
+    rules: Iterable[Rule] = RULES, port: int = 0, **uvicorn_config: Any
+) -> Iterator[ScriptedModel]:
     """The scripted model served on a loopback port in a thread of this process."""
     import uvicorn
 
     log = CallLog()
     sock = bound_socket(port=port)
-    server = uvicorn.Server(uvicorn.Config(create_app(rules, log), log_level="warning",
-                                           lifespan="off", **uvicorn_config))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                              name="scripted-model", daemon=True)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(rules, log), log_level="warning", lifespan="off", **uvicorn_config
+        )
+    )
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="scripted-model", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + START_SECONDS
     while not server.started and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.02)
     try:
         if not server.started:
-            raise ModelUnavailable(f"the scripted model did not start on "
-                                   f"{LOOPBACK}:{sock.getsockname()[1]}")
+            raise ModelUnavailable(
+                f"the scripted model did not start on {LOOPBACK}:{sock.getsockname()[1]}"
+            )
         yield ScriptedModel(f"http://{LOOPBACK}:{sock.getsockname()[1]}/v1", log)
     finally:
         server.should_exit = True

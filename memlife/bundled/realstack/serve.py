@@ -40,13 +40,30 @@ def falkordb_server(data_dir: Path) -> Iterator[str]:
     port = free_port()
     log = (data_dir / "falkordb.log").open("ab")
     server = subprocess.Popen(
-        [get_redis_server(), "--port", str(port), "--bind", LOOPBACK, "--save", "",
-         "--appendonly", "yes", "--dir", str(data_dir), "--loadmodule",
-         get_falkordb_module()], stdout=log, stderr=subprocess.STDOUT)
+        [
+            get_redis_server(),
+            "--port",
+            str(port),
+            "--bind",
+            LOOPBACK,
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--dir",
+            str(data_dir),
+            "--loadmodule",
+            get_falkordb_module(),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         if not wait_listening(port, server, FALKORDB_START_SECONDS):
-            raise RealstackUnavailable(f"FalkorDB did not start on {LOOPBACK}:{port}; its log "
-                                       f"is {data_dir / 'falkordb.log'}")
+            raise RealstackUnavailable(
+                f"FalkorDB did not start on {LOOPBACK}:{port}; its log "
+                f"is {data_dir / 'falkordb.log'}"
+            )
         yield f"redis://{LOOPBACK}:{port}"
     finally:
         stop_process(server, grace=20)

@@ -98,8 +98,9 @@ def _run(request: Request) -> str:
     (docs/simulated-targets.md). Requests that name no run share one clock."""
     run = request.headers.get(RUN_HEADER, "")
     if len(run) > _RUN_MAX or not run.isprintable():
-        raise HTTPException(400, f"{RUN_HEADER} must be printable and at most {_RUN_MAX} "
-                                 "characters")
+        raise HTTPException(
+            400, f"{RUN_HEADER} must be printable and at most {_RUN_MAX} characters"
+        )
     return run
 
 
@@ -116,8 +117,9 @@ async def _body(request: Request, model: type[M]) -> M:
     try:
         return model.model_validate_json(await request.body())
     except ValidationError as error:
-        raise InvalidBody(error.errors(include_url=False, include_context=False,
-                                       include_input=False)) from None
+        raise InvalidBody(
+            error.errors(include_url=False, include_context=False, include_input=False)
+        ) from None
 
 
 async def _error_response(request: Request, error: Exception) -> Response:
@@ -152,8 +154,13 @@ class ServerTotalTiming:
             nonlocal status, total
             if message["type"] == "http.response.start":
                 status, total = message["status"], (time.perf_counter() - arrived) * 1000
-                message = {**message, "headers": [*message.get("headers", []), (
-                    b"server-timing", f"total;dur={total:.3f}".encode())]}
+                message = {
+                    **message,
+                    "headers": [
+                        *message.get("headers", []),
+                        (b"server-timing", f"total;dur={total:.3f}".encode()),
+                    ],
+                }
             await send(message)
 
         try:
@@ -161,8 +168,10 @@ class ServerTotalTiming:
         finally:
             if self.access_log:
                 ids = trace_ids(dict(scope["headers"]).get(b"traceparent", b"").decode("latin-1"))
-                sys.stdout.write(f"{scope['method']} {scope['path']} {status} {total:.1f}ms "
-                                 f"trace={ids[0] if ids else '-'}\n")
+                sys.stdout.write(
+                    f"{scope['method']} {scope['path']} {status} {total:.1f}ms "
+                    f"trace={ids[0] if ids else '-'}\n"
+                )
                 sys.stdout.flush()
 
 
@@ -183,8 +192,12 @@ class RequireKey:
         await self.app(scope, receive, send)
 
 
-def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
-               api_key: str | None = None, access_log: bool = False) -> Any:
+def create_app(
+    runtime: ReferenceRuntime,
+    service_time: float = 0.0,
+    api_key: str | None = None,
+    access_log: bool = False,
+) -> Any:
     """`service_time` (seconds) simulates a model's thinking time on every conversation
     turn, outside the runtime's lock (as an LLM call would be). With `api_key`, every
     endpoint but /health requires `Authorization: Bearer <api_key>`. With `access_log`, a
@@ -194,25 +207,33 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
     the event loop: a request that waits for the lock then waits inside the application,
     where `Server-Timing: total` counts it, and the loop stays free to take requests in."""
 
-    def answers(endpoint: Callable[[Request], Awaitable[Any]],
-                status: int = 200) -> Callable[[Request], Awaitable[Response]]:
+    def answers(
+        endpoint: Callable[[Request], Awaitable[Any]], status: int = 200
+    ) -> Callable[[Request], Awaitable[Response]]:
         """An endpoint that returns data, answered as JSON with `status`."""
+
         async def respond(request: Request) -> Response:
             result = await endpoint(request)
             if isinstance(result, Response):
                 return result
             return JSONResponse(result, status_code=status)
+
         return respond
 
     async def health(request: Request) -> dict[str, object]:
-        return {"status": "ok", "faults": sorted(runtime.faults),
-                "retrieval": runtime.retrieval, "refuse": runtime.refuse}
+        return {
+            "status": "ok",
+            "faults": sorted(runtime.faults),
+            "retrieval": runtime.retrieval,
+            "refuse": runtime.refuse,
+        }
 
     async def register(request: Request) -> dict[str, object]:
         """Register a phone; a phone whose user was deleted registers as a new user."""
         body = await _body(request, RegisterRequest)
-        user_id, created = await to_thread(runtime.register, body.phone, _clock(request),
-                                             _run(request), body.namespace)
+        user_id, created = await to_thread(
+            runtime.register, body.phone, _clock(request), _run(request), body.namespace
+        )
         return {"user_id": user_id, "created": created}
 
     async def preview(request: Request) -> Response:
@@ -226,28 +247,47 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
             await asyncio.sleep(service_time)
         think_ms = (time.perf_counter() - thinking) * 1000
         try:
-            user_id, answer = await to_thread(runtime.converse, body.phone, body.message, now,
-                                                   _run(request))
+            user_id, answer = await to_thread(
+                runtime.converse, body.phone, body.message, now, _run(request)
+            )
         except UnknownTenant:
             raise HTTPException(404, "phone is not registered") from None
         timings = {**answer.timings, "think": think_ms}
         prompt = len(body.message.split()) + sum(len(c.split()) for c in answer.context)
         completion = len(answer.reply.split())
-        cost = (prompt * PRICE_PER_MILLION["prompt"]
-                + completion * PRICE_PER_MILLION["completion"]) / 1_000_000
+        cost = (
+            prompt * PRICE_PER_MILLION["prompt"] + completion * PRICE_PER_MILLION["completion"]
+        ) / 1_000_000
         return JSONResponse(
-            {"user_id": user_id, "reply": answer.reply, "context": answer.context,
-             "layer": answer.layer, "retrieval": runtime.retrieval,
-             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                       "total_tokens": prompt + completion, "cost_usd": round(cost, 9)}},
-            headers={"Server-Timing": ", ".join(
-                f"{name};dur={value:.3f}" for name, value in timings.items())})
+            {
+                "user_id": user_id,
+                "reply": answer.reply,
+                "context": answer.context,
+                "layer": answer.layer,
+                "retrieval": runtime.retrieval,
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                    "cost_usd": round(cost, 9),
+                },
+            },
+            headers={
+                "Server-Timing": ", ".join(
+                    f"{name};dur={value:.3f}" for name, value in timings.items()
+                )
+            },
+        )
 
     async def delete_user(request: Request) -> dict[str, str]:
         """Request erasure; poll /v1/users/{user_id}/deletion until `completed`."""
         try:
-            return await to_thread(runtime.delete_tenant, request.path_params["user_id"],
-                                   _clock(request), _run(request))
+            return await to_thread(
+                runtime.delete_tenant,
+                request.path_params["user_id"],
+                _clock(request),
+                _run(request),
+            )
         except UnknownTenant:
             raise HTTPException(404, "unknown user") from None
 
@@ -255,8 +295,13 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         """Forget one fact of an active user (every record that holds the value)."""
         body = await _body(request, ForgetRequest)
         try:
-            return await to_thread(runtime.forget, request.path_params["user_id"], body.value,
-                                   _clock(request), _run(request))
+            return await to_thread(
+                runtime.forget,
+                request.path_params["user_id"],
+                body.value,
+                _clock(request),
+                _run(request),
+            )
         except UnknownTenant:
             raise HTTPException(404, "unknown or deleted user") from None
 
@@ -264,16 +309,20 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         """Rebuild one tenant's vector memory from its checkpoints (maintenance.py)."""
         body = await _body(request, ReindexRequest)
         try:
-            return await to_thread(runtime.reindex, body.tenant_id, _clock(request),
-                                   _run(request))
+            return await to_thread(runtime.reindex, body.tenant_id, _clock(request), _run(request))
         except UnknownTenant:
             raise HTTPException(404, "unknown user") from None
 
     async def create_space(request: Request) -> dict[str, str]:
         body = await _body(request, SpaceRequest)
         try:
-            return await to_thread(runtime.create_space, body.phone, body.name or "space",
-                                   _clock(request), _run(request))
+            return await to_thread(
+                runtime.create_space,
+                body.phone,
+                body.name or "space",
+                _clock(request),
+                _run(request),
+            )
         except UnknownTenant:
             raise HTTPException(404, "phone is not registered") from None
 
@@ -281,18 +330,29 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         async def change(request: Request) -> dict[str, str]:
             body = await _body(request, SpaceRequest)
             try:
-                return await to_thread(runtime.change_membership,
-                                       request.path_params["space_id"], body.phone, action,
-                                       _clock(request), _run(request))
+                return await to_thread(
+                    runtime.change_membership,
+                    request.path_params["space_id"],
+                    body.phone,
+                    action,
+                    _clock(request),
+                    _run(request),
+                )
             except (UnknownTenant, UnknownSpace):
                 raise HTTPException(404, "unknown phone or space") from None
+
         return change
 
     async def delete_space(request: Request) -> dict[str, str]:
         phone = request.query_params.get("phone", "")
         try:
-            return await to_thread(runtime.delete_space, request.path_params["space_id"],
-                                   phone, _clock(request), _run(request))
+            return await to_thread(
+                runtime.delete_space,
+                request.path_params["space_id"],
+                phone,
+                _clock(request),
+                _run(request),
+            )
         except (UnknownTenant, UnknownSpace):
             raise HTTPException(404, "unknown phone or space") from None
         except PermissionError:
@@ -303,9 +363,14 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         the space's memory for its members (anyone else is told it has no access)."""
         body = await _body(request, PreviewRequest)
         try:
-            user_id, answer = await to_thread(runtime.space_say,
-                                              request.path_params["space_id"], body.phone,
-                                              body.message, _clock(request), _run(request))
+            user_id, answer = await to_thread(
+                runtime.space_say,
+                request.path_params["space_id"],
+                body.phone,
+                body.message,
+                _clock(request),
+                _run(request),
+            )
         except (UnknownTenant, UnknownSpace):
             raise HTTPException(404, "unknown phone or space") from None
         except Refused as refused:
@@ -314,26 +379,37 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
 
     async def deletion(request: Request) -> dict[str, str | None]:
         try:
-            return await to_thread(runtime.deletion_status, request.path_params["user_id"],
-                                   _clock(request), _run(request))
+            return await to_thread(
+                runtime.deletion_status,
+                request.path_params["user_id"],
+                _clock(request),
+                _run(request),
+            )
         except UnknownTenant:
             raise HTTPException(404, "no deletion requested for this user") from None
 
     async def stores(request: Request) -> dict[str, object]:
-        return {"stores": [{"name": name, "role": role} for name, role in STORES.items()],
-                "faults": {name: FAULTS[name] for name in sorted(runtime.faults)}}
+        return {
+            "stores": [{"name": name, "role": role} for name, role in STORES.items()],
+            "faults": {name: FAULTS[name] for name in sorted(runtime.faults)},
+        }
 
     async def records(request: Request) -> dict[str, object]:
         tenant_id = request.query_params.get("tenant_id")
         if not tenant_id:
             raise HTTPException(422, "tenant_id: a non-empty tenant id is required")
         try:
-            return {"records": await to_thread(runtime.store_records,
-                                               request.path_params["store"], _clock(request),
-                                               tenant_id=tenant_id, run=_run(request))}
+            return {
+                "records": await to_thread(
+                    runtime.store_records,
+                    request.path_params["store"],
+                    _clock(request),
+                    tenant_id=tenant_id,
+                    run=_run(request),
+                )
+            }
         except UnknownStore:
-            raise HTTPException(
-                404, f"unknown store {request.path_params['store']!r}") from None
+            raise HTTPException(404, f"unknown store {request.path_params['store']!r}") from None
 
     async def search(request: Request) -> dict[str, object]:
         """Records holding the needle; with several `q`, any of them (each record once)."""
@@ -341,12 +417,17 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         if not needles or not all(needles):
             raise HTTPException(422, "q: one or more non-empty needles")
         try:
-            return {"records": await to_thread(runtime.search_records,
-                                               request.path_params["store"], _clock(request),
-                                               needles, _run(request))}
+            return {
+                "records": await to_thread(
+                    runtime.search_records,
+                    request.path_params["store"],
+                    _clock(request),
+                    needles,
+                    _run(request),
+                )
+            }
         except UnknownStore:
-            raise HTTPException(
-                404, f"unknown store {request.path_params['store']!r}") from None
+            raise HTTPException(404, f"unknown store {request.path_params['store']!r}") from None
 
     routes = [
         Route("/health", answers(health), methods=["GET"]),
@@ -365,8 +446,10 @@ def create_app(runtime: ReferenceRuntime, service_time: float = 0.0,
         Route("/admin/stores/{store}/records", answers(records), methods=["GET"]),
         Route("/admin/stores/{store}/search", answers(search), methods=["GET"]),
     ]
-    app: Any = Starlette(routes=routes, exception_handlers={HTTPException: _error_response,
-                                                             InvalidBody: _error_response})
+    app: Any = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: _error_response, InvalidBody: _error_response},
+    )
     if api_key is not None:
         app = RequireKey(app, api_key)
     return ServerTotalTiming(app, access_log)

@@ -34,6 +34,7 @@ class Fault(StrEnum):
     REWORDED_LEAK = "reworded-leak"
     POST_FILTER_CROWDING = "post-filter-crowding"
 
+
 # What each fault does, as `memlife target serve --help` lists them.
 FAULTS: dict[str, str] = {
     "cross-tenant-leak": "answers also carry other tenants' values for the same key "

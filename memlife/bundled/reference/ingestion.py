@@ -28,12 +28,20 @@ from memlife.bundled.reference.schema import GLOBAL_TENANT, iso, norm, parse
 INGEST_BATCH = 200
 # Faults whose answers read other tenants' memories: a question then waits for the whole
 # run's queue, as the others' statements are what it may serve.
-CROSS_TENANT = frozenset({
-    Fault.CROSS_TENANT_LEAK, Fault.TOPK_FALLBACK_LEAK, Fault.NAMESPACE_PREFIX_MATCH,
-    Fault.IDENTITY_FROM_PROMPT, Fault.GLOBAL_PROMOTION, Fault.REINDEX_DROPS_TENANT,
-    Fault.REWORDED_LEAK, Fault.POST_FILTER_CROWDING})
+CROSS_TENANT = frozenset(
+    {
+        Fault.CROSS_TENANT_LEAK,
+        Fault.TOPK_FALLBACK_LEAK,
+        Fault.NAMESPACE_PREFIX_MATCH,
+        Fault.IDENTITY_FROM_PROMPT,
+        Fault.GLOBAL_PROMOTION,
+        Fault.REINDEX_DROPS_TENANT,
+        Fault.REWORDED_LEAK,
+        Fault.POST_FILTER_CROWDING,
+    }
+)
 # Held behind a purge that has not run yet (the ingest-after-delete fault's statements).
-_NOT_HELD = ("tenant_id NOT IN (SELECT tenant_id FROM deletions WHERE completed_at IS NULL)")
+_NOT_HELD = "tenant_id NOT IN (SELECT tenant_id FROM deletions WHERE completed_at IS NULL)"
 
 
 class Ingestion:
@@ -54,32 +62,42 @@ class Ingestion:
             return
         self._db.execute(
             "INSERT INTO ingest_queue(tenant_id, message, norm, due, run) VALUES (?,?,?,?,?)",
-            (tenant, message, norm(message), iso(clock + self.ingest_delay), self._run))
+            (tenant, message, norm(message), iso(clock + self.ingest_delay), self._run),
+        )
 
     def _ingest(self, tenant: str, message: str, stamp: str) -> None:
         self._store_fact(tenant, message, stamp, graph=True)
-        if (Fault.GLOBAL_PROMOTION in self.faults
-                and language.addressed_to_everyone(message) is not None):
+        if (
+            Fault.GLOBAL_PROMOTION in self.faults
+            and language.addressed_to_everyone(message) is not None
+        ):
             self._store_fact(GLOBAL_TENANT, message, stamp, graph=False)
         if Fault.CACHE_STALE not in self.faults:
             self._db.execute("DELETE FROM cache WHERE tenant_id=?", (tenant,))
 
     def _due_ingestions(self, run: str, now: datetime) -> list[tuple[datetime, int]]:
         """The first INGEST_BATCH queued statements of `run` due by `now`: (due, id)."""
-        return [(parse(row["due"]), row["id"]) for row in self._db.execute(
-            "SELECT id, due FROM ingest_queue WHERE run=? AND due <= ? ORDER BY due, id "
-            "LIMIT ?", (run, iso(now), INGEST_BATCH))]
+        return [
+            (parse(row["due"]), row["id"])
+            for row in self._db.execute(
+                "SELECT id, due FROM ingest_queue WHERE run=? AND due <= ? ORDER BY due, id "
+                "LIMIT ?",
+                (run, iso(now), INGEST_BATCH),
+            )
+        ]
 
     def _apply_queued(self, queue_id: int, when: datetime) -> None:
-        row = self._db.execute("SELECT tenant_id, message FROM ingest_queue WHERE id=?",
-                               (queue_id,)).fetchone()
+        row = self._db.execute(
+            "SELECT tenant_id, message FROM ingest_queue WHERE id=?", (queue_id,)
+        ).fetchone()
         if row is None:
             return
         self._db.execute("DELETE FROM ingest_queue WHERE id=?", (queue_id,))
         self._ingest(row["tenant_id"], row["message"], iso(when))
 
-    def _flush(self, now: datetime, *, tenant: str | None = None,
-               needle: str | None = None) -> None:
+    def _flush(
+        self, now: datetime, *, tenant: str | None = None, needle: str | None = None
+    ) -> None:
         """The read barrier: apply the queued statements a read can see — the tenant's, or
         those holding the needle, or (a question under a cross-tenant fault) the whole
         run's — except those held behind a purge that has not run yet."""
@@ -92,14 +110,17 @@ class Ingestion:
         else:
             where, params = "run=?", [self._run]
         for row in self._db.execute(
-                f"SELECT id FROM ingest_queue WHERE {where} AND {_NOT_HELD} "  # noqa: S608
-                "ORDER BY id", params).fetchall():
+            f"SELECT id FROM ingest_queue WHERE {where} AND {_NOT_HELD} "  # noqa: S608
+            "ORDER BY id",
+            params,
+        ).fetchall():
             self._apply_queued(row["id"], now)
 
     def _drain(self, tenant: str, now: datetime) -> None:
         """Apply every queued statement of `tenant` now, in the order they were said."""
-        for row in self._db.execute("SELECT id FROM ingest_queue WHERE tenant_id=? ORDER BY id",
-                                    (tenant,)).fetchall():
+        for row in self._db.execute(
+            "SELECT id FROM ingest_queue WHERE tenant_id=? ORDER BY id", (tenant,)
+        ).fetchall():
             self._apply_queued(row["id"], now)
 
     def _before_forget(self, tenant: str, now: datetime) -> None:
@@ -108,8 +129,9 @@ class Ingestion:
 
     def _before_deletion(self, tenant: str, purge_due: datetime) -> None:
         if Fault.INGEST_AFTER_DELETE in self.faults:  # the worker waits out the purge
-            self._db.execute("UPDATE ingest_queue SET due=? WHERE tenant_id=?",
-                             (iso(purge_due + max(self.ingest_delay, timedelta(seconds=1))),
-                              tenant))
+            self._db.execute(
+                "UPDATE ingest_queue SET due=? WHERE tenant_id=?",
+                (iso(purge_due + max(self.ingest_delay, timedelta(seconds=1))), tenant),
+            )
         else:
             self._db.execute("DELETE FROM ingest_queue WHERE tenant_id=?", (tenant,))

@@ -55,11 +55,12 @@ class BackgroundJobs:
             return last
         start = last or now
         events: list[tuple[datetime, int, str, str]] = [
-            (due, -1, "ingest", str(queue_id))
-            for due, queue_id in self._due_ingestions(run, now)]
+            (due, -1, "ingest", str(queue_id)) for due, queue_id in self._due_ingestions(run, now)
+        ]
         for deletion in self._db.execute(
             "SELECT id, purge_due FROM deletions WHERE run=? AND completed_at IS NULL "
-            "AND purge_due <= ?", (run, iso(now)),
+            "AND purge_due <= ?",
+            (run, iso(now)),
         ).fetchall():
             due = parse(deletion["purge_due"])
             if due <= now:
@@ -85,21 +86,28 @@ class BackgroundJobs:
                 self._purge(subject, when)
             elif kind == "summary":
                 self._summarize(subject, when, "session")
-                self._db.execute("UPDATE activity SET summarized_at=? WHERE tenant_id=?",
-                                 (iso(when), subject))
+                self._db.execute(
+                    "UPDATE activity SET summarized_at=? WHERE tenant_id=?", (iso(when), subject)
+                )
             else:
                 self._nightly(when, run)
         self._db.execute("DELETE FROM cache WHERE run=? AND expires_at <= ?", (run, iso(now)))
         self._db.execute(
             "INSERT INTO clock(name, value) VALUES (?, ?) "
-            "ON CONFLICT(name) DO UPDATE SET value=excluded.value", (clock, iso(now)))
+            "ON CONFLICT(name) DO UPDATE SET value=excluded.value",
+            (clock, iso(now)),
+        )
         return now
 
     def _summarize(self, tenant: str, when: datetime, source: str) -> None:
         if not self._is_active(tenant):
             return
-        texts = [row["text"] for row in self._db.execute(
-            "SELECT text FROM memories WHERE tenant_id=? ORDER BY seq", (tenant,))]
+        texts = [
+            row["text"]
+            for row in self._db.execute(
+                "SELECT text FROM memories WHERE tenant_id=? ORDER BY seq", (tenant,)
+            )
+        ]
         if not texts:
             return
         content = " ".join(texts)
@@ -118,10 +126,12 @@ class BackgroundJobs:
         every checkpoint, tombstoned ones included, and so re-creates deleted memories.
         """
         include_deleted = Fault.NIGHTLY_RESURRECTION in self.faults
-        query = ("SELECT tenant_id, content FROM thread_messages WHERE role='user' "
-                 + ("" if include_deleted else "AND deleted=0 ")
-                 + "AND tenant_id IN (SELECT tenant_id FROM nightly_dirty WHERE run=?) "
-                 "ORDER BY id")
+        query = (
+            "SELECT tenant_id, content FROM thread_messages WHERE role='user' "
+            + ("" if include_deleted else "AND deleted=0 ")
+            + "AND tenant_id IN (SELECT tenant_id FROM nightly_dirty WHERE run=?) "
+            "ORDER BY id"
+        )
         by_tenant: dict[str, list[str]] = {}
         for row in self._db.execute(query, (run,)).fetchall():
             by_tenant.setdefault(row["tenant_id"], []).append(row["content"])
@@ -133,9 +143,10 @@ class BackgroundJobs:
                 if not language.is_question(message):
                     self._store_fact(tenant, message, stamp, graph=False)
         for row in self._db.execute(
-                "SELECT user_id FROM users WHERE status='active' "
-                "AND user_id IN (SELECT tenant_id FROM nightly_dirty WHERE run=?)",
-                (run,)).fetchall():
+            "SELECT user_id FROM users WHERE status='active' "
+            "AND user_id IN (SELECT tenant_id FROM nightly_dirty WHERE run=?)",
+            (run,),
+        ).fetchall():
             self._summarize(row["user_id"], when, "nightly")
         self._db.execute("DELETE FROM nightly_dirty WHERE run=?", (run,))
 
@@ -143,26 +154,35 @@ class BackgroundJobs:
         """The tenant changed: the nightly rebuild of the run that changed it redoes it."""
         self._db.execute(
             "INSERT INTO nightly_dirty(tenant_id, run) VALUES (?,?) "
-            "ON CONFLICT(tenant_id) DO UPDATE SET run=excluded.run", (tenant, self._run))
+            "ON CONFLICT(tenant_id) DO UPDATE SET run=excluded.run",
+            (tenant, self._run),
+        )
 
     def _purge(self, deletion_id: str, when: datetime) -> None:
-        row = self._db.execute("SELECT tenant_id FROM deletions WHERE id=?",
-                               (deletion_id,)).fetchone()
+        row = self._db.execute(
+            "SELECT tenant_id FROM deletions WHERE id=?", (deletion_id,)
+        ).fetchone()
         tenant = row["tenant_id"]
         stamp = iso(when)
-        keys = [r["key"] for r in self._db.execute(
-            "SELECT key FROM memories WHERE tenant_id=?", (tenant,))]
+        keys = [
+            r["key"]
+            for r in self._db.execute("SELECT key FROM memories WHERE tenant_id=?", (tenant,))
+        ]
         self._dirty(tenant)
         if Fault.DELETE_OVERREACH in self.faults and keys:  # other tenants lose memories too
             marks = ",".join("?" * len(keys))
             self._db.execute(
                 "INSERT INTO nightly_dirty(tenant_id, run) SELECT DISTINCT tenant_id, ? "
                 f"FROM memories WHERE key IN ({marks}) "  # noqa: S608
-                "ON CONFLICT(tenant_id) DO UPDATE SET run=excluded.run", [self._run, *keys])
+                "ON CONFLICT(tenant_id) DO UPDATE SET run=excluded.run",
+                [self._run, *keys],
+            )
         if Fault.PARTIAL_DELETE in self.faults:
             self._db.execute(
                 "DELETE FROM memories WHERE id IN (SELECT id FROM memories WHERE tenant_id=? "
-                "ORDER BY seq LIMIT 1)", (tenant,))
+                "ORDER BY seq LIMIT 1)",
+                (tenant,),
+            )
         else:
             self._db.execute("DELETE FROM memories WHERE tenant_id=?", (tenant,))
         if Fault.GRAPH_UNSCOPED_DELETE not in self.faults:
@@ -173,7 +193,8 @@ class BackgroundJobs:
             self._db.execute(f"DELETE FROM memories WHERE key IN ({marks})", keys)  # noqa: S608
             self._db.execute(
                 f"DELETE FROM graph_nodes WHERE label='Fact' AND predicate IN ({marks})",  # noqa: S608
-                keys)
+                keys,
+            )
         if Fault.DELETION_SKIPS_SUMMARIES not in self.faults:
             self._db.execute("DELETE FROM summaries WHERE tenant_id=?", (tenant,))
         self._purge_member_spaces(tenant)
@@ -182,9 +203,11 @@ class BackgroundJobs:
         self._db.execute("UPDATE thread_messages SET deleted=1 WHERE tenant_id=?", (tenant,))
         self._db.execute(
             "UPDATE jobs SET input='[redacted]', output='[redacted]', norm='[redacted]', "
-            "status='redacted' WHERE tenant_id=?", (tenant,))
+            "status='redacted' WHERE tenant_id=?",
+            (tenant,),
+        )
         self._db.execute(
             "UPDATE deletions SET status='completed', completed_at=?, "
             "reported_completed_at=COALESCE(reported_completed_at, ?) WHERE id=?",
-            (stamp, stamp, deletion_id))
-
+            (stamp, stamp, deletion_id),
+        )

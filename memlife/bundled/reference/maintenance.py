@@ -28,19 +28,29 @@ class Maintenance:
 
     def _store_fact(self, tenant: str, message: str, stamp: str, *, graph: bool) -> bool:
         raise NotImplementedError  # the write path (store.py)
+
     _is_active: Callable[[str], bool]  # jobs.py (an annotation: a stub would shadow it)
 
     def _reindex(self, tenant: str, clock: datetime) -> dict[str, object]:
         resurrect = Fault.REINDEX_RESURRECTS in self.faults
         if not resurrect and not self._is_active(tenant):
             return {"status": "skipped", "records": 0}  # nothing of a deleted tenant is live
-        messages = [row["content"] for row in self._db.execute(
-            "SELECT content FROM thread_messages WHERE tenant_id=? AND role='user' "
-            + ("" if resurrect else "AND deleted=0 ") + "ORDER BY id", (tenant,))]
+        messages = [
+            row["content"]
+            for row in self._db.execute(
+                "SELECT content FROM thread_messages WHERE tenant_id=? AND role='user' "
+                + ("" if resurrect else "AND deleted=0 ")
+                + "ORDER BY id",
+                (tenant,),
+            )
+        ]
         owner = NO_TENANT if Fault.REINDEX_DROPS_TENANT in self.faults else tenant
         self._db.execute("DELETE FROM memories WHERE tenant_id=?", (tenant,))
         self._db.execute("DELETE FROM cache WHERE tenant_id=?", (tenant,))
         stamp = iso(clock)
-        rebuilt = sum(self._store_fact(owner, message, stamp, graph=False)
-                      for message in messages if not language.is_question(message))
+        rebuilt = sum(
+            self._store_fact(owner, message, stamp, graph=False)
+            for message in messages
+            if not language.is_question(message)
+        )
         return {"status": "completed", "records": rebuilt}

@@ -55,22 +55,37 @@ class Retrieval:
             (tenant, normalized_question),
         ).fetchone()
         if cached is not None:
-            return Answer(cached["answer"], json.loads(cached["context"]), "cache", {
-                "retrieval": round((time.perf_counter() - started) * 1000, 3),
-                "assembly": 0.0})
+            return Answer(
+                cached["answer"],
+                json.loads(cached["context"]),
+                "cache",
+                {"retrieval": round((time.perf_counter() - started) * 1000, 3), "assembly": 0.0},
+            )
         answer, retrieved = self._compose(tenant, question)
         self._db.execute(
             "INSERT INTO cache(tenant_id, question, answer, context, norm, cached_at, "
             "expires_at, run) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(tenant_id, question) DO "
             "UPDATE SET answer=excluded.answer, context=excluded.context, norm=excluded.norm, "
             "cached_at=excluded.cached_at, expires_at=excluded.expires_at, run=excluded.run",
-            (tenant, normalized_question, answer.reply, json.dumps(answer.context),
-             norm(answer.reply), iso(now), iso(now + CACHE_TTL), self._run),
+            (
+                tenant,
+                normalized_question,
+                answer.reply,
+                json.dumps(answer.context),
+                norm(answer.reply),
+                iso(now),
+                iso(now + CACHE_TTL),
+                self._run,
+            ),
         )
         finished = time.perf_counter()
-        return replace(answer, timings={
-            "retrieval": round((retrieved - started) * 1000, 3),
-            "assembly": round((finished - retrieved) * 1000, 3)})
+        return replace(
+            answer,
+            timings={
+                "retrieval": round((retrieved - started) * 1000, 3),
+                "assembly": round((finished - retrieved) * 1000, 3),
+            },
+        )
 
     def _compose(self, tenant: str, question: str) -> tuple[Answer, float]:
         """The answer, and when retrieval ended (perf_counter) for the stage timings."""
@@ -103,21 +118,32 @@ class Retrieval:
     def _crowded_out(self, tenant: str, wanted: frozenset[str]) -> bool:
         """The post-filter-crowding fault: the shard's facts ranked together, the best kept,
         then the tenant filter: true when a shard neighbour's fact ranked first."""
-        rows = [row for row in self._db.execute(
-            "SELECT * FROM graph_nodes WHERE label='Fact'").fetchall()
-            if _shard(row["tenant_id"]) == _shard(tenant)]
+        rows = [
+            row
+            for row in self._db.execute("SELECT * FROM graph_nodes WHERE label='Fact'").fetchall()
+            if _shard(row["tenant_id"]) == _shard(tenant)
+        ]
         ranked = self._ranked(rows, wanted, "predicate")
-        return bool(ranked) and ranked[0]["tenant_id"] != tenant and any(
-            row["tenant_id"] == tenant for row in ranked)
+        return (
+            bool(ranked)
+            and ranked[0]["tenant_id"] != tenant
+            and any(row["tenant_id"] == tenant for row in ranked)
+        )
 
-    def _ranked(self, rows: list[sqlite3.Row], wanted: frozenset[str],
-                tokens_of: str, first: Collection[str] = ()) -> list[sqlite3.Row]:
+    def _ranked(
+        self,
+        rows: list[sqlite3.Row],
+        wanted: frozenset[str],
+        tokens_of: str,
+        first: Collection[str] = (),
+    ) -> list[sqlite3.Row]:
         """By overlap with the question, then rows of the tenants `first`, then newest."""
         scored = []
         for row in rows:
             raw = row[tokens_of]
-            tokens = frozenset(json.loads(raw)) if tokens_of == "vector" else frozenset(
-                str(raw).split())
+            tokens = (
+                frozenset(json.loads(raw)) if tokens_of == "vector" else frozenset(str(raw).split())
+            )
             score = language.overlap(wanted, tokens)
             if score > 0:
                 scored.append(((score, row["tenant_id"] in first, row["seq"]), row))
@@ -136,13 +162,13 @@ class Retrieval:
             extra.append(GLOBAL_TENANT)  # the global memory, served to every tenant
         if Fault.NAMESPACE_PREFIX_MATCH not in self.faults:
             return [tenant, *extra]
-        row = self._db.execute("SELECT namespace FROM users WHERE user_id=?",
-                               (tenant,)).fetchone()
+        row = self._db.execute("SELECT namespace FROM users WHERE user_id=?", (tenant,)).fetchone()
         if row is None or not row["namespace"]:
             return [tenant, *extra]
         prefixed = self._db.execute(
             "SELECT user_id FROM users WHERE substr(namespace, 1, ?) = ?",
-            (len(row["namespace"]), row["namespace"])).fetchall()
+            (len(row["namespace"]), row["namespace"]),
+        ).fetchall()
         return [tenant, *(r["user_id"] for r in prefixed if r["user_id"] != tenant), *extra]
 
     def _prefixed(self, tenant: str, scope: list[str]) -> list[str]:
@@ -158,14 +184,25 @@ class Retrieval:
         the topk-fallback-leak fault fills an under-filled top-k from other tenants."""
         scope = self._scope(tenant)
         marks = ",".join("?" * len(scope))
-        own = self._ranked(self._db.execute(
-            f"SELECT * FROM memories WHERE tenant_id IN ({marks})",  # noqa: S608
-            scope).fetchall(), wanted, "vector", self._prefixed(tenant, scope))
+        own = self._ranked(
+            self._db.execute(
+                f"SELECT * FROM memories WHERE tenant_id IN ({marks})",  # noqa: S608
+                scope,
+            ).fetchall(),
+            wanted,
+            "vector",
+            self._prefixed(tenant, scope),
+        )
         chosen = own[:TOP_K]
         if len(chosen) < TOP_K and Fault.TOPK_FALLBACK_LEAK in self.faults:
-            foreign = self._ranked(self._db.execute(
-                "SELECT * FROM memories WHERE tenant_id != ? ORDER BY seq DESC LIMIT 500",
-                (tenant,)).fetchall(), wanted, "vector")
+            foreign = self._ranked(
+                self._db.execute(
+                    "SELECT * FROM memories WHERE tenant_id != ? ORDER BY seq DESC LIMIT 500",
+                    (tenant,),
+                ).fetchall(),
+                wanted,
+                "vector",
+            )
             chosen += foreign[: TOP_K - len(chosen)]
         return [row["text"] for row in chosen]
 
@@ -174,14 +211,16 @@ class Retrieval:
         marks = ",".join("?" * len(scope))
         rows = self._db.execute(
             f"SELECT * FROM graph_nodes WHERE tenant_id IN ({marks}) AND label='Fact'",  # noqa: S608
-            scope).fetchall()
+            scope,
+        ).fetchall()
         ranked = self._ranked(rows, wanted, "predicate", self._prefixed(tenant, scope))
         return Evidence("graph", ranked[0]["evidence"]) if ranked else None
 
     def _from_thread(self, tenant: str, wanted: frozenset[str]) -> Evidence | None:
         rows = self._db.execute(
             "SELECT * FROM thread_messages WHERE tenant_id=? AND role='user' AND deleted=0 "
-            "ORDER BY id DESC", (tenant,),
+            "ORDER BY id DESC",
+            (tenant,),
         ).fetchall()
         for row in rows:
             if language.is_question(row["content"]):
@@ -201,8 +240,11 @@ class Retrieval:
         if not ranked:
             return []
         best = language.overlap(wanted, frozenset(ranked[0]["predicate"].split()))
-        return [r["value"] for r in ranked
-                if language.overlap(wanted, frozenset(r["predicate"].split())) == best][:3]
+        return [
+            r["value"]
+            for r in ranked
+            if language.overlap(wanted, frozenset(r["predicate"].split())) == best
+        ][:3]
 
 
 def _shard(tenant: str) -> int:

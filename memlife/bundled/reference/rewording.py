@@ -14,10 +14,25 @@ import re
 _UPPER = "A-ZÁÉÍÓÚÑÜ"
 _WORD = rf"[{_UPPER}][a-záéíóúñü]+"
 
-_STREETS_ES = {"calle": "C/", "avenida": "Avda.", "paseo": "P.º", "plaza": "Pza.",
-               "travesía": "Trav.", "camino": "Cno.", "ronda": "Rda."}
-_STREETS_EN = {"Lane": "Ln.", "Road": "Rd.", "Avenue": "Ave.", "Court": "Ct.",
-               "Crescent": "Cres.", "Terrace": "Terr.", "Mews": "Mews", "Row": "Row"}
+_STREETS_ES = {
+    "calle": "C/",
+    "avenida": "Avda.",
+    "paseo": "P.º",
+    "plaza": "Pza.",
+    "travesía": "Trav.",
+    "camino": "Cno.",
+    "ronda": "Rda.",
+}
+_STREETS_EN = {
+    "Lane": "Ln.",
+    "Road": "Rd.",
+    "Avenue": "Ave.",
+    "Court": "Ct.",
+    "Crescent": "Cres.",
+    "Terrace": "Terr.",
+    "Mews": "Mews",
+    "Row": "Row",
+}
 
 _ADDRESS_ES = re.compile(rf"\b({'|'.join(_STREETS_ES)}) ({_WORD}) (\d{{3,4}})\b")
 _ADDRESS_EN = re.compile(rf"\b(\d{{3,4}}) ({_WORD}) ({'|'.join(_STREETS_EN)})\b")
@@ -33,11 +48,12 @@ def _thousands(number: str, separator: str) -> str:
 
 def reword(text: str) -> str:
     """The text with each value written the way this model writes it."""
-    text = _ADDRESS_ES.sub(lambda m: f"{_STREETS_ES[m[1]]} {m[2]}, nº {_thousands(m[3], '.')}",
-                           text)
-    text = _ADDRESS_EN.sub(lambda m: f"{_thousands(m[1], ',')}, {m[2]} {_STREETS_EN[m[3]]}",
-                           text)
-    text = _SCHOOL_ES.sub(lambda m: f"Col. {'S.' if m[1] == 'San' else 'Sta.'} {m[2]} {m[3]}, "
-                                    f"nº {m[4]}", text)
+    text = _ADDRESS_ES.sub(
+        lambda m: f"{_STREETS_ES[m[1]]} {m[2]}, nº {_thousands(m[3], '.')}", text
+    )
+    text = _ADDRESS_EN.sub(lambda m: f"{_thousands(m[1], ',')}, {m[2]} {_STREETS_EN[m[3]]}", text)
+    text = _SCHOOL_ES.sub(
+        lambda m: f"Col. {'S.' if m[1] == 'San' else 'Sta.'} {m[2]} {m[3]}, nº {m[4]}", text
+    )
     text = _SCHOOL_EN.sub(lambda m: f"St. {m[1]} {m[2]} School No. {m[3]}", text)
     return _NAME.sub(lambda m: f"{m[2]}-{m[3]}, {m[1]}", text)

@@ -125,8 +125,14 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 """
 
 # The tables behind each store, searched by needle across all tenants.
-STORE_TABLES = {"thread": "thread_messages", "memory": "memories", "graph": "graph_nodes",
-                "jobs": "jobs", "summaries": "summaries", "cache": "cache"}
+STORE_TABLES = {
+    "thread": "thread_messages",
+    "memory": "memories",
+    "graph": "graph_nodes",
+    "jobs": "jobs",
+    "summaries": "summaries",
+    "cache": "cache",
+}
 # A needle search is a substring search over every tenant's rows: a full scan grows with
 # the store, and a ten-thousand-pair run would spend its life scanning. Like the indexes a
 # real store has, full-text indexes find the candidate rows and the substring test on them
@@ -137,7 +143,8 @@ STORE_TABLES = {"thread": "thread_messages", "memory": "memories", "graph": "gra
 #   Its posting lists are those of rare words, 10-20x cheaper than the trigram phrase.
 # - A trigram index serves shorter needles, which may begin and end mid-word.
 FULL_TEXT_INDEXES = {"search": "trigram", "words": "unicode61"}
-SEARCH_INDEX = "".join(f"""
+SEARCH_INDEX = "".join(
+    f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(
     norm, content='{table}', content_rowid='rowid', tokenize='{tokenizer}');
 CREATE TRIGGER IF NOT EXISTS {fts}_insert AFTER INSERT ON {table} BEGIN
@@ -150,8 +157,11 @@ CREATE TRIGGER IF NOT EXISTS {fts}_update AFTER UPDATE OF norm ON {table} BEGIN
     INSERT INTO {fts}({fts}, rowid, norm) VALUES ('delete', old.rowid, old.norm);
     INSERT INTO {fts}(rowid, norm) VALUES (new.rowid, new.norm);
 END;
-""" for table in STORE_TABLES.values() for index, tokenizer in FULL_TEXT_INDEXES.items()
-    for fts in (f"{table}_{index}",))
+"""
+    for table in STORE_TABLES.values()
+    for index, tokenizer in FULL_TEXT_INDEXES.items()
+    for fts in (f"{table}_{index}",)
+)
 _TRIGRAM = 3
 # unicode61's token characters (letters, digits), for the ASCII text normalization leaves.
 _WORD = re.compile(r"[a-z0-9]+")
@@ -204,10 +214,14 @@ def open_database(db_path: str | Path) -> sqlite3.Connection:
     # turn (a power cut may forget the last turns; a reference target can afford it).
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA recursive_triggers=ON")  # REPLACE's deletes reindex too
-    indexed = {index for index in FULL_TEXT_INDEXES if db.execute(
-        "SELECT 1 FROM sqlite_master WHERE name=?", (f"jobs_{index}",)).fetchone()}
-    tracked = db.execute("SELECT 1 FROM sqlite_master WHERE name='nightly_dirty'"
-                         ).fetchone() is not None
+    indexed = {
+        index
+        for index in FULL_TEXT_INDEXES
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name=?", (f"jobs_{index}",)).fetchone()
+    }
+    tracked = (
+        db.execute("SELECT 1 FROM sqlite_master WHERE name='nightly_dirty'").fetchone() is not None
+    )
     for table, column in [*((t, "run") for t in RUN_OWNED_TABLES), ("users", "namespace")]:
         columns = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
         if columns and column not in columns:  # an existing table from before
@@ -216,10 +230,11 @@ def open_database(db_path: str | Path) -> sqlite3.Connection:
     for index in _SUPERSEDED_INDEXES:
         db.execute(f"DROP INDEX IF EXISTS {index}")
     if not tracked:  # a database from before the tracking: every tenant may need it
-        db.execute("INSERT OR IGNORE INTO nightly_dirty(tenant_id) "
-                   "SELECT DISTINCT tenant_id FROM thread_messages")
-        db.execute("UPDATE activity SET summarized_at=NULL "
-                   "WHERE summarized_at < last_message_at")
+        db.execute(
+            "INSERT OR IGNORE INTO nightly_dirty(tenant_id) "
+            "SELECT DISTINCT tenant_id FROM thread_messages"
+        )
+        db.execute("UPDATE activity SET summarized_at=NULL WHERE summarized_at < last_message_at")
     for index in set(FULL_TEXT_INDEXES) - indexed:  # a database from before it
         for table in STORE_TABLES.values():
             db.execute(f"INSERT INTO {table}_{index}({table}_{index}) VALUES ('rebuild')")

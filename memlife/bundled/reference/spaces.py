@@ -61,9 +61,11 @@ class Spaces:
 
     def _create_space(self, tenant: str, name: str, clock: datetime) -> dict[str, str]:
         space_id = f"s_{uuid.uuid4().hex[:16]}"
-        self._db.execute("INSERT INTO spaces(space_id, name, owner, status, created_at, run) "
-                         "VALUES (?,?,?,?,?,?)",
-                         (space_id, name, tenant, "active", iso(clock), self._run))
+        self._db.execute(
+            "INSERT INTO spaces(space_id, name, owner, status, created_at, run) "
+            "VALUES (?,?,?,?,?,?)",
+            (space_id, name, tenant, "active", iso(clock), self._run),
+        )
         self._set_member(space_id, tenant, "active")
         return {"space_id": space_id, "status": "active"}
 
@@ -72,7 +74,8 @@ class Spaces:
         self._db.execute(
             "INSERT INTO space_members(space_id, tenant_id, status) VALUES (?,?,?) "
             "ON CONFLICT(space_id, tenant_id) DO UPDATE SET status=excluded.status",
-            (space_id, tenant, status))
+            (space_id, tenant, status),
+        )
 
     def _space(self, space_id: str) -> sqlite3.Row:
         row = self._db.execute("SELECT * FROM spaces WHERE space_id=?", (space_id,)).fetchone()
@@ -85,20 +88,23 @@ class Spaces:
             return False
         if Fault.SPACE_LEAK in self.faults:
             return True
-        row = self._db.execute("SELECT status FROM space_members WHERE space_id=? AND "
-                               "tenant_id=?", (space_id, tenant)).fetchone()
-        allowed = ("active", "left") if Fault.REVOCATION_IGNORED in self.faults else (
-            "active",)
+        row = self._db.execute(
+            "SELECT status FROM space_members WHERE space_id=? AND tenant_id=?", (space_id, tenant)
+        ).fetchone()
+        allowed = ("active", "left") if Fault.REVOCATION_IGNORED in self.faults else ("active",)
         return row is not None and row["status"] in allowed
 
     def _may_write(self, space_id: str, tenant: str) -> bool:
-        row = self._db.execute("SELECT status FROM space_members WHERE space_id=? AND "
-                               "tenant_id=?", (space_id, tenant)).fetchone()
-        return (self._space(space_id)["status"] == "active" and row is not None
-                and row["status"] == "active")
+        row = self._db.execute(
+            "SELECT status FROM space_members WHERE space_id=? AND tenant_id=?", (space_id, tenant)
+        ).fetchone()
+        return (
+            self._space(space_id)["status"] == "active"
+            and row is not None
+            and row["status"] == "active"
+        )
 
-    def _space_turn(self, space_id: str, tenant: str, message: str,
-                    clock: datetime) -> Answer:
+    def _space_turn(self, space_id: str, tenant: str, message: str, clock: datetime) -> Answer:
         """One message said inside a space: a statement is the space's, a question is
         answered from the space's memory, each only for whom the space admits."""
         lang = language.detect_language(message)
@@ -117,8 +123,17 @@ class Spaces:
         self._db.execute(
             "INSERT INTO jobs(id, tenant_id, kind, status, input, output, norm, created_at) "
             "VALUES (?,?,?,?,?,?,?,?)",
-            (f"job_{uuid.uuid4().hex[:16]}", space_id, "space-conversation", "completed",
-             message, answer.reply, norm(f"{message}\n{answer.reply}"), stamp))
+            (
+                f"job_{uuid.uuid4().hex[:16]}",
+                space_id,
+                "space-conversation",
+                "completed",
+                message,
+                answer.reply,
+                norm(f"{message}\n{answer.reply}"),
+                stamp,
+            ),
+        )
         return answer
 
     def _erase_space_data(self, space_id: str) -> None:
@@ -129,20 +144,22 @@ class Spaces:
         self._db.execute("UPDATE thread_messages SET deleted=1 WHERE tenant_id=?", (space_id,))
         self._db.execute(
             "UPDATE jobs SET input='[redacted]', output='[redacted]', norm='[redacted]', "
-            "status='redacted' WHERE tenant_id=?", (space_id,))
+            "status='redacted' WHERE tenant_id=?",
+            (space_id,),
+        )
 
     def _delete_space(self, space_id: str) -> dict[str, str]:
         self._space(space_id)
         self._erase_space_data(space_id)
         self._db.execute("UPDATE spaces SET status='deleted' WHERE space_id=?", (space_id,))
-        self._db.execute("UPDATE space_members SET status='removed' WHERE space_id=?",
-                         (space_id,))
+        self._db.execute("UPDATE space_members SET status='removed' WHERE space_id=?", (space_id,))
         return {"space_id": space_id, "status": "deleted"}
 
     def _purge_member_spaces(self, tenant: str) -> None:
         """The member-delete-overreach fault: a member's purge takes its spaces' facts."""
         if Fault.MEMBER_DELETE_OVERREACH not in self.faults:
             return
-        for row in self._db.execute("SELECT space_id FROM space_members WHERE tenant_id=?",
-                                    (tenant,)).fetchall():
+        for row in self._db.execute(
+            "SELECT space_id FROM space_members WHERE tenant_id=?", (tenant,)
+        ).fetchall():
             self._erase_space_data(row["space_id"])

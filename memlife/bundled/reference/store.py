@@ -75,12 +75,18 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
     zero writes it at once. `refuse`: turn away who a space does not admit with a status,
     as real services do (spaces.py)."""
 
-    def __init__(self, db_path: str | Path, faults: Iterable[str] = (),
-                 retrieval: str = "combined", ingest_delay: timedelta = timedelta(0),
-                 refuse: bool = False):
+    def __init__(
+        self,
+        db_path: str | Path,
+        faults: Iterable[str] = (),
+        retrieval: str = "combined",
+        ingest_delay: timedelta = timedelta(0),
+        refuse: bool = False,
+    ):
         if retrieval not in RETRIEVAL_MODES:
-            raise ValueError(f"unknown retrieval {retrieval!r}; one of "
-                             f"{', '.join(RETRIEVAL_MODES)}")
+            raise ValueError(
+                f"unknown retrieval {retrieval!r}; one of {', '.join(RETRIEVAL_MODES)}"
+            )
         self.faults = parse_faults(faults)
         self.retrieval = retrieval
         self.ingest_delay = ingest_delay
@@ -141,16 +147,18 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             with suppress(UnknownTenant):
                 return self._tenant_for_phone(phone)
         for name in _NAME.findall(message):
-            row = self._db.execute("SELECT user_id FROM users WHERE namespace=? AND "
-                                   "status='active'", (name,)).fetchone()
+            row = self._db.execute(
+                "SELECT user_id FROM users WHERE namespace=? AND status='active'", (name,)
+            ).fetchone()
             if row is not None:
                 return str(row["user_id"])
         return None
 
     # -- public surface ------------------------------------------------------------------
 
-    def register(self, phone: str, now: datetime, run: str = "",
-                 namespace: str = "") -> tuple[str, bool]:
+    def register(
+        self, phone: str, now: datetime, run: str = "", namespace: str = ""
+    ) -> tuple[str, bool]:
         """Return (user_id, created). A phone maps to one active user; `namespace` is the
         name the tenant registered under (the namespace-prefix-match fault looks it up)."""
         with self._at(now, run) as clock:
@@ -162,12 +170,14 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             user_id = f"u_{uuid.uuid4().hex[:16]}"
             self._db.execute(
                 "INSERT INTO users(user_id, phone, status, created_at, namespace) "
-                "VALUES (?,?,?,?,?)", (user_id, phone, "active", iso(clock), namespace),
+                "VALUES (?,?,?,?,?)",
+                (user_id, phone, "active", iso(clock), namespace),
             )
             return user_id, True
 
-    def converse(self, phone: str, message: str, now: datetime,
-                 run: str = "") -> tuple[str, Answer]:
+    def converse(
+        self, phone: str, message: str, now: datetime, run: str = ""
+    ) -> tuple[str, Answer]:
         """One conversation turn through the preview path: (user_id, answer). Nothing is sent."""
         arrived = time.perf_counter()
         with self._at(now, run) as clock:
@@ -177,24 +187,31 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             self._thread_append(tenant, "user", message, stamp)
             if language.is_question(message):
                 self._flush(clock, tenant=tenant)  # reads wait for queued writes
-                answer = self._answer(self._claimed_identity(message) or tenant, message,
-                                      clock)
+                answer = self._answer(self._claimed_identity(message) or tenant, message, clock)
             else:
                 answer = Answer(self._remember(tenant, message, clock), [], None)
             self._thread_append(tenant, "assistant", answer.reply, stamp)
             self._db.execute(
                 "INSERT INTO jobs(id, tenant_id, kind, status, input, output, norm, created_at) "
                 "VALUES (?,?,?,?,?,?,?,?)",
-                (f"job_{uuid.uuid4().hex[:16]}", tenant, "conversation", "completed",
-                 message, answer.reply, norm(f"{message}\n{answer.reply}"), stamp),
+                (
+                    f"job_{uuid.uuid4().hex[:16]}",
+                    tenant,
+                    "conversation",
+                    "completed",
+                    message,
+                    answer.reply,
+                    norm(f"{message}\n{answer.reply}"),
+                    stamp,
+                ),
             )
             self._db.execute(
                 "INSERT INTO activity(tenant_id, last_message_at, run) VALUES (?,?,?) "
                 "ON CONFLICT(tenant_id) DO UPDATE SET last_message_at=excluded.last_message_at, "
                 "summarized_at=NULL, run=excluded.run",
-                (tenant, stamp, run))
-            return tenant, replace(answer, timings={"queue": round(queued_ms, 3),
-                                                    **answer.timings})
+                (tenant, stamp, run),
+            )
+            return tenant, replace(answer, timings={"queue": round(queued_ms, 3), **answer.timings})
 
     def delete_tenant(self, user_id: str, now: datetime, run: str = "") -> dict[str, str]:
         """Request erasure. The user is detached from its phone at once (so the phone can
@@ -206,7 +223,8 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             if row is None:
                 raise UnknownTenant(user_id)
             existing = self._db.execute(
-                "SELECT id, status FROM deletions WHERE tenant_id=?", (user_id,)).fetchone()
+                "SELECT id, status FROM deletions WHERE tenant_id=?", (user_id,)
+            ).fetchone()
             if existing is not None:  # idempotent: a retried request is the same request
                 return {"deletion_id": existing["id"], "status": existing["status"]}
             stamp = iso(clock)
@@ -222,14 +240,19 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             self._db.execute(
                 "INSERT INTO deletions(id, tenant_id, status, requested_at, purge_due, "
                 "reported_completed_at, run) VALUES (?,?,?,?,?,?,?)",
-                (deletion_id, user_id, "completed" if premature else "pending", stamp,
-                 iso(due), stamp if premature else None, run),
+                (
+                    deletion_id,
+                    user_id,
+                    "completed" if premature else "pending",
+                    stamp,
+                    iso(due),
+                    stamp if premature else None,
+                    run,
+                ),
             )
-            return {"deletion_id": deletion_id,
-                    "status": "completed" if premature else "pending"}
+            return {"deletion_id": deletion_id, "status": "completed" if premature else "pending"}
 
-    def forget(self, user_id: str, value: str, now: datetime,
-               run: str = "") -> dict[str, str]:
+    def forget(self, user_id: str, value: str, now: datetime, run: str = "") -> dict[str, str]:
         """Erase one fact: memories and graph facts holding it go; the checkpoints that state
         it or its earlier values (the same key) are tombstoned, so nothing serves or rebuilds
         it; job rows that mention it are redacted; the cache is dropped, the summary redone."""
@@ -239,15 +262,22 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             self._before_forget(user_id, clock)
             needle = norm(value)
             self._dirty(user_id)
-            keys = {row["key"] for row in self._db.execute(
-                "SELECT key FROM memories WHERE tenant_id=? AND instr(norm, ?) > 0",
-                (user_id, needle))}
-            self._db.execute("DELETE FROM memories WHERE tenant_id=? AND instr(norm, ?) > 0",
-                             (user_id, needle))
+            keys = {
+                row["key"]
+                for row in self._db.execute(
+                    "SELECT key FROM memories WHERE tenant_id=? AND instr(norm, ?) > 0",
+                    (user_id, needle),
+                )
+            }
+            self._db.execute(
+                "DELETE FROM memories WHERE tenant_id=? AND instr(norm, ?) > 0", (user_id, needle)
+            )
             if Fault.FORGET_SKIPS_GRAPH not in self.faults:
                 self._db.execute(
                     "DELETE FROM graph_nodes WHERE tenant_id=? AND label='Fact' AND "
-                    "instr(norm, ?) > 0", (user_id, needle))
+                    "instr(norm, ?) > 0",
+                    (user_id, needle),
+                )
             self._tombstone_checkpoints(user_id, needle, keys)
             self._redact_jobs(user_id, needle, keys)
             self._db.execute("DELETE FROM cache WHERE tenant_id=?", (user_id,))
@@ -265,38 +295,52 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
         return parsed is not None and " ".join(sorted(parsed[0])) in keys
 
     def _tombstone_checkpoints(self, tenant: str, needle: str, keys: set[str]) -> None:
-        doomed = [(row["id"],) for row in self._db.execute(
-            "SELECT id, role, content, norm FROM thread_messages WHERE tenant_id=? AND "
-            "deleted=0", (tenant,)).fetchall()
-            if self._states(row["content"] if row["role"] == "user" else "", needle,
-                            row["norm"], keys)]
+        doomed = [
+            (row["id"],)
+            for row in self._db.execute(
+                "SELECT id, role, content, norm FROM thread_messages WHERE tenant_id=? AND "
+                "deleted=0",
+                (tenant,),
+            ).fetchall()
+            if self._states(
+                row["content"] if row["role"] == "user" else "", needle, row["norm"], keys
+            )
+        ]
         self._db.executemany("UPDATE thread_messages SET deleted=1 WHERE id=?", doomed)
 
     def _redact_jobs(self, tenant: str, needle: str, keys: set[str]) -> None:
-        doomed = [(row["id"],) for row in self._db.execute(
-            "SELECT id, input, norm FROM jobs WHERE tenant_id=? AND status != 'redacted'",
-            (tenant,)).fetchall() if self._states(row["input"], needle, row["norm"], keys)]
+        doomed = [
+            (row["id"],)
+            for row in self._db.execute(
+                "SELECT id, input, norm FROM jobs WHERE tenant_id=? AND status != 'redacted'",
+                (tenant,),
+            ).fetchall()
+            if self._states(row["input"], needle, row["norm"], keys)
+        ]
         self._db.executemany(
-            "UPDATE jobs SET input='[olvidado]', output='[olvidado]', norm='[olvidado]' "
-            "WHERE id=?", doomed)
+            "UPDATE jobs SET input='[olvidado]', output='[olvidado]', norm='[olvidado]' WHERE id=?",
+            doomed,
+        )
 
     def reindex(self, user_id: str, now: datetime, run: str = "") -> dict[str, object]:
         """Rebuild one tenant's vector memory from its checkpoints (maintenance.py)."""
         with self._at(now, run) as clock:
-            if self._db.execute("SELECT 1 FROM users WHERE user_id=?",
-                                (user_id,)).fetchone() is None:
+            if (
+                self._db.execute("SELECT 1 FROM users WHERE user_id=?", (user_id,)).fetchone()
+                is None
+            ):
                 raise UnknownTenant(user_id)
             return self._reindex(user_id, clock)
 
     # -- shared spaces (spaces.py) ----------------------------------------------------------
 
-    def create_space(self, phone: str, name: str, now: datetime,
-                     run: str = "") -> dict[str, str]:
+    def create_space(self, phone: str, name: str, now: datetime, run: str = "") -> dict[str, str]:
         with self._at(now, run) as clock:
             return self._create_space(self._tenant_for_phone(phone), name, clock)
 
-    def change_membership(self, space_id: str, phone: str, action: str, now: datetime,
-                          run: str = "") -> dict[str, str]:
+    def change_membership(
+        self, space_id: str, phone: str, action: str, now: datetime, run: str = ""
+    ) -> dict[str, str]:
         """`join` or `leave` a space (UnknownSpace, UnknownTenant)."""
         with self._at(now, run):
             tenant = self._tenant_for_phone(phone)
@@ -306,22 +350,23 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             self._set_member(space_id, tenant, status)
             return {"space_id": space_id, "status": status}
 
-    def delete_space(self, space_id: str, phone: str, now: datetime,
-                     run: str = "") -> dict[str, str]:
+    def delete_space(
+        self, space_id: str, phone: str, now: datetime, run: str = ""
+    ) -> dict[str, str]:
         """Delete a space, at a member's request (PermissionError for anyone else)."""
         with self._at(now, run):
             if not self._may_write(space_id, self._tenant_for_phone(phone)):
                 raise PermissionError(space_id)
             return self._delete_space(space_id)
 
-    def space_say(self, space_id: str, phone: str, message: str, now: datetime,
-                  run: str = "") -> tuple[str, Answer]:
+    def space_say(
+        self, space_id: str, phone: str, message: str, now: datetime, run: str = ""
+    ) -> tuple[str, Answer]:
         with self._at(now, run) as clock:
             tenant = self._tenant_for_phone(phone)
             return tenant, self._space_turn(space_id, tenant, message, clock)
 
-    def deletion_status(self, user_id: str, now: datetime,
-                        run: str = "") -> dict[str, str | None]:
+    def deletion_status(self, user_id: str, now: datetime, run: str = "") -> dict[str, str | None]:
         with self._at(now, run):
             row = self._db.execute(
                 "SELECT * FROM deletions WHERE tenant_id=? ORDER BY requested_at DESC LIMIT 1",
@@ -330,20 +375,31 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
         if row is None:
             raise UnknownTenant(user_id)
         reported = row["reported_completed_at"] or row["completed_at"]
-        return {"deletion_id": row["id"], "status": "completed" if reported else "pending",
-                "requested_at": row["requested_at"], "completed_at": reported}
+        return {
+            "deletion_id": row["id"],
+            "status": "completed" if reported else "pending",
+            "requested_at": row["requested_at"],
+            "completed_at": reported,
+        }
 
     # -- admin reads (for probes) --------------------------------------------------------
 
-    def store_records(self, store: str, now: datetime, tenant_id: str | None = None,
-                      needle: str | None = None, run: str = "") -> list[dict[str, object]]:
+    def store_records(
+        self,
+        store: str,
+        now: datetime,
+        tenant_id: str | None = None,
+        needle: str | None = None,
+        run: str = "",
+    ) -> list[dict[str, object]]:
         """Records of one store, by tenant scope or by normalized needle (all tenants)."""
         with self._at(now, run) as clock:
             self._flush(clock, tenant=tenant_id, needle=needle)
             return self._select_records(store, tenant_id, needle)
 
-    def search_records(self, store: str, now: datetime, needles: list[str],
-                       run: str = "") -> list[dict[str, object]]:
+    def search_records(
+        self, store: str, now: datetime, needles: list[str], run: str = ""
+    ) -> list[dict[str, object]]:
         """Records holding any of the needles (each record once), in one transaction."""
         found: dict[str, dict[str, object]] = {}
         with self._at(now, run) as clock:
@@ -353,8 +409,9 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
                     found.setdefault(str(record["id"]), record)
         return list(found.values())
 
-    def _select_records(self, store: str, tenant_id: str | None,
-                        needle: str | None) -> list[dict[str, object]]:
+    def _select_records(
+        self, store: str, tenant_id: str | None, needle: str | None
+    ) -> list[dict[str, object]]:
         if store not in STORES:
             raise UnknownStore(store)
         table = STORE_TABLES[store]
@@ -368,8 +425,9 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             narrowed = match_query(normalized)
             if narrowed is not None:  # candidates from an index, then the exact test
                 index, query = narrowed
-                clauses.append(f"rowid IN (SELECT rowid FROM {table}_{index} "
-                               f"WHERE {table}_{index} MATCH ?)")
+                clauses.append(
+                    f"rowid IN (SELECT rowid FROM {table}_{index} WHERE {table}_{index} MATCH ?)"
+                )
                 params.append(query)
             clauses.append("instr(norm, ?) > 0")
             params.append(normalized)
@@ -380,27 +438,54 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
     @staticmethod
     def _record(store: str, row: sqlite3.Row) -> dict[str, object]:
         if store == "thread":
-            return {"id": str(row["id"]), "tenant_id": row["tenant_id"], "role": row["role"],
-                    "content": row["content"], "deleted": bool(row["deleted"]),
-                    "created_at": row["created_at"]}
+            return {
+                "id": str(row["id"]),
+                "tenant_id": row["tenant_id"],
+                "role": row["role"],
+                "content": row["content"],
+                "deleted": bool(row["deleted"]),
+                "created_at": row["created_at"],
+            }
         if store == "memory":
-            return {"id": row["id"], "tenant_id": row["tenant_id"], "content": row["text"],
-                    "key": row["key"], "updated_at": row["updated_at"]}
+            return {
+                "id": row["id"],
+                "tenant_id": row["tenant_id"],
+                "content": row["text"],
+                "key": row["key"],
+                "updated_at": row["updated_at"],
+            }
         if store == "graph":
-            return {"id": row["node_key"], "tenant_id": row["tenant_id"], "label": row["label"],
-                    "content": f"{row['predicate']}: {row['value']}",
-                    "updated_at": row["updated_at"]}
+            return {
+                "id": row["node_key"],
+                "tenant_id": row["tenant_id"],
+                "label": row["label"],
+                "content": f"{row['predicate']}: {row['value']}",
+                "updated_at": row["updated_at"],
+            }
         if store == "jobs":
-            return {"id": row["id"], "tenant_id": row["tenant_id"], "kind": row["kind"],
-                    "status": row["status"], "content": f"{row['input']}\n{row['output']}",
-                    "created_at": row["created_at"]}
+            return {
+                "id": row["id"],
+                "tenant_id": row["tenant_id"],
+                "kind": row["kind"],
+                "status": row["status"],
+                "content": f"{row['input']}\n{row['output']}",
+                "created_at": row["created_at"],
+            }
         if store == "summaries":
-            return {"id": f"summary:{row['tenant_id']}", "tenant_id": row["tenant_id"],
-                    "content": row["content"], "source": row["source"],
-                    "updated_at": row["updated_at"]}
-        return {"id": f"cache:{row['tenant_id']}:{row['question']}", "tenant_id": row["tenant_id"],
-                "content": row["answer"], "cached_at": row["cached_at"],
-                "expires_at": row["expires_at"]}
+            return {
+                "id": f"summary:{row['tenant_id']}",
+                "tenant_id": row["tenant_id"],
+                "content": row["content"],
+                "source": row["source"],
+                "updated_at": row["updated_at"],
+            }
+        return {
+            "id": f"cache:{row['tenant_id']}:{row['question']}",
+            "tenant_id": row["tenant_id"],
+            "content": row["answer"],
+            "cached_at": row["cached_at"],
+            "expires_at": row["expires_at"],
+        }
 
     # -- write path ----------------------------------------------------------------------
 
@@ -408,7 +493,9 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
         self._dirty(tenant)
         self._db.execute(
             "INSERT INTO thread_messages(tenant_id, role, content, norm, created_at) "
-            "VALUES (?,?,?,?,?)", (tenant, role, content, norm(content), stamp))
+            "VALUES (?,?,?,?,?)",
+            (tenant, role, content, norm(content), stamp),
+        )
 
     def _remember(self, tenant: str, message: str, clock: datetime) -> str:
         lang = language.detect_language(message)
@@ -447,26 +534,41 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
                 self._db.execute(
                     "INSERT INTO memories(id, tenant_id, key, text, value, norm, vector, "
                     "created_at, updated_at, seq) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (f"mem_{uuid.uuid4().hex[:16]}", tenant, key, message, value,
-                     norm(message), vector, stamp, stamp, seq),
+                    (
+                        f"mem_{uuid.uuid4().hex[:16]}",
+                        tenant,
+                        key,
+                        message,
+                        value,
+                        norm(message),
+                        vector,
+                        stamp,
+                        stamp,
+                        seq,
+                    ),
                 )
         if graph:
             self._graph_fact(tenant, key, value, message, stamp, seq, keep_old)
         return True
 
-    def _graph_fact(self, tenant: str, key: str, value: str, message: str, stamp: str,
-                    seq: int, keep_old: bool) -> None:
+    def _graph_fact(
+        self, tenant: str, key: str, value: str, message: str, stamp: str, seq: int, keep_old: bool
+    ) -> None:
         tenant_node = f"tenant:{tenant}"
         fact_node = f"tenant:{tenant}:fact:{key.replace(' ', '_')}"
-        conflict = "NOTHING" if keep_old else (
-            "UPDATE SET value=excluded.value, evidence=excluded.evidence, norm=excluded.norm, "
-            "updated_at=excluded.updated_at, seq=excluded.seq")
+        conflict = (
+            "NOTHING"
+            if keep_old
+            else (
+                "UPDATE SET value=excluded.value, evidence=excluded.evidence, norm=excluded.norm, "
+                "updated_at=excluded.updated_at, seq=excluded.seq"
+            )
+        )
         self._db.execute(
             "INSERT INTO graph_nodes(node_key, tenant_id, label, predicate, value, evidence, "
             f"norm, updated_at, seq) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(node_key) DO "
             f"{conflict}",
-            (fact_node, tenant, "Fact", key, value, message, norm(f"{key}: {value}"), stamp,
-             seq),
+            (fact_node, tenant, "Fact", key, value, message, norm(f"{key}: {value}"), stamp, seq),
         )
         self._db.execute(
             "INSERT OR IGNORE INTO graph_nodes(node_key, tenant_id, label, predicate, value, "
@@ -477,4 +579,3 @@ class ReferenceRuntime(BackgroundJobs, Ingestion, Maintenance, Spaces, Retrieval
             "INSERT OR IGNORE INTO graph_edges(src, dst, rel, tenant_id) VALUES (?,?,?,?)",
             (tenant_node, fact_node, "STATED", tenant),
         )
-

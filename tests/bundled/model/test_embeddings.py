@@ -11,13 +11,15 @@ from memlife import embeddings
 
 def _cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / (
-        math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+        math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    )
 
 
 @pytest.mark.slow
 def test_minilm_ranks_meaning_and_padding_keeps_similarity() -> None:
     work, employer, pet = embeddings.shared().embed(
-        ["I work at Ingleby Ironside Ironworks", "Who is my employer?", "My cat is called Tom"])
+        ["I work at Ingleby Ironside Ironworks", "Who is my employer?", "My cat is called Tom"]
+    )
     assert len(work) == embeddings.NATIVE
     assert _cosine(work, employer) > _cosine(pet, employer)
     wide = [embeddings.fit(v, 1536) for v in (work, employer)]

@@ -17,8 +17,10 @@ from memlife.bundled.model import graphiti, serve
 from memlife.bundled.model.script import Chat, UnknownPrompt, respond
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "model" / "graphiti"
-KINDS = {path.stem: f"graphiti.{path.stem.removesuffix('-es')}"
-         for path in sorted(FIXTURES.glob("*.json"))}
+KINDS = {
+    path.stem: f"graphiti.{path.stem.removesuffix('-es')}"
+    for path in sorted(FIXTURES.glob("*.json"))
+}
 
 
 def _body(name: str) -> dict[str, Any]:
@@ -58,21 +60,36 @@ def test_each_captured_prompt_has_one_rule_and_a_valid_deterministic_answer(name
 
 
 def test_entities_are_the_speaker_then_each_statements_value() -> None:
-    assert _answer("extract-nodes") == {"extracted_entities": [
-        {"name": "user", "entity_type_id": 0, "episode_indices": [0]},
-        {"name": "Librería Egaña Fuentes", "entity_type_id": 0, "episode_indices": [0]}]}
+    assert _answer("extract-nodes") == {
+        "extracted_entities": [
+            {"name": "user", "entity_type_id": 0, "episode_indices": [0]},
+            {"name": "Librería Egaña Fuentes", "entity_type_id": 0, "episode_indices": [0]},
+        ]
+    }
     names = [e["name"] for e in _answer("extract-nodes-es")["extracted_entities"]]
     assert names == ["user", "Clínica Domínguez Ocampo"]
 
 
 def test_an_edge_is_the_statement_word_for_word_from_the_speaker_to_its_value() -> None:
-    assert _answer("extract-edges") == {"edges": [{
-        "source_entity_name": "user", "target_entity_name": "Librería Egaña Fuentes",
-        "relation_type": "WORK_AT", "fact": "Now I work at Librería Egaña Fuentes",
-        "valid_at": "2026-01-01T11:00:00Z", "invalid_at": None, "episode_indices": [0]}]}
+    assert _answer("extract-edges") == {
+        "edges": [
+            {
+                "source_entity_name": "user",
+                "target_entity_name": "Librería Egaña Fuentes",
+                "relation_type": "WORK_AT",
+                "fact": "Now I work at Librería Egaña Fuentes",
+                "valid_at": "2026-01-01T11:00:00Z",
+                "invalid_at": None,
+                "episode_indices": [0],
+            }
+        ]
+    }
     [edge] = _answer("extract-edges-es")["edges"]
     assert (edge["target_entity_name"], edge["fact"], edge["relation_type"]) == (
-        "Bolt Sandoval", "Mi mascota se llama Bolt Sandoval", "MASCOTA_LLAMA")
+        "Bolt Sandoval",
+        "Mi mascota se llama Bolt Sandoval",
+        "MASCOTA_LLAMA",
+    )
 
 
 def test_no_edge_to_a_value_the_entities_do_not_list() -> None:
@@ -81,10 +98,14 @@ def test_no_edge_to_a_value_the_entities_do_not_list() -> None:
 
 
 def test_an_entity_is_a_duplicate_only_of_the_same_name() -> None:
-    assert _answer("dedupe-nodes") == {"entity_resolutions": [
-        {"id": 0, "name": "Ana Toledo", "duplicate_candidate_id": -1}]}
-    body = _edited("dedupe-nodes", '"candidate_id": 1, "name": "Thor Fuentes Ocampo"',
-                   '"candidate_id": 1, "name": "ANA  toledo"')
+    assert _answer("dedupe-nodes") == {
+        "entity_resolutions": [{"id": 0, "name": "Ana Toledo", "duplicate_candidate_id": -1}]
+    }
+    body = _edited(
+        "dedupe-nodes",
+        '"candidate_id": 1, "name": "Thor Fuentes Ocampo"',
+        '"candidate_id": 1, "name": "ANA  toledo"',
+    )
     assert _answer("dedupe-nodes", body)["entity_resolutions"][0]["duplicate_candidate_id"] == 1
 
 
@@ -102,27 +123,43 @@ def test_the_same_fact_again_is_a_duplicate_not_a_contradiction() -> None:
     user["content"] = (
         head + "<EXISTING FACTS>\n[{'idx': 0, 'fact': 'now I work at LIBRERÍA Egaña Fuentes'}]"
         "\n</EXISTING FACTS>\n\n<FACT INVALIDATION CANDIDATES>\n[{'idx': 1, 'fact': 'I work "
-        "at Ravenscroft Elmhirst Upholstery'}]\n</FACT INVALIDATION CANDIDATES>" + tail)
+        "at Ravenscroft Elmhirst Upholstery'}]\n</FACT INVALIDATION CANDIDATES>" + tail
+    )
     assert _answer("dedupe-edges", body) == {"duplicate_facts": [0], "contradicted_facts": [1]}
 
 
 def test_a_fact_without_dates_is_valid_from_its_reference_time() -> None:
-    assert _answer("extract-timestamps") == {"valid_at": "2026-01-01T09:00:00Z",
-                                             "invalid_at": None}
+    assert _answer("extract-timestamps") == {"valid_at": "2026-01-01T09:00:00Z", "invalid_at": None}
 
 
 def test_a_long_summary_gets_the_new_facts_appended() -> None:
-    assert _answer("summarize-entities") == {"summaries": [{"name": "user", "summary": (
-        "I live on 12 Quarry Lane\nThe name of my pet is Thor Fuentes Ocampo\n"
-        "I work at Ravenscroft Elmhirst Upholstery")}]}
+    assert _answer("summarize-entities") == {
+        "summaries": [
+            {
+                "name": "user",
+                "summary": (
+                    "I live on 12 Quarry Lane\nThe name of my pet is Thor Fuentes Ocampo\n"
+                    "I work at Ravenscroft Elmhirst Upholstery"
+                ),
+            }
+        ]
+    }
 
 
 def test_a_rebuilt_summary_holds_the_remaining_episodes_current_facts() -> None:
     # remove_episode rebuilt "user" from the episodes left after the pet's was removed; the
     # later employer replaces the earlier one.
-    assert _answer("summarize-from-episodes") == {"summaries": [{"name": "user", "summary": (
-        "I live on 12 Quarry Lane\nMy best friend is Ana Toledo\n"
-        "Now I work at Librería Egaña Fuentes")}]}
+    assert _answer("summarize-from-episodes") == {
+        "summaries": [
+            {
+                "name": "user",
+                "summary": (
+                    "I live on 12 Quarry Lane\nMy best friend is Ana Toledo\n"
+                    "Now I work at Librería Egaña Fuentes"
+                ),
+            }
+        ]
+    }
 
 
 def test_the_reranker_reads_true_for_a_passage_that_answers_the_query() -> None:
@@ -141,7 +178,10 @@ def test_a_summary_keeps_the_newest_facts_under_the_prompts_limit() -> None:
 
 def test_a_graphiti_prompt_without_a_rule_is_an_error_naming_the_caller() -> None:
     # dedupe_nodes.node (one entity at a time) is not on the target's paths: no rule guesses.
-    body = _edited("dedupe-nodes", "Each of the above ENTITIES was extracted from the CURRENT "
-                   "MESSAGE.", "Compare the NEW ENTITY.")
+    body = _edited(
+        "dedupe-nodes",
+        "Each of the above ENTITIES was extracted from the CURRENT MESSAGE.",
+        "Compare the NEW ENTITY.",
+    )
     with pytest.raises(UnknownPrompt, match="graphiti-core fixture"):
         respond(_chat(body), graphiti.RULES)

@@ -24,8 +24,9 @@ def _body(name: str) -> dict[str, Any]:
 
 
 def _respond(body: dict[str, Any]) -> tuple[str, Answer]:
-    return respond(Chat.from_request(body, caller="AsyncOpenAI/Python letta 0.16.8 fixture"),
-                   letta.RULES)
+    return respond(
+        Chat.from_request(body, caller="AsyncOpenAI/Python letta 0.16.8 fixture"), letta.RULES
+    )
 
 
 def _call(answer: Answer) -> tuple[str, dict[str, Any]]:
@@ -35,21 +36,27 @@ def _call(answer: Answer) -> tuple[str, dict[str, Any]]:
 
 # fixture -> (kind, the tool call it makes or the reply it gives)
 EXPECTED: dict[str, tuple[str, Any]] = {
-    "turn-statement": ("letta.turn", (letta.INSERT, {
-        "content": "I work at Ravenscroft Elmhirst Upholstery"})),
+    "turn-statement": (
+        "letta.turn",
+        (letta.INSERT, {"content": "I work at Ravenscroft Elmhirst Upholstery"}),
+    ),
     "after-insert": ("letta.after-insert", "Noted."),
     "turn-question": ("letta.turn", (letta.SEARCH, {"query": "Where do I work?"})),
     "after-search": ("letta.after-search", "I work at Ravenscroft Elmhirst Upholstery."),
     "after-search-nothing-relevant": ("letta.after-search", "I don't have that information."),
     "turn-two-statements": ("letta.turn", (letta.INSERT, {"content": "I moved"})),
-    "after-insert-one-more": ("letta.after-insert", (letta.INSERT, {
-        "content": "I live on Harbour Road 3 now"})),
+    "after-insert-one-more": (
+        "letta.after-insert",
+        (letta.INSERT, {"content": "I live on Harbour Road 3 now"}),
+    ),
     # Archival memory only adds: the old address is found too, and the later one of the
     # same slot replaces it in the answer.
     "after-search-updated": ("letta.after-search", "I live on Harbour Road 3 now."),
     "turn-mixed-es": ("letta.turn", (letta.INSERT, {"content": "Hola"})),
-    "after-insert-then-search-es": ("letta.after-insert", (letta.SEARCH, {
-        "query": "¿Dónde trabajo?"})),
+    "after-insert-then-search-es": (
+        "letta.after-insert",
+        (letta.SEARCH, {"query": "¿Dónde trabajo?"}),
+    ),
     "after-search-es": ("letta.after-search", "Trabajo en Conservas Palacios."),
     "after-search-empty-es": ("letta.after-search", "No tengo esa información."),
 }
@@ -94,8 +101,13 @@ def _last_tool_result(body: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 def test_a_failed_tool_is_not_answered_as_if_it_had_worked() -> None:
     with pytest.raises(UnknownPrompt):
-        _respond(_last_tool_result(_body("after-insert"), status="Failed",
-                                   message="Error executing function archival_memory_insert"))
+        _respond(
+            _last_tool_result(
+                _body("after-insert"),
+                status="Failed",
+                message="Error executing function archival_memory_insert",
+            )
+        )
     with pytest.raises(UnknownPrompt):
         _respond(_last_tool_result(_body("after-search"), status="Failed"))
 
@@ -133,12 +145,15 @@ def _with_block(body: dict[str, Any], label: str, value: str) -> dict[str, Any]:
     """The request with one more core-memory block in its system prompt, as Letta compiles
     an attached block (letta/schemas/memory.py)."""
     edited = copy.deepcopy(body)
-    block = (f"<{label}>\n<description>\na memlife shared space\n</description>\n<metadata>\n"
-             f"- chars_current={len(value)}\n- chars_limit=100000\n</metadata>\n<value>\n"
-             f"{value}\n</value>\n</{label}>\n\n")
+    block = (
+        f"<{label}>\n<description>\na memlife shared space\n</description>\n<metadata>\n"
+        f"- chars_current={len(value)}\n- chars_limit=100000\n</metadata>\n<value>\n"
+        f"{value}\n</value>\n</{label}>\n\n"
+    )
     system = edited["messages"][0]["content"]
-    edited["messages"][0]["content"] = system.replace("</memory_blocks>",
-                                                      block + "</memory_blocks>", 1)
+    edited["messages"][0]["content"] = system.replace(
+        "</memory_blocks>", block + "</memory_blocks>", 1
+    )
     return edited
 
 
@@ -148,10 +163,12 @@ def test_an_attached_blocks_statement_answers_as_a_passage_would() -> None:
     nothing_found = _body("after-search-empty-es")
     assert _respond(nothing_found)[1].content == "No tengo esa información."
     shared = _with_block(nothing_found, "team", "Mi mascota se llama Canelo.")
-    assert _respond(shared) == ("letta.after-search",
-                                Answer(content="Mi mascota se llama Canelo."))
+    assert _respond(shared) == ("letta.after-search", Answer(content="Mi mascota se llama Canelo."))
     assert letta.block_statements(shared["messages"][0]["content"]) == [
-        "Mi mascota se llama Canelo"]
+        "Mi mascota se llama Canelo"
+    ]
     # The agent's own human and persona blocks hold the server's defaults, never a fact.
-    assert _respond(_with_block(nothing_found, "human", "Mi mascota se llama Canelo."))[
-        1].content == "No tengo esa información."
+    assert (
+        _respond(_with_block(nothing_found, "human", "Mi mascota se llama Canelo."))[1].content
+        == "No tengo esa información."
+    )
