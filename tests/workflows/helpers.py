@@ -28,29 +28,45 @@ from memlife.workflows.suite import SuiteWorkflow
 UNHURRIED = timedelta(seconds=60)
 
 
-def run_input(scenario: Scenario, target: Target, clock: Clock | None = None, *,
-              fresh: bool = False) -> RunInput:
-    """A run as `memlife run` starts it. `fresh`: the target was started for this run
-    alone (its own database), so its values are the seed's exactly and nothing is claimed;
-    else it is a service other runs may share (contracts: shared_target)."""
+def run_input(
+    scenario: Scenario, target: Target, clock: Clock | None = None, *, fresh: bool = False
+) -> RunInput:
+    """A run as `memlife run` starts it. `fresh`: the target's store holds this test's
+    runs only (started for it), so the values are the seed's exactly, listed ones too,
+    and nothing is claimed; else it is a service other runs may share (contracts:
+    shared_target), where listed values are marked per run (rules/pairs.py:
+    vary_listed)."""
     run_id = f"test-{uuid.uuid4().hex[:10]}"
     scenario = scenario.model_copy(update={"latency_budget": UNHURRIED})
     meta = RunMeta(
-        memlife_version="test", git_revision=None, command="pytest",
-        scenario_file="(test)", scenario_name=scenario.name, scenario_sha256=scenario.digest(),
-        target_name=target.name, target_base_url=target.base_url, clock="skip",
+        memlife_version="test",
+        git_revision=None,
+        command="pytest",
+        scenario_file="(test)",
+        scenario_name=scenario.name,
+        scenario_sha256=scenario.digest(),
+        target_name=target.name,
+        target_base_url=target.base_url,
+        clock="skip",
         temporal_address="time-skipping",
         target_identity={"kind": FRESH_TARGET_KIND} if fresh else {},
     )
-    return RunInput(run_id=run_id, scenario=scenario, target=target,
-                    clock=clock or Clock(mode="skip"), meta=meta)
+    return RunInput(
+        run_id=run_id,
+        scenario=scenario,
+        target=target,
+        clock=clock or Clock(mode="skip"),
+        meta=meta,
+    )
 
 
 async def run_suite(client: Client, task_queue: str, run: RunInput) -> RunSummary:
     """Run a suite to its end: its summary, whether it passed (COMPLETED) or not (FAILED
     with its verdict)."""
     handle = await client.start_workflow(
-        SuiteWorkflow.run, run, id=suite_workflow_id(run.scenario.name, run.run_id),
+        SuiteWorkflow.run,
+        run,
+        id=suite_workflow_id(run.scenario.name, run.run_id),
         task_queue=task_queue,
     )
     return await suite_result(handle)
@@ -87,8 +103,7 @@ def erased_values(scenario: Scenario) -> set[tuple[str, str]]:
                 for domain in step.domains or list(tenant.facts):
                     fact = tenant.facts[domain]
                     if step.domains is None:  # the whole tenant: all it ever stated
-                        erased.update((tenant.alias, text)
-                                      for text in [fact.value, *fact.updates])
+                        erased.update((tenant.alias, text) for text in [fact.value, *fact.updates])
                     else:
                         seen = updates_seen.get((role, domain), 0)
                         erased.add((tenant.alias, ([fact.value, *fact.updates])[seen]))

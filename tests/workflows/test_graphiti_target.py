@@ -60,7 +60,7 @@ def _graphs(stack: Stack) -> dict[str, list[tuple[str, str]]]:
     queries = {
         "entities": "MATCH (n:Entity) RETURN n.group_id, n.name + ': ' + n.summary",
         "edges": "MATCH ()-[e:RELATES_TO]->() RETURN e.group_id, "
-                 "e.fact + coalesce(' (invalid since ' + e.invalid_at + ')', '')",
+        "e.fact + coalesce(' (invalid since ' + e.invalid_at + ')', '')",
         "episodes": "MATCH (e:Episodic) RETURN e.group_id, e.content",
     }
     for name in client.list_graphs():
@@ -72,10 +72,11 @@ def _graphs(stack: Stack) -> dict[str, list[tuple[str, str]]]:
 
 
 async def test_the_nightly_on_graphiti_finds_what_its_graphs_hold(
-        graphiti: Stack, skip_env: WorkflowEnvironment, skip_worker: str) -> None:
+    graphiti: Stack, skip_env: WorkflowEnvironment, skip_worker: str
+) -> None:
     target = load_target(TARGET_FILE).model_copy(update={"base_url": graphiti.base_url})
     scenario = small_nightly("graphiti", pairs=1)
-    run = run_input(scenario, target)
+    run = run_input(scenario, target, fresh=True)
     await run_suite(skip_env.client, skip_worker, run)
     artifact = run_artifact(run.run_id)
     by_invariant = artifact["summary"]["by_invariant"]
@@ -92,10 +93,17 @@ async def test_the_nightly_on_graphiti_finds_what_its_graphs_hold(
     held = _graphs(graphiti)
     erased = erased_values(scenario)
     assert erased
-    found = {(f["tenant"], f["store"], f["evidence"]["value"]) for f in artifact["failures"]
-             if f["invariant"] == "I4" and f["store"] in held}
-    truth = {(alias, store, value) for alias, value in erased
-             for store, rows in held.items() if holds([text for _, text in rows], value)}
+    found = {
+        (f["tenant"], f["store"], f["evidence"]["value"])
+        for f in artifact["failures"]
+        if f["invariant"] == "I4" and f["store"] in held
+    }
+    truth = {
+        (alias, store, value)
+        for alias, value in erased
+        for store, rows in held.items()
+        if holds([text for _, text in rows], value)
+    }
     assert found == truth
     # clear_data empties a deleted tenant's group; remove_episode takes a forgotten fact's
     # episode, its edge and its entity, and rebuilds the summaries of the entities that stay
@@ -116,22 +124,45 @@ async def test_the_nightly_on_graphiti_finds_what_its_graphs_hold(
 
     # The model was asked only what its Graphiti rules know.
     kinds = {call.kind for call in graphiti.model.calls()}
-    assert {"graphiti.extract-nodes", "graphiti.extract-edges", "graphiti.dedupe-edges",
-            "graphiti.summarize-from-episodes", "embeddings"} <= kinds
-    assert kinds <= {"embeddings"} | {f"graphiti.{k}" for k in (
-        "extract-nodes", "dedupe-nodes", "extract-edges", "extract-timestamps", "dedupe-edges",
-        "summarize-entities", "summarize-from-episodes")}
+    assert {
+        "graphiti.extract-nodes",
+        "graphiti.extract-edges",
+        "graphiti.dedupe-edges",
+        "graphiti.summarize-from-episodes",
+        "embeddings",
+    } <= kinds
+    assert kinds <= {"embeddings"} | {
+        f"graphiti.{k}"
+        for k in (
+            "extract-nodes",
+            "dedupe-nodes",
+            "extract-edges",
+            "extract-timestamps",
+            "dedupe-edges",
+            "summarize-entities",
+            "summarize-from-episodes",
+        )
+    }
     # Graphiti's FalkorDB driver keeps a graph per group: the probes read each tenant's.
     assert len({group for rows in held.values() for group, _ in rows}) >= 1
 
 
 async def test_graphiti_answers_the_english_nightly(
-        graphiti: Stack, skip_env: WorkflowEnvironment, skip_worker: str) -> None:
+    graphiti: Stack, skip_env: WorkflowEnvironment, skip_worker: str
+) -> None:
     target = load_target(TARGET_FILE).model_copy(update={"base_url": graphiti.base_url})
     english = load_scenario(REPO / "scenarios" / "lifecycle-nightly-en.yaml")
     assert english.generate is not None
-    run = run_input(materialize(english.model_copy(update={
-        "generate": english.generate.model_copy(update={"count": 1})}), "graphiti-en"), target)
+    run = run_input(
+        materialize(
+            english.model_copy(
+                update={"generate": english.generate.model_copy(update={"count": 1})}
+            ),
+            "graphiti-en",
+        ),
+        target,
+        fresh=True,
+    )
     await run_suite(skip_env.client, skip_worker, run)
     artifact = run_artifact(run.run_id)
     by_invariant = artifact["summary"]["by_invariant"]

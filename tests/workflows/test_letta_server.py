@@ -30,8 +30,7 @@ STATE = REPO / ".memlife" / "letta"  # where `memlife target serve letta` keeps 
 # The first test's setup installs the Letta server on a fresh machine (150 to 250 s with
 # the suite's other workers sharing the cores), and pytest-timeout counts a test's fixtures
 # in its time: 300 s was passed in a fresh clone.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("letta-server"),
-              pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("letta-server"), pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +43,8 @@ def letta() -> Iterator[LettaStack]:
 def letta_target(letta: LettaStack, monkeypatch: pytest.MonkeyPatch) -> Target:
     monkeypatch.setenv("LETTA_API_KEY", letta.server.password)
     return load_target(REPO / "scenarios" / "targets" / "letta.yaml").model_copy(
-        update={"base_url": letta.server.base_url})
+        update={"base_url": letta.server.base_url}
+    )
 
 
 def _sql(stack: LettaStack, query: str) -> list[list[str]]:
@@ -52,13 +52,13 @@ def _sql(stack: LettaStack, query: str) -> list[list[str]]:
 
 
 async def test_a_deleted_agents_archival_passages_stay_in_letta_s_database(
-        letta: LettaStack, letta_target: Target, skip_env: WorkflowEnvironment,
-        skip_worker: str) -> None:
+    letta: LettaStack, letta_target: Target, skip_env: WorkflowEnvironment, skip_worker: str
+) -> None:
     """letta-ai/letta PR #1632 (never merged), in 0.16.8: deleting an agent deletes its
     links to its archive (archives_agents, ON DELETE CASCADE), not the archive nor its
     passages (AgentManager.delete_agent_async; letta/orm/agent.py, archive.py)."""
     scenario = small_nightly("letta", pairs=1)
-    run = run_input(scenario, letta_target)
+    run = run_input(scenario, letta_target, fresh=True)
     await run_suite(skip_env.client, skip_worker, run)
     artifact = run_artifact(run.run_id)
     failures = {(f["invariant"], f["store"], f["reason"]) for f in artifact["failures"]}
@@ -70,28 +70,37 @@ async def test_a_deleted_agents_archival_passages_stay_in_letta_s_database(
     # Passages name no agent, and the passage search spans every agent: the partner's
     # passages it returns are neither a leak nor the deleted tenant's residue.
     assert by_invariant["I2"]["failed"] == 0 and by_invariant["I1"]["failed"] == 0
-    erasure_findings = {(f["tenant"], f["evidence"]["value"]) for f in artifact["failures"]
-                        if f["invariant"] == "I4" and f["evidence"]["value"] is not None}
+    erasure_findings = {
+        (f["tenant"], f["evidence"]["value"])
+        for f in artifact["failures"]
+        if f["invariant"] == "I4" and f["evidence"]["value"] is not None
+    }
     assert erasure_findings and erasure_findings <= erased_values(scenario)
     # Archival memory only adds: the superseded employer stays beside the new one.
     assert ("U1", "archival", "stale") in failures
     assert ("I4", "archival", "residue") in failures
     # The deleted agent's passages, read in Letta's own tables: an archive no agent links.
     deleted = [t["alias"] for t in artifact["tenants"] if t["role"] == "a"]
-    orphans = _sql(letta, "select a.name, p.text, p.is_deleted from archival_passages p "
-                          "join archives a on a.id = p.archive_id where not exists (select 1 "
-                          "from archives_agents l where l.archive_id = p.archive_id)")
+    orphans = _sql(
+        letta,
+        "select a.name, p.text, p.is_deleted from archival_passages p "
+        "join archives a on a.id = p.archive_id where not exists (select 1 "
+        "from archives_agents l where l.archive_id = p.archive_id)",
+    )
     names = {name for name, _, _ in orphans}
     assert names == {f"memlife-{alias}'s Archive" for alias in deleted}
     assert all(is_deleted == "f" for _, _, is_deleted in orphans)
-    residue = {f["evidence"]["value"] for f in artifact["failures"] if f["invariant"] == "I4"
-               and f["store"] == "archival" and f["stage"] == "after-3d"}
+    residue = {
+        f["evidence"]["value"]
+        for f in artifact["failures"]
+        if f["invariant"] == "I4" and f["store"] == "archival" and f["stage"] == "after-3d"
+    }
     assert any(value in text for value in residue for _, text, _ in orphans)
 
 
 async def test_a_joiners_agent_never_sees_the_space_it_joined(
-        letta: LettaStack, letta_target: Target, skip_env: WorkflowEnvironment,
-        skip_worker: str) -> None:
+    letta: LettaStack, letta_target: Target, skip_env: WorkflowEnvironment, skip_worker: str
+) -> None:
     """Letta 0.16.8 compiles an agent's core-memory blocks into its system message, and
     rebuilds that message when a block's value changes (BlockManager.update_block_async),
     not when a block is attached (AgentManager.attach_block_async), and the agent's steps do
@@ -100,23 +109,34 @@ async def test_a_joiners_agent_never_sees_the_space_it_joined(
     spaces = load_scenario(REPO / "scenarios" / "shared-spaces.yaml")
     assert spaces.generate is not None
     joined = next(i for i, step in enumerate(spaces.timeline) if step.label == "joined")
-    scenario = materialize(spaces.model_copy(update={
-        "timeline": spaces.timeline[:joined + 1],
-        "generate": spaces.generate.model_copy(update={"count": 1})}), "letta-joined")
-    run = run_input(scenario, letta_target)
+    scenario = materialize(
+        spaces.model_copy(
+            update={
+                "timeline": spaces.timeline[: joined + 1],
+                "generate": spaces.generate.model_copy(update={"count": 1}),
+            }
+        ),
+        "letta-joined",
+    )
+    run = run_input(scenario, letta_target, fresh=True)
     await run_suite(skip_env.client, skip_worker, run)
     artifact = run_artifact(run.run_id)
     assert artifact["inconclusive"] == []
-    missing = {(f["tenant"], f["stage"]) for f in artifact["failures"]
-               if f["invariant"] == "recall"}
-    creator, joiner = (next(t["alias"] for t in artifact["tenants"] if t["role"] == role)
-                       for role in ("a", "b"))
+    missing = {
+        (f["tenant"], f["stage"]) for f in artifact["failures"] if f["invariant"] == "recall"
+    }
+    creator, joiner = (
+        next(t["alias"] for t in artifact["tenants"] if t["role"] == role) for role in ("a", "b")
+    )
     assert missing == {(joiner, "joined")}
     assert not [f for f in artifact["failures"] if f["invariant"] not in ("recall", "L")]
     # In Letta's tables: both agents link the space's block; only the creator's system
     # message holds its value.
-    rows = _sql(letta, "select a.name, position(b.value in (m.content->0->>'text')) > 0 "
-                       "from blocks_agents l join agents a on a.id = l.agent_id join block b "
-                       "on b.id = l.block_id join messages m on m.id = (a.message_ids->>0) "
-                       f"where b.label like 'team-{run.run_id}%'")
+    rows = _sql(
+        letta,
+        "select a.name, position(b.value in (m.content->0->>'text')) > 0 "
+        "from blocks_agents l join agents a on a.id = l.agent_id join block b "
+        "on b.id = l.block_id join messages m on m.id = (a.message_ids->>0) "
+        f"where b.label like 'team-{run.run_id}%'",
+    )
     assert sorted(rows) == sorted([[f"memlife-{creator}", "t"], [f"memlife-{joiner}", "f"]])

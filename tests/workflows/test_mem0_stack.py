@@ -44,8 +44,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     saved = dict(os.environ)
     os.environ.update(probe_environment(data_dir))
     try:
-        with mem0_stack(data_dir) as stack, serve_in_thread(
-                create_app(stack.runtime)) as base_url:
+        with mem0_stack(data_dir) as stack, serve_in_thread(create_app(stack.runtime)) as base_url:
             yield Served(base_url, data_dir, stack)
     finally:
         os.environ.clear()
@@ -55,24 +54,32 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def _store_texts(served: Served) -> dict[str, list[str]]:
     """Every text each of Mem0's stores holds now, read past the target."""
     with sqlite3.connect(served.data_dir / HISTORY_DB) as history:
-        changes = [f"{old or ''} -> {new or ''}" for old, new in
-                   history.execute("SELECT old_memory, new_memory FROM history")]
+        changes = [
+            f"{old or ''} -> {new or ''}"
+            for old, new in history.execute("SELECT old_memory, new_memory FROM history")
+        ]
         messages = [str(row[0]) for row in history.execute("SELECT content FROM messages")]
     store = served.stack.runtime.memory.vector_store
     with store._lock:
         points, _ = store.inner.client.scroll(COLLECTION, limit=100_000, with_payload=True)
-    return {"history": changes, "messages": messages,
-            "memory": [str((p.payload or {}).get("data", "")) for p in points]}
+    return {
+        "history": changes,
+        "messages": messages,
+        "memory": [str((p.payload or {}).get("data", "")) for p in points],
+    }
 
 
 async def test_the_english_nightly_on_mem0_finds_what_its_stores_hold(
-        served: Served, skip_env: WorkflowEnvironment, skip_worker: str) -> None:
+    served: Served, skip_env: WorkflowEnvironment, skip_worker: str
+) -> None:
     target = load_target(TARGET_FILE).model_copy(update={"base_url": served.base_url})
     english = load_scenario(REPO / "scenarios" / "lifecycle-nightly-en.yaml")
     assert english.generate is not None
-    scenario = materialize(english.model_copy(update={
-        "generate": english.generate.model_copy(update={"count": 1})}), "mem0-en")
-    run = run_input(scenario, target)
+    scenario = materialize(
+        english.model_copy(update={"generate": english.generate.model_copy(update={"count": 1})}),
+        "mem0-en",
+    )
+    run = run_input(scenario, target, fresh=True)
     await run_suite(skip_env.client, skip_worker, run)
     artifact = run_artifact(run.run_id)
     by_invariant = artifact["summary"]["by_invariant"]
@@ -86,22 +93,33 @@ async def test_the_english_nightly_on_mem0_finds_what_its_stores_hold(
     # Mem0 2.x only adds: after "Now I work at X" both employers are memories, and a
     # search for the employer serves the old one too (U1, stale).
     held = _store_texts(served)
-    stale = {(f["tenant"], f["evidence"]["value"]) for f in artifact["failures"]
-             if f["invariant"] == "U1"}
+    stale = {
+        (f["tenant"], f["evidence"]["value"])
+        for f in artifact["failures"]
+        if f["invariant"] == "U1"
+    }
     assert stale
     pair = scenario.pairs[0]
-    old_values = {(t.alias, t.facts["employer"].value) for t in (pair.tenant("a"),
-                                                                  pair.tenant("b"))}
+    old_values = {
+        (t.alias, t.facts["employer"].value) for t in (pair.tenant("a"), pair.tenant("b"))
+    }
     assert stale <= old_values
     b = pair.tenant("b")  # b lives on: its old employer is still one of its memories
     assert holds(held["memory"], b.facts["employer"].value)
 
     # The erasure findings, store by store, are exactly what Mem0's stores hold.
     erased = erased_values(scenario)
-    found = {(f["tenant"], f["store"], f["evidence"]["value"]) for f in artifact["failures"]
-             if f["invariant"] == "I4" and f["store"] in held}
-    truth = {(alias, store, value) for alias, value in erased
-             for store, texts in held.items() if holds(texts, value)}
+    found = {
+        (f["tenant"], f["store"], f["evidence"]["value"])
+        for f in artifact["failures"]
+        if f["invariant"] == "I4" and f["store"] in held
+    }
+    truth = {
+        (alias, store, value)
+        for alias, value in erased
+        for store, texts in held.items()
+        if holds(texts, value)
+    }
     assert found == truth
     # Mem0's history keeps each deleted memory's text (DELETE rows), and its messages
     # table keeps what the deleted user said; delete_all and delete empty the vectors.
@@ -113,7 +131,8 @@ async def test_the_english_nightly_on_mem0_finds_what_its_stores_hold(
 
 
 def test_identical_concurrent_adds_leave_duplicates_and_forget_takes_every_copy(
-        served: Served) -> None:
+    served: Served,
+) -> None:
     """mem0ai/mem0 #6515: two identical adds at once both pass Mem0's md5 dedup (each
     searched before the other inserted), so the user has the memory twice; a forget that
     deleted one id would leave the copy. The mem0 target's forget deletes every memory
@@ -135,8 +154,10 @@ def test_identical_concurrent_adds_leave_duplicates_and_forget_takes_every_copy(
 
     store.search = searched_together
     try:
-        threads = [threading.Thread(target=runtime.converse,
-                                    args=("+15550006515", statement)) for _ in range(2)]
+        threads = [
+            threading.Thread(target=runtime.converse, args=("+15550006515", statement))
+            for _ in range(2)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

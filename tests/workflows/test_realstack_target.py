@@ -56,17 +56,24 @@ def realstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realstack]:
 
 def _store_texts(stack: Realstack) -> dict[str, list[str]]:
     """Every text each store holds now, read past the target with the stores' own clients."""
+
     def rows(db: str, query: str) -> list[str]:
         with sqlite3.connect(stack.data_dir / db) as connection:
-            return [bytes(r[0]).decode("utf-8", "replace") if isinstance(r[0], bytes)
-                    else str(r[0]) for r in connection.execute(query) if r[0] is not None]
+            return [
+                bytes(r[0]).decode("utf-8", "replace") if isinstance(r[0], bytes) else str(r[0])
+                for r in connection.execute(query)
+                if r[0] is not None
+            ]
 
     graph = stack.runtime.graph.ro_query("MATCH (f:Fact) RETURN f.evidence").result_set
     return {
-        "thread": rows(CHECKPOINTS_DB, "SELECT checkpoint FROM checkpoints UNION ALL "
-                                       "SELECT value FROM writes"),
-        "history": rows(HISTORY_DB, "SELECT coalesce(old_memory, '') || ' ' || "
-                                    "coalesce(new_memory, '') FROM history"),
+        "thread": rows(
+            CHECKPOINTS_DB, "SELECT checkpoint FROM checkpoints UNION ALL SELECT value FROM writes"
+        ),
+        "history": rows(
+            HISTORY_DB,
+            "SELECT coalesce(old_memory, '') || ' ' || coalesce(new_memory, '') FROM history",
+        ),
         "jobs": rows(APP_DB, "SELECT input || ' ' || output FROM jobs"),
         "graph": [str(row[0]) for row in graph],
         "memory": [str(r["content"]) for r in stack.runtime.memory_records()],
@@ -74,10 +81,11 @@ def _store_texts(stack: Realstack) -> dict[str, list[str]]:
 
 
 async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
-        realstack: Realstack, skip_env: WorkflowEnvironment, skip_worker: str) -> None:
+    realstack: Realstack, skip_env: WorkflowEnvironment, skip_worker: str
+) -> None:
     target = load_target(TARGET_FILE).model_copy(update={"base_url": realstack.base_url})
     scenario = small_nightly("realstack", pairs=1)
-    run = run_input(scenario, target)
+    run = run_input(scenario, target, fresh=True)
     await run_suite(skip_env.client, skip_worker, run)
     artifact = run_artifact(run.run_id)
     by_invariant = artifact["summary"]["by_invariant"]
@@ -94,10 +102,17 @@ async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
     held = _store_texts(realstack)
     erased = erased_values(scenario)
     assert erased
-    found = {(f["tenant"], f["store"], f["evidence"]["value"]) for f in artifact["failures"]
-             if f["invariant"] == "I4" and f["store"] in held}
-    truth = {(alias, store, value) for alias, value in erased
-             for store, texts in held.items() if holds(texts, value)}
+    found = {
+        (f["tenant"], f["store"], f["evidence"]["value"])
+        for f in artifact["failures"]
+        if f["invariant"] == "I4" and f["store"] in held
+    }
+    truth = {
+        (alias, store, value)
+        for alias, value in erased
+        for store, texts in held.items()
+        if holds(texts, value)
+    }
     assert found == truth
     stores_with_residue = {store for _, store, _ in truth}
     # Mem0 writes each deleted memory's text into its history (DELETE rows): residue there.
@@ -114,16 +129,24 @@ async def test_the_nightly_on_the_real_stack_finds_what_its_databases_hold(
     assert {(f["tenant"], f["evidence"]["value"]) for f in physical} <= erased
 
 
-def test_serving_on_a_busy_port_is_one_clear_error_before_anything_loads(
-        tmp_path: Path) -> None:
+def test_serving_on_a_busy_port_is_one_clear_error_before_anything_loads(tmp_path: Path) -> None:
     from tests.e2e.test_memlife_run import memlife
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = memlife("target", "serve", "realstack", "--port", str(port), "--data-dir",
-                         str(tmp_path / "data"), cwd=tmp_path, timeout=60)
+        result = memlife(
+            "target",
+            "serve",
+            "realstack",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "data"),
+            cwd=tmp_path,
+            timeout=60,
+        )
     assert result.returncode == 2
     assert f"--port: cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -131,13 +154,21 @@ def test_serving_on_a_busy_port_is_one_clear_error_before_anything_loads(
 
 
 async def test_the_real_stack_answers_the_english_nightly(
-        realstack: Realstack, skip_env: WorkflowEnvironment, skip_worker: str) -> None:
+    realstack: Realstack, skip_env: WorkflowEnvironment, skip_worker: str
+) -> None:
     target = load_target(TARGET_FILE).model_copy(update={"base_url": realstack.base_url})
     english = load_scenario(REPO / "scenarios" / "lifecycle-nightly-en.yaml")
     assert english.generate is not None
-    run = run_input(materialize(english.model_copy(update={
-        "generate": english.generate.model_copy(update={"count": 1})}), "realstack-en"),
-        target)
+    run = run_input(
+        materialize(
+            english.model_copy(
+                update={"generate": english.generate.model_copy(update={"count": 1})}
+            ),
+            "realstack-en",
+        ),
+        target,
+        fresh=True,
+    )
     await run_suite(skip_env.client, skip_worker, run)
     artifact = run_artifact(run.run_id)
     by_invariant = artifact["summary"]["by_invariant"]
