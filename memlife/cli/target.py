@@ -151,6 +151,9 @@ def add_parsers(commands: Any) -> None:
     )
     check.add_argument("file", metavar="FILE", help="the target file")
     check.set_defaults(handler=cmd_target_check, temporal=False)
+    from memlife.cli.target_init import add_parser as add_init_parser
+
+    add_init_parser(target_commands, cmd_target_check)
 
 
 def cmd_target_serve(args: argparse.Namespace) -> int:
