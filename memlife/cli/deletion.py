@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,9 @@ from memlife.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     add_command,
-    duration_option,
     err,
-    search_attributes_ready,
 )
-from memlife.cli.display import wait_showing
-from memlife.errors import InputError, Problem, collect
+from memlife.errors import InputError, Problem
 from memlife.stack.commands import command, temporal_command
 
 
@@ -135,72 +131,14 @@ def add_parsers(commands: Any) -> None:
     receipt.set_defaults(handler=cmd_receipt)
 
 
-def deletion_check_input(args: argparse.Namespace) -> Any:
-    """The workflow input from the command line, validated (raises InputError)."""
-    from memlife.rules.erasure import DeletionCheckInput
-    from memlife.rules.target import load_target
-
-    problems: list[Problem] = []
-    target = collect(problems, load_target, args.target)
-    deadline = duration_option(args.deadline, "--deadline", problems)
-    poll = duration_option(args.poll, "--poll", problems)
-    if not args.tenant.strip():
-        problems.append(Problem("command line", "--tenant", "must not be empty"))
-    if args.ask and not args.phone:
-        problems.append(
-            Problem("command line", "--ask", "asking the tenant's channel needs its --phone")
-        )
-    if target is not None:
-        if args.ask and target.operations.ask is None and not args.ask_through_say:
-            problems.append(
-                Problem(
-                    args.target,
-                    "operations.ask",
-                    "--ask needs an ask "
-                    "operation: without one a question goes through say, "
-                    "which writes it to the tenant being checked; describe "
-                    "ask (e.g. the service's search), or add --ask-through-say"
-                    " to accept the writes",
-                )
-            )
-        if args.request and target.operations.delete_tenant is None:
-            problems.append(
-                Problem(
-                    args.target,
-                    "operations.delete_tenant",
-                    "--request needs a delete_tenant operation in the target file",
-                )
-            )
-        if not any(store.probe for store in target.stores) and not args.ask:
-            problems.append(
-                Problem(
-                    args.target,
-                    "stores",
-                    "no store has a probe and no "
-                    "--ask question was given: there is nothing to check",
-                )
-            )
-    if problems:
-        raise InputError(problems)
-    check_id = args.id or (datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(3).hex())
-    return DeletionCheckInput(
-        check_id=check_id,
-        target=target,
-        user_id=args.tenant.strip(),
-        phone=args.phone,
-        values=args.value,
-        questions=args.ask,
-        ask_through_say=args.ask_through_say,
-        request=args.request,
-        deadline=deadline,
-        poll=poll,
-    )
-
-
 def cmd_check_deletion(args: argparse.Namespace) -> int:
     from memlife import DEFAULT_TASK_QUEUE
-    from memlife.stack.connection import connect_to_stack
-    from memlife.workflows.deletion_check import DeletionCheckWorkflow
+    from memlife.api.deletion import (
+        deletion_check_input,
+        deletion_check_workflow_id,
+        start_deletion_check,
+    )
+    from memlife.cli.runner import CommandLineOutput
 
     signing_key = _signing_key(args, "a receipt, with --wait --out FILE --format json")
     if args.sign and not args.wait:
@@ -208,7 +146,7 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
             [Problem("command line", "--sign", "signs the receipt of a finished check: add --wait")]
         )
     check = deletion_check_input(args)
-    workflow_id = f"memlife/deletion-check/{check.check_id}"
+    workflow_id = deletion_check_workflow_id(check.check_id)
     if args.print_input:
         from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -223,24 +161,15 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     async def start() -> Any:
-        client, _ = await connect_to_stack()
-        ready = await search_attributes_ready(client)
-        handle = await client.start_workflow(
-            DeletionCheckWorkflow.run,
-            check.model_copy(update={"search_attributes": ready}),
-            id=workflow_id,
-            task_queue=args.task_queue or DEFAULT_TASK_QUEUE,
-            static_summary=f"deletion check of {check.user_id} on {check.target.name}",
-            search_attributes=None if not ready else _check_attributes(check),
+        receipt = await start_deletion_check(
+            check, args.task_queue or DEFAULT_TASK_QUEUE, CommandLineOutput(), wait=args.wait
         )
-        print(f"deletion check {check.check_id} started ({workflow_id})", flush=True)
         if not args.wait:
             print(
                 f"  follow it: {command()} status {check.check_id}\n"
                 f"  its receipt: {command()} receipt {check.check_id} [--out FILE]"
             )
-            return None
-        return await _await_receipt(handle)
+        return receipt
 
     receipt = asyncio.run(start())
     if receipt is None:
@@ -248,37 +177,11 @@ def cmd_check_deletion(args: argparse.Namespace) -> int:
     return _emit_receipt(receipt, args.out, args.format, signing_key)
 
 
-def _check_attributes(check: Any) -> Any:
-    from temporalio.common import SearchAttributePair, TypedSearchAttributes
-
-    from memlife.workflows import attributes
-
-    return TypedSearchAttributes(
-        [
-            SearchAttributePair(attributes.TARGET, check.target.name),
-            SearchAttributePair(attributes.PHASE, "deletion-check"),
-            SearchAttributePair(attributes.VERDICT, attributes.RUNNING),
-        ]
-    )
-
-
 async def _await_receipt(handle: Any) -> Any:
-    async def describe() -> str:
-        progress = await handle.query("progress")
-        stores = " · ".join(f"{k} {v}" for k, v in progress["stores"].items())
-        return f"round {progress['rounds']}: {stores}" + (
-            f" · next round {progress['wake_at']}" if progress.get("wake_at") else ""
-        )
+    from memlife.api.deletion import await_receipt
+    from memlife.cli.runner import CommandLineOutput
 
-    from memlife.rules.erasure import ErasureReceipt
-    from memlife.stack.connection import verdict_result
-
-    return await wait_showing(
-        handle,
-        describe,
-        "deletion check: waiting for a worker…",
-        lambda h: verdict_result(h, ErasureReceipt),
-    )
+    return await await_receipt(handle, CommandLineOutput())
 
 
 def _signing_key(args: argparse.Namespace, needs: str) -> bytes | None:

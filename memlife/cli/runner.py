@@ -1,158 +1,63 @@
-"""Driving a RunPlan (what cli/run.py read from the command line): connect to Temporal (a
-configured cluster, the running `memlife dev` stack, or an embedded server), start one
-SuiteWorkflow per configuration and repetition, wait with live progress, then summarize
-from the recorder."""
+"""`memlife run`'s side of a run: the plan goes to the engine (memlife/api/engine.py), which
+starts and awaits it with this command's output (lines on stdout and stderr, a live
+status line); then the summary, the artifact --out asks for, and the exit code."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import os
-import secrets
-import shlex
-import subprocess
-import sys
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from memlife import __version__
+from memlife.api.engine import Output, start_and_await
+from memlife.api.plan import RunPlan
 from memlife.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, STATE_DIR, err
 
 
-@dataclass
-class Configuration:
-    """One system under test in a run: a target file, or the bundled reference target in
-    one retrieval mode. Several make an experiment (docs/experiments.md): same tenants and
-    values for each."""
+class CommandLineOutput(Output):
+    """The run's lines on stdout, remarks on stderr, and a live status line while it runs
+    (cli/display.py: only on a terminal)."""
 
-    label: str
-    target: Any = None  # a Target; None: the bundled reference target
-    retrieval: str = "combined"
-    file: str = "reference"
-    faults: list[str] | None = None  # None: the command line's --fault
+    def say(self, line: str) -> None:
+        print(line, flush=True)
 
+    def note(self, line: str) -> None:
+        err(line)
 
-@dataclass
-class RunPlan:
-    """Everything `memlife run` was asked, checked."""
+    async def wait(
+        self,
+        handle: Any,
+        describe: Callable[[], Awaitable[str]],
+        waiting: str,
+        result_of: Callable[[Any], Awaitable[Any]],
+    ) -> Any:
+        from memlife.cli.display import wait_showing
 
-    scenario: Any  # as written (generated pairs not drawn yet)
-    scenario_file: str
-    configurations: list[Configuration]
-    clock: Any
-    repeat: int
-    faults: list[str] = field(default_factory=list)
-    seed: str | None = None
-    out: str | None = None
-    enforce: bool = False
-    review_queue: str | None = None
-    paraphrases: bool = False
-    cohort: str = "auto"
-    max_active_pairs: int = 0
-    task_queue: str | None = None
-    worker: bool = True
-    # Target requests from a worker process this command starts (--target-worker), or
-    # through a task queue standalone workers serve (--target-queue).
-    target_worker: bool = False
-    target_queue: str | None = None
-    # How long standalone workers get to poll the queues this command's own do not serve.
-    worker_wait: timedelta = timedelta(seconds=30)
-    # The private key (PEM) `--sign` names, read here and never sent anywhere else.
-    signing_key: bytes | None = field(default=None, repr=False)
+        return await wait_showing(handle, describe, waiting, result_of)
 
+    async def wait_all(self, results: list[Awaitable[Any]]) -> list[Any]:
+        from rich.console import Console
 
-@dataclass
-class Session:
-    """Where the runs of one command go."""
-
-    client: Any
-    address: str
-    web_ui: str | None
-    task_queue: str
-    search_attributes: bool
-    experiment: str | None
-    target_queue: str | None = None
-
-
-@dataclass
-class StartedRun:
-    run_id: str
-    configuration: str
-    repetition: int
-    handle: Any
-    link: str | None
-
-
-def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+        console = Console(stderr=True)
+        pending = [asyncio.ensure_future(result) for result in results]
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with console.status("starting…") as status:
+            while not all(future.done() for future in pending):
+                await asyncio.wait(pending, timeout=2.0)
+                done = sum(1 for future in pending if future.done())
+                status.update(f"{done}/{len(pending)} run(s) done · {loop.time() - started:.0f}s")
+        return [future.result() for future in pending]
 
 
 async def execute(plan: RunPlan) -> int:
-    from memlife import DEFAULT_TASK_QUEUE, recorder
+    from memlife import recorder
     from memlife.cli import render
-    from memlife.stack import embedded
     from memlife.stack.commands import command
-    from memlife.stack.connection import configured_connection, connect
 
-    experiment = new_run_id() if len(plan.configurations) > 1 or plan.repeat > 1 else None
-    clock = plan.clock
-    started: list[StartedRun] = []
-    embedded_ui = False  # a Web UI that stops with this command
-    async with AsyncExitStack() as stack:
-        connection = configured_connection()
-        dev_stack = (
-            None if connection is not None or clock.mode == "skip" else (await _running_dev_stack())
-        )
-        if connection is not None:
-            client = await connect(connection)
-            address, web_ui = connection["target_host"], os.environ.get("MEMLIFE_WEB_UI")
-        elif dev_stack is not None:
-            client, address, web_ui = dev_stack
-            err(f"using the local stack from `{command()} dev` at {address}")
-        else:
-            temporal = await stack.enter_async_context(
-                embedded.embedded_temporal(STATE_DIR, skip_time=clock.mode == "skip")
-            )
-            client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
-            embedded_ui = web_ui is not None
-        task_queue = plan.task_queue or DEFAULT_TASK_QUEUE
-        target_queue = plan.target_queue
-        if plan.target_worker:
-            target_queue = await _start_target_worker(
-                stack, task_queue, None if connection is not None else address
-            )
-        if plan.worker:
-            await stack.enter_async_context(embedded.running_worker(client, task_queue))
-        await _check_served(client, address, plan, task_queue)
-        # The time-skipping server has no custom search attributes.
-        session = Session(
-            client,
-            address,
-            web_ui,
-            task_queue,
-            clock.mode != "skip" and await _search_attributes(client),
-            experiment,
-            target_queue,
-        )
-        if experiment:
-            print(
-                f"memlife {__version__} · experiment {experiment} · scenario "
-                f"{plan.scenario.name} · {len(plan.configurations)} configuration(s) × "
-                f"{plan.repeat} repetition(s) · clock {clock.describe()}",
-                flush=True,
-            )
-        for repetition in range(1, plan.repeat + 1):
-            for configuration in plan.configurations:
-                started.append(await _start(plan, session, stack, configuration, repetition))
-                if clock.mode == "skip":
-                    # One skipped clock for the whole server: runs take turns.
-                    await _await_runs(client, started[-1:])
-        if clock.mode != "skip":
-            await _await_runs(client, started)
+    outcome = await start_and_await(plan, CommandLineOutput())
+    started, experiment, embedded_ui = outcome.runs, outcome.experiment, outcome.embedded_ui
 
     # The summary needs the digest alone, an experiment's comparison the digests and the
     # probes' figures the database pools (recorder.report_experiment), and what --out
@@ -211,265 +116,3 @@ async def execute(plan: RunPlan) -> int:
     if plan.enforce and not all(a.summary.passed for a in artifacts):
         return EXIT_FAILED
     return EXIT_OK
-
-
-async def _check_served(client: Any, address: str, plan: RunPlan, task_queue: str) -> None:
-    """Refuse, before any run starts, work that standalone workers must do and none polls
-    for (memlife/stack/queues.py): the run would wait at its first step, unseen."""
-    from memlife.errors import MemlifeError, Problem
-    from memlife.stack.commands import command
-    from memlife.stack.queues import Need, unserved
-
-    remedies: dict[str, str] = {}
-    if not plan.worker:
-        remedies[task_queue] = (
-            f"start `{command()} worker --task-queue {task_queue}` with "
-            "this command's MEMLIFE_DB_URL, or run without --no-worker"
-        )
-    if plan.target_queue is not None:
-        remedies[plan.target_queue] = (
-            f"start `{command()} worker --serve activities --task-queue "
-            f"{plan.target_queue}` with this command's MEMLIFE_DB_URL, or use "
-            "--target-worker instead of --target-queue"
-        )
-    needs = [Need(task_queue, "workflow")] if not plan.worker else []
-    needs += [Need(queue, "activity") for queue in remedies]
-    if not needs:
-        return
-    wait = plan.worker_wait.total_seconds()
-    missing = await unserved(client, needs, within=wait, say=err)
-    if missing:
-        need = missing[0]
-        raise MemlifeError(
-            str(
-                Problem(
-                    f"Temporal at {address}",
-                    f"task queue {need.queue}",
-                    f"no worker polls it for {need.kind} tasks (waited {wait:g} s); "
-                    f"{remedies[need.queue]}; no run was started",
-                )
-            )
-        )
-
-
-async def _start_target_worker(stack: AsyncExitStack, task_queue: str, address: str | None) -> str:
-    """A worker process of their own for the run's target requests, polling before the
-    run starts and stopped when this command ends: its task queue."""
-    from memlife import recorder
-    from memlife.stack.worker_process import target_task_queue, worker_process
-
-    queue = target_task_queue(task_queue)
-    child = await stack.enter_async_context(
-        worker_process(queue, STATE_DIR, db_url=recorder.database_url(), address=address, say=err)
-    )
-    err(
-        f"target requests: from worker pid {child.pid} on task queue {queue} "
-        f"(its log: {child.log_path})"
-    )
-    return queue
-
-
-async def _start(
-    plan: RunPlan,
-    session: Session,
-    stack: AsyncExitStack,
-    configuration: Configuration,
-    repetition: int,
-) -> StartedRun:
-    """One run of one configuration: its tenants, its target, its workflow."""
-    from memlife.bundled.reference.target_file import reference_target
-    from memlife.contracts import FRESH_TARGET_KIND, RunInput, RunMeta, suite_workflow_id
-    from memlife.rules.durations import format_duration
-    from memlife.rules.sizing import cohort_size
-    from memlife.stack import embedded
-    from memlife.workflows import attributes
-    from memlife.workflows.suite import SuiteWorkflow
-
-    run_id = new_run_id()
-    # Every configuration of a repetition gets the same tenants and values; every
-    # repetition fresh ones.
-    base_seed = plan.seed or session.experiment or ""
-    seed = (f"{base_seed}-r{repetition}" if plan.repeat > 1 else base_seed) or run_id
-    target, identity = configuration.target, {}
-    # The scenario as written: the run's first activity draws its pairs from the seed and
-    # claims their values against a shared target (activities/record.py: prepare_run).
-    scenario = plan.scenario
-    pairs = scenario.pair_count()
-    cohort = (
-        cohort_size(pairs, scenario.acting_steps()) if plan.cohort == "auto" else int(plan.cohort)
-    )
-    if target is None:
-        # A fresh database per run: needle searches see this run's data only.
-        faults = plan.faults if configuration.faults is None else configuration.faults
-        process = stack.enter_context(
-            embedded.reference_target(
-                STATE_DIR,
-                faults,
-                db_path=STATE_DIR / "reference" / f"{run_id}.db",
-                retrieval=configuration.retrieval,
-            )
-        )
-        target = reference_target(process.base_url)
-        identity = {
-            "kind": FRESH_TARGET_KIND,
-            "faults": ",".join(faults) or "none",
-            "retrieval": configuration.retrieval,
-        }
-    clock = plan.clock
-    settle = next((step.duration for step in scenario.timeline if step.step == "wait"), None)
-    experiment = session.experiment
-    meta = RunMeta(
-        memlife_version=__version__,
-        git_revision=_git_revision(),
-        command=shlex.join(["memlife", *sys.argv[1:]]),
-        scenario_file=plan.scenario_file,
-        scenario_name=scenario.name,
-        scenario_sha256=hashlib.sha256(Path(plan.scenario_file).read_bytes()).hexdigest(),
-        target_name=target.name,
-        target_base_url=target.base_url,
-        target_identity=identity,
-        settle=format_duration(settle) if settle else None,
-        clock=clock.describe(),
-        temporal_address=session.address,
-        web_ui=session.web_ui,
-        # What the run's values are drawn from: generated ones, and listed ones marked for a
-        # target other runs share (rules/pairs.py: vary_listed).
-        canary_seed=seed if scenario.generate is not None or not identity else None,
-        experiment=experiment,
-        configuration=configuration.label if experiment else None,
-        repetition=repetition if experiment else None,
-        namespace=session.client.namespace,
-        cohort_size=cohort,
-    )
-    workflow_id = suite_workflow_id(scenario.name, run_id)
-    link = (
-        f"{session.web_ui}/namespaces/{session.client.namespace}/workflows/"
-        f"{quote(workflow_id, safe='')}"
-        if session.web_ui
-        else None
-    )
-    where = f" · {configuration.label} #{repetition}" if experiment else ""
-    twins = pairs - (scenario.generate.count if scenario.generate else pairs)
-    twinned = f", {twins} of them control twins for N1" if twins else ""
-    print(
-        f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
-        f"({pairs} pair(s){twinned}) · target {target.name} at {target.base_url} "
-        f"· clock {clock.describe()}{where}",
-        flush=True,
-    )
-    handle = await session.client.start_workflow(
-        SuiteWorkflow.run,
-        RunInput(
-            run_id=run_id,
-            scenario=scenario,
-            target=target,
-            clock=clock,
-            meta=meta,
-            search_attributes=session.search_attributes,
-            review_queue=plan.review_queue,
-            paraphrases=plan.paraphrases,
-            cohort_size=cohort,
-            seed=seed,
-            max_active_pairs=plan.max_active_pairs,
-            target_task_queue=session.target_queue,
-        ),
-        id=workflow_id,
-        task_queue=session.task_queue,
-        static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
-        search_attributes=attributes.start_attributes(
-            scenario=scenario.name, target=target.name, run=run_id
-        )
-        if session.search_attributes
-        else None,
-    )
-    return StartedRun(run_id, configuration.label, repetition, handle, link)
-
-
-def _git_revision() -> str | None:
-    source = Path(__file__).resolve().parent.parent.parent
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(source), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if result.returncode != 0:
-        return None
-    dirty = subprocess.run(
-        ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True,
-        text=True,
-        timeout=5,
-        check=False,
-    ).stdout.strip()
-    return result.stdout.strip() + ("-dirty" if dirty else "")
-
-
-async def _search_attributes(client: Any) -> bool:
-    from memlife.cli.common import search_attributes_ready
-
-    return await search_attributes_ready(client)
-
-
-async def _await_runs(client: Any, runs: list[StartedRun]) -> list[Any]:
-    from memlife.stack.connection import suite_result
-
-    if len(runs) == 1:
-        run = runs[0]
-        scenario = run.handle.id.split("/")[1]
-        return [await _await_with_progress(client, run.handle, scenario, run.run_id)]
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    pending = {asyncio.ensure_future(suite_result(run.handle)): run for run in runs}
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    with console.status("starting…") as status:
-        while not all(future.done() for future in pending):
-            await asyncio.wait(list(pending), timeout=2.0)
-            done = sum(1 for future in pending if future.done())
-            status.update(f"{done}/{len(runs)} run(s) done · {loop.time() - started:.0f}s")
-    return [future.result() for future in pending]
-
-
-async def _await_with_progress(client: Any, handle: Any, scenario: str, run_id: str) -> Any:
-    from memlife.cli.display import wait_showing
-    from memlife.stack.connection import suite_result
-    from memlife.stack.progress import describe_run_progress, pair_progress
-
-    async def describe() -> str:
-        progress = await handle.query("progress")
-        pairs = await pair_progress(
-            client, scenario, run_id, progress["pairs"], progress.get("cohort_size", 0)
-        )
-        return describe_run_progress(progress, pairs, datetime.now(UTC))
-
-    return await wait_showing(handle, describe, "waiting for the worker…", suite_result)
-
-
-async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
-    """The `memlife dev` stack of this directory, when it is up: runs then show in its Web
-    UI and its recorder, beside the scheduled ones."""
-    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
-    from temporalio.client import Client
-
-    from memlife.stack.codec import DATA_CONVERTER
-    from memlife.stack.connection import mark_client_used
-    from memlife.stack.devstack import read_stack
-
-    info = read_stack(STATE_DIR)
-    if info is None:
-        return None
-    mark_client_used()
-    try:
-        client = await asyncio.wait_for(
-            Client.connect(info.temporal_address, data_converter=DATA_CONVERTER), timeout=3
-        )
-        await client.workflow_service.get_system_info(GetSystemInfoRequest())
-    except Exception:  # a stale file from a stack that was killed: run embedded instead
-        return None
-    return client, info.temporal_address, info.web_ui

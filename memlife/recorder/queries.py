@@ -267,7 +267,7 @@ def stage_labels(connection: Connection, run_id: str) -> dict[tuple[int, int], s
     }
 
 
-def run_digest(run_id: str, url: str | None = None) -> dict[str, Any] | None:
+def run_digest(run_id: str, url: str | None = None) -> Artifact | None:
     """The run's digest (`ArtifactBuilder.digest`), computed streaming."""
     built = run_builder(run_id, url)
     if built is None:

@@ -1,0 +1,420 @@
+"""Running a plan (api/plan.py): connect to Temporal (a configured cluster, the running
+`memlife dev` stack, or an embedded server), start one SuiteWorkflow per configuration
+and repetition, wait for them, and read what they found from the recorder. What a
+person sees along the way goes through an `Output` (the command line prints it; Python
+callers get nothing unless they ask)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shlex
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from memlife import __version__
+from memlife.api.plan import Configuration, RunPlan
+from memlife.stack import STATE_DIR
+
+
+class Output:
+    """What a run tells a person. The default tells nothing and waits silently; the
+    command line's (cli/runner.py) prints and shows a live status line."""
+
+    def say(self, line: str) -> None:
+        """A line of the run's story (stdout on the command line)."""
+
+    def note(self, line: str) -> None:
+        """A remark beside it (stderr on the command line)."""
+
+    async def wait(
+        self,
+        handle: Any,
+        describe: Callable[[], Awaitable[str]],
+        waiting: str,
+        result_of: Callable[[Any], Awaitable[Any]],
+    ) -> Any:
+        """The workflow's result; the command line shows `describe()` meanwhile."""
+        return await result_of(handle)
+
+    async def wait_all(self, results: list[Awaitable[Any]]) -> list[Any]:
+        """Every run's result; the command line shows how many are done meanwhile."""
+        return list(await asyncio.gather(*results))
+
+
+@dataclass
+class Session:
+    """Where the runs of one command go."""
+
+    client: Any
+    address: str
+    web_ui: str | None
+    task_queue: str
+    search_attributes: bool
+    experiment: str | None
+    target_queue: str | None = None
+
+
+@dataclass
+class StartedRun:
+    run_id: str
+    configuration: str
+    repetition: int
+    handle: Any
+    link: str | None
+
+
+@dataclass
+class Started:
+    """The runs one plan started, and where: the recorder has what they found."""
+
+    runs: list[StartedRun] = field(default_factory=list)
+    experiment: str | None = None
+    embedded_ui: bool = False  # the Web UI stopped with the runs
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+async def start_and_await(plan: RunPlan, output: Output) -> Started:
+    """Start every run of the plan and wait for all of them."""
+    from memlife import DEFAULT_TASK_QUEUE
+    from memlife.stack import embedded
+    from memlife.stack.commands import command
+    from memlife.stack.connection import configured_connection, connect
+
+    experiment = new_run_id() if len(plan.configurations) > 1 or plan.repeat > 1 else None
+    clock = plan.clock
+    started = Started(experiment=experiment)
+    async with AsyncExitStack() as stack:
+        connection = configured_connection()
+        dev_stack = (
+            None if connection is not None or clock.mode == "skip" else (await _running_dev_stack())
+        )
+        if connection is not None:
+            client = await connect(connection)
+            address, web_ui = connection["target_host"], os.environ.get("MEMLIFE_WEB_UI")
+        elif dev_stack is not None:
+            client, address, web_ui = dev_stack
+            output.note(f"using the local stack from `{command()} dev` at {address}")
+        else:
+            temporal = await stack.enter_async_context(
+                embedded.embedded_temporal(STATE_DIR, skip_time=clock.mode == "skip")
+            )
+            client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
+            started.embedded_ui = web_ui is not None
+        task_queue = plan.task_queue or DEFAULT_TASK_QUEUE
+        target_queue = plan.target_queue
+        if plan.target_worker:
+            target_queue = await _start_target_worker(
+                stack, task_queue, None if connection is not None else address, output
+            )
+        if plan.worker:
+            await stack.enter_async_context(embedded.running_worker(client, task_queue))
+        await _check_served(client, address, plan, task_queue, output)
+        # The time-skipping server has no custom search attributes.
+        session = Session(
+            client,
+            address,
+            web_ui,
+            task_queue,
+            clock.mode != "skip" and await search_attributes_ready(client, output),
+            experiment,
+            target_queue,
+        )
+        if experiment:
+            output.say(
+                f"memlife {__version__} · experiment {experiment} · scenario "
+                f"{plan.scenario.name} · {len(plan.configurations)} configuration(s) × "
+                f"{plan.repeat} repetition(s) · clock {clock.describe()}"
+            )
+        for repetition in range(1, plan.repeat + 1):
+            for configuration in plan.configurations:
+                started.runs.append(
+                    await _start(plan, session, stack, configuration, repetition, output)
+                )
+                if clock.mode == "skip":
+                    # One skipped clock for the whole server: runs take turns.
+                    await _await_runs(client, started.runs[-1:], output)
+        if clock.mode != "skip":
+            await _await_runs(client, started.runs, output)
+    return started
+
+
+async def _check_served(
+    client: Any, address: str, plan: RunPlan, task_queue: str, output: Output
+) -> None:
+    """Refuse, before any run starts, work that standalone workers must do and none polls
+    for (memlife/stack/queues.py): the run would wait at its first step, unseen."""
+    from memlife.errors import MemlifeError, Problem
+    from memlife.stack.commands import command
+    from memlife.stack.queues import Need, unserved
+
+    remedies: dict[str, str] = {}
+    if not plan.worker:
+        remedies[task_queue] = (
+            f"start `{command()} worker --task-queue {task_queue}` with "
+            "this command's MEMLIFE_DB_URL, or run without --no-worker"
+        )
+    if plan.target_queue is not None:
+        remedies[plan.target_queue] = (
+            f"start `{command()} worker --serve activities --task-queue "
+            f"{plan.target_queue}` with this command's MEMLIFE_DB_URL, or use "
+            "--target-worker instead of --target-queue"
+        )
+    needs = [Need(task_queue, "workflow")] if not plan.worker else []
+    needs += [Need(queue, "activity") for queue in remedies]
+    if not needs:
+        return
+    wait = plan.worker_wait.total_seconds()
+    missing = await unserved(client, needs, within=wait, say=output.note)
+    if missing:
+        need = missing[0]
+        raise MemlifeError(
+            str(
+                Problem(
+                    f"Temporal at {address}",
+                    f"task queue {need.queue}",
+                    f"no worker polls it for {need.kind} tasks (waited {wait:g} s); "
+                    f"{remedies[need.queue]}; no run was started",
+                )
+            )
+        )
+
+
+async def _start_target_worker(
+    stack: AsyncExitStack, task_queue: str, address: str | None, output: Output
+) -> str:
+    """A worker process of their own for the run's target requests, polling before the
+    run starts and stopped when this command ends: its task queue."""
+    from memlife import recorder
+    from memlife.stack.worker_process import target_task_queue, worker_process
+
+    queue = target_task_queue(task_queue)
+    child = await stack.enter_async_context(
+        worker_process(
+            queue, STATE_DIR, db_url=recorder.database_url(), address=address, say=output.note
+        )
+    )
+    output.note(
+        f"target requests: from worker pid {child.pid} on task queue {queue} "
+        f"(its log: {child.log_path})"
+    )
+    return queue
+
+
+async def _start(
+    plan: RunPlan,
+    session: Session,
+    stack: AsyncExitStack,
+    configuration: Configuration,
+    repetition: int,
+    output: Output,
+) -> StartedRun:
+    """One run of one configuration: its tenants, its target, its workflow."""
+    from memlife.bundled.reference.target_file import reference_target
+    from memlife.contracts import FRESH_TARGET_KIND, RunInput, RunMeta, suite_workflow_id
+    from memlife.rules.durations import format_duration
+    from memlife.rules.sizing import cohort_size
+    from memlife.stack import embedded
+    from memlife.workflows import attributes
+    from memlife.workflows.suite import SuiteWorkflow
+
+    run_id = new_run_id()
+    # Every configuration of a repetition gets the same tenants and values; every
+    # repetition fresh ones.
+    base_seed = plan.seed or session.experiment or ""
+    seed = (f"{base_seed}-r{repetition}" if plan.repeat > 1 else base_seed) or run_id
+    target, identity = configuration.target, {}
+    # The scenario as written: the run's first activity draws its pairs from the seed and
+    # claims their values against a shared target (activities/record.py: prepare_run).
+    scenario = plan.scenario
+    pairs = scenario.pair_count()
+    cohort = (
+        cohort_size(pairs, scenario.acting_steps()) if plan.cohort == "auto" else int(plan.cohort)
+    )
+    if target is None:
+        # A fresh database per run: needle searches see this run's data only.
+        faults = plan.faults if configuration.faults is None else configuration.faults
+        process = stack.enter_context(
+            embedded.reference_target(
+                STATE_DIR,
+                faults,
+                db_path=STATE_DIR / "reference" / f"{run_id}.db",
+                retrieval=configuration.retrieval,
+            )
+        )
+        target = reference_target(process.base_url)
+        identity = {
+            "kind": FRESH_TARGET_KIND,
+            "faults": ",".join(faults) or "none",
+            "retrieval": configuration.retrieval,
+        }
+    clock = plan.clock
+    settle = next((step.duration for step in scenario.timeline if step.step == "wait"), None)
+    experiment = session.experiment
+    meta = RunMeta(
+        memlife_version=__version__,
+        git_revision=_git_revision(),
+        command=shlex.join(["memlife", *sys.argv[1:]]),
+        scenario_file=plan.scenario_file,
+        scenario_name=scenario.name,
+        scenario_sha256=plan.scenario_sha256,
+        target_name=target.name,
+        target_base_url=target.base_url,
+        target_identity=identity,
+        settle=format_duration(settle) if settle else None,
+        clock=clock.describe(),
+        temporal_address=session.address,
+        web_ui=session.web_ui,
+        # What the run's values are drawn from: generated ones, and listed ones marked for a
+        # target other runs share (rules/pairs.py: vary_listed).
+        canary_seed=seed if scenario.generate is not None or not identity else None,
+        experiment=experiment,
+        configuration=configuration.label if experiment else None,
+        repetition=repetition if experiment else None,
+        namespace=session.client.namespace,
+        cohort_size=cohort,
+    )
+    workflow_id = suite_workflow_id(scenario.name, run_id)
+    link = (
+        f"{session.web_ui}/namespaces/{session.client.namespace}/workflows/"
+        f"{quote(workflow_id, safe='')}"
+        if session.web_ui
+        else None
+    )
+    where = f" · {configuration.label} #{repetition}" if experiment else ""
+    twins = pairs - (scenario.generate.count if scenario.generate else pairs)
+    twinned = f", {twins} of them control twins for N1" if twins else ""
+    output.say(
+        f"memlife {__version__} · run {run_id} · scenario {scenario.name} "
+        f"({pairs} pair(s){twinned}) · target {target.name} at {target.base_url} "
+        f"· clock {clock.describe()}{where}"
+    )
+    handle = await session.client.start_workflow(
+        SuiteWorkflow.run,
+        RunInput(
+            run_id=run_id,
+            scenario=scenario,
+            target=target,
+            clock=clock,
+            meta=meta,
+            search_attributes=session.search_attributes,
+            review_queue=plan.review_queue,
+            paraphrases=plan.paraphrases,
+            cohort_size=cohort,
+            seed=seed,
+            max_active_pairs=plan.max_active_pairs,
+            target_task_queue=session.target_queue,
+        ),
+        id=workflow_id,
+        task_queue=session.task_queue,
+        static_summary=f"{scenario.name} against {target.name} ({clock.describe()}){where}",
+        search_attributes=attributes.start_attributes(
+            scenario=scenario.name, target=target.name, run=run_id
+        )
+        if session.search_attributes
+        else None,
+    )
+    return StartedRun(run_id, configuration.label, repetition, handle, link)
+
+
+def _git_revision() -> str | None:
+    source = Path(__file__).resolve().parent.parent.parent
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    dirty = subprocess.run(
+        ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        timeout=5,
+        check=False,
+    ).stdout.strip()
+    return result.stdout.strip() + ("-dirty" if dirty else "")
+
+
+async def search_attributes_ready(client: Any, output: Output) -> bool:
+    """Whether the namespace has memlife's search attributes (registering them when the
+    cluster lets us); a note, with the commands, when it does not."""
+    from memlife.stack.commands import temporal_command
+    from memlife.stack.connection import ensure_search_attributes
+    from memlife.workflows import attributes
+
+    missing = await ensure_search_attributes(client)
+    if missing:
+        output.note(
+            "memlife: note: this namespace lacks memlife's search attributes ("
+            + ", ".join(missing)
+            + "); runs work, but cannot be found by them. Register "
+            "them once with:\n  " + "\n  ".join(attributes.create_commands(temporal_command()))
+        )
+    return not missing
+
+
+async def _await_runs(client: Any, runs: list[StartedRun], output: Output) -> list[Any]:
+    from memlife.stack.connection import suite_result
+
+    if len(runs) == 1:
+        run = runs[0]
+        scenario = run.handle.id.split("/")[1]
+        return [await _await_with_progress(client, run.handle, scenario, run.run_id, output)]
+    return await output.wait_all([suite_result(run.handle) for run in runs])
+
+
+async def _await_with_progress(
+    client: Any, handle: Any, scenario: str, run_id: str, output: Output
+) -> Any:
+    from memlife.stack.connection import suite_result
+    from memlife.stack.progress import describe_run_progress, pair_progress
+
+    async def describe() -> str:
+        progress = await handle.query("progress")
+        pairs = await pair_progress(
+            client, scenario, run_id, progress["pairs"], progress.get("cohort_size", 0)
+        )
+        return describe_run_progress(progress, pairs, datetime.now(UTC))
+
+    return await output.wait(handle, describe, "waiting for the worker…", suite_result)
+
+
+async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
+    """The `memlife dev` stack of this directory, when it is up: runs then show in its Web
+    UI and its recorder, beside the scheduled ones."""
+    from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+    from temporalio.client import Client
+
+    from memlife.stack.codec import DATA_CONVERTER
+    from memlife.stack.connection import mark_client_used
+    from memlife.stack.devstack import read_stack
+
+    info = read_stack(STATE_DIR)
+    if info is None:
+        return None
+    mark_client_used()
+    try:
+        client = await asyncio.wait_for(
+            Client.connect(info.temporal_address, data_converter=DATA_CONVERTER), timeout=3
+        )
+        await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    except Exception:  # a stale file from a stack that was killed: run embedded instead
+        return None
+    return client, info.temporal_address, info.web_ui
