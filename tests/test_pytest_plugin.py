@@ -1,0 +1,105 @@
+"""The pytest plugin (memlife/pytest_plugin.py) as a project uses it: an example project
+whose ini names a scenario, run by pytest in a process of its own (pytester), gets one
+item per check, the evidence as each failure's message, JUnit XML that carries it, and
+the run's result in a fixture for its own assertions."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow  # a whole run in each project's pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SEED = REPO / "scenarios" / "seed-six-case.yaml"
+
+
+@pytest.fixture
+def project(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
+    """A project of its own: its recorder, no cluster configured, no other plugins that
+    would reorder or parallelize its run."""
+    monkeypatch.setenv("MEMLIFE_DB_URL", f"sqlite:///{tmp_path / 'recorder.db'}")
+    for name in ("TEMPORAL_ADDRESS", "TEMPORAL_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(
+        test_own="""
+            def test_the_run_is_the_projects_to_assert_on(memlife_result):
+                assert memlife_result.digest.summary.cases == 6
+                print("RUN", memlife_result.run_id, memlife_result.passed)
+        """
+    )
+    return pytester
+
+
+def _run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return project.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:cacheprovider",
+        "-s",
+        *args,
+        timeout=240,
+    )
+
+
+def test_a_clean_target_gives_a_passing_item_per_check(project: pytest.Pytester) -> None:
+    project.makeini(f"[pytest]\nmemlife_scenario = {SEED}\n")
+    result = _run(project, "-v")
+    result.assert_outcomes(passed=7)  # six checks and the project's own test
+    result.stdout.fnmatch_lines(["*memlife::pair-0::six-questions::*PASSED*"])
+    assert result.stdout.str().count("::six-questions::") == 6
+    result.stdout.fnmatch_lines(["*RUN * True*"])  # the fixture's run is the one collected
+
+
+def test_leaks_fail_their_items_with_the_evidence_and_junit_carries_it(
+    project: pytest.Pytester,
+) -> None:
+    project.makeini(
+        f"[pytest]\nmemlife_scenario = {SEED}\nmemlife_faults =\n    cross-tenant-leak\n"
+    )
+    result = _run(project, "--junitxml=report.xml", "--memlife-artifact=artifact.json")
+    result.assert_outcomes(passed=1, failed=6)
+    text = result.stdout.str()
+    assert "Traceback" not in text
+    result.stdout.fnmatch_lines(["*I3 · leaked · value 'verde'*appeared in the reply*"])
+    cases = ElementTree.parse(project.path / "report.xml").getroot().iter("testcase")
+    failed = {case.get("name"): case.find("failure") for case in cases}
+    leaks = {name: f for name, f in failed.items() if f is not None}
+    assert len(leaks) == 6
+    assert all("I3 · leaked · value" in (f.text or "") for f in leaks.values())
+    assert (project.path / "artifact.json").stat().st_size > 1000
+
+
+def test_command_line_options_choose_the_run_and_k_selects_its_items(
+    project: pytest.Pytester,
+) -> None:
+    result = _run(
+        project,
+        f"--memlife-scenario={SEED}",
+        "--memlife-fault=cross-tenant-leak",
+        "-k",
+        "employer",
+    )
+    result.assert_outcomes(failed=2)  # each tenant's employer question only
+
+
+def test_a_bad_scenario_is_one_usage_error_naming_it(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nmemlife_scenario = missing.yaml\n")
+    result = _run(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*memlife: *missing.yaml: *"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_without_a_scenario_the_plugin_adds_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_alone="def test_plain():\n    pass\n")
+    result = _run(pytester)
+    result.assert_outcomes(passed=1)
