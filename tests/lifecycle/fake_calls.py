@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from memlife import contracts
+from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import (
     Activity,
     BatchOutcome,
@@ -57,6 +60,7 @@ from memlife.rules.evidence import (
 from memlife.rules.judging import judge_step
 from memlife.rules.pairs import materialize, pair_tenants
 from memlife.rules.scenario import Scenario
+from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
 from memlife.workflows.calls import BatchItemError
 
@@ -404,4 +408,37 @@ def pair_input(
         clock_origin=START,
         tenants=pair_tenants("fake-run", pair, chosen, drawn),
         review_queue=review_queue,
+    )
+
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def scenario(name: str) -> Scenario:
+    return load_scenario(SCENARIOS / name)
+
+
+def storeless_target() -> Target:
+    """The reference target's operations (register, say, ask, delete, forget, spaces,
+    maintain), without its stores: the fake reads none."""
+    return reference_target("http://127.0.0.1:9").model_copy(update={"stores": []})
+
+
+def judged_steps(calls: FakeCalls) -> list[tuple[StepRecord, StepOutcome]]:
+    """Every step the lifecycle recorded, with what the rules judged of it."""
+    return [
+        (call.arg, judge(call.arg))
+        for call in calls.calls
+        if call.activity == contracts.RECORD_STEP.name
+    ]
+
+
+def failures(calls: FakeCalls) -> Counter[tuple[str, str, str]]:
+    """(invariant, stage, reason) of every failed finding, and how often."""
+    return Counter(
+        (finding.invariant, record.stage, finding.reason)
+        for record, outcome in judged_steps(calls)
+        for verdict in outcome.verdicts
+        for finding in verdict.findings
+        if finding.outcome == "fail"
     )

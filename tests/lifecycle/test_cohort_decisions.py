@@ -11,18 +11,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
 from memlife import contracts
-from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import CohortInput, ConverseRequest, PairResult, TargetBatch
 from memlife.rules.clock import Clock
 from memlife.rules.scenario import Scenario
-from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
 from memlife.workflows.batching import Batcher, SharedTimers
 from memlife.workflows.calls import BatchItemError
@@ -33,10 +30,11 @@ from tests.lifecycle.fake_calls import (
     batch_answers,
     fake_calls,
     pair_input,
+    scenario,
+    storeless_target,
 )
 from tests.lifecycle.fake_workflow import FakeWorkflow
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 PAIRS = 4
 # The nightly's waits (150 ms, 1 h, 5 h, 3 d): one timer each, whatever the cohort's size.
 WAITS = [timedelta(milliseconds=150), timedelta(hours=1), timedelta(hours=5), timedelta(days=3)]
@@ -44,12 +42,12 @@ WAITS = [timedelta(milliseconds=150), timedelta(hours=1), timedelta(hours=5), ti
 
 @pytest.fixture(scope="module")
 def nightly() -> Scenario:
-    return load_scenario(SCENARIOS / "lifecycle-nightly.yaml")
+    return scenario("lifecycle-nightly.yaml")
 
 
 @pytest.fixture(scope="module")
 def target() -> Target:
-    return reference_target("http://127.0.0.1:9").model_copy(update={"stores": []})
+    return storeless_target()
 
 
 class Cohort:

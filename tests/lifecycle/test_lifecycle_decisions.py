@@ -5,55 +5,35 @@ tests/reliability) keep what only Temporal does: timers, signals, kills and repl
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from memlife import contracts
-from memlife.bundled.reference.target_file import reference_target
-from memlife.contracts import ConverseRequest, DeleteRequest, ForgetRequest, StepRecord
+from memlife.contracts import ConverseRequest, DeleteRequest, ForgetRequest
 from memlife.rules.scenario import Scenario
-from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
 from memlife.workflows.lifecycle import LifecycleRunner
 from tests.lifecycle.fake_calls import (
     START,
-    FakeCalls,
     MemoryTarget,
+    failures,
     fake_calls,
     judge,
     pair_input,
+    scenario,
+    storeless_target,
 )
-
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 @pytest.fixture(scope="module")
 def nightly() -> Scenario:
-    return load_scenario(SCENARIOS / "lifecycle-nightly.yaml")
+    return scenario("lifecycle-nightly.yaml")
 
 
 @pytest.fixture(scope="module")
 def target() -> Target:
-    # The reference target's operations, without its stores: the fake reads none.
-    return reference_target("http://127.0.0.1:9").model_copy(update={"stores": []})
-
-
-def _failures(calls: FakeCalls) -> Counter[tuple[str, str, str]]:
-    """(invariant, stage, reason) of every failed finding the recorded steps were judged
-    to hold, and how often."""
-    failed: Counter[tuple[str, str, str]] = Counter()
-    for call in calls.calls:
-        if call.activity != contracts.RECORD_STEP.name:
-            continue
-        record: StepRecord = call.arg
-        for verdict in judge(record).verdicts:
-            for finding in verdict.findings:
-                if finding.outcome == "fail":
-                    failed[(finding.invariant, record.stage, finding.reason)] += 1
-    return failed
+    return storeless_target()
 
 
 async def test_a_clean_target_passes_the_nightly_with_every_step_in_order(
@@ -121,7 +101,7 @@ async def test_a_memory_shared_between_users_fails_isolation_at_every_stage(
 ) -> None:
     calls = fake_calls(MemoryTarget(nightly, shared=True))
     result = await LifecycleRunner(pair_input(nightly, target), calls).run()
-    failed = _failures(calls)
+    failed = failures(calls)
     assert result.failures == 60
     leaks = {stage for invariant, stage, reason in failed if invariant == "I3"}
     # Every stage where a tenant with a partner's facts in the memory asks; at b-intact
@@ -137,7 +117,7 @@ async def test_a_target_that_keeps_deleted_facts_fails_as_residue_where_they_com
 ) -> None:
     calls = fake_calls(MemoryTarget(nightly, keeps_deleted=True))
     result = await LifecycleRunner(pair_input(nightly, target), calls).run()
-    failed = _failures(calls)
+    failed = failures(calls)
     assert result.failures == 36
     # a, deleted and registered again under the same user, is answered its old facts;
     # b is answered the pet it had asked to be forgotten.

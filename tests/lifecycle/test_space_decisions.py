@@ -8,66 +8,52 @@ grace); S2, a space's fact outlives a member's deletion for the members that rem
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from memlife import contracts
-from memlife.bundled.reference.target_file import reference_target
-from memlife.contracts import SpaceRequest, StepRecord
+from memlife.contracts import SpaceRequest
 from memlife.rules.scenario import Scenario
-from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
 from memlife.workflows.lifecycle import LifecycleRunner
-from tests.lifecycle.fake_calls import FakeCalls, MemoryTarget, fake_calls, judge, pair_input
-
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+from tests.lifecycle.fake_calls import (
+    FakeCalls,
+    MemoryTarget,
+    failures,
+    fake_calls,
+    judged_steps,
+    pair_input,
+    scenario,
+    storeless_target,
+)
 
 
 @pytest.fixture(scope="module")
 def spaces() -> Scenario:
-    return load_scenario(SCENARIOS / "shared-spaces.yaml")
+    return scenario("shared-spaces.yaml")
 
 
 @pytest.fixture(scope="module")
 def maintenance() -> Scenario:
-    return load_scenario(SCENARIOS / "maintenance.yaml")
+    return scenario("maintenance.yaml")
 
 
 @pytest.fixture(scope="module")
 def target() -> Target:
-    # The reference target's operations (create, join, leave, delete a space; space_say;
-    # maintain.reindex per tenant), without its stores: the fake reads none.
-    return reference_target("http://127.0.0.1:9").model_copy(update={"stores": []})
+    # create, join, leave, delete a space; space_say; maintain.reindex per tenant
+    return storeless_target()
 
 
 def _checks(calls: FakeCalls, *invariants: str) -> Counter[tuple[str, str, str]]:
     """(invariant, stage, outcome) of every check of these invariants the recorded steps
     were judged to hold, and how often."""
-    found: Counter[tuple[str, str, str]] = Counter()
-    for call in calls.calls:
-        if call.activity != contracts.RECORD_STEP.name:
-            continue
-        record: StepRecord = call.arg
-        for verdict in judge(record).verdicts:
-            for check in verdict.checks:
-                if check.invariant in invariants:
-                    found[(check.invariant, record.stage, check.outcome)] += 1
-    return found
-
-
-def _failures(calls: FakeCalls) -> Counter[tuple[str, str, str]]:
-    """(invariant, stage, reason) of every failed finding, and how often."""
-    failed: Counter[tuple[str, str, str]] = Counter()
-    for call in calls.calls:
-        if call.activity == contracts.RECORD_STEP.name:
-            for verdict in judge(call.arg).verdicts:
-                failed.update(
-                    (f.invariant, call.arg.stage, f.reason)
-                    for f in verdict.findings
-                    if f.outcome == "fail"
-                )
-    return failed
+    return Counter(
+        (check.invariant, record.stage, check.outcome)
+        for record, outcome in judged_steps(calls)
+        for verdict in outcome.verdicts
+        for check in verdict.checks
+        if check.invariant in invariants
+    )
 
 
 # What the scenario's S checks are, on a memory that keeps a space to its members: the
@@ -128,7 +114,7 @@ async def test_a_space_answered_to_anyone_fails_s1_where_a_non_member_asks_insid
     result = await LifecycleRunner(pair_input(spaces, target), calls).run()
     # b's questions inside the space before it joined and after it left: 2 + 2. b's
     # private questions (the other 3 at space-created) are not the space's to answer.
-    assert _failures(calls) == Counter(
+    assert failures(calls) == Counter(
         {("S1", "space-created", "leaked"): 2, ("S1", "left", "leaked"): 2}
     )
     assert _checks(calls, "S1", "S2") == CLEAN_S - Counter(
@@ -142,7 +128,7 @@ async def test_a_revoked_member_still_served_fails_s1_only_after_leaving(
 ) -> None:
     calls = fake_calls(MemoryTarget(spaces, revocation_ignored=True))
     result = await LifecycleRunner(pair_input(spaces, target), calls).run()
-    assert _failures(calls) == Counter({("S1", "left", "leaked"): 2})
+    assert failures(calls) == Counter({("S1", "left", "leaked"): 2})
     assert result.failures == 2 and result.cases_passed == result.cases - 2
 
 
@@ -153,7 +139,7 @@ async def test_deleting_a_member_that_empties_the_space_fails_s2_for_the_one_lef
     result = await LifecycleRunner(pair_input(spaces, target), calls).run()
     # b's two supplier questions after a's deletion: the fact it recalled is gone, which
     # fails its recall and, as the deletion's doing, S2.
-    assert _failures(calls) == Counter(
+    assert failures(calls) == Counter(
         {("S2", "member-deleted", "overreach"): 2, ("recall", "member-deleted", "missing"): 2}
     )
     assert _checks(calls, "S1", "S2")[("S2", "member-deleted", "fail")] == 2
@@ -166,7 +152,7 @@ async def test_a_deleted_space_whose_facts_are_still_served_fails_as_residue(
     calls = fake_calls(MemoryTarget(spaces, keeps_deleted=True))
     result = await LifecycleRunner(pair_input(spaces, target), calls).run()
     # Deleting a space erases its facts for everyone (I4), asked inside it afterwards.
-    assert _failures(calls) == Counter({("I4", "space-deleted", "residue"): 2})
+    assert failures(calls) == Counter({("I4", "space-deleted", "residue"): 2})
     assert _checks(calls, "S1", "S2") == CLEAN_S
     assert result.failures == 2
 
@@ -248,7 +234,7 @@ async def test_maintenance_that_brings_erased_facts_back_fails_i4_after_it(
     # After each maintenance that follows the erasure: b's forgotten pet (2 questions)
     # and everything deleted a, registered again, is asked (employer, pet, school: 6).
     # The maintenance before any erasure has nothing to bring back.
-    assert _failures(calls) == Counter(
+    assert failures(calls) == Counter(
         {("I4", "maintained-after-erasure", "residue"): 8, ("I4", "after-1d", "residue"): 8}
     )
     assert result.failures == 16
