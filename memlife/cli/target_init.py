@@ -127,6 +127,17 @@ def read_document(source: str, headers: list[str] | None = None) -> tuple[Any, s
     return document, url
 
 
+def schemes_of(headers: list[str]) -> dict[str, str]:
+    """What the document was fetched with, as the proposal may say it: each header's name
+    and its value's scheme word (`Bearer `), never the secret."""
+    found = {}
+    for header in headers:
+        name, _, value = header.partition(":")
+        words = value.strip().split(" ", 1)
+        found[name.strip()] = f"{words[0]} " if len(words) == 2 else ""
+    return found
+
+
 def cmd_target_init(args: argparse.Namespace) -> int:
     import yaml
 
@@ -142,7 +153,12 @@ def cmd_target_init(args: argparse.Namespace) -> int:
     document, url = read_document(args.source, args.header)
     try:
         proposal = propose(
-            document, args.source, name=args.name, base_url=args.base_url, document_url=url
+            document,
+            args.source,
+            name=args.name,
+            base_url=args.base_url,
+            document_url=url,
+            fetched_with=schemes_of(args.header) if url else None,
         )
     except ProposalError as error:
         return problems_exit([Problem(args.source, error.field, str(error))])

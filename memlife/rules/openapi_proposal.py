@@ -114,6 +114,7 @@ class Proposal:
     header_guesses: list[Guess] = field(default_factory=list)
     operations: list[Guess] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # what was looked for and not found
+    base_url_confirm: list[str] = field(default_factory=list)
 
     def document(self) -> dict[str, Any]:
         """The target file as data: what the rendered file holds uncommented."""
@@ -131,7 +132,8 @@ class Proposal:
         return [v["env"] for v in self.headers.values() if isinstance(v, dict) and "env" in v]
 
     def to_confirm(self) -> list[str]:
-        items = [f"{g.role}: {text}" for g in self.header_guesses for text in g.confirm]
+        items = [f"base_url: {text}" for text in self.base_url_confirm]
+        items += [f"{g.role}: {text}" for g in self.header_guesses for text in g.confirm]
         for guess in self.operations:
             if not guess.live:
                 items.append(
@@ -1176,6 +1178,18 @@ def security_headers(
     return {}, []
 
 
+def fetched_headers(fetched_with: dict[str, str], name: str) -> tuple[dict[str, Any], list[Guess]]:
+    """The headers the document itself was fetched with (names and their schemes only): a
+    server that guards its document guards its API the same way."""
+    env = _env_name(name)
+    headers: dict[str, Any] = {}
+    for header, prefix in fetched_with.items():
+        headers[header] = {"env": env, "prefix": prefix} if prefix else {"env": env}
+    confirm = (f"{env} holds what the document was fetched with",)
+    source = "the header(s) the document was fetched with (it names no security scheme)"
+    return headers, [Guess("headers", headers, "medium", source, confirm)]
+
+
 # --- the whole proposal ----------------------------------------------------------------
 
 
@@ -1196,6 +1210,16 @@ def base_url_of(document: dict[str, Any], document_url: str | None) -> str | Non
             if isinstance(variable, dict) and "default" in variable:
                 url = url.replace("{" + key + "}", str(variable["default"]))
         if url.startswith(("http://", "https://")):
+            fetched = urlsplit(document_url or "")
+            host = urlsplit(url).hostname or ""
+            if (host == "localhost" or host.endswith(".localhost")) and fetched.hostname in (
+                "127.0.0.1",
+                "::1",
+                "localhost",
+            ):
+                # A loopback name the server gave itself (Letta lists its CORS origins,
+                # http://letta.localhost): where the document came from answers.
+                return f"{fetched.scheme}://{fetched.netloc}"
             return url.rstrip("/")
         if document_url and url and url != "/":
             return urljoin(document_url, url).rstrip("/")
@@ -1212,9 +1236,12 @@ def propose(
     name: str | None = None,
     base_url: str | None = None,
     document_url: str | None = None,
+    fetched_with: dict[str, str] | None = None,
 ) -> Proposal:
     """A target file proposed from an OpenAPI 3 document; ProposalError when it is not
-    one, has no operations or none that takes a message, or names no base URL."""
+    one, has no operations or none that takes a message, or names no base URL.
+    `fetched_with`: the headers the document was fetched with, by name, each with its
+    scheme (`Bearer `) and never its secret."""
     ops = read_operations(document)
     info = document.get("info") if isinstance(document.get("info"), dict) else {}
     title = str(info.get("title") or "")
@@ -1224,6 +1251,14 @@ def propose(
             "servers",
             "the document names no server URL: give the service's with --base-url",
         )
+    base_confirm: list[str] = []
+    if not base_url and document_url:
+        fetched = urlsplit(document_url)
+        if not url.startswith(f"{fetched.scheme}://{fetched.netloc}"):
+            base_confirm.append(
+                f"{url} is the document's first server; it was fetched from "
+                f"{fetched.scheme}://{fetched.netloc}"
+            )
     builder = _Builder(document, ops)
     say_op, tenant = builder.say()
     proposal = Proposal(
@@ -1272,6 +1307,7 @@ def propose(
     status = builder.deletion_status(tenant, delete)
     forget = builder.forget(tenant, say_op)
     proposal.operations = [g for g in (register, say, ask, delete, status, forget) if g]
+    proposal.base_url_confirm = base_confirm
     if ask is None and not say_op.words & CONVERSATIONAL:
         proposal.missing.append("ask: no search takes a query for the tenant: questions go to say")
     for role, guess in (("delete_tenant", delete), ("forget", forget)):
@@ -1279,7 +1315,8 @@ def propose(
             proposal.missing.append(f"{role}: no operation looks like it")
     chosen_ops = [say_op] + [o for o in ops if o is not say_op]
     # Secrets are named after the service (its title), whatever the target is called.
-    proposal.headers, proposal.header_guesses = security_headers(
-        document, chosen_ops, slug(title) if title else proposal.name
-    )
+    service = slug(title) if title else proposal.name
+    proposal.headers, proposal.header_guesses = security_headers(document, chosen_ops, service)
+    if not proposal.headers and fetched_with:
+        proposal.headers, proposal.header_guesses = fetched_headers(fetched_with, service)
     return proposal

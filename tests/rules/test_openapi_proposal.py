@@ -256,3 +256,15 @@ def test_a_file_without_servers_needs_a_base_url() -> None:
     assert raised.value.field == "servers"
     proposal = propose(document, "doc.yaml", base_url="https://memory.example")
     assert proposal.base_url == "https://memory.example"
+
+
+def test_a_guarded_document_without_schemes_keeps_the_header_it_was_fetched_with() -> None:
+    # Letta's server guards everything with its password but declares no scheme, and lists
+    # its CORS origins as servers (http://letta.localhost).
+    document = minimal(servers=[{"url": "http://letta.localhost"}])
+    del document["security"], document["components"]["securitySchemes"]
+    proposal, target, _ = proposed(document, fetched_with={"Authorization": "Bearer "})
+    assert target.base_url == "http://127.0.0.1:9"  # where the document answered
+    header = target.headers["Authorization"]
+    assert header.env == "ACME_API_KEY" and header.prefix == "Bearer "  # type: ignore[union-attr]
+    assert proposal.header_guesses[0].source.startswith("the header(s) the document was")
