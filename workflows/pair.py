@@ -1,10 +1,15 @@
 """PairLifecycleWorkflow: one pair of tenants through the scenario's timeline, each call an
 activity of its own and each wait a timer (calls.py: DirectCalls). Small runs get one per
-pair: easy to read pair by pair in the Web UI. The lifecycle itself is lifecycle.py."""
+pair: easy to read pair by pair in the Web UI. The lifecycle itself is lifecycle.py.
+
+A pair that did not pass ends FAILED, as its run does (workflows/suite.py): the Web UI's
+list shows the pair where the leaks were found as Failed, its verdict the failure's message
+and its PairResult the failure's details, which the suite reads as the pair's result."""
 
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     import memlife.workflows.attributes as attributes
@@ -60,6 +65,20 @@ def show_details(runner: LifecycleRunner) -> None:
         f"**{runner.verdict().upper()}**: {runner.cases_passed}/{runner.cases} cases passed · "
         f"{runner.failures} failure(s) · {runner.inconclusive} inconclusive · stage "
         f"{runner.stage or '-'}"
+    )
+
+
+# The failure type of a workflow that ended with a verdict other than pass (as the suite's
+# and the deletion check's; stack/codec.py strips its stack trace, connection.py reads it).
+VERDICT_FAILURE = "MemlifeVerdict"
+
+
+def verdict_headline(verdict: str, result: PairResult, run_id: str) -> str:
+    """One line: the pair's verdict and its counts, as the run's headline reads."""
+    return (
+        f"{verdict.upper()}: {result.cases_passed}/{result.cases} cases passed · "
+        f"{result.failures} failure(s) · {result.inconclusive} inconclusive · "
+        f"pair {result.pair_index} of run {run_id}"
     )
 
 
@@ -119,17 +138,28 @@ class PairLifecycleWorkflow:
             )
         result = await runner.run()
         show_details(runner)
+        final = (
+            attributes.CANCELLED
+            if runner.cancel_reason
+            else attributes.FAIL
+            if runner.failures
+            else attributes.INCONCLUSIVE
+            if runner.inconclusive or runner.cases_passed < runner.cases
+            else attributes.PASS
+        )
         if pair_input.search_attributes:
-            final = (
-                attributes.CANCELLED
-                if runner.cancel_reason
-                else attributes.FAIL
-                if runner.failures
-                else attributes.INCONCLUSIVE
-                if runner.inconclusive or runner.cases_passed < runner.cases
-                else attributes.PASS
-            )
             workflow.upsert_search_attributes(
                 [attributes.PHASE.value_set(runner.step_kind), attributes.VERDICT.value_set(final)]
+            )
+        # As the run does (workflows/suite.py): anything but pass ends FAILED, the verdict
+        # the message and the PairResult the details (the suite reads it from there), sent
+        # without a stack trace (stack/codec.py: VerdictFailureConverter). Pairs started
+        # before this ended COMPLETED whatever their verdict.
+        if final != attributes.PASS and workflow.patched("pair-verdict-as-status"):
+            raise ApplicationError(
+                verdict_headline(final, result, pair_input.run_id),
+                result.model_dump(mode="json"),
+                type=VERDICT_FAILURE,
+                non_retryable=True,
             )
         return result

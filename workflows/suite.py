@@ -55,6 +55,23 @@ def verdict_headline(verdict: str, summary: RunSummary, failed_pairs: list[int])
     return f"{text} · run {summary.run_id}"
 
 
+def _pair_verdict(error: ChildWorkflowError) -> PairResult | None:
+    """The PairResult a pair that did not pass ended with (its failure's details), or None
+    when its lifecycle truly broke."""
+    cause = error.cause
+    if (
+        isinstance(cause, ApplicationError)
+        and cause.type == VERDICT_FAILURE
+        and cause.details
+        and isinstance(cause.details[0], dict)
+    ):
+        try:
+            return PairResult.model_validate(cause.details[0])
+        except ValueError:  # pydantic's ValidationError: not a pair's result after all
+            return None
+    return None
+
+
 def _report_hint(run_id: str) -> str:
     return (
         f"Every finding is recorded: `memlife report {run_id} --format html` shows them; "
@@ -430,6 +447,12 @@ class SuiteWorkflow:
             )
             return result
         except ChildWorkflowError as error:
+            # A pair that did not pass ends FAILED with its verdict, its result the
+            # failure's details (workflows/pair.py): read as the result it is.
+            verdict = _pair_verdict(error)
+            if verdict is not None and workflow.patched("pair-verdict-as-status"):
+                result = verdict
+                return result
             # The run is marked incomplete and fails closed; the error is in the pair's history.
             workflow.logger.error("pair lifecycle failed: %s", error)
             return None

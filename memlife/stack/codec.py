@@ -9,7 +9,13 @@ recorder, and `memlife report` shows it.
 
 Every client and worker of memlife uses DATA_CONVERTER (stack/connection.py,
 stack/embedded.py); a worker reads plain payloads as before, so histories written before
-replay unchanged.
+replay unchanged. The Web UI reads compressed payloads through memlife's codec endpoint
+(stack/codec_server.py, `memlife codec serve`; `memlife dev` starts it for its UI).
+
+A verdict is not a crash: a run, a pair or a deletion check that did not pass ends FAILED
+with a failure of type VERDICT_FAILURE (its message the verdict, its details the result),
+and VerdictFailureConverter sends that failure without the Python stack trace of the
+`raise` that ended the workflow, which the Web UI would show under the verdict.
 """
 
 from __future__ import annotations
@@ -19,8 +25,14 @@ import zlib
 from collections.abc import Sequence
 
 from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverter,
+    PayloadCodec,
+    PayloadConverter,
+)
 
 ENCODING = b"binary/zlib"
 COMPRESS_ABOVE = 64 * 1024  # bytes of the serialized payload
@@ -51,6 +63,28 @@ class CompressingCodec(PayloadCodec):
         return Payload(metadata={"encoding": ENCODING}, data=zlib.compress(whole, 6))
 
 
+# The failure type of a workflow that ended with a verdict other than pass (workflows/
+# suite.py, pair.py, deletion_check.py raise it; stack/connection.py reads it).
+VERDICT_FAILURE = "MemlifeVerdict"
+
+
+class VerdictFailureConverter(DefaultFailureConverter):
+    """The SDK's failure converter, except that a verdict failure (an ApplicationError of
+    type VERDICT_FAILURE) carries no stack trace: its message and details say everything,
+    and a trace of the workflow's own `raise` under them reads as a crash in the Web UI.
+    Every other failure keeps its trace. Replay never compares failures' contents, so this
+    changes no history's determinism."""
+
+    def to_failure(
+        self, exception: BaseException, payload_converter: PayloadConverter, failure: Failure
+    ) -> None:
+        super().to_failure(exception, payload_converter, failure)
+        if failure.application_failure_info.type == VERDICT_FAILURE:
+            failure.stack_trace = ""
+
+
 DATA_CONVERTER: DataConverter = dataclasses.replace(
-    pydantic_data_converter, payload_codec=CompressingCodec()
+    pydantic_data_converter,
+    payload_codec=CompressingCodec(),
+    failure_converter_class=VerdictFailureConverter,
 )

@@ -480,6 +480,11 @@ async def main() -> None:
             generated_pairs=3,
             cohort_size=2,
         )
+    # v19: a pair that did not pass ends FAILED with its verdict, its PairResult the
+    # failure's details, which the suite reads as the pair's result (the patch
+    # pair-verdict-as-status); verdict failures carry no stack trace.
+    if "v19-pair-verdict-leak-suite" not in have:
+        await record("v19-pair-verdict-leak", seed, ["cross-tenant-leak"])
 
 
 if __name__ == "__main__":
