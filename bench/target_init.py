@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 import yaml
 
-from memlife.rules.openapi_proposal import Proposal, propose
+from memlife.rules.openapi import Proposal, propose
 from memlife.rules.target import parse_target
 from memlife.stack.processes import free_port, stop_process, wait_listening
 

@@ -1,7 +1,7 @@
 """`memlife target init SOURCE`: a target file proposed from a service's OpenAPI document
 (a URL or a file), written with comments saying what was guessed and what to confirm, then
-checked as `memlife target check` checks it. The guessing is memlife/rules/
-openapi_proposal.py's; fetching and writing are here."""
+checked as `memlife target check` checks it. The guessing is memlife/rules/openapi/'s;
+fetching and writing are here."""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def cmd_target_init(args: argparse.Namespace) -> int:
     import yaml
 
     from memlife.errors import InputError, MemlifeError
-    from memlife.rules.openapi_proposal import ProposalError, propose
+    from memlife.rules.openapi import ProposalError, propose
     from memlife.rules.target import parse_target
     from memlife.stack.commands import command
 

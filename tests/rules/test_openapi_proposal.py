@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from memlife.bundled.realstack.app import create_app as realstack_app
-from memlife.rules.openapi_proposal import Proposal, ProposalError, propose
+from memlife.rules.openapi import Proposal, ProposalError, propose
 from memlife.rules.target import Target, parse_target
 from tests.standins import letta, mem0_oss, zep
 
