@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from memlife import __version__
 from memlife.cli import (
+    codec,
     deletion,
     dev,
     model,
@@ -29,7 +30,20 @@ from memlife.cli import (
 )
 from memlife.cli.common import EXIT_USAGE, HelpFormatter, err
 
-GROUPS = (validate, run, dev, schedule, status, deletion, review, report, target, model, signing)
+GROUPS = (
+    validate,
+    run,
+    dev,
+    codec,
+    schedule,
+    status,
+    deletion,
+    review,
+    report,
+    target,
+    model,
+    signing,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

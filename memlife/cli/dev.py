@@ -11,13 +11,15 @@ from memlife.cli.common import EXIT_OK, STATE_DIR, add_command, problems_exit, u
 
 def add_parsers(commands: Any) -> None:
     from memlife.stack import DEFAULT_ADDRESS, DEFAULT_UI_PORT
+    from memlife.stack.codec_server import DEFAULT_CODEC_PORT
 
     dev = add_command(
         commands,
         "dev",
         "run the local stack (Temporal, worker, reference target) until Ctrl-C",
         "Run the local stack until Ctrl-C: the Temporal dev server (history kept in "
-        f"{STATE_DIR}/temporal.db, Web UI, memlife's search attributes registered), a worker "
+        f"{STATE_DIR}/temporal.db, Web UI, memlife's search attributes registered), memlife's "
+        "codec endpoint for that Web UI (every payload reads as JSON), a worker "
         "and the bundled reference target (scenarios/targets/reference.yaml describes it). "
         "Other commands find it without flags; standalone `memlife run`s reuse the same "
         "history file, so their runs can be browsed here afterwards. Ctrl-C stops the "
@@ -31,6 +33,13 @@ def add_parsers(commands: Any) -> None:
     )
     dev.add_argument(
         "--ui-port", type=int, default=DEFAULT_UI_PORT, help="the Web UI's port on 127.0.0.1"
+    )
+    dev.add_argument(
+        "--codec-port",
+        type=int,
+        default=DEFAULT_CODEC_PORT,
+        help="the codec endpoint's port on 127.0.0.1, through which the Web UI reads "
+        "compressed payloads as JSON (a free one when taken)",
     )
     dev.add_argument(
         "--target-port", type=int, default=8080, help="the reference target's port on 127.0.0.1"
@@ -78,6 +87,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             target_port=args.target_port,
             faults=args.fault,
             task_queue=args.task_queue,
+            codec_port=args.codec_port,
         )
     )
     print("memlife dev: stopped", flush=True)

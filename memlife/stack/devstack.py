@@ -1,5 +1,6 @@
 """`memlife dev`: a long-running local stack — the Temporal dev server (persistent, Web UI,
-memlife's search attributes), the reference target and a worker — until Ctrl-C.
+memlife's search attributes), memlife's codec endpoint for that UI (every payload, the
+compressed ones too, reads as JSON), the reference target and a worker — until Ctrl-C.
 
 Other commands find it without flags: `.memlife/dev.json` says what runs where (the
 server listens on 127.0.0.1:7233 unless --port says otherwise), and they connect there
@@ -19,6 +20,7 @@ from pathlib import Path
 from memlife.errors import UnreachableError
 from memlife.stack import embedded
 from memlife.stack.connection import STACK_FILE, ensure_search_attributes
+from memlife.stack.processes import LOOPBACK
 
 
 @dataclass
@@ -31,6 +33,7 @@ class StackInfo:
     reference_faults: list[str]
     recorder: str
     pids: dict[str, int]
+    codec_endpoint: str | None = None  # stacks started before it was there: none
 
 
 def read_stack(state_dir: Path) -> StackInfo | None:
@@ -49,11 +52,14 @@ async def serve(
     target_port: int,
     faults: list[str],
     task_queue: str,
+    codec_port: int | None = None,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
 ) -> StackInfo:
-    """Run the stack until `stop` is set (or SIGINT/SIGTERM); everything is stopped by PID."""
+    """Run the stack until `stop` is set (or SIGINT/SIGTERM); everything is stopped by PID
+    (the codec endpoint, a thread of this process, with it)."""
     from memlife import recorder
+    from memlife.stack.codec_server import DEFAULT_CODEC_PORT, codec_server, ui_origins
 
     for name, wanted in (("--port", port), ("--target-port", target_port)):
         if embedded.free_port(wanted) != wanted:  # the wanted port or none
@@ -68,7 +74,15 @@ async def serve(
         # Not possible off the main thread (tests pass their own `stop`).
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, stop.set)
-    server = embedded.start_dev_server(state_dir, port=port, ui_port=ui_port)
+    # The UI is told where the endpoint will be; the endpoint, once the UI's port is
+    # known, answers that origin only.
+    codec_port = embedded.free_port(codec_port or DEFAULT_CODEC_PORT)
+    server = embedded.start_dev_server(
+        state_dir,
+        port=port,
+        ui_port=ui_port,
+        codec_endpoint=f"http://{LOOPBACK}:{codec_port}" if ui_port else None,
+    )
     stack_file = state_dir / STACK_FILE
     try:
         client = await embedded.wait_for_client(server)
@@ -79,34 +93,45 @@ async def serve(
                 + ", ".join(missing)
                 + f"); see {server.log_path}"
             )
-        target = embedded.start_reference_target(
-            state_dir, faults, port=target_port, db_path=state_dir / "dev-reference.db"
+        codec = (
+            codec_server(ui_origins(int(server.web_ui.rsplit(":", 1)[1])), codec_port)
+            if server.web_ui
+            else contextlib.nullcontext(None)
         )
-        try:
-            info = StackInfo(
-                temporal_address=server.address,
-                web_ui=server.web_ui,
-                namespace=client.namespace,
-                task_queue=task_queue,
-                reference_target=target.base_url,
-                reference_faults=list(faults),
-                recorder=recorder.database_url(),
-                pids={
-                    "temporal": server.process.pid,
-                    "reference_target": target.process.pid,
-                    "worker": os.getpid(),
-                },
+        with codec as endpoint:
+            target = embedded.start_reference_target(
+                state_dir, faults, port=target_port, db_path=state_dir / "dev-reference.db"
             )
-            stack_file.write_text(json.dumps(asdict(info), indent=2) + "\n")
-            async with embedded.running_worker(client, task_queue):
-                if ready is not None:
-                    ready.set()
-                _announce(info)
-                await stop.wait()
-                print("memlife dev: stopping (worker, reference target, Temporal)…", flush=True)
-        finally:
-            stack_file.unlink(missing_ok=True)
-            target.stop()
+            try:
+                info = StackInfo(
+                    temporal_address=server.address,
+                    web_ui=server.web_ui,
+                    namespace=client.namespace,
+                    task_queue=task_queue,
+                    reference_target=target.base_url,
+                    reference_faults=list(faults),
+                    recorder=recorder.database_url(),
+                    pids={
+                        "temporal": server.process.pid,
+                        "reference_target": target.process.pid,
+                        "worker": os.getpid(),
+                    },
+                    codec_endpoint=endpoint.endpoint if endpoint else None,
+                )
+                stack_file.write_text(json.dumps(asdict(info), indent=2) + "\n")
+                async with embedded.running_worker(client, task_queue):
+                    if ready is not None:
+                        ready.set()
+                    _announce(info)
+                    await stop.wait()
+                    print(
+                        "memlife dev: stopping (worker, reference target, codec endpoint, "
+                        "Temporal)…",
+                        flush=True,
+                    )
+            finally:
+                stack_file.unlink(missing_ok=True)
+                target.stop()
     finally:
         server.stop()
     return info
@@ -121,6 +146,8 @@ def _announce(info: StackInfo) -> None:
         "memlife dev: the local stack is up (Ctrl-C stops it)\n"
         f"  Temporal        {info.temporal_address}  namespace {info.namespace}\n"
         f"  Web UI          {info.web_ui or '(headless)'}\n"
+        f"  codec endpoint  {info.codec_endpoint or '(none)'}  (the Web UI reads every "
+        "payload, compressed ones too, as JSON)\n"
         f"  worker          task queue {info.task_queue} (pid {info.pids['worker']})\n"
         f"  reference       {info.reference_target}  faults: {faults}\n"
         f"  recorder        {info.recorder}\n"

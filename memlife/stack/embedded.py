@@ -192,9 +192,11 @@ def start_dev_server(
     port: int | None = None,
     ui_port: int | None = DEFAULT_UI_PORT,
     db_filename: Path | None = None,
+    codec_endpoint: str | None = None,
 ) -> DevServerProcess:
     """Start the dev server on loopback with its persistence file under `state_dir`; on
-    `port` when given (a restart keeps its address), else on a free one."""
+    `port` when given (a restart keeps its address), else on a free one. `codec_endpoint`:
+    the Web UI decodes payloads there (stack/codec_server.py)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     chosen_ui = free_port(ui_port) if ui_port else None
@@ -224,6 +226,8 @@ def start_dev_server(
         command += ["--search-attribute", f"{name}={kind}"]
     if chosen_ui:
         command += ["--ui-ip", LOOPBACK, "--ui-port", str(chosen_ui), "--ui-disable-news-fetch"]
+        if codec_endpoint:
+            command += ["--ui-codec-endpoint", codec_endpoint]
     else:
         command.append("--headless")
     with open(log_path, "ab") as log:
