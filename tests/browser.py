@@ -40,8 +40,16 @@ def chromium() -> str:
     return found.stdout.strip().splitlines()[-1]
 
 
-def screenshot(url: str, out: Path, profile: Path, width: int = 1200, height: int = 900) -> None:
-    """A PNG of `url` as Chromium renders it (a fresh profile in `profile`). Headless
+def screenshot(
+    url: str,
+    out: Path,
+    profile: Path,
+    width: int = 1200,
+    height: int = 900,
+    virtual_time_ms: int | None = None,
+) -> None:
+    """A PNG of `url` as Chromium renders it (a fresh profile in `profile`; a single-page
+    app such as the Temporal Web UI: after `virtual_time_ms` of its scripts). Headless
     Chromium now and then never exits on a loaded machine (seen once in a full suite run,
     after 120 s): it is stopped, its whole process group by its PID, and started once more
     with a fresh profile."""
@@ -52,6 +60,7 @@ def screenshot(url: str, out: Path, profile: Path, width: int = 1200, height: in
             *FLAGS,
             f"--user-data-dir={profile}-{attempt}",
             f"--window-size={width},{height}",
+            *([f"--virtual-time-budget={virtual_time_ms}"] if virtual_time_ms else []),
             f"--screenshot={out}",
             url,
         ]

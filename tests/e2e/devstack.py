@@ -81,7 +81,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     home = tmp_path_factory.mktemp("dev")
-    port, ui_port, target_port = (embedded.free_port() for _ in range(3))
+    port, ui_port, target_port, codec_port = (embedded.free_port() for _ in range(4))
     log = home / "dev.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
@@ -94,6 +94,8 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
                 str(ui_port),
                 "--target-port",
                 str(target_port),
+                "--codec-port",
+                str(codec_port),
             ],
             cwd=home,
             env=clean_env(),
