@@ -7,6 +7,7 @@ beside its run."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import html
 import json
 import re
@@ -124,6 +125,18 @@ def test_a_compressed_payload_reads_as_json_through_the_codec_endpoint(
         return handle.id
 
     workflow_id = asyncio.run(start())
+    # The Temporal CLI reads it through the same endpoint; without it, compressed bytes.
+    codec = json.loads((dev_stack.home / ".memlife" / "dev.json").read_text())["codec_endpoint"]
+    shown = dev_stack.temporal("workflow", "show", "--workflow-id", workflow_id)
+    zlib_encoding = base64.b64encode(ENCODING).decode()  # metadata is base64 in JSON
+    assert marker not in shown and zlib_encoding in shown
+    decoded = dev_stack.temporal(
+        "workflow", "show", "--workflow-id", workflow_id, "--codec-endpoint", codec
+    )
+    started = json.loads(decoded)["events"][0]["workflowExecutionStartedEventAttributes"]
+    payload = started["input"]["payloads"][0]
+    assert base64.b64decode(payload["metadata"]["encoding"]) == b"json/plain"
+    assert json.loads(base64.b64decode(payload["data"])) == big
     text = page_text(workflow_page(dev_stack, workflow_id), tmp_path / "profile")
     assert f'"marker" : "{marker}"' in text, text[:3000]
     assert "binary/zlib" not in text
