@@ -17,6 +17,13 @@ from tests.servers import serve_in_thread
 pytestmark = pytest.mark.slow  # servers and checks: seconds
 
 
+@pytest.fixture(autouse=True)
+def wide_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables as wide as their rows: a cell folded at the console's width (the rows hold
+    this test's temporary paths, longer under xdist) would split a phrase looked for."""
+    monkeypatch.setenv("COLUMNS", "400")
+
+
 def test_letta_standin_file_passes_check_as_proposed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
