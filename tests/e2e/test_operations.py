@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 import struct
 import subprocess
 import time
@@ -287,7 +288,9 @@ def test_a_review_session_while_a_run_waits_reaches_the_report(
             )
             assert session.returncode == 0, session.stdout + session.stderr
             assert "2 decided, 0 skipped, by carol" in session.stdout
-            assert "ana" not in session.stdout.replace("Panadería", "")
+            # Blind: the tenant's alias is not shown (as a word: values against a target file
+            # carry a marker of surnames, which may hold the letters).
+            assert not re.search(r"(?i)\bana\b", session.stdout), session.stdout
             assert dev_stack.memlife("fast-forward", run_id).returncode == 0
             out, err = process.communicate(timeout=120)
         finally:
