@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     import memlife.contracts as contracts
     import memlife.workflows.attributes as attributes
     from memlife.contracts import (
+        VERDICT_FAILURE,
         ConverseRequest,
         DeleteRequest,
         DeletionCheckProgress,
@@ -132,7 +133,7 @@ class DeletionCheckWorkflow:
         # its receipt; checks started before this ended COMPLETED whatever their verdict.
         if receipt.verdict != "pass" and workflow.patched("verdict-as-status"):
             raise ApplicationError(
-                headline, receipt.model_dump(mode="json"), type="MemlifeVerdict", non_retryable=True
+                headline, receipt.model_dump(mode="json"), type=VERDICT_FAILURE, non_retryable=True
             )
         return receipt
 

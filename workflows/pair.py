@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     import memlife.workflows.attributes as attributes
-    from memlife.contracts import PairInput, PairProgress, PairResult, PairVerdicts
+    from memlife.contracts import VERDICT_FAILURE, PairInput, PairProgress, PairResult, PairVerdicts
     from memlife.workflows.calls import DirectCalls
     from memlife.workflows.lifecycle import LifecycleRunner, Observer
 
@@ -66,11 +66,6 @@ def show_details(runner: LifecycleRunner) -> None:
         f"{runner.failures} failure(s) · {runner.inconclusive} inconclusive · stage "
         f"{runner.stage or '-'}"
     )
-
-
-# The failure type of a workflow that ended with a verdict other than pass (as the suite's
-# and the deletion check's; stack/codec.py strips its stack trace, connection.py reads it).
-VERDICT_FAILURE = "MemlifeVerdict"
 
 
 def verdict_headline(verdict: str, result: PairResult, run_id: str) -> str:

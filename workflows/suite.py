@@ -14,6 +14,7 @@ with workflow.unsafe.imports_passed_through():
     import memlife.contracts as contracts
     import memlife.workflows.attributes as attributes
     from memlife.contracts import (
+        VERDICT_FAILURE,
         CohortInput,
         PairInput,
         PairResult,
@@ -36,10 +37,6 @@ with workflow.unsafe.imports_passed_through():
         RECORD_TIMEOUT,
     )
     from memlife.workflows.pair import PairLifecycleWorkflow
-
-
-# The failure type of a run that completed and did not pass (its details: the RunSummary).
-VERDICT_FAILURE = "MemlifeVerdict"
 
 
 def verdict_headline(verdict: str, summary: RunSummary, failed_pairs: list[int]) -> str:

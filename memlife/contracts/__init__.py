@@ -68,6 +68,7 @@ from memlife.contracts.requests import (
 from memlife.contracts.runs import (
     DEV_WEB_UI,
     FRESH_TARGET_KIND,
+    VERDICT_FAILURE,
     CohortInput,
     CohortSetup,
     PairInput,
@@ -138,6 +139,7 @@ __all__ = [
     "StepOutcome",
     "StepRecord",
     "SuiteProgress",
+    "VERDICT_FAILURE",
     "TARGET_BATCH",
     "TargetBatch",
     "cohort_workflow_id",

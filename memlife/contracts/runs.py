@@ -164,6 +164,13 @@ class PairInput(Frozen):
     target_task_queue: str | None = None  # RunInput.target_task_queue
 
 
+# The failure type of a workflow that completed and did not pass (a run, a pair, a deletion
+# check): its message the one-line verdict, its details the result. Such a failure carries
+# no stack trace (stack/codec.py), and memlife reads the result from it
+# (stack/connection.py: verdict_result).
+VERDICT_FAILURE = "MemlifeVerdict"
+
+
 # -- workflow ids ----------------------------------------------------------------------
 
 

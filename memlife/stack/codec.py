@@ -34,6 +34,8 @@ from temporalio.converter import (
     PayloadConverter,
 )
 
+from memlife.contracts import VERDICT_FAILURE
+
 ENCODING = b"binary/zlib"
 COMPRESS_ABOVE = 64 * 1024  # bytes of the serialized payload
 
@@ -61,11 +63,6 @@ class CompressingCodec(PayloadCodec):
         if len(whole) < self._threshold:
             return payload
         return Payload(metadata={"encoding": ENCODING}, data=zlib.compress(whole, 6))
-
-
-# The failure type of a workflow that ended with a verdict other than pass (workflows/
-# suite.py, pair.py, deletion_check.py raise it; stack/connection.py reads it).
-VERDICT_FAILURE = "MemlifeVerdict"
 
 
 class VerdictFailureConverter(DefaultFailureConverter):

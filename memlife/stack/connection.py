@@ -11,12 +11,10 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfig
 
+from memlife.contracts import VERDICT_FAILURE
 from memlife.errors import UnreachableError
 from memlife.stack import DEFAULT_ADDRESS
 from memlife.stack.codec import DATA_CONVERTER
-
-# The failure type a run or check ends with when its verdict is not pass.
-VERDICT_FAILURE = "MemlifeVerdict"
 
 _client_used = False
 

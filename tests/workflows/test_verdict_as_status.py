@@ -13,10 +13,10 @@ from temporalio.client import WorkflowHistory
 from temporalio.exceptions import ApplicationError, ChildWorkflowError, RetryState
 from temporalio.testing import WorkflowEnvironment
 
-from memlife.contracts import PairResult, pair_workflow_id, suite_workflow_id
+from memlife.contracts import VERDICT_FAILURE, PairResult, pair_workflow_id, suite_workflow_id
 from memlife.rules.scenario import Scenario
 from memlife.rules.target import Target
-from memlife.stack.codec import DATA_CONVERTER, VERDICT_FAILURE
+from memlife.stack.codec import DATA_CONVERTER
 from memlife.workflows.suite import _pair_verdict
 from tests.workflows.helpers import run_input, run_suite
 
