@@ -30,6 +30,10 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
         ('{"meta": {}, "summary": {}, "runs": [', "not a JSON artifact (Expecting value"),
         ('{"a": 1}', "not a memlife artifact (no meta/summary)"),
     ],
+    # Short ids: a test's id reaches every process it starts (PYTEST_CURRENT_TEST), and
+    # the 200,000 brackets of the first passed the kernel's limit for a process's
+    # environment when a server was started during it ("Argument list too long": pg_ctl).
+    ids=["nested-too-deeply", "premature-eof", "truncated-list", "no-meta"],
 )
 def test_a_file_that_is_not_an_artifact_is_one_line(
     tmp_path: Path, content: str, reason: str
