@@ -17,12 +17,15 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from memlife import __version__
 from memlife.api.plan import Configuration, RunPlan
 from memlife.stack import STATE_DIR
+
+if TYPE_CHECKING:
+    from memlife.stack.devstack import StackInfo
 
 
 class Output:
@@ -104,7 +107,7 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
             client = await connect(connection)
             address, web_ui = connection["target_host"], os.environ.get("MEMLIFE_WEB_UI")
         elif dev_stack is not None:
-            client, address, web_ui = dev_stack
+            client, address, web_ui = dev_stack.client, dev_stack.address, dev_stack.web_ui
             output.note(f"using the local stack from `{command()} dev` at {address}")
         else:
             temporal = await stack.enter_async_context(
@@ -114,13 +117,21 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
             started.embedded_ui = web_ui is not None
         task_queue = plan.task_queue or DEFAULT_TASK_QUEUE
         target_queue = plan.target_queue
+        stack_queue = None if dev_stack is None else stack_target_queue(plan, dev_stack.info)
         if plan.target_worker:
             target_queue = await _start_target_worker(
                 stack, task_queue, None if connection is not None else address, output
             )
+        elif stack_queue is not None and dev_stack is not None:
+            target_queue = stack_queue
+            output.note(
+                f"target requests: to task queue {stack_queue}, the local stack's target "
+                f"worker's (pid {dev_stack.info.pids.get('target_worker')}); "
+                "--no-target-worker keeps them on this run's own task queue"
+            )
         if plan.worker:
             await stack.enter_async_context(embedded.running_worker(client, task_queue))
-        await _check_served(client, address, plan, task_queue, output)
+        await _check_served(client, address, plan, task_queue, output, stack_queue)
         # The time-skipping server has no custom search attributes.
         session = Session(
             client,
@@ -150,8 +161,28 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
     return started
 
 
+def stack_target_queue(plan: RunPlan, info: StackInfo) -> str | None:
+    """The task queue of the `memlife dev` stack's target worker (`info`, its StackInfo)
+    when a run that uses the stack sends its target requests there: when the stack has one
+    and the command named no other place (--target-worker, --target-queue,
+    --no-target-worker). Not when the run records elsewhere than the stack: the stack's
+    worker stages store reads in its own recorder, where the recording looks for them."""
+    from memlife import recorder
+
+    if plan.target_worker or plan.target_queue is not None or not plan.stack_target_worker:
+        return None
+    if info.target_task_queue is None or info.recorder != recorder.database_url():
+        return None
+    return info.target_task_queue
+
+
 async def _check_served(
-    client: Any, address: str, plan: RunPlan, task_queue: str, output: Output
+    client: Any,
+    address: str,
+    plan: RunPlan,
+    task_queue: str,
+    output: Output,
+    stack_queue: str | None = None,
 ) -> None:
     """Refuse, before any run starts, work that standalone workers must do and none polls
     for (memlife/stack/queues.py): the run would wait at its first step, unseen."""
@@ -170,6 +201,11 @@ async def _check_served(
             f"start `{command()} worker --serve activities --task-queue "
             f"{plan.target_queue}` with this command's MEMLIFE_DB_URL, or use "
             "--target-worker instead of --target-queue"
+        )
+    if stack_queue is not None:
+        remedies[stack_queue] = (
+            f"the `{command()} dev` stack's target worker is not polling (see its "
+            "output); restart the stack, or run with --no-target-worker"
         )
     needs = [Need(task_queue, "workflow")] if not plan.worker else []
     needs += [Need(queue, "activity") for queue in remedies]
@@ -396,7 +432,24 @@ async def _await_with_progress(
     return await output.wait(handle, describe, "waiting for the worker…", suite_result)
 
 
-async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
+@dataclass
+class DevStack:
+    """The running `memlife dev` stack a run uses: a client to its server, and what its
+    stack file says (devstack.StackInfo)."""
+
+    client: Any
+    info: StackInfo
+
+    @property
+    def address(self) -> str:
+        return self.info.temporal_address
+
+    @property
+    def web_ui(self) -> str | None:
+        return self.info.web_ui
+
+
+async def _running_dev_stack() -> DevStack | None:
     """The `memlife dev` stack of this directory, when it is up: runs then show in its Web
     UI and its recorder, beside the scheduled ones."""
     from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
@@ -417,4 +470,4 @@ async def _running_dev_stack() -> tuple[Any, str, str | None] | None:
         await client.workflow_service.get_system_info(GetSystemInfoRequest())
     except Exception:  # a stale file from a stack that was killed: run embedded instead
         return None
-    return client, info.temporal_address, info.web_ui
+    return DevStack(client, info)

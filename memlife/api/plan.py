@@ -59,6 +59,9 @@ class RunPlan:
     # through a task queue standalone workers serve (--target-queue).
     target_worker: bool = False
     target_queue: str | None = None
+    # With neither: through the `memlife dev` stack's target worker when the run uses a
+    # stack that has one (False: --no-target-worker, the run's own queue).
+    stack_target_worker: bool = True
     # How long standalone workers get to poll the queues this command's own do not serve.
     worker_wait: timedelta = timedelta(seconds=30)
     # The private key (PEM) `--sign` names, read here and never sent anywhere else.
@@ -89,7 +92,9 @@ class RunOptions:
     max_active_pairs: int = 0
     task_queue: str | None = None
     no_worker: bool = False
-    target_worker: bool = False
+    # True: --target-worker; False: --no-target-worker (not even the `memlife dev`
+    # stack's); None: the stack's where the run uses one that has it.
+    target_worker: bool | None = None
     target_queue: str | None = None
     worker_wait: str = "30s"
     sign: str | None = None
@@ -352,8 +357,9 @@ def read_plan(args: RunOptions | Any, signing: Signing | None = None) -> RunPlan
         task_queue=args.task_queue,
         worker=not args.no_worker,
         signing_key=signing_key,
-        target_worker=args.target_worker,
+        target_worker=bool(args.target_worker),
         target_queue=args.target_queue,
+        stack_target_worker=args.target_worker is not False,
         worker_wait=worker_wait or timedelta(0),
     )
 

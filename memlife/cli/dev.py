@@ -21,9 +21,12 @@ def add_parsers(commands: Any) -> None:
         f"{STATE_DIR}/temporal.db, Web UI, memlife's search attributes registered), memlife's "
         "codec endpoint for that Web UI (every payload reads as JSON), a worker "
         "and the bundled reference target (scenarios/targets/reference.yaml describes it). "
+        "Where the machine has more than one CPU, also a worker process of their own for "
+        "the target requests of the runs that use the stack (task queue QUEUE-targets; "
+        "docs/scale.md). "
         "Other commands find it without flags; standalone `memlife run`s reuse the same "
         "history file, so their runs can be browsed here afterwards. Ctrl-C stops the "
-        "worker, the target and the server, by PID.",
+        "workers, the target and the server, by PID.",
     )
     dev.add_argument(
         "--port",
@@ -54,6 +57,14 @@ def add_parsers(commands: Any) -> None:
     dev.add_argument(
         "--task-queue", default="memlife", metavar="QUEUE", help="the task queue its worker polls"
     )
+    dev.add_argument(
+        "--target-worker",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="start (or not) a worker process of their own for the target requests of the "
+        "runs that use the stack, on task queue QUEUE-targets (default: where more than "
+        "one CPU is available, where it makes runs faster; docs/scale.md)",
+    )
     dev.set_defaults(handler=cmd_dev)
 
     from memlife.stack.worker import add_arguments
@@ -75,6 +86,7 @@ def add_parsers(commands: Any) -> None:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     from memlife.stack import devstack
+    from memlife.stack.worker_process import target_worker_helps
 
     problems = unknown_faults(args.fault)
     if problems:
@@ -88,6 +100,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
             faults=args.fault,
             task_queue=args.task_queue,
             codec_port=args.codec_port,
+            target_worker=target_worker_helps()
+            if args.target_worker is None
+            else args.target_worker,
         )
     )
     print("memlife dev: stopped", flush=True)

@@ -162,11 +162,14 @@ def add_parsers(commands: Any) -> None:
     )
     run.add_argument(
         "--target-worker",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="send the target requests from a worker process of their own, "
         "which this command starts beside its own worker and stops at the end "
         "(task queue QUEUE-targets): faster on a machine with a core to spare "
-        "(docs/scale.md)",
+        "(docs/scale.md). Without it a run that uses the `memlife dev` stack "
+        "sends them to the stack's target worker when it has one; "
+        "--no-target-worker keeps them on the run's own task queue",
     )
     run.add_argument(
         "--target-queue",

@@ -101,8 +101,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     from memlife.stack.connection import connect_to_stack
     from memlife.stack.progress import describe_pairs, humanize, pair_progress
 
+    stack_line: list[str] = []
+
     async def gather() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         client, address = await connect_to_stack()
+        stack_line.extend(_local_stack_line(address))
         now = datetime.now(UTC)
         if args.run:
             workflow_id, kind = await find_workflow(client, args.run)
@@ -169,6 +172,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps({"runs": rows, "pairs": pairs}, indent=2, default=str))
         return EXIT_OK
     console = output_console()
+    for line in stack_line:
+        console.print(line)
     if not rows:
         console.print("no runs in flight")
         return EXIT_OK
@@ -232,6 +237,21 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     console.print(table)
     return EXIT_OK
+
+
+def _local_stack_line(address: str) -> list[str]:
+    """Where the runs that use the `memlife dev` stack send their target requests, when
+    that stack is the cluster at `address`."""
+    from memlife.cli.common import STATE_DIR
+    from memlife.stack.devstack import read_stack, target_requests
+
+    info = read_stack(STATE_DIR)
+    if info is None or info.temporal_address != address:
+        return []
+    return [
+        f"local stack at {address}: runs that use it send their target requests "
+        f"{target_requests(info)}"
+    ]
 
 
 def web_ui_for(address: str) -> str:

