@@ -16,10 +16,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from memlife import DEFAULT_TASK_QUEUE
 from memlife.cli import build_parser
 from memlife.rules.durations import parse_duration
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import load_target
+from memlife.stack.worker_process import target_task_queue
 from memlife.workflows.attributes import REGISTRATION
 
 REPO = Path(__file__).resolve().parents[1]
@@ -130,6 +132,39 @@ def test_workers_drain_within_the_grace_period_with_config_from_configmap_and_se
     for resource in kustomization["resources"]:
         assert (DEPLOY / "kubernetes" / resource).exists()
     assert "worker.yaml" in kustomization["resources"]
+
+
+def test_the_target_request_workers_serve_the_queue_the_schedules_send_them() -> None:
+    """A worker for the target requests beside the others, in Compose and in Kubernetes:
+    activities only, on the queue memlife derives from the runs' (as `memlife run
+    --target-worker` and `memlife dev` do), which the nightly schedule names; configured
+    and drained like the other workers."""
+    queue = target_task_queue(DEFAULT_TASK_QUEUE)
+    by_kind = {(m["kind"], m["metadata"]["name"]): m for m in MANIFESTS}
+    pod = by_kind[("Deployment", "memlife-target-worker")]["spec"]["template"]["spec"]
+    worker_pod = by_kind[("Deployment", "memlife-worker")]["spec"]["template"]["spec"]
+    job = by_kind[("Job", "memlife-schedule-nightly")]["spec"]["template"]["spec"]
+    services = COMPOSE["services"]
+    drain = parse_duration(
+        by_kind[("ConfigMap", "memlife-config")]["data"]["MEMLIFE_GRACEFUL_SHUTDOWN"]
+    )
+    assert drain.total_seconds() < pod["terminationGracePeriodSeconds"]
+    assert pod["containers"][0]["envFrom"] == worker_pod["containers"][0]["envFrom"]
+    compose_worker = services["target-worker"]
+    assert compose_worker["environment"] == services["worker"]["environment"]
+    assert parse_duration(compose_worker["environment"]["MEMLIFE_GRACEFUL_SHUTDOWN"]) < (
+        parse_duration(compose_worker["stop_grace_period"])
+    )
+    for command in (pod["containers"][0]["command"], compose_worker["command"]):
+        memlife_command(command)
+        args = build_parser().parse_args(command[1:])
+        assert (args.serve, args.task_queue) == ("activities", queue), command
+    for command in (job["containers"][0]["command"], services["schedule"]["command"]):
+        assert build_parser().parse_args(command[1:]).target_queue == queue, command
+    kustomization = yaml.safe_load((DEPLOY / "kubernetes" / "kustomization.yaml").read_text())
+    assert "target-worker.yaml" in kustomization["resources"]
+    readme = (DEPLOY / "README.md").read_text()
+    assert f"--target-queue {queue}" in readme and "target-worker" in readme
 
 
 def test_the_readme_shows_how_to_run_the_stack() -> None:
