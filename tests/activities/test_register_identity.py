@@ -54,21 +54,7 @@ async def test_a_phone_that_already_exists_is_replaced(clean_target: Target) -> 
 
 
 async def test_a_phone_another_run_claimed_is_never_used(clean_target: Target, db_url: str) -> None:
-    run_id = f"run-{uuid.uuid4().hex[:8]}"
-    recorder.merge_all(
-        [
-            recorder.RunRow(
-                id=run_id,
-                scenario="s",
-                scenario_sha256="0" * 64,
-                target_name="reference",
-                target_base_url=clean_target.base_url,
-                clock="skip",
-                meta_json=json.dumps({"target_identity": {"kind": "target file"}}),
-                started_at=datetime.now(UTC),
-            )
-        ]
-    )
+    run_id = _shared_run(clean_target)
     phone = _fresh_phone()
     assert claim(clean_target.base_url, "earlier-run", "phone", [(phone, "t000a", "")]) == set()
     result = await ActivityEnvironment().run(
