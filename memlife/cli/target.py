@@ -329,6 +329,7 @@ def _serve_mem0(args: argparse.Namespace) -> int:
 
     from memlife.bundled.mem0.serve import mem0_stack, probe_environment
     from memlife.bundled.realstack.app import create_app
+    from memlife.bundled.reference.app import ServerTotalTiming
 
     data_dir = _data_dir(args, "mem0")
     environment = probe_environment(data_dir)
@@ -343,8 +344,16 @@ def _serve_mem0(args: argparse.Namespace) -> int:
             end="",
             flush=True,
         )
+        app = create_app(stack.runtime, "memlife mem0 target")
+        # `Server-Timing: total;dur=<ms>` on every response: the time from the request's
+        # arrival in this application (memlife's HTTP surface over Mem0's library) to its
+        # response, as the reference target reports it. Mem0 itself emits none (neither its
+        # library nor its own REST server); this measures around its calls, changing none.
+        # memlife records it beside its own latency of each turn (BENCHMARKS.md, "memlife
+        # against a plain runner on a real server").
+        app.add_middleware(ServerTotalTiming)
         uvicorn.run(
-            create_app(stack.runtime, "memlife mem0 target"),
+            app,
             host=args.host,
             port=args.port,
             log_level="warning",
