@@ -96,6 +96,19 @@ def merge_scale(previous: dict[str, Any], points: list[dict[str, Any]]) -> dict[
     return {**previous, "scale": sorted(kept + points, key=lambda point: point["pairs"])}
 
 
+# What other benches measure and write into the same results (`./scripts/bench reports`,
+# `scaleout`, `stacks`, `claims`, `real-server`): a full run keeps them as they are.
+KEPT_SECTIONS = ("reports", "scaleout", "stacks", "claims", "real_server")
+
+
+def kept_sections(previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The sections of earlier results that other benches measured."""
+    kept = {"reports": [], "scaleout": []} | {
+        key: value for key, value in (previous or {}).items() if key in KEPT_SECTIONS
+    }
+    return kept
+
+
 def _command() -> str:
     return f"./scripts/bench {shlex.join(sys.argv[1:])}".rstrip()
 
@@ -355,8 +368,7 @@ async def main(args: argparse.Namespace) -> int:
             },
             **measured,
             "scale": [],
-            "reports": (previous or {}).get("reports", []),  # `./scripts/bench reports`
-            "scaleout": (previous or {}).get("scaleout", []),  # `./scripts/bench scaleout`
+            **kept_sections(previous),
         }
         # Rows of pair counts this run did not measure stay, marked with their own command.
         results = merge_scale({**results, "scale": (previous or {}).get("scale", [])}, points)

@@ -15,6 +15,14 @@ The bench runs each replay in a process of its own (`replay_in_process`, which r
 module): in the bench's own process, after memlife's run, the aiohttp replay went about a
 quarter slower than the same replay in a fresh one, and a baseline held down by the
 harness would flatter memlife's ratios.
+
+Given the run's target file (`--target-file`), each request is built as memlife builds it
+from that file (memlife/targets/http.py: its path, query and JSON body rendered from the
+same variables, a forgotten fact's every value included), so that a target other than the
+reference one (the bundled Mem0 stack: bench/real_server.py) gets the same requests. Store
+reads memlife makes itself, not over HTTP (SQL, files), are not the target's requests: they
+are neither sent nor counted. Without a target file the reference target's routes are used,
+as they always were.
 """
 
 from __future__ import annotations
@@ -28,8 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,8 +48,16 @@ import httpx
 from sqlalchemy import text
 
 from memlife import recorder
+from memlife.rules.target import Operation, StoreProbe, Target, load_target
 from memlife.stack.processes import stop_process
-from memlife.targets.http import mark_headers_sent, parse_server_timing
+from memlife.targets.http import (
+    extract,
+    mark_headers_sent,
+    parse_server_timing,
+    render,
+    render_body,
+    resolve_header,
+)
 
 NOW_HEADER = "X-Memlife-Now"
 
@@ -54,6 +71,7 @@ class Request:
     reply: str | None
     domain: str | None
     scenario_time: str
+    alias: str = ""
 
 
 @dataclass
@@ -67,6 +85,8 @@ class PlainResult:
     # Per conversation request (aiohttp only): (latency as memlife records it, the
     # target's Server-Timing total), in ms.
     timed: list[tuple[float, float]] = field(default_factory=list)
+    # How many answers had each status outside 2xx (a 404 is a deleted user's answer).
+    statuses: dict[str, int] = field(default_factory=dict)
 
     @property
     def per_second(self) -> float:
@@ -91,14 +111,15 @@ def recorded_requests(
     with engine.connect() as db:
         rows = db.execute(
             text(
-                "SELECT pair_index, step_index, kind, role, request, reply, domain, scenario_time "
-                "FROM observations WHERE run_id = :run ORDER BY pair_index, step_index, seq"
+                "SELECT pair_index, step_index, kind, role, request, reply, domain, "
+                "scenario_time, tenant_alias FROM observations WHERE run_id = :run "
+                "ORDER BY pair_index, step_index, seq"
             ),
             {"run": run_id},
         )
-        for pair, step, kind, role, request, reply, domain, scenario_time in rows:
+        for pair, step, kind, role, request, reply, domain, scenario_time, alias in rows:
             by_pair[pair].append(
-                Request(step, kind, role, request, reply, domain, _iso(scenario_time))
+                Request(step, kind, role, request, reply, domain, _iso(scenario_time), alias)
             )
         phones = {
             (pair, role): phone
@@ -107,15 +128,43 @@ def recorded_requests(
                 {"run": run_id},
             )
         }
-        values: dict[tuple[int, str, str], tuple[int, str]] = {}
-        for row_id, text_value in db.execute(
-            text("SELECT id, text FROM run_values WHERE run_id = :run"), {"run": run_id}
-        ):
-            _, pair, role, domain, n = row_id.rsplit("/", 4)
-            key = (int(pair), role, domain)
-            if key not in values or values[key][0] < int(n):  # the latest update
-                values[key] = (int(n), text_value)
-    return dict(by_pair), phones, {k: v for k, (_, v) in values.items()}
+        every = fact_values(
+            (row_id, text_value)
+            for row_id, text_value in db.execute(
+                text("SELECT id, text FROM run_values WHERE run_id = :run"), {"run": run_id}
+            )
+        )
+    return dict(by_pair), phones, {key: texts[0] for key, texts in every.items()}
+
+
+def recorded_fact_values(run_id: str, url: str) -> dict[tuple[int, str, str], list[str]]:
+    """Every value each (pair, role, domain) fact had in the run: see `fact_values`."""
+    engine = recorder.engine_for(url)
+    with engine.connect() as db:
+        return fact_values(
+            (row_id, text_value)
+            for row_id, text_value in db.execute(
+                text("SELECT id, text FROM run_values WHERE run_id = :run"), {"run": run_id}
+            )
+        )
+
+
+def fact_values(
+    rows: Iterable[tuple[str, str]],
+) -> dict[tuple[int, str, str], list[str]]:
+    """(pair, role, domain) -> every value the fact had, the latest first and then the
+    superseded ones in the order they were said, from the run's values (`…/pair/role/
+    domain/n`, n counting the updates): what memlife's forget sends as `{values}`, its
+    `{value}` being the first (workflows/steps.py `forget`)."""
+    numbered: dict[tuple[int, str, str], list[tuple[int, str]]] = defaultdict(list)
+    for row_id, text_value in rows:
+        _, pair, role, domain, n = row_id.rsplit("/", 4)
+        numbered[(int(pair), role, domain)].append((int(n), text_value))
+    found = {}
+    for key, texts in numbered.items():
+        ordered = [value for _, value in sorted(texts)]
+        found[key] = [ordered[-1], *ordered[:-1]]
+    return found
 
 
 def _iso(value: Any) -> str:
@@ -152,7 +201,8 @@ async def _sender(base_url: str, client: str) -> AsyncIterator[Callable[..., Awa
         ) as session:
 
             async def send_httpx(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
-                response = await session.request(method, path, headers={NOW_HEADER: now}, **kwargs)
+                headers = {NOW_HEADER: now, **kwargs.pop("headers", {})}
+                response = await session.request(method, path, headers=headers, **kwargs)
                 return _Reply(response.status_code, await response.aread())
 
             yield send_httpx
@@ -167,17 +217,21 @@ async def _sender(base_url: str, client: str) -> AsyncIterator[Callable[..., Awa
 
         async def send_aiohttp(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
             params = kwargs.pop("params", None)
-            query = [
-                (name, item)
-                for name, value in (params or {}).items()
-                for item in (value if isinstance(value, list) else [value])
-            ]
+            query = (
+                params  # already (name, value) pairs, as a target file's request has them
+                if isinstance(params, list)
+                else [
+                    (name, item)
+                    for name, value in (params or {}).items()
+                    for item in (value if isinstance(value, list) else [value])
+                ]
+            )
             marks: dict[str, float] = {}
             started = time.perf_counter()
             async with session.request(
                 method,
                 base_url + path,
-                headers={NOW_HEADER: now},
+                headers={NOW_HEADER: now, **kwargs.pop("headers", {})},
                 params=query or None,
                 trace_request_ctx=marks,
                 **kwargs,
@@ -192,21 +246,79 @@ async def _sender(base_url: str, client: str) -> AsyncIterator[Callable[..., Awa
         yield send_aiohttp
 
 
+@dataclass(frozen=True)
+class Outgoing:
+    """One request as memlife would send it from a target file's operation."""
+
+    method: str
+    path: str  # percent-encoded, after the base URL
+    params: list[tuple[str, str]]
+    body: Any
+    headers: dict[str, str]
+
+
+def outgoing(target: Target, operation: Operation, variables: dict[str, Any]) -> Outgoing:
+    """The request `operation` makes with `variables`, rendered as memlife renders it
+    (memlife/targets/http.py `call`): a lone placeholder keeps its value's type, and one
+    holding a list in a query parameter repeats the parameter."""
+    params = []
+    for name, template in operation.query.items():
+        value = render_body(template, variables)
+        params += [(name, str(item)) for item in (value if isinstance(value, list) else [value])]
+    return Outgoing(
+        method=operation.method,
+        path=render(operation.path, variables, url=True),
+        params=params,
+        body=None if operation.body is None else render_body(operation.body, variables),
+        headers={
+            name: resolve_header(value)
+            for name, value in {**target.headers, **operation.headers}.items()
+        },
+    )
+
+
+def one_request(target: Target, name: str) -> Operation:
+    """The target file's operation `name`, which the replay sends as one request (a
+    sequence's later requests depend on what memlife selected from the earlier answers,
+    which the recorder does not keep)."""
+    steps = target.operations.sequence(name)
+    if len(steps) != 1:
+        raise ValueError(
+            f"target {target.name}: operations.{name} is "
+            f"{'missing' if not steps else f'a sequence of {len(steps)} requests'}; the plain "
+            "runner replays operations of one request"
+        )
+    return steps[0]
+
+
 async def replay(
-    base_url: str, run_id: str, url: str, concurrency: int, client: str = "httpx"
+    base_url: str,
+    run_id: str,
+    url: str,
+    concurrency: int,
+    client: str = "httpx",
+    target: Target | None = None,
 ) -> PlainResult:
+    """Send the recorded run's requests again (see the module's docstring); with `target`
+    (the run's target file) each request is built from it, else the reference target's
+    routes are used."""
     by_pair, phones, values = recorded_requests(run_id, url)
     if not by_pair:  # a rate of nothing would pass for a baseline
         raise LookupError(f"no recorded requests of run {run_id!r} in {url}")
     limit = asyncio.Semaphore(concurrency)
-    errors = 0
+    errors = sent = 0
+    statuses: Counter[str] = Counter()
     timed: list[tuple[float, float]] = []
+    every_value = recorded_fact_values(run_id, url) if target is not None else {}
     async with _sender(base_url, client) as request:
 
         async def send(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
-            nonlocal errors
+            nonlocal errors, sent
             async with limit:  # as in memlife, the clock starts once the request has its turn
                 response = await request(method, path, now, **kwargs)
+            sent += 1
+            if not 200 <= response.status < 300:
+                statuses[str(response.status)] += 1
             if response.status >= 400 and response.status != 404:
                 errors += 1
             return response
@@ -265,25 +377,130 @@ async def replay(
                             params={"q": key.split("\n")},
                         )
 
+        async def send_operation(
+            operation: Operation, variables: dict[str, Any], now: str
+        ) -> _Reply:
+            assert target is not None
+            built = outgoing(target, operation, variables)
+            return await send(
+                built.method,
+                built.path,
+                now,
+                params=built.params or None,
+                headers=built.headers,
+                **({} if built.body is None else {"json": built.body}),
+            )
+
+        async def pair_from_file(index: int, requests: list[Request]) -> None:
+            """`pair`, each request built from the run's target file."""
+            assert target is not None
+            operations = target.operations
+            probes = {
+                store.name: store.probe
+                for store in target.stores
+                if isinstance(store.probe, StoreProbe)  # the others are memlife's own reads
+            }
+            user_ids = user_ids_of[index]
+            current = current_of[index]
+            deletion_ids: dict[str, str] = {}
+
+            def user(recorded: str) -> str:
+                return user_ids.get(recorded, recorded)
+
+            for r in requests:
+                phone = phones.get((index, r.role), "")
+                if r.kind == "register":
+                    operation = one_request(target, "register")
+                    response = await send_operation(
+                        operation,
+                        {
+                            "phone": r.text,
+                            "tenant_alias": r.alias,
+                            "user_id": "",
+                            "registration_key": uuid.uuid4().hex,
+                        },
+                        r.scenario_time,
+                    )
+                    pointer = operation.extract.get("user_id")
+                    if r.reply and response.status < 300 and pointer is not None:
+                        user_ids[r.reply] = current[r.role] = str(extract(response.json(), pointer))
+                elif r.kind in ("write", "update", "probe"):
+                    response = await send_operation(
+                        operations.say,
+                        {"phone": phone, "user_id": current.get(r.role, ""), "message": r.text},
+                        r.scenario_time,
+                    )
+                    if response.latency_ms is not None and response.server_total is not None:
+                        timed.append((response.latency_ms, response.server_total))
+                elif r.kind == "delete" and r.domain is None:
+                    operation = one_request(target, "delete_tenant")
+                    response = await send_operation(
+                        operation,
+                        {"phone": phone, "user_id": user(r.text.split()[-1])},
+                        r.scenario_time,
+                    )
+                    pointer = operation.extract.get("deletion_id")
+                    if response.status < 300 and pointer is not None:
+                        with contextlib.suppress(KeyError, ValueError):
+                            deletion_ids[r.role] = str(extract(response.json(), pointer))
+                elif r.kind == "delete":
+                    texts = every_value.get((index, r.role, r.domain), [""])
+                    await send_operation(
+                        one_request(target, "forget"),
+                        {
+                            "phone": phone,
+                            "user_id": current.get(r.role, ""),
+                            "value": texts[0],
+                            "values": texts,
+                            "domain": r.domain,
+                        },
+                        r.scenario_time,
+                    )
+                elif r.kind == "deletion-status":
+                    await send_operation(
+                        one_request(target, "deletion_status"),
+                        {
+                            "phone": phone,
+                            "user_id": user(r.text),
+                            "deletion_id": deletion_ids.get(r.role, ""),
+                        },
+                        r.scenario_time,
+                    )
+                elif r.kind == "inspect":
+                    store, mode, key = r.text.split(" ", 2)
+                    probe = probes.get(store)
+                    if probe is None:
+                        continue  # read by memlife itself (SQL, files): no request
+                    if mode == "scope":
+                        await send_operation(probe.scope, {"user_id": user(key)}, r.scenario_time)
+                    elif mode == "needles" and probe.needles is not None:
+                        await send_operation(
+                            probe.needles, {"needles": key.split("\n")}, r.scenario_time
+                        )
+                    else:
+                        await send_operation(probe.needle, {"needle": key}, r.scenario_time)
+
         # Step by step, every pair at once (as memlife's lifecycles go): the target's clock
         # then moves as it did under memlife, and does the same background work.
         steps = sorted({r.step for requests in by_pair.values() for r in requests})
         started, cpu_started = time.perf_counter(), time.process_time()
+        each_pair = pair if target is None else pair_from_file
         for step in steps:
             await asyncio.gather(
                 *(
-                    pair(index, [r for r in requests if r.step == step])
+                    each_pair(index, [r for r in requests if r.step == step])
                     for index, requests in by_pair.items()
                 )
             )
         seconds = time.perf_counter() - started
         runner_cpu = time.process_time() - cpu_started
     return PlainResult(
-        requests=sum(len(r) for r in by_pair.values()),
+        requests=sent,
         errors=errors,
         seconds=seconds,
         cpu_seconds={"runner": runner_cpu},
         timed=timed,
+        statuses=dict(sorted(statuses.items())),
     )
 
 
@@ -291,7 +508,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 async def replay_in_process(
-    base_url: str, run_id: str, url: str, concurrency: int, client: str = "httpx"
+    base_url: str,
+    run_id: str,
+    url: str,
+    concurrency: int,
+    client: str = "httpx",
+    target_file: Path | None = None,
 ) -> PlainResult:
     """`replay` in a fresh Python process (this module's main): the baseline's rate then
     owes nothing to the state of the process that asks for it. The recorder's URL goes by
@@ -315,6 +537,7 @@ async def replay_in_process(
                     client,
                     "--out",
                     str(out),
+                    *(["--target-file", str(target_file)] if target_file else []),
                 ],
                 cwd=REPO,
                 stdin=subprocess.DEVNULL,
@@ -340,6 +563,7 @@ async def replay_in_process(
         seconds=figures["seconds"],
         cpu_seconds=figures["cpu_seconds"],
         timed=[(latency, total) for latency, total in figures["timed"]],
+        statuses=figures.get("statuses", {}),
     )
 
 
@@ -360,12 +584,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--client", choices=("httpx", "aiohttp"), default="httpx")
     parser.add_argument("--out", required=True, type=Path, help="where to write the JSON")
+    parser.add_argument(
+        "--target-file",
+        type=Path,
+        help="the run's target file: each request built from it (default: the reference "
+        "target's routes)",
+    )
     args = parser.parse_args(argv)
     url = os.environ.get("MEMLIFE_DB_URL")
     if not url:
         parser.error("MEMLIFE_DB_URL is not set: point it at the recorder of the run")
     try:
-        result = asyncio.run(replay(args.base_url, args.run_id, url, args.concurrency, args.client))
+        target = load_target(args.target_file) if args.target_file else None
+        result = asyncio.run(
+            replay(args.base_url, args.run_id, url, args.concurrency, args.client, target)
+        )
     except LookupError as error:
         print(f"bench.plain_runner: {error}", file=sys.stderr)
         return 2
@@ -377,6 +610,7 @@ def main(argv: list[str] | None = None) -> int:
                 "seconds": result.seconds,
                 "cpu_seconds": result.cpu_seconds,
                 "timed": result.timed,
+                "statuses": result.statuses,
             }
         ),
         encoding="utf-8",

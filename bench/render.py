@@ -1,7 +1,7 @@
 """BENCHMARKS.md from the results document (BENCHMARKS.json): the side-by-side
 throughput table, where the CPU went, and latency fidelity; the scale rows are
 bench/scale_table.py's, the report and scale-out rows bench/reports.py's and
-bench/scaleout.py's."""
+bench/scaleout.py's, the real server's bench/real_server_table.py's."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from bench import cpus
 from bench.claims_table import render_lines as claims_lines
+from bench.real_server_table import render_lines as real_server_lines
 from bench.report_tables import render_lines as report_lines
 from bench.runs import NIGHTLY
 from bench.scale_table import scale_lines, verdict
@@ -319,6 +320,7 @@ def render(results: dict[str, Any]) -> str:
                 *report_lines(results.get("reports", [])),
                 *scaleout_lines(results.get("scaleout", [])),
                 *stacks_lines(results.get("stacks", [])),
+                *real_server_lines(results.get("real_server")),
                 *claims_lines(results.get("claims")),
             ]
         )
@@ -507,6 +509,7 @@ def render(results: dict[str, Any]) -> str:
         + report_lines(results.get("reports", []))
         + scaleout_lines(results.get("scaleout", []))
         + stacks_lines(results.get("stacks", []))
+        + real_server_lines(results.get("real_server"))
         + claims_lines(results.get("claims"))
     )
 
