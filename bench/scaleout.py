@@ -7,6 +7,13 @@ together on one Temporal server. Each worker count gets fresh targets, a fresh d
 and, in `skip` mode, a time-skipping server of its own. The rows go into BENCHMARKS.json
 ("scaleout") and BENCHMARKS.md is rendered again.
 
+Every worker serves everything, the target requests included: the runs leave them on their
+own task queue (RunInput.target_task_queue None, as `memlife run --no-target-worker` and a
+cluster's workers without --target-queue), so no run waits on a queue nobody serves, and no
+worker is the target requests' alone. Every process runs on every CPU: no CPU is a target's
+own, as bench/cpus.py gives the side-by-side's one target; the shards' targets beside the
+workers on a machine of few cores would have one CPU between them, and measure that.
+
     ./scripts/bench scaleout                        # 300 pairs, 3 shards; 1, 2, 3 workers
     ./scripts/bench scaleout --pairs 600 --workers 1,2
 """
@@ -30,6 +37,7 @@ from sqlalchemy import bindparam, text
 from temporalio.api.testservice.v1 import UnlockTimeSkippingRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from bench.machine import describe_machine
 from bench.postgres import PostgresServer, running_postgres
 from bench.render import render
 from bench.runs import (
@@ -109,6 +117,8 @@ async def measure(
                 nightly_input(size, reference_target(target.base_url), clock, address, cohort)
                 for size, target in zip(sizes, targets, strict=True)
             ]
+            # The target requests on the runs' own queue, which every worker serves.
+            assert all(run.target_task_queue is None for run in runs)
             await polling(list(zip(served_by, logs, strict=True)))
             ids = [suite_workflow_id(run.scenario.name, run.run_id) for run in runs]
             started = time.perf_counter()
@@ -163,6 +173,9 @@ async def measure(
         "workflow_tasks": sum(t["tasks"] for t in tasks),
         "workflow_tasks_over_1s": sum(t["over_1s"] for t in tasks),
         "tasks_per_worker": [t["tasks"] for t in tasks],
+        "target_requests": "the runs' own task queue",
+        "cpus": "every process on every CPU",
+        "machine": describe_machine(),
         "measured_at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "command": command,
     }

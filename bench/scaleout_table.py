@@ -23,7 +23,7 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
         f"one PostgreSQL; clock `{base['clock']}`, each worker count with fresh targets, "
         "database and Temporal server, side by side in one invocation. CPU is the "
         "processes' own user and system time over the wall time, in cores (the machine "
-        f"has {os.cpu_count()}).",
+        f"has {_cores(base)}).{_placement(base)}",
         "",
         f"| workers | wall time | pairs/min | target requests/s | speed-up over "
         f"{base['workers']} | speed-up ÷ workers | cases passed | failures | inconclusive | "
@@ -55,7 +55,7 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines += [
         "",
         f"With {base['workers']} worker(s) these processes kept {cores(base):.1f} of "
-        f"the machine's {os.cpu_count()} cores busy; at most {cores(busiest):.1f}, with "
+        f"the machine's {_cores(base)} cores busy; at most {cores(busiest):.1f}, with "
         f"{busiest['workers']}. A worker adds speed only with cores free for it: where "
         "the first worker and the targets leave little, the speed-up measures the "
         "machine more than memlife. A machine with more cores, or workers on hosts of "
@@ -65,7 +65,30 @@ def render_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines += [
         "",
         "Reproduce: " + "; ".join(f"`{c}`" for c in commands) + f" (measured "
-        f"{rows[-1]['measured_at']}).",
+        f"{rows[-1]['measured_at']}"
+        + (f" on {rows[-1]['machine']}" if "machine" in rows[-1] else "")
+        + ").",
         "",
     ]
     return lines
+
+
+def _cores(row: dict[str, Any]) -> int:
+    """The CPUs of the machine the row was measured on (rows before 2026-12-06 do not
+    name it: this one's)."""
+    machine = row.get("machine", "")
+    return int(machine.split()[0]) if machine[:1].isdigit() else os.cpu_count() or 1
+
+
+def _placement(row: dict[str, Any]) -> str:
+    """Where the target requests went and where the processes ran, for rows that say."""
+    if "target_requests" not in row:
+        return ""
+    return (
+        " Every worker serves everything, the target requests included: they stay on the "
+        "runs' own task queue (as `memlife run --no-target-worker`, or a cluster's workers "
+        "without `--target-queue`), and no worker is theirs alone. Every process runs on "
+        "every CPU: unlike the side-by-side runs' one target, no target has a CPU of its "
+        f"own (bench/cpus.py keeps one for one target; the {row['shards']} targets here "
+        "would share it)."
+    )
