@@ -18,6 +18,7 @@ import asyncio
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -116,6 +117,7 @@ async def serve(
                         serves=serves,
                     )
                     if ready_file is not None:
+                        await _until_the_server_lists_its_poll(client, task_queue, serves)
                         _write_ready_file(ready_file, task_queue, serves)
                     await stop.wait()
                     log.warning("worker stopping: draining in-flight activities")
@@ -123,6 +125,21 @@ async def serve(
                         ready_file.unlink(missing_ok=True)
         finally:
             await http.close_clients()
+
+
+async def _until_the_server_lists_its_poll(client: Client, task_queue: str, serves: str) -> None:
+    """A started worker's first long poll may not have reached the server yet (on a busy
+    machine, seconds later): what reads the ready file asks the server who serves the queue
+    (memlife.stack.queues.unserved), so the file waits for the server to say so. A server
+    that cannot say (None) is not waited for; one that never lists it, 60 s at most."""
+    from memlife.stack.queues import Need, pollers
+
+    need = Need(task_queue, "workflow" if serves == "workflows" else "activity")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if await pollers(client, need) != []:
+            return
+        await asyncio.sleep(0.2)
 
 
 def _write_ready_file(path: Path, task_queue: str, serves: str) -> None:
