@@ -11,8 +11,7 @@ from memlife.errors import Problem
 
 
 def add_parsers(commands: Any) -> None:
-    from memlife.stack import DEFAULT_UI_PORT
-    from memlife.stack.codec_server import DEFAULT_CODEC_PORT
+    from memlife.stack import DEFAULT_CODEC_PORT, DEFAULT_UI_PORT
 
     codec = add_command(
         commands,

@@ -10,8 +10,7 @@ from memlife.cli.common import EXIT_OK, STATE_DIR, add_command, problems_exit, u
 
 
 def add_parsers(commands: Any) -> None:
-    from memlife.stack import DEFAULT_ADDRESS, DEFAULT_UI_PORT
-    from memlife.stack.codec_server import DEFAULT_CODEC_PORT
+    from memlife.stack import DEFAULT_ADDRESS, DEFAULT_CODEC_PORT, DEFAULT_UI_PORT
 
     dev = add_command(
         commands,

@@ -11,3 +11,4 @@ STATE_DIR = Path(".memlife")
 # Where the local stack listens unless told otherwise (light: the CLI's help reads these).
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 DEFAULT_UI_PORT = 8233
+DEFAULT_CODEC_PORT = 8081  # where Temporal's samples serve their codec endpoint

@@ -32,7 +32,6 @@ from memlife.stack import DEFAULT_UI_PORT
 from memlife.stack.codec import CompressingCodec
 from memlife.stack.processes import LOOPBACK
 
-DEFAULT_CODEC_PORT = 8081  # where Temporal's samples serve theirs
 ALLOWED_HEADERS = "content-type, x-namespace, authorization"
 MAX_BODY = 256 * 1024 * 1024
 

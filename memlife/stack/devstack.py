@@ -67,7 +67,8 @@ async def serve(
     `memlife worker --serve activities` process on worker_process.target_task_queue(
     task_queue) too, polling before the stack file is written."""
     from memlife import recorder
-    from memlife.stack.codec_server import DEFAULT_CODEC_PORT, codec_server, ui_origins
+    from memlife.stack import DEFAULT_CODEC_PORT
+    from memlife.stack.codec_server import codec_server, ui_origins
     from memlife.stack.worker_process import target_task_queue, worker_process
 
     for name, wanted in (("--port", port), ("--target-port", target_port)):

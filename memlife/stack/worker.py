@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from memlife import DEFAULT_TASK_QUEUE
 from memlife.errors import MemlifeError
 from memlife.stack import DEFAULT_ADDRESS, heap
-from memlife.targets import http
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -124,6 +123,8 @@ async def serve(
                     if ready_file is not None:
                         ready_file.unlink(missing_ok=True)
         finally:
+            from memlife.targets import http
+
             await http.close_clients()
 
 
