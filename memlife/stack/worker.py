@@ -32,8 +32,17 @@ from memlife.stack import DEFAULT_ADDRESS, heap
 if TYPE_CHECKING:
     from temporalio.client import Client
     from temporalio.worker import Worker
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 SERVES = ("all", "workflows", "activities")
+
+# pytest rewrites the asserts of every module of a distribution that has a pytest11 entry
+# point (memlife's: memlife, workflows, activities), and each rewritten module imports
+# _pytest.assertion.rewrite. The workflow sandbox imports a workflow's modules again for
+# every run it starts, and with them pytest's internals: in a pytest process (the pytest
+# plugin's runs, this project's tests) that was most of the CPU of starting a workflow run.
+# Passed through, they are imported once; no workflow calls them.
+PYTEST_MODULES = ("_pytest", "pytest", "pluggy", "py", "iniconfig", "pygments")
 
 
 def build_worker(
@@ -65,8 +74,18 @@ def build_worker(
         activities=ACTIVITIES,
         no_remote_activities=serve == "workflows",
         activity_executor=executor,
+        workflow_runner=workflow_runner(),
         interceptors=telemetry.interceptors(tracer or telemetry.configured_tracer()),
         **tuning,
+    )
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The workflow sandbox memlife's workers and replayers run workflows in."""
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PYTEST_MODULES)
     )
 
 

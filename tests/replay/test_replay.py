@@ -12,6 +12,7 @@ from temporalio.worker import Replayer
 
 from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.registry import WORKFLOWS
+from memlife.stack.worker import workflow_runner
 
 HISTORIES = sorted((Path(__file__).resolve().parents[1] / "histories").glob("*.json"))
 
@@ -33,6 +34,11 @@ async def test_history_replays_against_current_code(path: Path) -> None:
     # cohort history once took over its 2 s (TMPRL1101), which says nothing about
     # determinism, what these tests are for; task durations are the bench's to measure
     # (bench/histories.py).
-    replayer = Replayer(workflows=WORKFLOWS, data_converter=DATA_CONVERTER, debug_mode=True)
+    replayer = Replayer(
+        workflows=WORKFLOWS,
+        data_converter=DATA_CONVERTER,
+        workflow_runner=workflow_runner(),  # the sandbox memlife's workers run them in
+        debug_mode=True,
+    )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

@@ -25,6 +25,7 @@ from memlife.contracts import (
 )
 from memlife.stack import embedded
 from memlife.stack.registry import ACTIVITIES, WORKFLOWS
+from memlife.stack.worker import workflow_runner
 from tests.reliability.helpers import assert_same_rows, row_keys, written_nightly
 from tests.workflows.helpers import run_input, run_suite
 
@@ -188,6 +189,7 @@ async def test_a_recording_that_fails_beside_a_step_fails_its_pair_and_loses_not
             workflows=WORKFLOWS,
             activities=activities,
             activity_executor=executor,
+            workflow_runner=workflow_runner(),
         ):
             summary = await run_suite(skip_env.client, run.run_id, run)
     assert not summary.passed
