@@ -12,9 +12,9 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from http.client import HTTPConnection, HTTPException
 from pathlib import Path
 
-import httpx
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
@@ -129,20 +129,30 @@ def _start_reference_target(
         )
     handle = ReferenceTargetProcess(process, f"http://{LOOPBACK}:{port}", log_path)
     deadline = time.monotonic() + timeout
-    # One client for every poll: each new httpx client builds a TLS context, which costs
-    # more CPU than the target's whole start.
-    with httpx.Client(base_url=handle.base_url, timeout=1) as http:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise UnreachableError(
-                    f"reference target: exited at start (code {process.returncode}); see {log_path}"
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if http.get("/health").status_code == 200:
-                    return handle
-            time.sleep(0.1)
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise UnreachableError(
+                f"reference target: exited at start (code {process.returncode}); see {log_path}"
+            )
+        if _answers_health(port):
+            return handle
+        time.sleep(0.1)
     handle.stop()
     raise UnreachableError(f"reference target: did not answer within {timeout:g}s; see {log_path}")
+
+
+def _answers_health(port: int) -> bool:
+    """Whether the target on loopback `port` answers GET /health with 200. Plain HTTP on
+    loopback, asked with the standard library: an httpx client builds a TLS context, which
+    cost more CPU than the target's whole start."""
+    connection = HTTPConnection(LOOPBACK, port, timeout=1)
+    try:
+        connection.request("GET", "/health")
+        return connection.getresponse().status == 200
+    except (OSError, HTTPException):
+        return False
+    finally:
+        connection.close()
 
 
 @contextlib.contextmanager

@@ -282,7 +282,13 @@ async def mark_headers_sent(
 def _tls_context() -> ssl.SSLContext:
     """Certificates verified against SSL_CERT_FILE or SSL_CERT_DIR when set, else certifi's
     bundle: what the httpx client trusted, so an https target that worked still does."""
-    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    return _tls_context_from(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _tls_context_from(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    """One per trust store and process: loading a bundle of certificates costs more CPU
+    than a request (each new target session asked for one)."""
     if cafile or capath:
         return ssl.create_default_context(cafile=cafile, capath=capath)
     return ssl.create_default_context(cafile=certifi.where())
