@@ -35,6 +35,11 @@ from memlife.targets import http
 # value two workers' Mem0 servers starting at once met on one lock ("Storage folder …
 # migrations_qdrant is already accessed by another instance of Qdrant client").
 os.environ["MEM0_DIR"] = tempfile.mkdtemp(prefix="memlife-tests-mem0-")
+# mem0, graphiti-core and chromadb send usage events to PostHog unless told not to (the
+# bundled stacks say so in memlife/bundled/*/runtime.py); a test sends nothing anywhere.
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"

@@ -2,7 +2,7 @@
 failure at all, and each fault is caught by the right invariant, in the right store, at the
 right stage — on the time-skipping server, with the real activities and a real target.
 
-The scenario is lifecycle-nightly.yaml itself, with 2 generated pairs instead of 20 to keep
+The scenario is lifecycle-nightly.yaml itself, with 1 generated pair instead of 20 to keep
 the suite quick (the full nightly runs end to end in tests/e2e).
 """
 
@@ -87,7 +87,7 @@ DETECTION = {
 def nightly_small() -> Scenario:
     scenario = load_scenario(NIGHTLY)
     assert scenario.generate is not None and scenario.generate.count >= 20
-    generation = scenario.generate.model_copy(update={"count": 2})
+    generation = scenario.generate.model_copy(update={"count": 1})
     return scenario.model_copy(update={"generate": generation})
 
 
