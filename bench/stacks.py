@@ -70,9 +70,9 @@ def letta_orphaned_passages(
     passages in archives no agent links any more (letta-ai/letta PR #1632, never merged; in
     0.16.8 deleting an agent deletes its links to its archive, ON DELETE CASCADE, not the
     archive). `seen` holds the passages earlier runs on the same server left."""
-    from memlife.bundled.letta.serve import Installation
+    from memlife.bundled.letta.serve import default_installation
 
-    rows = Installation(data).query(
+    rows = default_installation().query(
         env["LETTA_DATABASE_URL"],
         (
             "select p.id, p.archive_id, p.text from archival_passages p where not p.is_deleted "

