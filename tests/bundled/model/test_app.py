@@ -9,12 +9,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import openai
 import pytest
 
 from memlife.bundled.model.script import Answer, Rule
 from memlife.bundled.model.serve import ScriptedModel, scripted_model, summary
+
+if TYPE_CHECKING:
+    import openai  # imported by the tests that use it: half a second in every collecting process
 
 RULES = (
     Rule(
@@ -57,6 +60,8 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
 
 @pytest.fixture(scope="module")
 def client(model: ScriptedModel) -> openai.OpenAI:
+    import openai
+
     return openai.OpenAI(base_url=model.base_url, api_key="any", max_retries=0)
 
 
@@ -171,6 +176,8 @@ def test_logprobs_of_the_first_token(client: openai.OpenAI) -> None:
 def test_an_unknown_prompt_is_a_400_naming_the_caller(
     client: openai.OpenAI, model: ScriptedModel
 ) -> None:
+    import openai
+
     with pytest.raises(
         openai.BadRequestError, match="no rule knows this prompt; caller OpenAI/Python"
     ):

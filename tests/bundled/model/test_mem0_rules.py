@@ -4,13 +4,33 @@ rules (memlife/bundled/model/mem0.py)."""
 from __future__ import annotations
 
 import json
+from types import ModuleType
+from typing import Any
 
 import pytest
-from mem0.configs import prompts
-from mem0.memory.utils import get_fact_retrieval_messages_legacy, parse_messages  # noqa: E402
 
-from memlife.bundled.model import mem0  # noqa: E402
-from memlife.bundled.model.script import Chat, UnknownPrompt, respond  # noqa: E402
+from memlife.bundled.model import mem0
+from memlife.bundled.model.script import Chat, UnknownPrompt, respond
+
+
+# mem0 imports openai and much else (a second and a half): imported when a test runs, not in
+# every process that collects the suite.
+def prompts() -> ModuleType:
+    from mem0.configs import prompts
+
+    return prompts
+
+
+def parse_messages(messages: list[dict[str, str]]) -> Any:
+    from mem0.memory.utils import parse_messages
+
+    return parse_messages(messages)
+
+
+def get_fact_retrieval_messages_legacy(messages: Any) -> tuple[str, str]:
+    from mem0.memory.utils import get_fact_retrieval_messages_legacy
+
+    return get_fact_retrieval_messages_legacy(messages)
 
 
 def _chat(system: str | None, user: str) -> Chat:
@@ -26,7 +46,7 @@ def _chat(system: str | None, user: str) -> Chat:
 
 
 def _additive(existing: list[dict[str, str]], said: str) -> tuple[str, dict]:
-    user = prompts.generate_additive_extraction_prompt(
+    user = prompts().generate_additive_extraction_prompt(
         existing_memories=existing,
         last_k_messages=[],
         new_messages=parse_messages(
@@ -36,7 +56,7 @@ def _additive(existing: list[dict[str, str]], said: str) -> tuple[str, dict]:
             ]
         ),
     )
-    kind, answer = respond(_chat(prompts.ADDITIVE_EXTRACTION_PROMPT, user), mem0.RULES)
+    kind, answer = respond(_chat(prompts().ADDITIVE_EXTRACTION_PROMPT, user), mem0.RULES)
     return kind, json.loads(answer.content or "")
 
 
@@ -83,7 +103,7 @@ def test_legacy_fact_extraction_and_update_decision() -> None:
         "mem0.fact-extraction",
         {"facts": ["I work at Acme", "I have a cat called Tom"]},
     )
-    update = prompts.get_update_memory_messages(
+    update = prompts().get_update_memory_messages(
         [{"id": "0", "text": "I work at Acme"}, {"id": "1", "text": "I like tea"}],
         ["Now I work at Globex", "I like tea", "I have a cat called Tom"],
     )
@@ -102,7 +122,7 @@ def test_legacy_fact_extraction_and_update_decision() -> None:
 
 
 def test_update_decision_on_an_empty_memory_adds_everything() -> None:
-    update = prompts.get_update_memory_messages([], ["I work at Acme"])
+    update = prompts().get_update_memory_messages([], ["I work at Acme"])
     _, answer = respond(_chat(None, update), mem0.RULES)
     assert json.loads(answer.content or "")["memory"] == [
         {"id": "0", "text": "I work at Acme", "event": "ADD"}
