@@ -21,8 +21,8 @@ SEED = REPO / "scenarios" / "seed-six-case.yaml"
 def project(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> pytest.Pytester:
-    """A project of its own: its recorder, no cluster configured, no other plugins that
-    would reorder or parallelize its run."""
+    """A project of its own: its recorder, no cluster configured, none of this
+    environment's other plugins (OTHER_PLUGINS)."""
     monkeypatch.setenv("MEMLIFE_DB_URL", f"sqlite:///{tmp_path / 'recorder.db'}")
     for name in ("TEMPORAL_ADDRESS", "TEMPORAL_PROFILE"):
         monkeypatch.delenv(name, raising=False)
@@ -36,18 +36,15 @@ def project(
     return pytester
 
 
+# Plugins this environment has that a project pointing pytest at memlife need not: the
+# first two would reorder or parallelize its run; langsmith's (a dependency of the stacks
+# memlife is tried on) took a second of each run's start.
+OTHER_PLUGINS = ("randomly", "xdist", "cacheprovider", "langsmith_plugin", "hypothesispytest")
+
+
 def _run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return project.runpytest_subprocess(
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:xdist",
-        "-p",
-        "no:cacheprovider",
-        "-s",
-        *args,
-        timeout=240,
-    )
+    disabled = [option for name in OTHER_PLUGINS for option in ("-p", f"no:{name}")]
+    return project.runpytest_subprocess(*disabled, "-s", *args, timeout=240)
 
 
 def test_a_clean_target_gives_a_passing_item_per_check(project: pytest.Pytester) -> None:
