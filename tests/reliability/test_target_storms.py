@@ -89,7 +89,9 @@ async def test_a_short_5xx_burst_is_absorbed_by_retries(
     storm, target = proxy
     storm.inject = lambda n: unavailable(n) if n in (2, 3, 7, 8, 9) else None
     artifact = await lifecycle(skip_env, skip_worker, seed_scenario, target)
-    assert storm.conversations == 12 + 5  # every fault was retried, and nothing else
+    # Every fault was retried, and nothing else (16 was seen once, on a loaded machine: the
+    # summary in the message tells a fault left unretried from a request never sent).
+    assert storm.conversations == 12 + 5, artifact["summary"]
     assert artifact["summary"]["passed"], artifact["summary"]
     assert artifact["summary"]["target_errors"] == 0
 
