@@ -54,6 +54,7 @@ from bench.machine import describe_machine
 from bench.plain_runner import replay_in_process
 from bench.render import render
 from bench.runs import (
+    bench_input,
     children_named,
     cpu_seconds,
     difference_figures,
@@ -61,7 +62,7 @@ from bench.runs import (
     run_until_stopped,
     start_worker,
 )
-from bench.stacks import MEMLIFE, STACKS, START_SECONDS, Stack, _environment
+from bench.stacks import STACKS, START_SECONDS, Stack, read_env_file, start_target
 from memlife.stack.processes import free_port, stop_process, wait_listening
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,20 +88,14 @@ def served(stack: Stack, data: Path, log_path: Path) -> Iterator[Served]:
     on the target's CPUs (bench/cpus.py); stopped by its PID."""
     port = free_port()
     with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [*MEMLIFE, "target", "serve", stack.kind, "--port", str(port), "--data-dir", str(data)],
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        process = start_target(stack.kind, port, data, log)
         try:
             started = time.monotonic()
             if not wait_listening(port, process, START_SECONDS):
                 raise SystemExit(f"bench real-server: {stack.kind} did not start (log: {log_path})")
             cpus.place_target(process.pid)
             say(f"{stack.kind} up in {time.monotonic() - started:.0f} s on port {port}")
-            yield Served(process, f"http://127.0.0.1:{port}", _environment(data / stack.env_file))
+            yield Served(process, f"http://127.0.0.1:{port}", read_env_file(data / stack.env_file))
         finally:
             stop_process(process, grace=30)
 
@@ -162,8 +157,8 @@ async def memlife_run(
     stack: Stack, scenario_file: Path, work: Path, tag: str, pairs: int | None = None
 ) -> dict[str, Any]:
     """The scenario against a fresh stack, as bench/runs.py runs the nightly: its figures."""
-    from memlife import __version__, recorder
-    from memlife.contracts import RunInput, RunMeta, suite_workflow_id
+    from memlife import recorder
+    from memlife.contracts import suite_workflow_id
     from memlife.rules.clock import parse_clock
     from memlife.rules.scenario_file import load_scenario
     from memlife.rules.sizing import cohort_size
@@ -201,32 +196,20 @@ async def memlife_run(
                         "target": cpu_seconds(live.process.pid),
                     }
 
-                meta = RunMeta(
-                    memlife_version=__version__,
-                    git_revision=None,
-                    command="bench real-server",
-                    scenario_file=str(scenario_file),
-                    scenario_name=scenario.name,
-                    scenario_sha256=scenario.digest(),
-                    target_name=target.name,
-                    target_base_url=target.base_url,
-                    clock=clock.describe(),
-                    temporal_address=own.address,
-                    canary_seed=run_id,
-                    cohort_size=cohort,
-                )
                 before = cpu_now()
                 started = time.perf_counter()
                 handle = await own.client.start_workflow(
                     SuiteWorkflow.run,
-                    RunInput(
-                        run_id=run_id,
-                        scenario=scenario,
-                        target=target,
-                        clock=clock,
-                        meta=meta,
-                        cohort_size=cohort,
-                        seed=run_id,
+                    bench_input(
+                        "bench real-server",
+                        scenario_file,
+                        scenario,
+                        target,
+                        clock,
+                        own.address,
+                        run_id,
+                        cohort,
+                        0,  # every pair at once
                     ),
                     id=suite_workflow_id(scenario.name, run_id),
                     task_queue="memlife",

@@ -37,6 +37,7 @@ from memlife.contracts import (
     suite_workflow_id,
 )
 from memlife.rules.clock import Clock
+from memlife.rules.scenario import Scenario
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.sizing import DEFAULT_MAX_ACTIVE_PAIRS, cohort_size
 from memlife.rules.target import Target
@@ -325,11 +326,37 @@ def nightly_input(
     )
     run_id = f"bench-{pairs}-{uuid.uuid4().hex[:6]}"
     size = cohort if cohort >= 0 else cohort_size(pairs, scenario.acting_steps())
+    return bench_input(
+        "bench",
+        NIGHTLY,
+        scenario,
+        target,
+        clock,
+        address,
+        run_id,
+        size,
+        max_active_pairs if size else 0,
+    )
+
+
+def bench_input(
+    command: str,
+    scenario_file: Path,
+    scenario: Scenario,
+    target: Target,
+    clock: Clock,
+    address: str,
+    run_id: str,
+    cohort: int,
+    max_active_pairs: int,
+) -> RunInput:
+    """A run as `memlife run` would start it, recorded as the bench's `command`: its pairs
+    drawn from the seed (the run's id) by the run's first activity (prepare_run)."""
     meta = RunMeta(
         memlife_version=__version__,
         git_revision=None,
-        command="bench",
-        scenario_file=str(NIGHTLY),
+        command=command,
+        scenario_file=str(scenario_file),
         scenario_name=scenario.name,
         scenario_sha256=scenario.digest(),
         target_name=target.name,
@@ -337,17 +364,17 @@ def nightly_input(
         clock=clock.describe(),
         temporal_address=address,
         canary_seed=run_id,
+        cohort_size=cohort,
     )
-    # As written, drawn from the seed by the run's first activity (prepare_run).
     return RunInput(
         run_id=run_id,
         scenario=scenario,
         target=target,
         clock=clock,
         meta=meta,
-        cohort_size=size,
+        cohort_size=cohort,
         seed=run_id,
-        max_active_pairs=max_active_pairs if size else 0,
+        max_active_pairs=max_active_pairs,
     )
 
 

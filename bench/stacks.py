@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -117,7 +117,20 @@ def say(message: str) -> None:
     print(f"bench stacks: {message}", file=sys.stderr, flush=True)
 
 
-def _environment(env_file: Path) -> dict[str, str]:
+def start_target(kind: str, port: int, data: Path, log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """`memlife target serve KIND` on loopback `port`, its data in `data`, its output to
+    `log`: how each bench section serves a bundled stack (stop it by its PID)."""
+    return subprocess.Popen(
+        [*MEMLIFE, "target", "serve", kind, "--port", str(port), "--data-dir", str(data)],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def read_env_file(env_file: Path) -> dict[str, str]:
+    """The `export NAME=value` lines `memlife target serve` writes beside a stack's data."""
     found = {}
     for line in env_file.read_text(encoding="utf-8").splitlines():
         name, _, value = line.removeprefix("export ").partition("=")
@@ -136,13 +149,7 @@ def measure(
     port = free_port()
     data = REPO / ".memlife" / stack.kind if stack.keeps_state else work / stack.kind
     log = (work / f"{stack.kind}-serve.log").open("ab")
-    server = subprocess.Popen(
-        [*MEMLIFE, "target", "serve", stack.kind, "--port", str(port), "--data-dir", str(data)],
-        cwd=REPO,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
+    server = start_target(stack.kind, port, data, log)
     seen: set[str] = set()
     try:
         started = time.monotonic()
@@ -153,7 +160,7 @@ def measure(
         target["base_url"] = f"http://127.0.0.1:{port}"
         target_file = work / f"{stack.kind}.yaml"
         target_file.write_text(yaml.safe_dump(target, allow_unicode=True), encoding="utf-8")
-        env = {**os.environ, **_environment(data / stack.env_file)}
+        env = {**os.environ, **read_env_file(data / stack.env_file)}
         for scenario in scenarios:
             out = work / f"{stack.kind}-{scenario}.json"
             began = time.monotonic()

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -36,12 +35,12 @@ from typing import Any
 import httpx
 import yaml
 
+from bench.stacks import start_target
 from memlife.rules.openapi import Proposal, propose
 from memlife.rules.target import parse_target
 from memlife.stack.processes import free_port, stop_process, wait_listening
 
 REPO = Path(__file__).resolve().parents[1]
-MEMLIFE = [sys.executable, "-m", "memlife"]
 COMPARED = ("register", "say", "ask", "delete_tenant", "deletion_status", "forget")
 START_SECONDS = 600
 # An edit: a dotted path into the target file (list items by index) and its new value
@@ -106,13 +105,7 @@ def real(kind: str, env_file: str) -> Callable[[Path], Any]:
         data = REPO / ".memlife" / kind if kind == "letta" else work / kind
         log = (work / f"{kind}-serve.log").open("ab")
         launched = time.time()
-        server = subprocess.Popen(
-            [*MEMLIFE, "target", "serve", kind, "--port", str(port), "--data-dir", str(data)],
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        server = start_target(kind, port, data, log)
         try:
             started = time.monotonic()
             if not wait_listening(port, server, START_SECONDS):
