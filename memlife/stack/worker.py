@@ -18,7 +18,6 @@ import asyncio
 import os
 import signal
 import sys
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -149,17 +148,13 @@ async def serve(
 
 async def _until_the_server_lists_its_poll(client: Client, task_queue: str, serves: str) -> None:
     """A started worker's first long poll may not have reached the server yet (on a busy
-    machine, seconds later): what reads the ready file asks the server who serves the queue
-    (memlife.stack.queues.unserved), so the file waits for the server to say so. A server
-    that cannot say (None) is not waited for; one that never lists it, 60 s at most."""
-    from memlife.stack.queues import Need, pollers
+    machine, seconds later), and what reads the ready file asks the server who serves the
+    queue: so the file waits, 60 s at most, for the server to list a poll (queues.unserved;
+    a server that cannot say is not waited for)."""
+    from memlife.stack.queues import Need, unserved
 
     need = Need(task_queue, "workflow" if serves == "workflows" else "activity")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if await pollers(client, need) != []:
-            return
-        await asyncio.sleep(0.2)
+    await unserved(client, [need], within=60, say=lambda _: None)
 
 
 def _write_ready_file(path: Path, task_queue: str, serves: str) -> None:
