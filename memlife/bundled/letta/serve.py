@@ -179,11 +179,11 @@ def _run(command: list[str], log: Path, what: str, timeout: float, **kwargs: obj
         raise LettaUnavailable(f"{what} failed (exit {done.returncode}); see {log}")
 
 
-def ensure_installed(installation: Installation | None = None) -> Installation:
-    """Letta's own environment (default_installation(), unless another is given), made once: one
-    line on stderr says so. Two processes that start Letta at once install it once: the
-    second waits for the first (a lock beside the environment)."""
-    installation = Installation((installation or default_installation()).root.resolve())
+def ensure_installed() -> Installation:
+    """Letta's own environment (default_installation()), made once: one line on stderr says
+    so. Two processes that start Letta at once install it once: the second waits for the
+    first (a lock beside the environment)."""
+    installation = Installation(default_installation().root.resolve())
     if _installed(installation):
         return installation
     try:
