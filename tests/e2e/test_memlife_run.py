@@ -13,6 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from memlife.cli import main
 from memlife.stack import embedded
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,7 +241,11 @@ def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> N
     ],
 )
 def test_bad_input_is_one_clear_line_exit_2_nothing_started(
-    tmp_path: Path, args: list[str], expected: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    expected: str,
 ) -> None:
     scenario = SEED.read_text().replace("color: verde", "color: azul marino")
     (tmp_path / "bad.yaml").write_text(scenario)
@@ -258,11 +263,36 @@ def test_bad_input_is_one_clear_line_exit_2_nothing_started(
     )
     # A leading NAME=value argument is an environment variable, as in a shell.
     extra_env = dict(arg.split("=", 1) for arg in args[:1] if "=" in arg)
-    result = memlife(*args[len(extra_env) :], cwd=tmp_path, timeout=60, env=extra_env)
-    assert result.returncode == 2
-    assert expected in result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    # In this process, through the CLI's own main(): an exception escaping it fails the test
+    # as a traceback would; the executable's side is the next test's.
+    for name in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in extra_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    try:
+        code = main(args[len(extra_env) :])
+    except SystemExit as exit:  # argparse's own errors
+        code = exit.code
+    stderr = capsys.readouterr().err
+    assert code == 2
+    assert expected in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
     assert not (tmp_path / ".memlife").exists()  # nothing was started
+
+
+def test_the_executable_says_bad_input_in_one_line_and_exits_2(tmp_path: Path) -> None:
+    """`python -m memlife` as a shell runs it: the exit status and stderr the table above
+    reads from main(), here after a Temporal client was tried (its process ends early)."""
+    result = memlife(
+        "run", str(SEED), cwd=tmp_path, timeout=60, env={"TEMPORAL_ADDRESS": "127.0.0.1:9"}
+    )
+    assert result.returncode == 2
+    assert "Temporal at 127.0.0.1:9: cannot reach it (connection refused)" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / ".memlife").exists()
 
 
 NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
