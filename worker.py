@@ -5,9 +5,8 @@
 The same as `memlife worker` where memlife is installed (memlife/stack/worker.py).
 """
 
-import sys
-
+from memlife.cli import end_process
 from memlife.stack.worker import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_process(main())

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from memlife import __version__
 from memlife.cli import (
@@ -113,11 +114,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The `memlife` executable. After a command that used a Temporal client, the process
-    ends without interpreter teardown: the SDK's Rust threads can otherwise abort a
-    finished command during finalization (temporalio/sdk-python#300). Output is flushed
-    first; nothing memlife writes depends on atexit handlers."""
-    code = main()
+    """The `memlife` executable."""
+    end_process(main())
+
+
+def end_process(code: int) -> NoReturn:
+    """Exit with `code`. After a Temporal client was used, the process ends without
+    interpreter teardown: the SDK's Rust threads can otherwise abort a finished command
+    during finalization (temporalio/sdk-python#300; a stopped `worker.py` exited with
+    SIGABRT about one time in ten). Output is flushed first; nothing memlife writes depends
+    on atexit handlers."""
     telemetry = sys.modules.get("memlife.stack.telemetry")
     if telemetry is not None:  # spans still batched go out before the process ends
         telemetry.shutdown()

@@ -17,6 +17,7 @@ from memlife.targets import http
 
 _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 _provider: Any = None  # this process's, once configured
+_exported = False  # shutdown() has run
 
 
 def requested(environ: dict[str, str] | None = None) -> bool:
@@ -63,8 +64,11 @@ def configured_tracer() -> Any:
 
 def shutdown() -> None:
     """Export what is still batched: memlife's commands end without atexit handlers
-    (cli/__init__.py: entry), so they call this first."""
-    if _provider is not None:
+    (cli/__init__.py: end_process), so they call this first. Idempotent: a worker calls it
+    when it stops, and again as its process ends."""
+    global _exported
+    if _provider is not None and not _exported:
+        _exported = True
         _provider.shutdown()
 
 
