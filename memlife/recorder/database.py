@@ -5,6 +5,7 @@ in WAL mode with a busy timeout; `MEMLIFE_DB_URL` points the recorder at another
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Table, event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine
 
@@ -30,7 +31,14 @@ def database_url() -> str:
     url = os.environ.get("MEMLIFE_DB_URL")
     if url:
         return url
-    return f"sqlite:///{DEFAULT_DB_PATH.resolve()}"
+    return _default_url(os.getcwd())
+
+
+@functools.lru_cache(maxsize=16)
+def _default_url(cwd: str) -> str:
+    """.memlife/memlife.db under `cwd`, resolved once per directory: every recorded step
+    asks, and resolving walks the path (a tenth of a busy worker's recording, by py-spy)."""
+    return f"sqlite:///{(Path(cwd) / DEFAULT_DB_PATH).resolve()}"
 
 
 def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
@@ -96,11 +104,32 @@ def session(url: str | None = None) -> Iterator[Session]:
 
 def dialect_insert(engine: Engine) -> Any:
     """The engine's dialect's INSERT, the one with ON CONFLICT (PostgreSQL or SQLite)."""
-    if engine.dialect.name == "postgresql":
+    return _insert(engine.dialect.name)
+
+
+def _insert(dialect: str) -> Any:
+    if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
     return insert
+
+
+@functools.lru_cache(maxsize=128)
+def _upsert(dialect: str, table: Table) -> Any:
+    """INSERT ... ON CONFLICT (primary key) DO UPDATE of every other column, one statement
+    executed for many rows: compiled once (and cached by SQLAlchemy), where a multi-VALUES
+    insert is compiled afresh for every batch (a fifth of a busy worker's CPU, measured with
+    py-spy). Built once per table: building it (`excluded`'s columns) cost a twelfth of
+    every write."""
+    keys = [column.name for column in table.primary_key.columns]
+    statement = _insert(dialect)(table)
+    updates = {
+        column.name: statement.excluded[column.name]
+        for column in table.columns
+        if column.name not in keys
+    }
+    return statement.on_conflict_do_update(index_elements=keys, set_=updates)
 
 
 def merge_all(rows: list[SQLModel], url: str | None = None) -> None:
@@ -129,20 +158,9 @@ def merge_values(
         for model, values in by_model.items()
         if values
     }
-    insert = dialect_insert(engine)
     with engine.begin() as connection:
         for table, values in by_table.items():
-            keys = [column.name for column in table.primary_key.columns]
-            statement = insert(table)
-            updates = {
-                column.name: statement.excluded[column.name]
-                for column in table.columns
-                if column.name not in keys
-            }
-            # One statement executed for many rows: compiled once (and cached), where a
-            # multi-VALUES insert is compiled afresh for every batch (a fifth of a busy
-            # worker's CPU, measured with py-spy).
-            upsert = statement.on_conflict_do_update(index_elements=keys, set_=updates)
+            upsert = _upsert(engine.dialect.name, table)
             for start in range(0, len(values), 2000):
                 connection.execute(upsert, values[start : start + 2000])
 
