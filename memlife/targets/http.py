@@ -11,7 +11,7 @@ import contextlib
 import functools
 import json
 import os
-import secrets
+import random
 import ssl
 import time
 from collections.abc import Iterator
@@ -370,6 +370,11 @@ async def call(
 
 # The tracer target requests are spans of, when OpenTelemetry is on (stack/telemetry.py).
 _request_tracer: Any = None
+# Trace and span ids need to be unique, not secret: drawn as OpenTelemetry's own
+# RandomIdGenerator draws them, from a generator of this module's own (seeded from the OS,
+# untouched by whoever seeds `random`). secrets.token_hex read the OS's random source twice
+# per request, 2 % of a busy worker's samples.
+_ids = random.Random()
 
 
 def trace_requests_with(tracer: Any) -> None:
@@ -383,7 +388,7 @@ def _request_span(operation: Operation) -> Iterator[str]:
     """The traceparent of one request: its OpenTelemetry span's (a child of the current
     span, the activity's), or fresh random ids when no tracer is on."""
     if _request_tracer is None:
-        yield traceparent(secrets.token_hex(16), secrets.token_hex(8))
+        yield traceparent(f"{_ids.getrandbits(128) or 1:032x}", f"{_ids.getrandbits(64) or 1:016x}")
         return
     from opentelemetry.trace import SpanKind
 
