@@ -1,7 +1,8 @@
 """BENCHMARKS.md from the results document (BENCHMARKS.json): the side-by-side
 throughput table, where the CPU went, and latency fidelity; the scale rows are
 bench/scale_table.py's, the report and scale-out rows bench/reports.py's and
-bench/scaleout.py's, the real server's bench/real_server_table.py's."""
+bench/scaleout.py's, the real server's bench/real_server_table.py's, the profile's
+bench/profile_table.py's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from bench import cpus
 from bench.claims_table import render_lines as claims_lines
+from bench.profile_table import render_lines as profile_lines
 from bench.real_server_table import render_lines as real_server_lines
 from bench.report_tables import render_lines as report_lines
 from bench.runs import NIGHTLY
@@ -322,6 +324,7 @@ def render(results: dict[str, Any]) -> str:
                 *stacks_lines(results.get("stacks", [])),
                 *real_server_lines(results.get("real_server")),
                 *claims_lines(results.get("claims")),
+                *profile_lines(results.get("profile")),
             ]
         )
     steps = len(load_scenario(NIGHTLY).timeline)
@@ -511,6 +514,7 @@ def render(results: dict[str, Any]) -> str:
         + stacks_lines(results.get("stacks", []))
         + real_server_lines(results.get("real_server"))
         + claims_lines(results.get("claims"))
+        + profile_lines(results.get("profile"))
     )
 
 
