@@ -113,6 +113,9 @@ def open_memory(config: dict[str, Any]) -> Any:
     Memory in this process (another target, another test) from starting."""
     from mem0 import Memory
 
+    from memlife.embeddings import one_compute_thread
+
+    one_compute_thread()  # Mem0's huggingface embedder runs MiniLM in this process
     memory = Memory.from_config(config)
     _close_telemetry_store(memory)
     return memory
