@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -151,18 +152,114 @@ def merge_values(
     by_model: dict[type[SQLModel], list[dict[str, Any]]], url: str | None = None
 ) -> None:
     """`merge_all` for rows given as plain dicts (every column named), per table model:
-    what a hot path writes, without building model instances it would only take apart."""
+    what a hot path writes, without building model instances it would only take apart.
+    Returns once the rows are committed; writes that threads of this process make at the
+    same time share one transaction (_GroupCommit)."""
     engine = engine_for(url)
     by_table = {
         model.__table__: values  # type: ignore[attr-defined]
         for model, values in by_model.items()
         if values
     }
-    with engine.begin() as connection:
-        for table, values in by_table.items():
-            upsert = _upsert(engine.dialect.name, table)
-            for start in range(0, len(values), 2000):
-                connection.execute(upsert, values[start : start + 2000])
+    if by_table:
+        _group_commit(engine).write(by_table)
+
+
+@dataclass
+class _Write:
+    rows: dict[Table, list[dict[str, Any]]]
+    finished: bool = False
+    error: BaseException | None = None
+
+
+class _GroupCommit:
+    """Writes to one database from many threads (a worker's activities), committed
+    together: a write that arrives while another thread commits waits, and the first of
+    the waiting threads then commits every write queued by then in one transaction, each
+    table's rows in one executemany. Every write still returns only once its rows are
+    committed. At 20 pairs a nightly's recording made one short transaction per step, each
+    with a statement per table, and its threads queued on SQLite's write lock."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._turn = threading.Condition()
+        self._queued: list[_Write] = []
+        self._committing = False
+
+    def write(self, rows: dict[Table, list[dict[str, Any]]]) -> None:
+        mine = _Write(rows)
+        with self._turn:
+            self._queued.append(mine)
+            while self._committing and not mine.finished:
+                self._turn.wait()
+            if not mine.finished:
+                self._committing = True
+                batch, self._queued = self._queued, []
+        if not mine.finished:
+            try:
+                self._commit(batch)
+            finally:
+                # Interrupted (an activity cancelled by a stopping worker): whether the
+                # transaction committed is unknown, so each write fails, and is retried.
+                for write in batch:
+                    if not write.finished:
+                        write.error = write.error or RuntimeError(
+                            "recorder: the thread committing this write was interrupted"
+                        )
+                        write.finished = True
+                with self._turn:
+                    self._committing = False
+                    self._turn.notify_all()
+        if mine.error is not None:
+            raise mine.error
+
+    def _commit(self, batch: list[_Write]) -> None:
+        try:
+            self._execute([write.rows for write in batch])
+        except Exception as error:
+            if len(batch) == 1:
+                batch[0].error = error
+            else:  # each alone: a write that cannot be stored fails itself, not the others
+                for write in batch:
+                    try:
+                        self._execute([write.rows])
+                    except Exception as error:
+                        write.error = error
+        for write in batch:
+            write.finished = True
+
+    def _execute(self, writes: list[dict[Table, list[dict[str, Any]]]]) -> None:
+        by_table: dict[Table, dict[tuple[Any, ...], dict[str, Any]]] = {}
+        for rows in writes:
+            for table, values in rows.items():
+                keys = _primary_key(table)
+                # One row per key, the last written: what the writes one after another
+                # would leave (and PostgreSQL refuses a key twice in one upsert).
+                kept = by_table.setdefault(table, {})
+                for value in values:
+                    kept[tuple(value[key] for key in keys)] = value
+        with self._engine.begin() as connection:
+            for table, kept in by_table.items():
+                upsert = _upsert(self._engine.dialect.name, table)
+                values = list(kept.values())
+                for start in range(0, len(values), 2000):
+                    connection.execute(upsert, values[start : start + 2000])
+
+
+_group_commits: dict[int, _GroupCommit] = {}
+
+
+def _group_commit(engine: Engine) -> _GroupCommit:
+    with _engines_lock:
+        found = _group_commits.get(id(engine))
+        if found is None or found._engine is not engine:
+            found = _group_commits[id(engine)] = _GroupCommit(engine)
+        return found
+
+
+@functools.lru_cache(maxsize=128)
+def _primary_key(table: Table) -> tuple[str, ...]:
+    return tuple(column.name for column in table.primary_key.columns)
 
 
 def dumps(value: Any) -> str:
