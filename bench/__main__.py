@@ -97,8 +97,8 @@ def merge_scale(previous: dict[str, Any], points: list[dict[str, Any]]) -> dict[
 
 
 # What other benches measure and write into the same results (`./scripts/bench reports`,
-# `scaleout`, `stacks`, `claims`, `real-server`): a full run keeps them as they are.
-KEPT_SECTIONS = ("reports", "scaleout", "stacks", "claims", "real_server")
+# `scaleout`, `stacks`, `claims`, `real-server`, `profile`): a full run keeps them as they are.
+KEPT_SECTIONS = ("reports", "scaleout", "stacks", "claims", "real_server", "profile")
 
 
 def kept_sections(previous: dict[str, Any] | None) -> dict[str, Any]:

@@ -3,6 +3,7 @@ The sampling itself is py-spy's; `./scripts/bench profile` runs it on a real run
 
 from __future__ import annotations
 
+from bench.__main__ import kept_sections
 from bench.profile import summarize
 from bench.profile_table import render_lines
 
@@ -61,3 +62,8 @@ def test_the_section_names_the_command_and_the_shares() -> None:
     assert "| `sqlalchemy` | 60.0% |" in text
     assert "| `merge_values (memlife/recorder/database.py)` | 60.0% |" in text
     assert "Reproduce: `./scripts/bench profile`" in text and "10 busy samples" in text
+
+
+def test_a_full_bench_keeps_the_profile_it_did_not_measure() -> None:
+    profile = {**summarize(RAW), "scenario": "lifecycle-nightly.yaml"}
+    assert kept_sections({"throughput": {}, "profile": profile})["profile"] == profile
