@@ -79,6 +79,17 @@ def engine_for(url: str | None = None) -> Engine:
     return engine
 
 
+def close_engine(url: str) -> None:
+    """Dispose of `url`'s engine, if this process made one: a process that is done with a
+    database (a test's own) lets its connections and compiled statements go."""
+    with _engines_lock:
+        engine = _engines.pop(url, None)
+        if engine is not None:
+            _group_commits.pop(id(engine), None)
+    if engine is not None:
+        engine.dispose()
+
+
 def _check_schema(engine: Engine, url: str) -> None:
     """create_all adds missing tables, never missing columns: refuse an older database
     with a clear message rather than failing later in the middle of a run."""

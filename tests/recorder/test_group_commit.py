@@ -12,7 +12,7 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import IntegrityError
 
 from memlife.recorder import RunExperimentRow
-from memlife.recorder.database import engine_for, merge_values
+from memlife.recorder.database import close_engine, engine_for, merge_values
 
 THREADS = 24
 
@@ -83,3 +83,12 @@ def test_a_write_alone_raises_what_the_database_said(db_url: str) -> None:
         merge_values({RunExperimentRow: [{"run_id": "r", "experiment": None}]})
     merge_values({RunExperimentRow: [{"run_id": "r", "experiment": "after"}]})
     assert _rows(db_url) == {"r": "after"}
+
+
+def test_a_closed_engine_lets_go_and_the_next_write_opens_another(db_url: str) -> None:
+    merge_values({RunExperimentRow: [{"run_id": "before", "experiment": "e"}]})
+    first = engine_for(db_url)
+    close_engine(db_url)
+    merge_values({RunExperimentRow: [{"run_id": "after", "experiment": "e"}]})
+    assert engine_for(db_url) is not first
+    assert _rows(db_url) == {"before": "e", "after": "e"}
