@@ -5,6 +5,7 @@ a free port and is stopped by handle."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import tempfile
 import uuid
@@ -20,6 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from bench.postgres import PostgresServer, running_postgres
 from memlife.bundled.reference.target_file import reference_target
 from memlife.log import forward_sdk_core_logs
+from memlife.recorder.database import close_engine
 from memlife.rules.scenario import Scenario
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import Target
@@ -77,6 +79,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_start_rank)  # stable: within a rank, the usual order
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # pytest collects garbage five times as a process ends, to report what a finalizer
+        # raised then (_pytest/unraisableexception.py). On a worker's heap that took 3 to 8
+        # s, past the 5 s execnet gives a worker to finish once the run is over: it then
+        # interrupted the worker (the KeyboardInterrupt printed at the end of a run). What
+        # the worker holds is frozen instead, and those collections have nothing to scan.
+        gc.freeze()
+
+
 @pytest.fixture(scope="session")
 def seed_scenario() -> Scenario:
     return load_scenario(SEED_SCENARIO)
@@ -97,10 +110,13 @@ def leaky_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 
 
 @pytest.fixture
-def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     url = f"sqlite:///{tmp_path / 'memlife.db'}"
     monkeypatch.setenv("MEMLIFE_DB_URL", url)
-    return url
+    yield url
+    # Its engine (a pool, compiled statements) would otherwise stay for the rest of the
+    # worker's life, one more on the heap that every full garbage collection scans.
+    close_engine(url)
 
 
 @pytest_asyncio.fixture(scope="session", autouse=True)
