@@ -48,6 +48,13 @@ WAITING = {
 OWN_PACKAGES = ("memlife", "workflows", "activities")
 NATIVE = "(no Python frame)"
 TOP = 12
+# The command's own frames hold every sample: they say nothing about where it went.
+COMMAND_FRAMES = (
+    "<module> (memlife/__main__.py)",
+    "entry (memlife/cli",
+    "main (memlife/cli",
+    "cmd_run (memlife/cli",
+)
 
 _FRAME = re.compile(r"^(?P<function>.*) \((?P<path>[^()]*?)(?::\d+)?\)$")
 
@@ -116,13 +123,11 @@ def summarize(raw_lines: Iterable[str]) -> dict[str, Any]:
         kept = [(name, n) for name, n in counter.most_common() if not name.startswith(skip)]
         return [[name, round(n / busy, 4)] for name, n in kept[:TOP]] if busy else []
 
-    # The command's own frames hold every sample: they say nothing about where it went.
-    entry = ("<module> (memlife/__main__.py)", "entry (memlife/cli", "main (memlife/cli")
     return {
         "busy_samples": busy,
         "packages": shares(by_package),
         "frames": shares(by_frame),
-        "own": shares(own_inclusive, entry + ("cmd_run (memlife/cli",)),
+        "own": shares(own_inclusive, COMMAND_FRAMES),
     }
 
 

@@ -85,7 +85,7 @@ def close_engine(url: str) -> None:
     with _engines_lock:
         engine = _engines.pop(url, None)
         if engine is not None:
-            _group_commits.pop(id(engine), None)
+            _group_commits.pop(engine, None)
     if engine is not None:
         engine.dispose()
 
@@ -134,7 +134,7 @@ def _upsert(dialect: str, table: Table) -> Any:
     insert is compiled afresh for every batch (a fifth of a busy worker's CPU, measured with
     py-spy). Built once per table: building it (`excluded`'s columns) cost a twelfth of
     every write."""
-    keys = [column.name for column in table.primary_key.columns]
+    keys = _primary_key(table)
     statement = _insert(dialect)(table)
     updates = {
         column.name: statement.excluded[column.name]
@@ -257,14 +257,14 @@ class _GroupCommit:
                     connection.execute(upsert, values[start : start + 2000])
 
 
-_group_commits: dict[int, _GroupCommit] = {}
+_group_commits: dict[Engine, _GroupCommit] = {}
 
 
 def _group_commit(engine: Engine) -> _GroupCommit:
     with _engines_lock:
-        found = _group_commits.get(id(engine))
-        if found is None or found._engine is not engine:
-            found = _group_commits[id(engine)] = _GroupCommit(engine)
+        found = _group_commits.get(engine)
+        if found is None:
+            found = _group_commits[engine] = _GroupCommit(engine)
         return found
 
 

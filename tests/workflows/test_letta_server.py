@@ -48,10 +48,6 @@ def letta_target(letta: LettaStack, monkeypatch: pytest.MonkeyPatch) -> Target:
     )
 
 
-def _sql(stack: LettaStack, query: str) -> list[list[str]]:
-    return stack.query(query)
-
-
 async def test_a_deleted_agents_archival_passages_stay_in_letta_s_database(
     letta: LettaStack, letta_target: Target, skip_env: WorkflowEnvironment, skip_worker: str
 ) -> None:
@@ -82,8 +78,7 @@ async def test_a_deleted_agents_archival_passages_stay_in_letta_s_database(
     assert ("I4", "archival", "residue") in failures
     # The deleted agent's passages, read in Letta's own tables: an archive no agent links.
     deleted = [t["alias"] for t in artifact["tenants"] if t["role"] == "a"]
-    orphans = _sql(
-        letta,
+    orphans = letta.query(
         "select a.name, p.text, p.is_deleted from archival_passages p "
         "join archives a on a.id = p.archive_id where not exists (select 1 "
         "from archives_agents l where l.archive_id = p.archive_id)",
@@ -133,8 +128,7 @@ async def test_a_joiners_agent_never_sees_the_space_it_joined(
     assert not [f for f in artifact["failures"] if f["invariant"] not in ("recall", "L")]
     # In Letta's tables: both agents link the space's block; only the creator's system
     # message holds its value.
-    rows = _sql(
-        letta,
+    rows = letta.query(
         "select a.name, position(b.value in (m.content->0->>'text')) > 0 "
         "from blocks_agents l join agents a on a.id = l.agent_id join block b "
         "on b.id = l.block_id join messages m on m.id = (a.message_ids->>0) "
