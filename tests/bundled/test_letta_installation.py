@@ -62,3 +62,25 @@ def test_an_unwritable_cache_is_one_error_that_names_the_way_out(
     no_cache_settings.setenv("MEMLIFE_CACHE_DIR", str(blocked / "cache"))
     with pytest.raises(serve.LettaUnavailable, match="MEMLIFE_CACHE_DIR"):
         serve.ensure_installed()
+
+
+def test_the_servers_environment_has_the_scripted_model_and_nothing_of_the_developers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-a-developers-own")
+    monkeypatch.setenv("LETTA_PG_URI", "postgresql://someone-elses-database")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://elsewhere.example")
+    monkeypatch.setenv("SEARCH_SERVICE_API_KEY", "secret")
+    monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
+    environment = serve._environment(
+        tmp_path / "home", "postgresql://postgres@127.0.0.1:5/letta", "http://127.0.0.1:6/v1", "pw"
+    )
+    assert environment["OPENAI_API_KEY"] == "memlife-scripted"
+    assert environment["OPENAI_BASE_URL"] == "http://127.0.0.1:6/v1"
+    assert environment["LETTA_PG_URI"] == "postgresql://postgres@127.0.0.1:5/letta"
+    assert environment["PATH"] == os.environ["PATH"]
+    for name in ("ANTHROPIC_BASE_URL", "SEARCH_SERVICE_API_KEY", "SSL_CERT_FILE"):
+        assert name not in environment
+    # No CA bundle to load for each model call (httpx reads SSL_CERT_DIR): an empty one.
+    certificates = Path(environment["SSL_CERT_DIR"])
+    assert certificates.is_dir() and not any(certificates.iterdir())

@@ -402,12 +402,21 @@ def _environment(
     environment = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(own) and not name.endswith("_API_KEY")
+        if not name.startswith(own) and not name.endswith("_API_KEY") and name != "SSL_CERT_FILE"
     }
+    # Letta builds a new OpenAI client for every model call, and httpx a TLS context with it
+    # that loads certifi's whole CA bundle: a quarter of the server's CPU in a nightly. The
+    # server makes no TLS connection here (the scripted model is plain HTTP on loopback, and
+    # PostgreSQL runs with sslmode=disable), so it gets an empty CA directory, which httpx
+    # reads instead (httpx/_config.py, create_ssl_context) and which costs nothing to load;
+    # a TLS connection it did try would fail verification rather than leave the machine.
+    certificates = home / "no-certificates"
+    certificates.mkdir(parents=True, exist_ok=True)
     environment.update(
         {
             # ~/.letta (its tool sandbox directory, logs) under the state directory.
             "HOME": str(home),
+            "SSL_CERT_DIR": str(certificates),
             "LETTA_DIR": str(home / ".letta"),
             "LETTA_PG_URI": database_url,
             "OPENAI_API_KEY": "memlife-scripted",
