@@ -48,15 +48,25 @@ TESTS = REPO / "tests"
 SEED_SCENARIO = REPO / "scenarios" / "seed-six-case.yaml"
 # Whole lifecycles, servers and subprocesses: `./scripts/test --quick` leaves these out.
 SLOW_FOLDERS = ("e2e", "reliability", "workflows", "bench")
-# The longest modules, longest first. scripts/test runs the suite on parallel workers, which
-# take tests in collection order: started first, these run beside the many short ones
-# instead of holding up the end of the run. (Only the order depends on this list.)
+# The longest modules, longest first (a module's wall time in a run of scripts/test, each
+# xdist group's modules together). scripts/test runs the suite on parallel workers, which
+# take tests and groups in collection order (it turns off xdist's reordering of groups by
+# size): started first, these run beside the many short ones instead of holding up the end
+# of the run. test_worker_crash mostly waits out activity timeouts (about 185 s, little
+# CPU): started 100 s in, it alone made the last 30 s of a run. (Only the order depends on
+# this list.)
 LONGEST_FIRST = (
     "reliability/test_worker_crash.py",
+    "e2e/test_many_nights.py",  # with test_operations.py: the dev-stack group, ~135 s
+    "e2e/test_operations.py",
+    "workflows/test_letta_server.py",
     "e2e/test_memlife_run.py",
-    "reliability/test_many_workers.py",
     "reliability/test_server_restart.py",
+    "reliability/test_many_workers.py",
     "workflows/test_realstack_target.py",
+    "e2e/test_web_ui.py",
+    "workflows/test_mem0_stack.py",
+    "workflows/test_graphiti_target.py",
     "e2e/test_experiment.py",
 )
 
