@@ -14,10 +14,13 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     import memlife.contracts as contracts
+    import memlife.workflows.attributes as attributes
     from memlife.contracts import (
+        VERDICT_FAILURE,
         CohortInput,
         PairInput,
         PairProgress,
@@ -29,6 +32,36 @@ with workflow.unsafe.imports_passed_through():
     from memlife.workflows.calls import BatchItemError, execute
     from memlife.workflows.lifecycle import LifecycleRunner
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
+
+
+def cohort_verdict(results: list[PairResult | None]) -> str:
+    """The cohort's verdict, by a pair's own order (workflows/pair.py): cancelled, then
+    fail (a pair whose lifecycle broke fails too), then inconclusive, else pass."""
+    if any(r is not None and r.cancelled for r in results):
+        return attributes.CANCELLED
+    if any(r is None or r.failures for r in results):
+        return attributes.FAIL
+    if any(r.inconclusive or r.cases_passed < r.cases for r in results if r is not None):
+        return attributes.INCONCLUSIVE
+    return attributes.PASS
+
+
+def cohort_headline(verdict: str, results: list[PairResult | None], cohort: CohortInput) -> str:
+    """One line: the cohort's verdict and its pairs' counts."""
+    done = [r for r in results if r is not None]
+    passing = sum(
+        1
+        for r in done
+        if not (r.cancelled or r.failures or r.inconclusive) and r.cases_passed == r.cases
+    )
+    last = cohort.first_pair + cohort.pair_count - 1
+    return (
+        f"{verdict.upper()}: {passing}/{len(results)} pair(s) passed · "
+        f"{sum(r.failures for r in done)} failure(s) · "
+        f"{sum(r.inconclusive for r in done)} inconclusive · "
+        f"{len(results) - len(done)} broken · pairs {cohort.first_pair}–{last} of run "
+        f"{cohort.run_id}"
+    )
 
 
 @workflow.defn(name="CohortLifecycleWorkflow")
@@ -111,6 +144,18 @@ class CohortLifecycleWorkflow:
         workflow.logger.info(
             "cohort done: %d pair(s) in %d batch(es)", len(results), batcher.batches
         )
+        # As a pair alone does (workflows/pair.py): a cohort whose pairs did not all pass
+        # ends FAILED, its verdict the message and its results the details (the suite reads
+        # them from there), without a stack trace (stack/codec.py). Cohorts started before
+        # this ended COMPLETED whatever their pairs' verdicts.
+        final = cohort_verdict(results)
+        if final != attributes.PASS and workflow.patched("cohort-verdict-as-status"):
+            raise ApplicationError(
+                cohort_headline(final, results, cohort),
+                [None if r is None else r.model_dump(mode="json") for r in results],
+                type=VERDICT_FAILURE,
+                non_retryable=True,
+            )
         return list(results)
 
     async def _one(self, pair: LifecycleRunner) -> PairResult | None:

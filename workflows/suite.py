@@ -69,6 +69,24 @@ def _pair_verdict(error: ChildWorkflowError) -> PairResult | None:
     return None
 
 
+def _cohort_verdicts(error: ChildWorkflowError, pair_count: int) -> list[PairResult | None] | None:
+    """The results a cohort whose pairs did not all pass ended with (its failure's
+    details, workflows/cohort.py), or None when the cohort itself broke."""
+    cause = error.cause
+    if not (
+        isinstance(cause, ApplicationError)
+        and cause.type == VERDICT_FAILURE
+        and cause.details
+        and isinstance(cause.details[0], list)
+        and len(cause.details[0]) == pair_count
+    ):
+        return None
+    try:
+        return [None if r is None else PairResult.model_validate(r) for r in cause.details[0]]
+    except ValueError:  # pydantic's ValidationError: not a cohort's results after all
+        return None
+
+
 def _report_hint(run_id: str) -> str:
     return (
         f"Every finding is recorded: `memlife report {run_id} --format html` shows them; "
@@ -503,6 +521,12 @@ class SuiteWorkflow:
             )
             return results
         except ChildWorkflowError as error:
+            # A cohort whose pairs did not all pass ends FAILED with its results as the
+            # failure's details (workflows/cohort.py): read as the results they are.
+            verdicts = _cohort_verdicts(error, cohort.pair_count)
+            if verdicts is not None and workflow.patched("cohort-verdict-as-status"):
+                results = verdicts
+                return results
             workflow.logger.error("cohort lifecycle failed: %s", error)
             return results
         finally:

@@ -485,6 +485,16 @@ async def main() -> None:
     # pair-verdict-as-status); verdict failures carry no stack trace.
     if "v19-pair-verdict-leak-suite" not in have:
         await record("v19-pair-verdict-leak", seed, ["cross-tenant-leak"])
+    # v20: a cohort whose pairs did not all pass ends FAILED the same way, its pairs'
+    # results the failure's details (the patch cohort-verdict-as-status).
+    if "v20-cohort-verdict-suite" not in have:
+        await record(
+            "v20-cohort-verdict",
+            nightly,
+            ["nightly-resurrection"],
+            generated_pairs=3,
+            cohort_size=2,
+        )
 
 
 if __name__ == "__main__":

@@ -4,11 +4,14 @@ activities."""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -17,6 +20,7 @@ from memlife import contracts, recorder
 from memlife.activities.record import record_steps
 from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import (
+    VERDICT_FAILURE,
     StepOutcome,
     StepRecord,
     cohort_workflow_id,
@@ -89,6 +93,37 @@ async def test_cohorts_record_what_single_pairs_record(
         assert batched.pop(contracts.RECORD_STEPS.name) == steps
         assert batched.pop(contracts.RECORD_TENANT_SETS.name) == registrations
         assert 0 < sum(batched.values()) < sum(per_pair.values()), (first, batched, per_pair)
+
+
+async def test_a_cohort_whose_pairs_failed_reads_failed_and_the_run_reads_its_results(
+    tmp_path: Path, skip_env: WorkflowEnvironment, skip_worker: str, db_url: str
+) -> None:
+    """As a pair alone does: a cohort whose pairs found failures ends FAILED with its
+    verdict as the message (what the Web UI's list shows), and the suite reads the pairs'
+    results from the failure's details: the run is complete, its findings counted, no
+    pair taken for broken."""
+    written = written_nightly(2)
+    with embedded.reference_target(tmp_path / "target", [FAULT]) as target:
+        run = run_input(written, reference_target(target.base_url)).model_copy(
+            update={"cohort_size": 2, "seed": "cohort-verdict"}
+        )
+        summary = await run_suite(skip_env.client, skip_worker, run)
+    assert not summary.passed and summary.failures > 0 and summary.cases > 0
+    handle = skip_env.client.get_workflow_handle(cohort_workflow_id(written.name, run.run_id, 0))
+    assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
+    with pytest.raises(WorkflowFailureError) as ended:
+        await handle.result()
+    verdict = ended.value.cause
+    assert isinstance(verdict, ApplicationError) and verdict.type == VERDICT_FAILURE
+    assert re.fullmatch(
+        rf"FAIL: [01]/2 pair\(s\) passed · {summary.failures} failure\(s\) · "
+        rf"{summary.inconclusive} inconclusive · 0 broken · pairs 0–1 of run {run.run_id}",
+        verdict.message,
+    ), verdict.message
+    assert [r["pair_index"] for r in verdict.details[0]] == [0, 1]
+    recorded = recorder.load_run(run.run_id, db_url)
+    assert recorded is not None
+    assert not recorded["run"][0].status.startswith("incomplete"), recorded["run"][0].status
 
 
 async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
