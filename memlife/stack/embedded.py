@@ -299,15 +299,25 @@ async def embedded_temporal(
         finally:
             await env.shutdown()
         return
-    server, client = await _dev_server_on_free_ports(state_dir, ui_port)
+    # The Web UI reads compressed payloads through the codec endpoint, a thread of this
+    # process for as long as the server runs, as under `memlife dev` (stack/devstack.py).
+    codec_port = free_port() if ui_port else None
+    server, client = await _dev_server_on_free_ports(state_dir, ui_port, codec_port=codec_port)
     try:
-        yield EmbeddedTemporal(client, server.address, server.web_ui)
+        if server.web_ui and codec_port:
+            from memlife.stack.codec_server import codec_server, ui_origins
+
+            ui = int(server.web_ui.rsplit(":", 1)[1])
+            with codec_server(ui_origins(ui), codec_port):
+                yield EmbeddedTemporal(client, server.address, server.web_ui)
+        else:
+            yield EmbeddedTemporal(client, server.address, server.web_ui)
     finally:
         server.stop()
 
 
 async def _dev_server_on_free_ports(
-    state_dir: Path, ui_port: int | None, attempts: int = 3
+    state_dir: Path, ui_port: int | None, attempts: int = 3, codec_port: int | None = None
 ) -> tuple[DevServerProcess, Client]:
     """A dev server on ports chosen here, and its client. A port found free can be taken
     before the server binds it (two runs starting at once both find the Web UI's usual
@@ -315,7 +325,11 @@ async def _dev_server_on_free_ports(
     log_path = state_dir / DEV_SERVER_LOG
     for attempt in range(1, attempts + 1):
         logged_before = log_path.stat().st_size if log_path.exists() else 0
-        server = start_dev_server(state_dir, ui_port=ui_port)
+        server = start_dev_server(
+            state_dir,
+            ui_port=ui_port,
+            codec_endpoint=f"http://{LOOPBACK}:{codec_port}" if codec_port else None,
+        )
         try:
             return server, await wait_for_client(server)
         except UnreachableError:

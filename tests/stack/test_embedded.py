@@ -1,15 +1,20 @@
 """The embedded dev server starts on ports memlife chose, even when one of them is taken
-between being chosen and being bound (two runs starting at once)."""
+between being chosen and being bound (two runs starting at once); its Web UI reads
+compressed payloads through a codec endpoint that lives as long as the server."""
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
 import httpx
 import pytest
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payloads
 
 from memlife.stack import embedded
+from memlife.stack.codec import DATA_CONVERTER, ENCODING
 from memlife.stack.processes import LOOPBACK, free_port
 
 
@@ -51,3 +56,33 @@ def test_a_reference_target_whose_port_was_taken_starts_on_another(
             assert httpx.get(f"{target.base_url}/health").status_code == 200
     lost = (tmp_path / f"reference-target-{port}.log").read_text()
     assert "address already in use" in lost
+
+
+async def test_the_web_ui_of_a_run_without_a_dev_stack_reads_payloads_through_its_codec(
+    tmp_path: Path,
+) -> None:
+    """`memlife run` with no `memlife dev` running starts a dev server with its Web UI for
+    the run's duration (memlife/api/engine.py): that UI is told of a codec endpoint, which
+    decodes a compressed payload for the UI's origin, and stops with the server."""
+    big = {"rows": [f"row {i} " + "memoria " * 40 for i in range(400)]}
+    compressed = await DATA_CONVERTER.encode([big])
+    assert compressed[0].metadata["encoding"] == ENCODING
+    wire = json.loads(json_format.MessageToJson(Payloads(payloads=compressed)))
+    async with (
+        embedded.embedded_temporal(tmp_path, ui_port=free_port()) as temporal,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        assert temporal.web_ui is not None
+        settings = (await http.get(f"{temporal.web_ui}/api/v1/settings")).json()
+        endpoint = settings["Codec"]["Endpoint"]
+        assert endpoint.startswith(f"http://{LOOPBACK}:"), settings["Codec"]
+        response = await http.post(
+            f"{endpoint}/default/decode", json=wire, headers={"Origin": temporal.web_ui}
+        )
+        assert response.status_code == 200, response.text
+        assert response.headers["access-control-allow-origin"] == temporal.web_ui
+        decoded = json_format.ParseDict(response.json(), Payloads()).payloads
+        assert decoded[0].metadata["encoding"] == b"json/plain"
+        assert json.loads(decoded[0].data) == big
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(f"{endpoint}/default/decode", json=wire, timeout=5)
