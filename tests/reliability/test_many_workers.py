@@ -5,6 +5,7 @@ worker on SQLite — none lost, none duplicated — and the work really was shar
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 
@@ -51,10 +52,12 @@ async def test_three_workers_on_postgresql_share_a_run_without_losing_a_row(
             await _running(log)
         summary = await asyncio.wait_for(run_suite(client, "memlife", run), timeout=240)
     finally:
-        for worker in workers:
-            embedded.stop_process(worker, grace=10)
-        target.stop()
-        server.stop()
+        # Each is stopped even when stopping another raised (a child not reaped in time).
+        with contextlib.ExitStack() as stops:
+            stops.callback(server.stop)
+            stops.callback(target.stop)
+            for worker in workers:
+                stops.callback(embedded.stop_process, worker, grace=10)
 
     assert summary.passed, summary
     assert_same_rows(row_keys(run.run_id, postgres_url), expected)

@@ -5,6 +5,7 @@ are exactly those of the same run without restarts."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 from pathlib import Path
 
@@ -80,10 +81,12 @@ async def test_server_restarts_lose_nothing(
         )
         assert worker.poll() is None, "the worker gave up while the server was away"
     finally:
-        if worker is not None:
-            embedded.stop_process(worker, grace=10)
-        target_process.stop()
-        server.stop()
+        # Each is stopped even when stopping another raised (a child not reaped in time).
+        with contextlib.ExitStack() as stops:
+            stops.callback(server.stop)
+            stops.callback(target_process.stop)
+            if worker is not None:
+                stops.callback(embedded.stop_process, worker, grace=10)
 
     assert len(restarts) == len(RESTART_AT_STEPS)
     assert summary.passed, summary

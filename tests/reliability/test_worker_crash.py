@@ -10,6 +10,7 @@ a child process, killed by PID.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from datetime import timedelta
 from pathlib import Path
@@ -93,10 +94,12 @@ async def test_sigkill_at_many_points_loses_and_duplicates_nothing(
             await asyncio.wait([result], timeout=PROGRESS_POLL)
         summary = await result
     finally:
-        if worker is not None:
-            embedded.stop_process(worker, grace=10)
-        target_process.stop()
-        server.stop()
+        # Each is stopped even when stopping another raised (a child not reaped in time).
+        with contextlib.ExitStack() as stops:
+            stops.callback(server.stop)
+            stops.callback(target_process.stop)
+            if worker is not None:
+                stops.callback(embedded.stop_process, worker, grace=10)
 
     assert len({step for step, _ in kills}) >= 10, kills
     kinds = {kind for _, kind in kills}
