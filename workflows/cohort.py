@@ -113,6 +113,16 @@ class CohortLifecycleWorkflow:
                 retry_policy=RECORD_RETRY,
                 summary=f"load pairs {cohort.first_pair}–{last}",
             )
+        if cohort.search_attributes:  # never in cohorts started before the flag existed
+            workflow.upsert_search_attributes(
+                [
+                    attributes.RUN.value_set(cohort.run_id),
+                    attributes.SCENARIO.value_set(scenario.name),
+                    attributes.TARGET.value_set(target.name),
+                    attributes.PHASE.value_set("running"),
+                    attributes.VERDICT.value_set(attributes.RUNNING),
+                ]
+            )
         batcher = Batcher(cohort, target, self._timers)
         for offset, pair in enumerate(pairs):
             index = cohort.first_pair + offset
@@ -149,6 +159,10 @@ class CohortLifecycleWorkflow:
         # them from there), without a stack trace (stack/codec.py). Cohorts started before
         # this ended COMPLETED whatever their pairs' verdicts.
         final = cohort_verdict(results)
+        if cohort.search_attributes:
+            workflow.upsert_search_attributes(
+                [attributes.PHASE.value_set("done"), attributes.VERDICT.value_set(final)]
+            )
         if final != attributes.PASS and workflow.patched("cohort-verdict-as-status"):
             raise ApplicationError(
                 cohort_headline(final, results, cohort),

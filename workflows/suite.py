@@ -220,6 +220,7 @@ class SuiteWorkflow:
                     clock_origin=origin,
                     review_queue=run.review_queue,
                     target_task_queue=run.target_task_queue,
+                    search_attributes=run.search_attributes,
                 )
                 for first in range(0, self._pairs_total, run.cohort_size)
             ]

@@ -141,6 +141,9 @@ class CohortInput(Frozen):
     clock_origin: datetime
     review_queue: str | None = None
     target_task_queue: str | None = None  # RunInput.target_task_queue
+    # RunInput.search_attributes: the cohort keeps its run, scenario, target and verdict
+    # current, so a run's saved views find its cohorts as they find its pairs.
+    search_attributes: bool = False
 
 
 class CohortSetup(Frozen):

@@ -415,8 +415,10 @@ def test_an_operator_cancels_a_lifecycle_cleanly(dev_stack: DevStack, cohort: st
     assert artifact["meta"]["status"].startswith("cancelled")
     assert not [o for o in artifact["observations"] if o["kind"] == "probe"]
     found = dev_stack.workflows(f'MemlifeRun="{run_id}" AND MemlifeVerdict="cancelled"')
-    # A pair alone carries the attributes too; a cohort's pairs share the suite's.
-    expected = {"SuiteWorkflow"} | ({"PairLifecycleWorkflow"} if cohort == "auto" else set())
+    # A pair alone carries the attributes too, and so does the cohort of pairs in one.
+    expected = {"SuiteWorkflow"} | (
+        {"PairLifecycleWorkflow"} if cohort == "auto" else {"CohortLifecycleWorkflow"}
+    )
     assert {w["type"]["name"] for w in found} == expected  # type: ignore[index]
 
 

@@ -115,6 +115,39 @@ async def record(
             print(f"wrote {path.relative_to(REPO)}")
 
 
+async def record_cohort_attributes(name: str = "v21-cohort-attributes") -> None:
+    """On the dev server (search attributes): a leaking seed run in a cohort of one pair,
+    which keeps the cohort's run, scenario, target, phase and verdict current."""
+    import os
+
+    from memlife.stack.connection import ensure_search_attributes
+
+    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
+    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
+    server = embedded.start_dev_server(scratch / "temporal", ui_port=None)
+    try:
+        client = await embedded.wait_for_client(server)
+        assert not await ensure_search_attributes(client)
+        seed = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
+        with (
+            embedded.reference_target(scratch, ["cross-tenant-leak"]) as process,
+            ThreadPoolExecutor(max_workers=8) as executor,
+        ):
+            task_queue = f"record-{uuid.uuid4().hex[:6]}"
+            async with build_worker(client, task_queue, executor):
+                run = run_input(seed, reference_target(process.base_url)).model_copy(
+                    update={"cohort_size": 1, "seed": name, "search_attributes": True}
+                )
+                await run_suite(client, task_queue, run)
+        for kind, workflow_id in (
+            ("suite", suite_workflow_id(seed.name, run.run_id)),
+            ("cohort", cohort_workflow_id(seed.name, run.run_id, 0)),
+        ):
+            _save(f"{name}-{kind}", await client.get_workflow_handle(workflow_id).fetch_history())
+    finally:
+        server.stop()
+
+
 def _save(name: str, history: object) -> None:
     path = HISTORIES / f"{name}.json"
     path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")  # type: ignore[attr-defined]
@@ -495,6 +528,10 @@ async def main() -> None:
             generated_pairs=3,
             cohort_size=2,
         )
+    # v21: a cohort on a cluster with memlife's search attributes keeps its own current
+    # (CohortInput.search_attributes).
+    if "v21-cohort-attributes-suite" not in have:
+        await record_cohort_attributes()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ activities."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -27,6 +28,8 @@ from memlife.contracts import (
     pair_workflow_id,
     suite_workflow_id,
 )
+from memlife.rules.scenario import Scenario
+from memlife.rules.target import Target
 from memlife.stack import embedded
 from memlife.stack.registry import ACTIVITIES, WORKFLOWS
 from memlife.stack.worker import workflow_runner
@@ -124,6 +127,42 @@ async def test_a_cohort_whose_pairs_failed_reads_failed_and_the_run_reads_its_re
     recorded = recorder.load_run(run.run_id, db_url)
     assert recorded is not None
     assert not recorded["run"][0].status.startswith("incomplete"), recorded["run"][0].status
+
+
+async def test_a_runs_cohorts_are_found_by_its_id_and_their_verdict(
+    dev_client: Client, dev_worker: str, seed_scenario: Scenario, leaky_target: Target, db_url: str
+) -> None:
+    """On a cluster with memlife's search attributes (the dev server), a cohort keeps its
+    run, scenario, target, phase and verdict as a pair does: the query a saved view of a
+    run's failures makes finds its cohort too."""
+    run = run_input(seed_scenario, leaky_target).model_copy(
+        update={"cohort_size": 1, "seed": "cohort-attributes", "search_attributes": True}
+    )
+    summary = await run_suite(dev_client, dev_worker, run)
+    assert not summary.passed
+    cohort = cohort_workflow_id(seed_scenario.name, run.run_id, 0)
+    query = f'MemlifeRun="{run.run_id}" AND MemlifeVerdict="fail"'
+    found: set[str] = set()
+    for _ in range(50):  # the dev server's visibility store follows shortly
+        found = {w.id async for w in dev_client.list_workflows(query)}
+        if cohort in found:
+            break
+        await asyncio.sleep(0.2)
+    assert cohort in found, found
+    described = await dev_client.get_workflow_handle(cohort).describe()
+    shown = {
+        key.name: value
+        for key, value in described.typed_search_attributes
+        if key.name.startswith("Memlife")
+    }
+    assert shown == {
+        "MemlifeRun": run.run_id,
+        "MemlifeScenario": seed_scenario.name,
+        "MemlifeTarget": leaky_target.name,
+        "MemlifePhase": "done",
+        "MemlifeVerdict": "fail",
+    }
+    assert described.status == WorkflowExecutionStatus.FAILED
 
 
 async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
