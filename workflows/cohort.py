@@ -30,8 +30,38 @@ with workflow.unsafe.imports_passed_through():
     from memlife.rules.pairs import pair_tenants
     from memlife.workflows.batching import Batcher, SharedTimers
     from memlife.workflows.calls import BatchItemError, execute
-    from memlife.workflows.lifecycle import LifecycleRunner
+    from memlife.workflows.lifecycle import LifecycleRunner, Observer
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
+
+
+class _VerdictAsItGoes(Observer):
+    """On a cluster with memlife's search attributes, a cohort's verdict turns as its pairs
+    tally, and each pair's first failure reaches the run at once, as a pair alone does
+    (workflows/pair.py: _ShownInTheWebUI): the run reads fail days before the cohort ends."""
+
+    def __init__(self) -> None:
+        self.verdict = attributes.RUNNING
+        self.failing: set[int] = set()
+
+    async def tallied(self, runner: LifecycleRunner) -> None:
+        index = runner.input.pair_index
+        if runner.inconclusive and self.verdict == attributes.RUNNING:
+            self.verdict = attributes.INCONCLUSIVE
+            workflow.upsert_search_attributes([attributes.VERDICT.value_set(self.verdict)])
+        if not runner.failures or index in self.failing:
+            return
+        self.failing.add(index)
+        if self.verdict != attributes.FAIL:
+            self.verdict = attributes.FAIL
+            workflow.upsert_search_attributes([attributes.VERDICT.value_set(self.verdict)])
+        parent = workflow.info().parent
+        if parent is not None:
+            try:
+                await workflow.get_external_workflow_handle(parent.workflow_id).signal(
+                    "pair_failing", index
+                )
+            except Exception as error:
+                workflow.logger.warning("could not tell the suite about a failure: %s", error)
 
 
 def cohort_verdict(results: list[PairResult | None]) -> str:
@@ -124,6 +154,7 @@ class CohortLifecycleWorkflow:
                 ]
             )
         batcher = Batcher(cohort, target, self._timers)
+        observer = _VerdictAsItGoes() if cohort.search_attributes else None
         for offset, pair in enumerate(pairs):
             index = cohort.first_pair + offset
             self._pairs.append(
@@ -139,6 +170,7 @@ class CohortLifecycleWorkflow:
                         review_queue=cohort.review_queue,
                     ),
                     batcher,
+                    observer,
                 )
             )
         serving = asyncio.create_task(batcher.serve())

@@ -134,7 +134,8 @@ async def test_a_runs_cohorts_are_found_by_its_id_and_their_verdict(
 ) -> None:
     """On a cluster with memlife's search attributes (the dev server), a cohort keeps its
     run, scenario, target, phase and verdict as a pair does: the query a saved view of a
-    run's failures makes finds its cohort too."""
+    run's failures makes finds its cohort too. And its pair's first failure reaches the run
+    at once, before the cohort ends, as a pair alone tells it."""
     run = run_input(seed_scenario, leaky_target).model_copy(
         update={"cohort_size": 1, "seed": "cohort-attributes", "search_attributes": True}
     )
@@ -163,6 +164,20 @@ async def test_a_runs_cohorts_are_found_by_its_id_and_their_verdict(
         "MemlifeVerdict": "fail",
     }
     assert described.status == WorkflowExecutionStatus.FAILED
+    suite = suite_workflow_id(seed_scenario.name, run.run_id)
+    events = (await dev_client.get_workflow_handle(suite).fetch_history()).events
+    told = [
+        e.event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+        and e.workflow_execution_signaled_event_attributes.signal_name == "pair_failing"
+    ]
+    ended = [
+        e.event_id
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED
+    ]
+    assert len(told) == 1 and len(ended) == 1 and told[0] < ended[0], (told, ended)
 
 
 async def test_a_window_of_active_pairs_runs_cohorts_in_waves(
