@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from bench.histories import temporal_runs
@@ -62,6 +63,25 @@ async def _time_skipping(
     finally:
         await http.close_clients()  # this target's sessions: the next record has its own
         await env.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def _dev_server() -> AsyncIterator[tuple[Client, Path]]:
+    """A scratch recorder and the dev server with memlife's search attributes (the
+    time-skipping server has none); its client and the scratch directory."""
+    import os
+
+    from memlife.stack.connection import ensure_search_attributes
+
+    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
+    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
+    server = embedded.start_dev_server(scratch / "temporal", ui_port=None)
+    try:
+        client = await embedded.wait_for_client(server)
+        assert not await ensure_search_attributes(client)
+        yield client, scratch
+    finally:
+        server.stop()
 
 
 async def record(
@@ -118,16 +138,7 @@ async def record(
 async def record_cohort_attributes(name: str = "v21-cohort-attributes") -> None:
     """On the dev server (search attributes): a leaking seed run in a cohort of one pair,
     which keeps the cohort's run, scenario, target, phase and verdict current."""
-    import os
-
-    from memlife.stack.connection import ensure_search_attributes
-
-    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
-    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
-    server = embedded.start_dev_server(scratch / "temporal", ui_port=None)
-    try:
-        client = await embedded.wait_for_client(server)
-        assert not await ensure_search_attributes(client)
+    async with _dev_server() as (client, scratch):
         seed = load_scenario(REPO / "scenarios" / "seed-six-case.yaml")
         with (
             embedded.reference_target(scratch, ["cross-tenant-leak"]) as process,
@@ -144,8 +155,6 @@ async def record_cohort_attributes(name: str = "v21-cohort-attributes") -> None:
             ("cohort", cohort_workflow_id(seed.name, run.run_id, 0)),
         ):
             _save(f"{name}-{kind}", await client.get_workflow_handle(workflow_id).fetch_history())
-    finally:
-        server.stop()
 
 
 def _save(name: str, history: object) -> None:
@@ -163,18 +172,9 @@ async def record_operator_runs(
     """On the dev server (the time-skipping server has no custom search attributes):
     search attributes kept current, an operator fast-forward, and a scheduled-style run
     (empty run id, a schedule's workflow id) cancelled by an operator."""
-    import os
-
-    from memlife.rules.scenario_file import load_scenario
-    from memlife.stack.connection import ensure_search_attributes
     from memlife.workflows.suite import SuiteWorkflow
 
-    scratch = Path(tempfile.mkdtemp(prefix="memlife-histories-"))
-    os.environ["MEMLIFE_DB_URL"] = f"sqlite:///{scratch / 'memlife.db'}"
-    server = embedded.start_dev_server(scratch / "temporal", ui_port=None)
-    try:
-        client = await embedded.wait_for_client(server)
-        assert not await ensure_search_attributes(client)
+    async with _dev_server() as (client, scratch):
         seed_text = (REPO / "scenarios" / "seed-six-case.yaml").read_text()
         with (
             embedded.reference_target(scratch) as process,
@@ -227,8 +227,6 @@ async def record_operator_runs(
                             pair_workflow_id(scenario.name, run_id, 0)
                         ).fetch_history(),
                     )
-    finally:
-        server.stop()
 
 
 async def record_deletion_check(name: str = "v2-deletion-check-graph-residue") -> None:
