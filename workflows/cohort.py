@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from memlife.rules.pairs import pair_tenants
     from memlife.workflows.batching import Batcher, SharedTimers
     from memlife.workflows.calls import BatchItemError, execute
-    from memlife.workflows.lifecycle import LifecycleRunner, Observer
+    from memlife.workflows.lifecycle import LifecycleRunner, Observer, tell_run_failing
     from memlife.workflows.options import RECORD_RETRY, RECORD_TIMEOUT
 
 
@@ -54,36 +54,35 @@ class _VerdictAsItGoes(Observer):
         if self.verdict != attributes.FAIL:
             self.verdict = attributes.FAIL
             workflow.upsert_search_attributes([attributes.VERDICT.value_set(self.verdict)])
-        parent = workflow.info().parent
-        if parent is not None:
-            try:
-                await workflow.get_external_workflow_handle(parent.workflow_id).signal(
-                    "pair_failing", index
-                )
-            except Exception as error:
-                workflow.logger.warning("could not tell the suite about a failure: %s", error)
+        await tell_run_failing(index)
+
+
+# Verdicts in a pair's own order of precedence (workflows/pair.py).
+_PRECEDENCE = (attributes.CANCELLED, attributes.FAIL, attributes.INCONCLUSIVE, attributes.PASS)
+
+
+def _pair_verdict(result: PairResult | None) -> str:
+    """A pair's verdict from its result; a pair whose lifecycle broke (None) fails."""
+    if result is None:
+        return attributes.FAIL
+    if result.cancelled:
+        return attributes.CANCELLED
+    if result.failures:
+        return attributes.FAIL
+    if result.inconclusive or result.cases_passed < result.cases:
+        return attributes.INCONCLUSIVE
+    return attributes.PASS
 
 
 def cohort_verdict(results: list[PairResult | None]) -> str:
-    """The cohort's verdict, by a pair's own order (workflows/pair.py): cancelled, then
-    fail (a pair whose lifecycle broke fails too), then inconclusive, else pass."""
-    if any(r is not None and r.cancelled for r in results):
-        return attributes.CANCELLED
-    if any(r is None or r.failures for r in results):
-        return attributes.FAIL
-    if any(r.inconclusive or r.cases_passed < r.cases for r in results if r is not None):
-        return attributes.INCONCLUSIVE
-    return attributes.PASS
+    """The cohort's verdict: its pairs' verdict that comes first in a pair's own order."""
+    return min((_pair_verdict(r) for r in results), key=_PRECEDENCE.index, default=attributes.PASS)
 
 
 def cohort_headline(verdict: str, results: list[PairResult | None], cohort: CohortInput) -> str:
     """One line: the cohort's verdict and its pairs' counts."""
     done = [r for r in results if r is not None]
-    passing = sum(
-        1
-        for r in done
-        if not (r.cancelled or r.failures or r.inconclusive) and r.cases_passed == r.cases
-    )
+    passing = sum(1 for r in done if _pair_verdict(r) == attributes.PASS)
     last = cohort.first_pair + cohort.pair_count - 1
     return (
         f"{verdict.upper()}: {passing}/{len(results)} pair(s) passed · "

@@ -68,6 +68,20 @@ class Observer:
         pass
 
 
+async def tell_run_failing(pair_index: int) -> None:
+    """Signal the run (this workflow's parent) a pair's first failure, so that its verdict
+    turns "fail" now, not when the pair's workflow ends days later."""
+    parent = workflow.info().parent
+    if parent is None:
+        return
+    try:
+        await workflow.get_external_workflow_handle(parent.workflow_id).signal(
+            "pair_failing", pair_index
+        )
+    except Exception as error:
+        workflow.logger.warning("could not tell the suite about a failure: %s", error)
+
+
 class LifecycleRunner:
     def __init__(
         self, pair_input: PairInput, calls: Calls, observer: Observer | None = None

@@ -15,7 +15,7 @@ with workflow.unsafe.imports_passed_through():
     import memlife.workflows.attributes as attributes
     from memlife.contracts import VERDICT_FAILURE, PairInput, PairProgress, PairResult, PairVerdicts
     from memlife.workflows.calls import DirectCalls
-    from memlife.workflows.lifecycle import LifecycleRunner, Observer
+    from memlife.workflows.lifecycle import LifecycleRunner, Observer, tell_run_failing
 
 
 class _ShownInTheWebUI(Observer):
@@ -49,14 +49,8 @@ class _ShownInTheWebUI(Observer):
             return
         self.verdict_attribute = current
         workflow.upsert_search_attributes([attributes.VERDICT.value_set(current)])
-        parent = workflow.info().parent
-        if current == attributes.FAIL and parent is not None:
-            try:  # the run's verdict turns "fail" now, not when this pair ends days later
-                await workflow.get_external_workflow_handle(parent.workflow_id).signal(
-                    "pair_failing", runner.input.pair_index
-                )
-            except Exception as error:
-                workflow.logger.warning("could not tell the suite about a failure: %s", error)
+        if current == attributes.FAIL:
+            await tell_run_failing(runner.input.pair_index)
 
 
 def show_details(runner: LifecycleRunner) -> None:

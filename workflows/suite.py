@@ -52,37 +52,35 @@ def verdict_headline(verdict: str, summary: RunSummary, failed_pairs: list[int])
     return f"{text} · run {summary.run_id}"
 
 
-def _pair_verdict(error: ChildWorkflowError) -> PairResult | None:
-    """The PairResult a pair that did not pass ended with (its failure's details), or None
-    when its lifecycle truly broke."""
+def _verdict_details(error: ChildWorkflowError) -> object:
+    """What a child that did not pass ended with (its verdict failure's first detail:
+    workflows/pair.py, cohort.py), or None when the child itself broke."""
     cause = error.cause
-    if (
-        isinstance(cause, ApplicationError)
-        and cause.type == VERDICT_FAILURE
-        and cause.details
-        and isinstance(cause.details[0], dict)
-    ):
-        try:
-            return PairResult.model_validate(cause.details[0])
-        except ValueError:  # pydantic's ValidationError: not a pair's result after all
-            return None
+    if isinstance(cause, ApplicationError) and cause.type == VERDICT_FAILURE and cause.details:
+        return cause.details[0]
     return None
 
 
-def _cohort_verdicts(error: ChildWorkflowError, pair_count: int) -> list[PairResult | None] | None:
-    """The results a cohort whose pairs did not all pass ended with (its failure's
-    details, workflows/cohort.py), or None when the cohort itself broke."""
-    cause = error.cause
-    if not (
-        isinstance(cause, ApplicationError)
-        and cause.type == VERDICT_FAILURE
-        and cause.details
-        and isinstance(cause.details[0], list)
-        and len(cause.details[0]) == pair_count
-    ):
+def _pair_verdict(error: ChildWorkflowError) -> PairResult | None:
+    """The PairResult a pair that did not pass ended with, or None when its lifecycle truly
+    broke."""
+    details = _verdict_details(error)
+    if not isinstance(details, dict):
         return None
     try:
-        return [None if r is None else PairResult.model_validate(r) for r in cause.details[0]]
+        return PairResult.model_validate(details)
+    except ValueError:  # pydantic's ValidationError: not a pair's result after all
+        return None
+
+
+def _cohort_verdicts(error: ChildWorkflowError, pair_count: int) -> list[PairResult | None] | None:
+    """The results a cohort whose pairs did not all pass ended with, or None when the
+    cohort itself broke."""
+    details = _verdict_details(error)
+    if not isinstance(details, list) or len(details) != pair_count:
+        return None
+    try:
+        return [None if r is None else PairResult.model_validate(r) for r in details]
     except ValueError:  # pydantic's ValidationError: not a cohort's results after all
         return None
 

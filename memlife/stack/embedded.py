@@ -304,13 +304,12 @@ async def embedded_temporal(
     codec_port = free_port() if ui_port else None
     server, client = await _dev_server_on_free_ports(state_dir, ui_port, codec_port=codec_port)
     try:
+        codec: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
         if server.web_ui and codec_port:
             from memlife.stack.codec_server import codec_server, ui_origins
 
-            ui = int(server.web_ui.rsplit(":", 1)[1])
-            with codec_server(ui_origins(ui), codec_port):
-                yield EmbeddedTemporal(client, server.address, server.web_ui)
-        else:
+            codec = codec_server(ui_origins(int(server.web_ui.rsplit(":", 1)[1])), codec_port)
+        with codec:
             yield EmbeddedTemporal(client, server.address, server.web_ui)
     finally:
         server.stop()
