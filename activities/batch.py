@@ -65,7 +65,7 @@ async def _batch_item(kind: str, request: Any, partial: list[Reply]) -> Any:
     if kind == "register":
         return await register(request, send_retrying)
     if kind == "converse":
-        await send_all(request, partial, beat_each=False)
+        await send_all(request, partial)
         return partial
     if kind == "delete":
         return await delete(request, send_retrying)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -236,20 +237,28 @@ def _is_false(value: Any) -> bool:
 async def converse(request: ConverseRequest) -> list[Reply]:
     """Send a tenant's messages in order; return one Reply per message."""
     info = activity.info()
-    done = [
-        Reply.model_validate(item)
-        for item in (info.heartbeat_details[0] if info.heartbeat_details else [])
-    ]
+    resumed: list[dict[str, Any]] = info.heartbeat_details[0] if info.heartbeat_details else []
+    done = [Reply.model_validate(item) for item in resumed]
+    # Every heartbeat carries every reply so far; each is dumped once, not once per beat
+    # (dumping them all again made a conversation's heartbeats quadratic in its length).
+    dumped = list(resumed)
 
     def progress() -> list[dict[str, Any]]:
-        return [r.model_dump(mode="json") for r in done]
+        dumped.extend(r.model_dump(mode="json") for r in done[len(dumped) :])
+        return list(dumped)
 
     async with heartbeating(progress):
-        await send_all(request, done)
+        await send_all(request, done, beat=progress)
     return done
 
 
-async def send_all(request: ConverseRequest, done: list[Reply], beat_each: bool = True) -> None:
+async def send_all(
+    request: ConverseRequest,
+    done: list[Reply],
+    beat: Callable[[], list[dict[str, Any]]] | None = None,
+) -> None:
+    """Send the messages after the `done` ones in order, appending a Reply for each; with
+    `beat`, heartbeat what it returns after each reply."""
     operations = request.target.operations
     questions = set(request.questions)
     for index in range(len(done), len(request.messages)):
@@ -311,8 +320,8 @@ async def send_all(request: ConverseRequest, done: list[Reply], beat_each: bool 
                 attempts=request.target.max_attempts if error.retryable else 1,
             )
         done.append(reply)
-        if beat_each:
-            activity.heartbeat([r.model_dump(mode="json") for r in done])
+        if beat is not None:
+            activity.heartbeat(beat())
 
 
 def _number(value: Any) -> float | None:

@@ -205,9 +205,16 @@ async def test_converse_resumes_after_the_last_heartbeat(clean_target: Target) -
         messages=["Mi color favorito es ámbar.", "¿Cuál es mi color favorito?"],
         scenario_now="2026-12-03T00:00:00Z",
     )
+    first_beats: list[tuple[Any, ...]] = []
+    env.on_heartbeat = lambda *details: first_beats.append(details)
     first = await env.run(converse, request)
     assert "ámbar" in (first[1].reply or "")
-    beats: list[object] = []
+    # After each answer, the replies so far: what a retry resumes from. (A background beat
+    # of a slow request carries the same.)
+    dumped = [r.model_dump(mode="json") for r in first]
+    assert all(beat == (dumped[: len(beat[0])],) for beat in first_beats)
+    assert {len(beat[0]) for beat in first_beats} == {1, 2}
+    beats: list[tuple[Any, ...]] = []
     resumed_env = ActivityEnvironment()
     resumed_env.info = resumed_env.info.__class__(
         **{
@@ -220,7 +227,8 @@ async def test_converse_resumes_after_the_last_heartbeat(clean_target: Target) -
     resumed = await resumed_env.run(converse, request)
     assert resumed[0] == first[0]  # taken from the heartbeat, not sent again
     assert resumed[1].index == 1 and "ámbar" in (resumed[1].reply or "")
-    assert len(beats) == 1
+    assert beats[-1] == ([r.model_dump(mode="json") for r in resumed],)
+    assert all(beat[0][0] == dumped[0] for beat in beats)
     thread = await env.run(
         inspect_stores,
         InspectRequest(
