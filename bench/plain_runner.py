@@ -198,11 +198,11 @@ async def _sender(base_url: str, client: str) -> AsyncIterator[Callable[..., Awa
             base_url=base_url,
             timeout=30.0,
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
-        ) as session:
+        ) as httpx_session:
 
             async def send_httpx(method: str, path: str, now: str, **kwargs: Any) -> _Reply:
                 headers = {NOW_HEADER: now, **kwargs.pop("headers", {})}
-                response = await session.request(method, path, headers=headers, **kwargs)
+                response = await httpx_session.request(method, path, headers=headers, **kwargs)
                 return _Reply(response.status_code, await response.aread())
 
             yield send_httpx
@@ -352,7 +352,7 @@ async def replay(
                     await converse(phone, r)
                 elif r.kind == "delete" and r.domain is None:
                     await send("DELETE", f"/v1/users/{user(r.text.split()[-1])}", r.scenario_time)
-                elif r.kind == "delete":
+                elif r.kind == "delete" and r.domain is not None:  # a fact's forget
                     owner = current.get(r.role, "")
                     value = values.get((index, r.role, r.domain), "")
                     await send(
@@ -443,7 +443,7 @@ async def replay(
                     if response.status < 300 and pointer is not None:
                         with contextlib.suppress(KeyError, ValueError):
                             deletion_ids[r.role] = str(extract(response.json(), pointer))
-                elif r.kind == "delete":
+                elif r.kind == "delete" and r.domain is not None:  # a fact's forget
                     texts = every_value.get((index, r.role, r.domain), [""])
                     await send_operation(
                         one_request(target, "forget"),
