@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http.client import HTTPConnection, HTTPException
@@ -23,19 +23,36 @@ from memlife.errors import UnreachableError
 from memlife.stack import DEFAULT_UI_PORT, heap
 from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
-from memlife.stack.processes import LOOPBACK, free_port, stop_process
+from memlife.stack.processes import LOOPBACK, ChildProcess, free_port, stop_process
 from memlife.stack.worker import build_worker
 from memlife.targets import http
 
 
 @dataclass
 class ReferenceTargetProcess:
-    process: subprocess.Popen[bytes]
+    process: ChildProcess
     base_url: str
     log_path: Path
 
     def stop(self) -> None:
         stop_process(self.process, grace=10)
+
+
+def exec_memlife(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """`python -m memlife ARGV` as a child process, its output appended to `log_path`."""
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "memlife", *argv],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+# How a reference target's process starts: the command line above. The test suite, which
+# starts about a hundred, forks them with the same command line from a process that has
+# already imported memlife instead (tests/forked_targets.py).
+launch_target: Callable[[list[str], Path], ChildProcess] = exec_memlife
 
 
 def start_reference_target(
@@ -99,18 +116,7 @@ def _start_reference_target(
     db_path = db_path or state_dir / "reference-target.db"
     db_path.parent.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / f"reference-target-{port}.log"
-    command = [
-        sys.executable,
-        "-m",
-        "memlife",
-        "target",
-        "serve",
-        "reference",
-        "--port",
-        str(port),
-        "--db",
-        str(db_path),
-    ]
+    command = ["target", "serve", "reference", "--port", str(port), "--db", str(db_path)]
     for fault in faults:
         command += ["--fault", fault]
     if service_time:
@@ -123,10 +129,7 @@ def _start_reference_target(
         command += ["--no-access-log"]
     if refuse:
         command += ["--refuse"]
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        )
+    process = launch_target(command, log_path)
     handle = ReferenceTargetProcess(process, f"http://{LOOPBACK}:{port}", log_path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -6,8 +6,29 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
+from typing import Protocol
 
 LOOPBACK = "127.0.0.1"
+
+
+class ChildProcess(Protocol):
+    """What memlife asks of a child server: `subprocess.Popen` has it, and so does a process
+    forked by another launcher (embedded.py, `launch_target`)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit code; subprocess.TimeoutExpired when `timeout` passes first."""
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
 
 
 def free_port(preferred: int | None = None) -> int:
@@ -40,7 +61,7 @@ def wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float) 
     return False
 
 
-def stop_process(process: subprocess.Popen[bytes], grace: float) -> None:
+def stop_process(process: ChildProcess, grace: float) -> None:
     """SIGTERM this child (by its PID, never by name), SIGKILL it after `grace` seconds."""
     if process.poll() is None:
         process.terminate()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -13,9 +14,11 @@ import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
+from memlife.errors import UnreachableError
 from memlife.stack import embedded
 from memlife.stack.codec import DATA_CONVERTER, ENCODING
 from memlife.stack.processes import LOOPBACK, free_port
+from tests.forked_targets import ForkedProcess
 
 
 async def test_a_port_taken_before_the_server_binds_it_means_other_ports(
@@ -51,11 +54,34 @@ def test_a_reference_target_whose_port_was_taken_starts_on_another(
             return next(choices, None) or free_port(preferred)
 
         monkeypatch.setattr(embedded, "free_port", chosen)
+        # Started the product's way (`python -m memlife`), not forked (conftest.py).
+        monkeypatch.setattr(embedded, "launch_target", embedded.exec_memlife)
         with embedded.reference_target(tmp_path) as target:
+            assert isinstance(target.process, subprocess.Popen)
             assert target.base_url != f"http://{LOOPBACK}:{port}"
             assert httpx.get(f"{target.base_url}/health").status_code == 200
     lost = (tmp_path / f"reference-target-{port}.log").read_text()
     assert "address already in use" in lost
+
+
+def test_a_forked_target_has_the_environment_and_exit_code_of_its_own_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suite's targets are forked from a server started by an earlier test
+    (tests/forked_targets.py): each still runs with the environment of the test that
+    starts it, and its exit code and log are its own."""
+    with embedded.reference_target(tmp_path / "first") as first:
+        assert isinstance(first.process, ForkedProcess)
+    monkeypatch.setenv("MEMLIFE_TEST_FORKED_KEY", "set after the fork server started")
+    with embedded.reference_target(
+        tmp_path / "keyed", api_key_env="MEMLIFE_TEST_FORKED_KEY"
+    ) as keyed:
+        assert httpx.get(f"{keyed.base_url}/health").status_code == 200
+        keyed.process.terminate()
+        assert keyed.process.wait(timeout=10) == -15
+    with pytest.raises(UnreachableError, match=r"exited at start \(code 2\)"):
+        embedded.start_reference_target(tmp_path / "bad", service_time="soon")
+    assert "--service-time" in next((tmp_path / "bad").glob("*.log")).read_text()
 
 
 async def test_the_web_ui_of_a_run_without_a_dev_stack_reads_payloads_through_its_codec(
