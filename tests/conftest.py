@@ -30,7 +30,7 @@ from memlife.stack.codec import DATA_CONVERTER
 from memlife.stack.connection import bundled_binary
 from memlife.stack.worker import build_worker
 from memlife.targets import http
-from tests import forked_targets
+from tests import forked
 
 # Mem0 keeps a Qdrant store of its own under MEM0_DIR (~/.mem0 unless set), read when the
 # package is imported, and local Qdrant admits one process: each test process gets its own.
@@ -104,9 +104,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def forked_reference_targets() -> Iterator[None]:
     """Every reference target a test starts is forked from an interpreter that has already
-    imported it (tests/forked_targets.py): the same command line at a fifth of the CPU."""
+    imported it (tests/forked.py): the same command line at a fifth of the CPU."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(embedded, "launch_target", forked_targets.launch)
+        patch.setattr(embedded, "launch_target", forked.launch_memlife)
         yield
 
 

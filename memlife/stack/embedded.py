@@ -51,7 +51,7 @@ def exec_memlife(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
 
 # How a reference target's process starts: the command line above. The test suite, which
 # starts about a hundred, forks them with the same command line from a process that has
-# already imported memlife instead (tests/forked_targets.py).
+# already imported memlife instead (tests/forked.py).
 launch_target: Callable[[list[str], Path], ChildProcess] = exec_memlife
 
 

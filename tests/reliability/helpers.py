@@ -1,4 +1,4 @@
-"""Helpers shared by the reliability tests: a small seeded nightly, a worker child process,
+"""Helpers shared by the reliability tests: a small seeded nightly, a worker process,
 and the multiset of rows a run recorded."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from memlife import recorder
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario import Scenario
 from memlife.rules.scenario_file import load_scenario
+from memlife.stack.processes import ChildProcess
+from tests.forked import launch_script
 
 REPO = Path(__file__).resolve().parents[2]
 NIGHTLY = REPO / "scenarios" / "lifecycle-nightly.yaml"
@@ -57,14 +59,20 @@ def small_nightly(seed: str, pairs: int = 2) -> Scenario:
 
 
 def start_worker(
-    address: str, db_url: str, log: Path, options: list[str] | None = None
-) -> subprocess.Popen[bytes]:
+    address: str, db_url: str, log: Path, options: list[str] | None = None, forked: bool = True
+) -> ChildProcess:
+    """`python worker.py OPTIONS` on the dev server at `address`, recording to `db_url`,
+    a process of its own stopped or killed by its PID: forked from an interpreter that has
+    already imported it (tests/forked.py, a second of CPU less), or with `forked=False`
+    started as deploy/ starts it."""
     env = {
         **os.environ,
         "TEMPORAL_ADDRESS": address,
         "MEMLIFE_DB_URL": db_url,
         "PYTHONPATH": str(REPO),
     }
+    if forked:
+        return launch_script(REPO / "worker.py", options or [], log, env, REPO)
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, str(REPO / "worker.py"), *(options or [])],

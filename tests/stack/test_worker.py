@@ -101,7 +101,7 @@ async def test_a_stopped_worker_drains_and_exits_0(
     cli/__init__.py: end_process. That race is too rare to catch in one stop here.)"""
     ready, log = tmp_path / "ready", tmp_path / "worker.log"
     address = skip_env.client.service_client.config.target_host
-    worker = start_worker(address, db_url, log, ["--ready-file", str(ready)])
+    worker = start_worker(address, db_url, log, ["--ready-file", str(ready)], forked=False)
     try:
         deadline = time.monotonic() + 60
         while not ready.exists():
