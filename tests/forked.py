@@ -94,8 +94,8 @@ def _run(
 
 
 class ForkedProcess:
-    """A forked target, as memlife/stack/processes.py's ChildProcess: what stop_process and
-    the tests ask of a subprocess.Popen."""
+    """A forked target or worker, as memlife/stack/processes.py's ChildProcess: what
+    stop_process and the tests ask of a subprocess.Popen."""
 
     def __init__(self, process: BaseProcess, argv: list[str]) -> None:
         self._process = process
