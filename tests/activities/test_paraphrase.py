@@ -15,6 +15,7 @@ from memlife import recorder
 from memlife.activities import paraphrase
 from memlife.rules.adjudication import ReviewItem
 from memlife.rules.paraphrase import FLOOR, Statement, close_statements
+from tests.groups import MINILM
 
 NOW = datetime(2026, 12, 6, tzinfo=UTC)
 OWN = "Quinlan Thackeray Clinic"
@@ -93,6 +94,7 @@ def _verdict(case_id: str, checks: dict[str, str]) -> dict:
     }
 
 
+@MINILM
 async def test_an_answer_saying_the_partners_fact_in_other_words_is_queued(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,11 +21,12 @@ from memlife.bundled.realstack.app import create_app
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import load_target
+from tests.groups import MINILM
 from tests.servers import serve_in_thread
 from tests.workflows.helpers import erased_values, holds, run_artifact, run_input, run_suite
 
-# The module's tests share a worker, so its stack starts once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mem0-stack")]
+# The module's tests share a worker, so its stack starts once (with MiniLM's other users).
+pytestmark = [pytest.mark.slow, MINILM]
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_FILE = REPO / "scenarios" / "targets" / "mem0.yaml"

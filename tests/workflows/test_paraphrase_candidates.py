@@ -10,12 +10,14 @@ from memlife import recorder
 from memlife.recorder.builder import build_artifact
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario import Scenario
+from tests.groups import MINILM
 from tests.workflows.helpers import run_input, run_suite
 from tests.workflows.test_detection_matrix import nightly_small, target_with
 
 __all__ = ["nightly_small", "target_with"]  # the fixtures, shared with the detection matrix
 
 
+@MINILM
 async def test_a_clean_run_queues_no_paraphrase_candidate_and_says_so(
     skip_env: WorkflowEnvironment, skip_worker: str, nightly_small: Scenario, target_with
 ) -> None:

@@ -20,12 +20,13 @@ from memlife.bundled.realstack.serve import falkordb_server, probe_environment
 from memlife.rules.pairs import materialize
 from memlife.rules.scenario_file import load_scenario
 from memlife.rules.target import load_target
+from tests.groups import MINILM
 from tests.reliability.helpers import small_nightly
 from tests.servers import serve_in_thread
 from tests.workflows.helpers import erased_values, holds, run_artifact, run_input, run_suite
 
-# The module's tests share a worker, so its stack starts once.
-pytestmark = pytest.mark.xdist_group("realstack")
+# The module's tests share a worker, so its stack starts once (with MiniLM's other users).
+pytestmark = MINILM
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_FILE = REPO / "scenarios" / "targets" / "realstack.yaml"

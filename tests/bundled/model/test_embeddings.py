@@ -7,6 +7,7 @@ import math
 import pytest
 
 from memlife import embeddings
+from tests.groups import MINILM
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
@@ -16,6 +17,7 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 
 @pytest.mark.slow
+@MINILM
 def test_minilm_ranks_meaning_and_padding_keeps_similarity() -> None:
     work, employer, pet = embeddings.shared().embed(
         ["I work at Ingleby Ironside Ironworks", "Who is my employer?", "My cat is called Tom"]

@@ -1,0 +1,12 @@
+"""xdist groups that several test modules share (`--dist loadgroup`, scripts/test)."""
+
+from __future__ import annotations
+
+import pytest
+
+# Every test that loads MiniLM in the test process (memlife/embeddings.py: the scripted
+# model's embeddings, paraphrase candidates, and the realstack, Mem0 and Graphiti stacks'
+# embedders). Importing sentence-transformers with torch and loading the model costs
+# about 5 CPU-s in each process that does it: in one worker it is paid once, not once in
+# each of scripts/test's four.
+MINILM = pytest.mark.xdist_group("minilm")
