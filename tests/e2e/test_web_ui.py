@@ -16,9 +16,13 @@ import urllib.parse
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests import browser
 from tests.e2e.devstack import REPO, DevStack
+
+# On the session's one `memlife dev` stack (tests/e2e/devstack.py), not a second one.
+pytestmark = pytest.mark.xdist_group("dev-stack")
 
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
 
