@@ -19,6 +19,9 @@ VENV_BIN = Path(sys.executable).parent
 # about the 500 lines of the denser style this limit was first set in.
 MAX_MODULE_LINES = 700
 
+# The tests that read the wheel share a worker, so that it is built once (about 2 CPU-s).
+WHEEL = pytest.mark.xdist_group("wheel")
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -57,6 +60,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@WHEEL
 def test_the_wheel_installs_memlife_as_its_only_top_level_package(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
@@ -92,6 +96,7 @@ def test_the_wheel_installs_memlife_as_its_only_top_level_package(wheel: Path) -
 
 
 @pytest.mark.slow
+@WHEEL
 def test_the_installed_wheel_runs_a_lifecycle_on_its_own(wheel: Path, tmp_path: Path) -> None:
     """The package as installed from the wheel (workflows and activities inside it) runs
     the seed scenario end to end, imported from its install, not from this checkout."""
