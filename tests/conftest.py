@@ -32,6 +32,9 @@ from memlife.stack.worker import build_worker
 from memlife.targets import http
 from tests import forked
 
+# `--cpu-per-test N` (scripts/test passes it through to pytest).
+pytest_plugins = ["tests.cpu_per_test"]
+
 # Mem0 keeps a Qdrant store of its own under MEM0_DIR (~/.mem0 unless set), read when the
 # package is imported, and local Qdrant admits one process: each test process gets its own.
 # Set, not defaulted: xdist's workers inherit the controller's environment, and with its
