@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests import cpu_per_test
+from tests.test_pytest_plugin import OTHER_PLUGINS  # what the inner pytest need not load
 
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
-# What the inner pytest would otherwise load from this environment (tests/test_pytest_plugin.py).
-OTHER_PLUGINS = ("randomly", "xdist", "cacheprovider", "langsmith_plugin", "hypothesispytest")
 
 
 def test_a_tests_children_are_charged_to_it_and_the_groups_are_removed(
