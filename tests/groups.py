@@ -8,5 +8,7 @@ import pytest
 # model's embeddings, paraphrase candidates, and the realstack, Mem0 and Graphiti stacks'
 # embedders). Importing sentence-transformers with torch and loading the model costs
 # about 5 CPU-s in each process that does it: in one worker it is paid once, not once in
-# each of scripts/test's four.
+# each of scripts/test's four. The Letta server's tests load it too (its scripted model's
+# embeddings) but keep a group of their own: on a new machine their setup first installs
+# Letta, for minutes that would hold up every test of this group.
 MINILM = pytest.mark.xdist_group("minilm")
