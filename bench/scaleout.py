@@ -246,6 +246,11 @@ async def main(argv: list[str]) -> int:
         default=str(REPO / "BENCHMARKS.md"),
         help="the report to render again; its figures are beside it as .json",
     )
+    parser.add_argument(
+        "--work-dir",
+        help="where the processes' logs and databases are kept (default: a new directory "
+        "in the system's temporary directory, named when the bench starts)",
+    )
     args = parser.parse_args(argv)
     try:
         counts = [int(part) for part in args.workers.split(",") if part.strip()]
@@ -259,9 +264,19 @@ async def main(argv: list[str]) -> int:
     results_path = Path(args.out).with_suffix(".json")
     if not results_path.parent.is_dir():
         parser.error(f"--out: directory {results_path.parent} does not exist")
+    if (
+        args.work_dir is not None
+        and Path(args.work_dir).exists()
+        and not Path(args.work_dir).is_dir()
+    ):
+        parser.error(f"--work-dir: {args.work_dir} exists and is not a directory")
     command = _command(argv)
     rows = []
-    work = Path(tempfile.mkdtemp(prefix="memlife-bench-scaleout-"))
+    if args.work_dir is None:
+        work = Path(tempfile.mkdtemp(prefix="memlife-bench-scaleout-"))
+    else:
+        work = Path(args.work_dir)
+        work.mkdir(parents=True, exist_ok=True)
     say(f"working in {work}")
     with running_postgres("memlife-bench") as database:
         for workers in counts:

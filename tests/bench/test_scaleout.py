@@ -72,6 +72,7 @@ def test_no_rows_no_section() -> None:
         (["--pairs", "2", "--shards", "3"], "--shards"),
         (["--clock", "real"], "--clock real"),
         (["--out", "/nonexistent-dir/BENCH.md"], "--out: directory /nonexistent-dir"),
+        (["--work-dir", __file__], "--work-dir: "),
     ],
 )
 async def test_bad_options_are_refused_before_anything_starts(
@@ -87,7 +88,10 @@ async def test_bad_options_are_refused_before_anything_starts(
 async def test_two_workers_on_postgresql_serve_two_shards_cleanly(tmp_path: Path) -> None:
     out = tmp_path / "BENCH.md"
     out.with_suffix(".json").write_text(json.dumps({"scale": [], "reports": []}))
-    assert await main(["--pairs", "2", "--shards", "2", "--workers", "2", "--out", str(out)]) == 0
+    work = tmp_path / "work"
+    argv = ["--pairs", "2", "--shards", "2", "--workers", "2", "--out", str(out)]
+    assert await main([*argv, "--work-dir", str(work)]) == 0
+    assert (work / "workers-2" / "worker-1.log").exists()  # kept where it was asked to be
     [measured] = json.loads(out.with_suffix(".json").read_text())["scaleout"]
     assert measured["workers"] == 2 and measured["shards"] == 2
     assert measured["failures"] == 0 and measured["inconclusive"] == 0
@@ -135,6 +139,8 @@ def test_sigterm_stops_the_bench_and_every_process_it_started(tmp_path: Path) ->
                 "1",
                 "--out",
                 str(tmp_path / "BENCH.md"),
+                "--work-dir",
+                str(tmp_path / "work"),
             ],
             cwd=REPO,
             env=env,
