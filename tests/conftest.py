@@ -4,9 +4,11 @@ a free port and is stopped by handle."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -41,6 +43,7 @@ pytest_plugins = ["tests.cpu_per_test"]
 # value two workers' Mem0 servers starting at once met on one lock ("Storage folder …
 # migrations_qdrant is already accessed by another instance of Qdrant client").
 os.environ["MEM0_DIR"] = tempfile.mkdtemp(prefix="memlife-tests-mem0-")
+atexit.register(shutil.rmtree, os.environ["MEM0_DIR"], ignore_errors=True)
 # mem0, graphiti-core and chromadb send usage events to PostHog unless told not to (the
 # bundled stacks say so in memlife/bundled/*/runtime.py); a test sends nothing anywhere.
 os.environ.setdefault("MEM0_TELEMETRY", "False")
