@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Collection
 from datetime import timedelta
 from pathlib import Path
 
@@ -46,8 +47,12 @@ def recorded_nightly_values(pairs: int, seed: str) -> str:
     return run.run_id
 
 
-def small_nightly(seed: str, pairs: int = 2) -> Scenario:
+def small_nightly(seed: str, pairs: int = 2, domains: Collection[str] | None = None) -> Scenario:
+    """The nightly with `pairs` pairs, materialized; with `domains`, only those of its fact
+    domains (a real stack's test: every kind of step, fewer messages to pay for)."""
     scenario = load_scenario(NIGHTLY)
+    if domains is not None:
+        scenario = only_domains(scenario, domains)
     assert scenario.generate is not None
     generation = scenario.generate.model_copy(update={"count": pairs})
     # Under a compressed clock a recovery of a few seconds is many scenario hours: the
@@ -55,6 +60,28 @@ def small_nightly(seed: str, pairs: int = 2) -> Scenario:
     return materialize(
         scenario.model_copy(update={"generate": generation, "deletion_sla": timedelta(days=365)}),
         seed,
+    )
+
+
+def only_domains(scenario: Scenario, keep: Collection[str]) -> Scenario:
+    """`scenario` with its other fact domains left out: a step that named some names only
+    the kept ones, and a step left naming none is dropped."""
+    unknown = set(keep) - set(scenario.domains)
+    assert not unknown, f"not domains of {scenario.name}: {sorted(unknown)}"
+    timeline = []
+    for step in scenario.timeline:
+        named = getattr(step, "domains", None)
+        if isinstance(named, list):
+            kept = [domain for domain in named if domain in keep]
+            if not kept:
+                continue
+            step = step.model_copy(update={"domains": kept})
+        timeline.append(step)
+    return scenario.model_copy(
+        update={
+            "domains": {name: d for name, d in scenario.domains.items() if name in keep},
+            "timeline": timeline,
+        }
     )
 
 
