@@ -180,19 +180,23 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
                         f"{needed} time(s) but {len(fact.updates)} new value(s) are given",
                     )
                 texts = fact.all_texts()
+                # Each text normalized once: generated pairs have a score of texts per
+                # fact and every question is tried against each of them.
+                normalized = [normalize(text) for text in texts]
                 for i, first in enumerate(texts):
-                    for second in texts[i + 1 :]:
-                        if _overlap(first, second):
+                    for j, second in enumerate(texts[i + 1 :], start=i + 1):
+                        if _overlap(normalized[i], normalized[j]):
                             report(
                                 fact_path,
                                 f"{first!r} and {second!r} overlap after "
                                 "normalization: an old value could not be told from the new",
                             )
-                for rendering in texts:
-                    if not normalize(rendering):
+                for rendering, folded in zip(texts, normalized, strict=True):
+                    if not folded:
                         report(fact_path, "value is empty after normalization")
+                        continue
                     for question_path, question in questions_normalized:
-                        if normalize(rendering) and normalize(rendering) in question:
+                        if folded in question:
                             report(
                                 fact_path,
                                 f"value {rendering!r} appears in the question "
@@ -273,8 +277,8 @@ def _space_problems(scenario: Scenario, file: str) -> list[Problem]:
     return problems
 
 
-def _overlap(first: str, second: str) -> bool:
-    a, b = normalize(first), normalize(second)
+def _overlap(a: str, b: str) -> bool:
+    """Whether two normalized texts overlap: either holds the other."""
     return bool(a and b and (a in b or b in a))
 
 
@@ -286,18 +290,24 @@ def _exclusivity_problems(pair: Pair, pair_index: int, file: str) -> list[Proble
     a real leak): the pair could not tell recall from leakage.
     """
     problems: list[Problem] = []
+    normalized = {
+        text: normalize(text)
+        for tenant in (pair.a, pair.b)
+        for fact in tenant.facts.values()
+        for text in fact.all_texts()
+    }
     for domain_a, fact_a in pair.a.facts.items():
         for domain_b, fact_b in pair.b.facts.items():
             for text_a in fact_a.all_texts():
                 for text_b in fact_b.all_texts():
-                    if _overlap(text_a, text_b):
+                    if _overlap(normalized[text_a], normalized[text_b]):
                         problems.append(
                             Problem(
                                 file,
                                 f"pairs.{pair_index}.b.facts.{domain_b}",
                                 f"value {text_b!r} is not mutually exclusive with tenant a's "
                                 f"{domain_a} value {text_a!r} after normalization "
-                                f"({normalize(text_b)!r} vs {normalize(text_a)!r}); a leak "
+                                f"({normalized[text_b]!r} vs {normalized[text_a]!r}); a leak "
                                 "could not be seen",
                             )
                         )

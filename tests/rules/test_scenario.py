@@ -133,6 +133,19 @@ def test_value_inside_a_question_is_rejected() -> None:
     assert any("pairs.0.a.facts.color: value 'azul' appears in the question" in p for p in found)
 
 
+def test_a_facts_own_values_must_differ_after_normalization() -> None:
+    data = seed_data()
+    # "Azúl marino" folds to "azul marino", which holds the old value "azul".
+    data["pairs"][0]["a"]["facts"]["color"] = {"value": "azul", "updates": ["Azúl marino"]}
+    data["pairs"][0]["b"]["facts"]["color"] = {"value": "rojo", "any_of": ["  "]}
+    found = problems_of(data)
+    assert any(
+        p.startswith("s.yaml: pairs.0.a.facts.color: 'azul' and 'Azúl marino' overlap after")
+        for p in found
+    ), found
+    assert "s.yaml: pairs.0.b.facts.color: value is empty after normalization" in found
+
+
 def test_timeline_must_probe_something() -> None:
     data = seed_data()
     data["timeline"] = [{"step": "write"}]
