@@ -18,8 +18,12 @@ import jmespath
 import pytest
 import yaml
 
+from tests.groups import MINILM
 from tests.servers import serve_in_thread
 from tests.standins.mem0_oss import create_app, create_platform_app, rows
+
+# On the worker that imports mem0 for its stack's tests too (tests/groups.py).
+pytestmark = MINILM
 
 TARGETS = Path(__file__).resolve().parents[2] / "scenarios" / "targets"
 PLATFORM_KEY = "m0-platform-key-1c4e"

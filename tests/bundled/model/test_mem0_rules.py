@@ -11,6 +11,10 @@ import pytest
 
 from memlife.bundled.model import mem0
 from memlife.bundled.model.script import Chat, UnknownPrompt, respond
+from tests.groups import MINILM
+
+# On the worker that imports mem0 for its stack's tests too (tests/groups.py).
+pytestmark = MINILM
 
 
 # mem0 imports openai and much else (a second and a half): imported when a test runs, not in
