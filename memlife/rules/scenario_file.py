@@ -10,6 +10,7 @@ reported as `file: field.path: reason`.
 
 from __future__ import annotations
 
+import itertools
 import string
 from pathlib import Path
 from typing import Any
@@ -179,24 +180,22 @@ def semantic_problems(scenario: Scenario, file: str) -> list[Problem]:
                         f"the timeline updates {domain_name} "
                         f"{needed} time(s) but {len(fact.updates)} new value(s) are given",
                     )
-                texts = fact.all_texts()
                 # Each text normalized once: generated pairs have a score of texts per
                 # fact and every question is tried against each of them.
-                normalized = [normalize(text) for text in texts]
-                for i, first in enumerate(texts):
-                    for j, second in enumerate(texts[i + 1 :], start=i + 1):
-                        if _overlap(normalized[i], normalized[j]):
-                            report(
-                                fact_path,
-                                f"{first!r} and {second!r} overlap after "
-                                "normalization: an old value could not be told from the new",
-                            )
-                for rendering, folded in zip(texts, normalized, strict=True):
-                    if not folded:
+                folded = [(text, normalize(text)) for text in fact.all_texts()]
+                for (first, a), (second, b) in itertools.combinations(folded, 2):
+                    if _overlap(a, b):
+                        report(
+                            fact_path,
+                            f"{first!r} and {second!r} overlap after "
+                            "normalization: an old value could not be told from the new",
+                        )
+                for rendering, normalized in folded:
+                    if not normalized:
                         report(fact_path, "value is empty after normalization")
                         continue
                     for question_path, question in questions_normalized:
-                        if folded in question:
+                        if normalized in question:
                             report(
                                 fact_path,
                                 f"value {rendering!r} appears in the question "
