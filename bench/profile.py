@@ -1,6 +1,7 @@
-"""Where the CPU of a run with default settings goes: `memlife run SCENARIO --clock skip`
-(its worker in the command's own process, as a user runs it) sampled by py-spy, the busy
-samples grouped by package and by memlife's own frames.
+"""Where the CPU of a run goes: `memlife run SCENARIO --clock skip --no-target-worker` (its
+worker, target requests included, in the command's own process; from 20 pairs a run
+otherwise sends its target requests from a second process, memlife/stack/worker_process.py)
+sampled by py-spy, the busy samples grouped by package and by memlife's own frames.
 
     ./scripts/bench profile                               # lifecycle-nightly, 20 pairs
     ./scripts/bench profile --scenario scenarios/seed-six-case.yaml --rate 200
@@ -132,7 +133,7 @@ def summarize(raw_lines: Iterable[str]) -> dict[str, Any]:
 
 
 def profile(scenario: Path, rate: int, work: Path) -> tuple[dict[str, Any], str]:
-    """Sample one run of `scenario` (default settings, skip clock) in `work`: the
+    """Sample one run of `scenario` (one process, skip clock) in `work`: the
     summary and the run's last output line."""
     py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if py_spy is None:
@@ -157,6 +158,7 @@ def profile(scenario: Path, rate: int, work: Path) -> tuple[dict[str, Any], str]
             str(scenario),
             "--clock",
             "skip",
+            "--no-target-worker",
         ],
         cwd=work,
         # A user's run writes its bytecode once; compiling on every import is not its cost.

@@ -17,8 +17,9 @@ def render_lines(result: dict[str, Any] | None) -> list[str]:
     return [
         "## Where a run's CPU goes",
         "",
-        f"`memlife run {result['scenario']} --clock skip` with default settings (its worker "
-        "in the command's own process), sampled by py-spy at "
+        f"`memlife run {result['scenario']} --clock skip --no-target-worker` (its worker, "
+        "target requests included, in the command's own process: from 20 pairs a run "
+        "otherwise sends them from a second one), sampled by py-spy at "
         f"{result['rate']} Hz: {result['busy_samples']:,} busy samples ({result['outcome']}). "
         "Only memlife's process is sampled, not the reference target or Temporal's server "
         "it drives; samples where a thread waits (the event loop's poll, a lock, an idle "

@@ -94,6 +94,7 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
     from memlife.stack import embedded
     from memlife.stack.commands import command
     from memlife.stack.connection import configured_connection, connect
+    from memlife.stack.worker_process import available_cpus
 
     experiment = new_run_id() if len(plan.configurations) > 1 or plan.repeat > 1 else None
     clock = plan.clock
@@ -118,10 +119,16 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
         task_queue = plan.task_queue or DEFAULT_TASK_QUEUE
         target_queue = plan.target_queue
         stack_queue = None if dev_stack is None else stack_target_queue(plan, dev_stack.info)
-        if plan.target_worker:
+        chosen = connection is None and dev_stack is None and _target_worker_pays(plan)
+        if plan.target_worker or chosen:
             target_queue = await _start_target_worker(
                 stack, task_queue, None if connection is not None else address, output
             )
+            if chosen:
+                output.note(
+                    f"  started for a run of {plan.scenario.pair_count()} pairs on "
+                    f"{available_cpus()} CPUs; --no-target-worker keeps them in this process"
+                )
         elif stack_queue is not None and dev_stack is not None:
             target_queue = stack_queue
             output.note(
@@ -174,6 +181,17 @@ def stack_target_queue(plan: RunPlan, info: StackInfo) -> str | None:
     if info.target_task_queue is None or info.recorder != recorder.database_url():
         return None
     return info.target_task_queue
+
+
+def _target_worker_pays(plan: RunPlan) -> bool:
+    """Whether a run on this command's own Temporal server, with its worker in this process
+    and nothing said about its target requests, gets a worker of their own for them: on a
+    machine with a CPU to spare, from TARGET_WORKER_PAIRS pairs (stack/worker_process.py,
+    where the measurements are)."""
+    from memlife.stack.worker_process import target_worker_pays
+
+    said = plan.target_worker or plan.target_queue is not None or not plan.stack_target_worker
+    return plan.worker and not said and target_worker_pays(plan.scenario.pair_count())
 
 
 async def _check_served(

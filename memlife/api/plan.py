@@ -93,7 +93,8 @@ class RunOptions:
     task_queue: str | None = None
     no_worker: bool = False
     # True: --target-worker; False: --no-target-worker (not even the `memlife dev`
-    # stack's); None: the stack's where the run uses one that has it.
+    # stack's); None: the stack's where the run uses one that has it, else one started
+    # for a run of 20 pairs or more where a CPU is spare (docs/scale.md).
     target_worker: bool | None = None
     target_queue: str | None = None
     worker_wait: str = "30s"

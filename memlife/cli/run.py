@@ -168,7 +168,9 @@ def add_parsers(commands: Any) -> None:
         "which this command starts beside its own worker and stops at the end "
         "(task queue QUEUE-targets): faster on a machine with a core to spare "
         "(docs/scale.md). Without it a run that uses the `memlife dev` stack "
-        "sends them to the stack's target worker when it has one; "
+        "sends them to the stack's target worker when it has one, and a run on "
+        "this command's own Temporal server starts one from 20 pairs where "
+        "more than one CPU is available; "
         "--no-target-worker keeps them on the run's own task queue",
     )
     run.add_argument(

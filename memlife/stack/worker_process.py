@@ -52,6 +52,22 @@ def target_worker_helps(cpus: int | None = None) -> bool:
     return (available_cpus() if cpus is None else cpus) > 1
 
 
+# From how many pairs a run of `memlife run` (its own Temporal server, its worker in the
+# command's process) starts a worker for its target requests by itself. Measured on 2 CPUs,
+# every process on both, the nightly on the skip clock, default against --target-worker,
+# two rounds each (docs/scale.md): 2 pairs 3.3 s against 4.3, 8 pairs 7.0 against 8.0,
+# 16 pairs 11.2 against 11.2, 30 pairs 21.2 against 19.6, 50 pairs 32.2 against 29.8. The
+# second interpreter's start (about a second) is what a small run loses.
+TARGET_WORKER_PAIRS = 20
+
+
+def target_worker_pays(pairs: int, cpus: int | None = None) -> bool:
+    """Whether a run of `pairs` pairs gains from a worker of their own for its target
+    requests: where one helps (target_worker_helps) and the run is large enough to win
+    back its start (TARGET_WORKER_PAIRS)."""
+    return target_worker_helps(cpus) and pairs >= TARGET_WORKER_PAIRS
+
+
 class WorkerProcessError(MemlifeError):
     """The child worker could not be started, or kept dying; the message names its log."""
 

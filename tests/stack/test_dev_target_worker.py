@@ -125,6 +125,31 @@ def test_run_flags_for_the_stacks_target_worker(
     assert (plan.target_worker, plan.stack_target_worker) == (target_worker, stack_target_worker)
 
 
+@pytest.mark.parametrize(
+    ("argv", "cpus", "started"),
+    [
+        (["--pairs", "20"], 2, True),
+        (["--pairs", "19"], 2, False),  # too small to win back the second start
+        (["--pairs", "20"], 1, False),  # no CPU to spare
+        (["--pairs", "20", "--no-target-worker"], 2, False),
+        (["--pairs", "20", "--target-queue", "q"], 2, False),  # the user's own workers
+        (["--pairs", "20", "--target-worker"], 1, False),  # started as asked, not chosen
+    ],
+)
+def test_a_large_run_chooses_a_target_worker_where_a_cpu_is_spare(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], cpus: int, started: bool
+) -> None:
+    from memlife.api.engine import _target_worker_pays
+    from memlife.api.plan import read_plan
+
+    monkeypatch.setattr(worker_process, "available_cpus", lambda: cpus)
+    nightly = Path(__file__).resolve().parents[2] / "scenarios" / "lifecycle-nightly.yaml"
+    plan = read_plan(build_parser().parse_args(["run", str(nightly), *argv]))
+    assert _target_worker_pays(plan) is started
+    assert worker_process.target_worker_pays(worker_process.TARGET_WORKER_PAIRS, 2)
+    assert not worker_process.target_worker_pays(worker_process.TARGET_WORKER_PAIRS - 1, 2)
+
+
 def test_where_target_requests_go_is_said_in_words() -> None:
     assert target_requests(_info("memlife-targets", "")) == (
         "to task queue memlife-targets (its target worker, pid 3)"
