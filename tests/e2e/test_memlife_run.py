@@ -123,10 +123,37 @@ operations:
 """
 
 
+def _twenty_pairs(tmp_path: Path) -> Path:
+    """The nightly's first domain for TARGET_WORKER_PAIRS pairs, written and asked once."""
+    from memlife.stack.worker_process import TARGET_WORKER_PAIRS
+
+    nightly = yaml.safe_load((REPO / "scenarios" / "lifecycle-nightly.yaml").read_text())
+    small = {
+        **nightly,
+        "name": "twenty-pairs",
+        "domains": {"employer": nightly["domains"]["employer"]},
+        "generate": {**nightly["generate"], "count": TARGET_WORKER_PAIRS},
+        "timeline": [
+            {"step": "write", "label": "write"},
+            {"step": "probe", "kind": "recall", "label": "baseline"},
+        ],
+    }
+    scenario = tmp_path / "twenty.yaml"
+    scenario.write_text(yaml.safe_dump(small, allow_unicode=True))
+    return scenario
+
+
 def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> None:
-    result = memlife("run", str(SEED), "--target-worker", "--enforce", cwd=tmp_path)
+    """From TARGET_WORKER_PAIRS pairs a run starts one by itself where a CPU is spare;
+    elsewhere --target-worker asks for it."""
+    from memlife.stack.worker_process import TARGET_WORKER_PAIRS, target_worker_helps
+
+    chosen = target_worker_helps()
+    flags = [] if chosen else ["--target-worker"]
+    result = memlife("run", str(_twenty_pairs(tmp_path)), *flags, "--enforce", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "PASS: 6/6 cases passed" in result.stdout
+    assert "PASS: 120/120 cases passed" in result.stdout  # 40 tenants: recall, I2, I3 each
+    assert (f"started for a run of {TARGET_WORKER_PAIRS} pairs on " in result.stderr) is chosen
     said = next(
         line
         for line in result.stderr.splitlines()
@@ -145,41 +172,6 @@ def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> N
     assert not Path(f"/proc/{pid}").exists() or "memlife" not in Path(
         f"/proc/{pid}/cmdline"
     ).read_text(errors="replace")
-
-
-def test_a_run_of_twenty_pairs_starts_its_target_worker_where_a_cpu_is_spare(
-    tmp_path: Path,
-) -> None:
-    from memlife.stack.worker_process import TARGET_WORKER_PAIRS, target_worker_helps
-
-    nightly = yaml.safe_load((REPO / "scenarios" / "lifecycle-nightly.yaml").read_text())
-    small = {
-        **nightly,
-        "name": "twenty-pairs",
-        "domains": {"employer": nightly["domains"]["employer"]},
-        "generate": {**nightly["generate"], "count": TARGET_WORKER_PAIRS},
-        "timeline": [
-            {"step": "write", "label": "write"},
-            {"step": "probe", "kind": "recall", "label": "baseline"},
-        ],
-    }
-    scenario = tmp_path / "twenty.yaml"
-    scenario.write_text(yaml.safe_dump(small, allow_unicode=True))
-    result = memlife("run", str(scenario), "--clock", "skip", "--enforce", cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "PASS: 120/120 cases passed" in result.stdout  # 40 tenants: recall, I2, I3 each
-    said = [line for line in result.stderr.splitlines() if "target requests: from worker" in line]
-    if not target_worker_helps():  # one CPU: the requests stay in the command's worker
-        assert said == [], result.stderr
-        return
-    assert len(said) == 1, result.stderr
-    assert (
-        f"started for a run of {TARGET_WORKER_PAIRS} pairs on " in result.stderr
-        and "--no-target-worker keeps them in this process" in result.stderr
-    )
-    log = tmp_path / said[0].rsplit("(its log: ", 1)[1].rstrip(")")
-    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
-    assert events[0] == "worker running" and events[-1].startswith("worker stopping")
 
 
 @pytest.mark.parametrize(
