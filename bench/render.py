@@ -140,7 +140,8 @@ _LAYOUT_ROWS = {
     ),
     "target worker": (
         "the target requests from a worker process of their own, as `memlife "
-        "run --target-worker` sends them (`worker.py`, and `worker.py --serve "
+        "run` sends them by default from 20 pairs where a CPU is spare "
+        "(`--target-worker` at any size; here `worker.py`, and `worker.py --serve "
         "activities --task-queue memlife-targets`)",
         "memlife + target worker",
     ),
