@@ -5,8 +5,9 @@ and not a failure either, since nothing was observed."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import pytest
@@ -32,8 +33,17 @@ class StormProxy:
         self.inject: Injector = lambda n: None
         self.conversations = 0
         self.lock = threading.Lock()
-        self.app = FastAPI()
+        # One client for the proxy's life, opened and closed on its server's loop: a client
+        # per request built a TLS context each time (certifi's bundle), for plain HTTP.
+        self.client: httpx.AsyncClient | None = None
+        self.app = FastAPI(lifespan=self._lifespan)
         self.app.add_api_route("/{path:path}", self.forward, methods=["GET", "POST", "DELETE"])
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: FastAPI) -> AsyncIterator[None]:
+        async with httpx.AsyncClient(base_url=self.upstream) as client:
+            self.client = client
+            yield
 
     async def forward(self, path: str, request: Request) -> Response:
         if path == "v1/preview":
@@ -44,14 +54,14 @@ class StormProxy:
             if fault is not None:
                 return fault
         headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
-        async with httpx.AsyncClient(base_url=self.upstream) as client:
-            upstream = await client.request(
-                request.method,
-                f"/{path}",
-                params=request.query_params,
-                headers=headers,
-                content=await request.body(),
-            )
+        assert self.client is not None, "the proxy's server has not started"
+        upstream = await self.client.request(
+            request.method,
+            f"/{path}",
+            params=request.query_params,
+            headers=headers,
+            content=await request.body(),
+        )
         return Response(
             upstream.content,
             status_code=upstream.status_code,
