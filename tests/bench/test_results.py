@@ -152,7 +152,8 @@ def test_each_layout_of_workers_gets_its_row_and_the_same_goal() -> None:
     text = render({**RESULTS, "throughput_runs": runs})
     assert "memlife / plain = **0.54** | ≥ 0.9 ❌ missed" in text  # runs 1 and 6: 279/s
     assert (
-        "`memlife run --target-worker` sends them (`worker.py`, and `worker.py --serve "
+        "`memlife run` sends them by default from 20 pairs where a CPU is spare "
+        "(`--target-worker` at any size; here `worker.py`, and `worker.py --serve "
         "activities --task-queue memlife-targets`) | 462 target requests/s (the mean of "
         "runs 2 and 5 of 20,800 requests each: 473, 452) | memlife + target worker / "
         "plain = **0.89** | ≥ 0.9 ❌ missed |"
