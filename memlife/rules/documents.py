@@ -29,11 +29,13 @@ MAX_DEPTH = 64  # memlife's deepest file needs about ten levels
 MAX_NODES = 1_000_000  # nodes after aliases are expanded
 
 
-class _StrictComposer(yaml.composer.Composer):
-    """PyYAML's composer, refusing what a memlife file never needs (see the module)."""
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that also refuses what a memlife file never needs (see the module)."""
 
-    _depth: int
-    _sizes: dict[int, int]  # node id -> its size with aliases expanded
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}  # node id -> its size with aliases expanded
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
@@ -76,9 +78,7 @@ class _StrictComposer(yaml.composer.Composer):
         return node
 
 
-def _construct_mapping(
-    loader: yaml.constructor.SafeConstructor, node: yaml.MappingNode, deep: bool = False
-) -> Any:
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
@@ -100,56 +100,7 @@ def _construct_mapping(
     return loader.construct_mapping(node, deep=deep)
 
 
-class _StrictLoader(
-    _StrictComposer,
-    yaml.reader.Reader,
-    yaml.scanner.Scanner,
-    yaml.parser.Parser,
-    yaml.constructor.SafeConstructor,
-    yaml.resolver.Resolver,
-):
-    """PyYAML's safe loader, in Python throughout, with the strict composer: what says
-    where a document is wrong (its errors name the line and the problem)."""
-
-    def __init__(self, stream: str) -> None:
-        yaml.reader.Reader.__init__(self, stream)
-        yaml.scanner.Scanner.__init__(self)
-        yaml.parser.Parser.__init__(self)
-        yaml.composer.Composer.__init__(self)
-        yaml.constructor.SafeConstructor.__init__(self)
-        yaml.resolver.Resolver.__init__(self)
-        self._depth = 0
-        self._sizes = {}
-
-
-# PyPI's PyYAML wheels include libyaml; one built without it parses in Python alone.
-try:
-    from yaml.cyaml import CParser as _CParser
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    _CParser = None
-_LOADERS: tuple[type, ...] = (_StrictLoader,)
-if _CParser is not None:
-
-    class _FastStrictLoader(
-        _StrictComposer, _CParser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver
-    ):
-        """The same loader with libyaml's parser (C) under the same strict composer: the same
-        nodes and values, a fifth of the time for the nightly (1.5 ms against 7.3). Its
-        errors are libyaml's, worded otherwise: a document it refuses is read again by
-        _StrictLoader, whose error is the one reported."""
-
-        def __init__(self, stream: str) -> None:
-            _CParser.__init__(self, stream)
-            yaml.composer.Composer.__init__(self)
-            yaml.constructor.SafeConstructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
-            self._depth = 0
-            self._sizes = {}
-
-    _LOADERS = (_FastStrictLoader, _StrictLoader)
-
-for _loader in _LOADERS:
-    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def read_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -196,13 +147,8 @@ def load_yaml_file(path: str | Path) -> Any:
         text = read_capped(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError([Problem(name, "", f"not UTF-8 text ({exc.reason})")]) from None
-    if len(_LOADERS) > 1:
-        try:
-            return yaml.load(text, Loader=_LOADERS[0])  # noqa: S506 - safe constructor
-        except (yaml.YAMLError, RecursionError):
-            pass  # reported as the pure-Python parser words it, below
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - safe constructor
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:  # PyYAML composes nested collections recursively
         raise InputError(
             [
