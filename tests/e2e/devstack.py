@@ -60,8 +60,17 @@ class DevStack:
         return result.stdout
 
     def workflows(self, query: str) -> list[dict[str, object]]:
-        out = self.temporal("workflow", "list", "--query", query)
-        return json.loads(out) if out.strip() else []
+        """`temporal workflow list --query QUERY -o json`, asked with the SDK's client in
+        this process: the same documents (the executions' protobuf as JSON), without a
+        command per poll (47 ms of CPU each; the tests poll it every half second)."""
+        from google.protobuf.json_format import MessageToDict
+        from temporalio.client import Client
+
+        async def listed() -> list[dict[str, object]]:
+            client = await Client.connect(self.address)
+            return [MessageToDict(found.raw_info) async for found in client.list_workflows(query)]
+
+        return asyncio.run(listed())
 
 
 def target_file_for(base_url: str, path: Path) -> Path:
