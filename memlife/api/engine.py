@@ -176,7 +176,7 @@ def stack_target_queue(plan: RunPlan, info: StackInfo) -> str | None:
     worker stages store reads in its own recorder, where the recording looks for them."""
     from memlife import recorder
 
-    if plan.target_worker or plan.target_queue is not None or not plan.stack_target_worker:
+    if _target_requests_placed(plan):
         return None
     if info.target_task_queue is None or info.recorder != recorder.database_url():
         return None
@@ -190,8 +190,17 @@ def _target_worker_pays(plan: RunPlan) -> bool:
     where the measurements are)."""
     from memlife.stack.worker_process import target_worker_pays
 
-    said = plan.target_worker or plan.target_queue is not None or not plan.stack_target_worker
-    return plan.worker and not said and target_worker_pays(plan.scenario.pair_count())
+    return (
+        plan.worker
+        and not _target_requests_placed(plan)
+        and target_worker_pays(plan.scenario.pair_count())
+    )
+
+
+def _target_requests_placed(plan: RunPlan) -> bool:
+    """Whether the command said where the target requests go: --target-worker,
+    --target-queue or --no-target-worker."""
+    return plan.target_worker or plan.target_queue is not None or not plan.stack_target_worker
 
 
 async def _check_served(

@@ -16,6 +16,7 @@ import yaml
 
 from memlife.cli import main
 from memlife.stack import embedded
+from memlife.stack.worker_process import TARGET_WORKER_PAIRS, target_worker_helps
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
@@ -125,8 +126,6 @@ operations:
 
 def _twenty_pairs(tmp_path: Path) -> Path:
     """The nightly's first domain for TARGET_WORKER_PAIRS pairs, written and asked once."""
-    from memlife.stack.worker_process import TARGET_WORKER_PAIRS
-
     nightly = yaml.safe_load((REPO / "scenarios" / "lifecycle-nightly.yaml").read_text())
     small = {
         **nightly,
@@ -146,8 +145,6 @@ def _twenty_pairs(tmp_path: Path) -> Path:
 def test_target_requests_from_a_worker_process_of_their_own(tmp_path: Path) -> None:
     """From TARGET_WORKER_PAIRS pairs a run starts one by itself where a CPU is spare;
     elsewhere --target-worker asks for it."""
-    from memlife.stack.worker_process import TARGET_WORKER_PAIRS, target_worker_helps
-
     chosen = target_worker_helps()
     flags = [] if chosen else ["--target-worker"]
     scenario = str(_twenty_pairs(tmp_path))
