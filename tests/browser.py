@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import functools
+import html
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -40,16 +42,19 @@ def chromium() -> str:
     return found.stdout.strip().splitlines()[-1]
 
 
-def screenshot(
+def render(
     url: str,
-    out: Path,
     profile: Path,
+    *,
+    screenshot: Path | None = None,
     width: int = 1200,
     height: int = 900,
     virtual_time_ms: int | None = None,
-) -> None:
-    """A PNG of `url` as Chromium renders it (a fresh profile in `profile`; a single-page
-    app such as the Temporal Web UI: after `virtual_time_ms` of its scripts). Headless
+) -> str:
+    """The DOM of `url` as Chromium renders it (a fresh profile in `profile`; a single-page
+    app such as the Temporal Web UI: after `virtual_time_ms` of its scripts), and with
+    `screenshot` a PNG of the same page, from one browser: loading the Web UI costs about
+    3 CPU-s of a page test's 4, its scripts more than the browser's start. Headless
     Chromium now and then never exits on a loaded machine (seen once in a full suite run,
     after 120 s): it is stopped, its whole process group by its PID, and started once more
     with a fresh profile."""
@@ -61,47 +66,57 @@ def screenshot(
             f"--user-data-dir={profile}-{attempt}",
             f"--window-size={width},{height}",
             *([f"--virtual-time-budget={virtual_time_ms}"] if virtual_time_ms else []),
-            f"--screenshot={out}",
+            *([f"--screenshot={screenshot}"] if screenshot else []),
+            "--dump-dom",
             url,
         ]
         with subprocess.Popen(
             command,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
         ) as browser:
             try:
-                _, errors = browser.communicate(timeout=60)
+                dom, errors = browser.communicate(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(browser.pid, signal.SIGKILL)
                 browser.communicate()
                 continue
-        assert browser.returncode == 0 and out.exists(), errors[-2000:]
-        return
-    raise AssertionError(f"Chromium did not finish a screenshot of {url} twice in a row")
+        assert browser.returncode == 0, errors[-2000:]
+        assert screenshot is None or screenshot.exists(), errors[-2000:]
+        return dom
+    raise AssertionError(f"Chromium did not finish rendering {url} twice in a row")
+
+
+def screenshot(
+    url: str,
+    out: Path,
+    profile: Path,
+    width: int = 1200,
+    height: int = 900,
+    virtual_time_ms: int | None = None,
+) -> None:
+    """A PNG of `url` as Chromium renders it (render)."""
+    render(
+        url,
+        profile,
+        screenshot=out,
+        width=width,
+        height=height,
+        virtual_time_ms=virtual_time_ms,
+    )
+
+
+def text_of(dom: str) -> str:
+    """A page's text: scripts and styles left out, tags stripped, white space folded."""
+    dom = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", dom, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
 
 
 def rendered_text_rows(url: str, profile: Path) -> list[str]:
     """The text of each table row of `url` once its scripts have run (a single-page app
     such as the Temporal Web UI), tags stripped and white space folded."""
-    import html
-    import re
-
-    result = subprocess.run(
-        [
-            chromium(),
-            *FLAGS,
-            f"--user-data-dir={profile}",
-            "--virtual-time-budget=20000",
-            "--dump-dom",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    rows = re.findall(r"<tr[^>]*>.*?</tr>", result.stdout, re.S)
+    dom = render(url, profile, virtual_time_ms=20000)
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", dom, re.S)
     return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", row)).split()) for row in rows]

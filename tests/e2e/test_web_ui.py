@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import html
 import json
-import re
-import subprocess
 import urllib.parse
 from pathlib import Path
 
@@ -25,28 +22,6 @@ from tests.e2e.devstack import REPO, DevStack
 pytestmark = pytest.mark.xdist_group("dev-stack")
 
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
-
-
-def page_text(url: str, profile: Path) -> str:
-    """The text of `url` once the Web UI's scripts have run, tags, scripts and styles
-    stripped and white space folded."""
-    result = subprocess.run(
-        [
-            browser.chromium(),
-            *browser.FLAGS,
-            f"--user-data-dir={profile}",
-            "--virtual-time-budget=20000",
-            "--dump-dom",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    dom = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", result.stdout, flags=re.S)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", dom)).split())
 
 
 def workflow_page(stack: DevStack, workflow_id: str) -> str:
@@ -87,14 +62,22 @@ def test_a_leaking_pair_reads_failed_and_its_payloads_as_json(
 
     # In the browser: Failed, input and result as JSON (not base64), no stack trace.
     url = workflow_page(dev_stack, pair_id)
-    text = page_text(url, tmp_path / "profile-pair")
+    shot = tmp_path / "pair-0.png"
+    text = browser.text_of(
+        browser.render(
+            url,
+            tmp_path / "profile-pair",
+            screenshot=shot,
+            width=1400,
+            height=1600,
+            virtual_time_ms=20000,
+        )
+    )
     assert "Back to Workflows Failed" in text, text[:2000]
     squashed = text.replace(" ", "")
     assert f'"run_id":"{run_id}"' in squashed  # the input
     assert '"type":"MemlifeVerdict"' in squashed and '"failures":6' in squashed  # the result
     assert "stackTrace" not in squashed and "eyJ" not in squashed  # no trace, no base64 JSON
-    shot = tmp_path / "pair-0.png"
-    browser.screenshot(url, shot, tmp_path / "shot", 1400, 1600, virtual_time_ms=20000)
     assert shot.stat().st_size > 50_000  # a rendered page, not a blank one
     print(f"screenshot: {shot}")
 
@@ -141,6 +124,7 @@ def test_a_compressed_payload_reads_as_json_through_the_codec_endpoint(
     payload = started["input"]["payloads"][0]
     assert base64.b64decode(payload["metadata"]["encoding"]) == b"json/plain"
     assert json.loads(base64.b64decode(payload["data"])) == big
-    text = page_text(workflow_page(dev_stack, workflow_id), tmp_path / "profile")
+    page = workflow_page(dev_stack, workflow_id)
+    text = browser.text_of(browser.render(page, tmp_path / "profile", virtual_time_ms=20000))
     assert f'"marker" : "{marker}"' in text, text[:3000]
     assert "binary/zlib" not in text
