@@ -159,6 +159,14 @@ def add_parsers(commands: Any) -> None:
 
 
 def cmd_target_serve(args: argparse.Namespace) -> int:
+    import signal
+
+    # SIGTERM (a service manager, `docker stop`, bench/stacks.py) stops a target as Ctrl-C
+    # does. uvicorn drains on it, then raises it again with the handler it found
+    # (uvicorn/server.py, capture_signals): Python's default ended the process on the spot,
+    # before the blocks that started FalkorDB, PostgreSQL or the scripted model could stop
+    # them, and FalkorDB outlived `target serve graphiti`. This handler unwinds them.
+    signal.signal(signal.SIGTERM, _interrupt)
     if args.kind == "realstack":
         return _serve_realstack(args)
     if args.kind == "mem0":
@@ -167,7 +175,6 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
         return _serve_graphiti(args)
     if args.kind == "letta":
         return _serve_letta(args)
-    import uvicorn
 
     from memlife.bundled.reference.app import create_app
     from memlife.bundled.reference.store import ReferenceRuntime
@@ -219,11 +226,8 @@ def cmd_target_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        uvicorn.run(
-            create_app(runtime, service_time, api_key, access_log=args.access_log),
-            host=args.host,
-            port=args.port,
-            log_level="warning",
+        _serve_until_stopped(
+            create_app(runtime, service_time, api_key, access_log=args.access_log), args
         )
     finally:
         runtime.close()
@@ -236,7 +240,6 @@ def _serve_realstack(args: argparse.Namespace) -> int:
     problem = _loopback_port_problem(args, "realstack")
     if problem is not None:
         return problem
-    import uvicorn
 
     from memlife.bundled.realstack.serve import (
         RealstackUnavailable,
@@ -271,9 +274,7 @@ def _serve_realstack(args: argparse.Namespace) -> int:
                 flush=True,
             )
             try:
-                uvicorn.run(
-                    create_app(runtime), host=args.host, port=args.port, log_level="warning"
-                )
+                _serve_until_stopped(create_app(runtime), args)
             finally:
                 runtime.close()
     except RealstackUnavailable as error:
@@ -327,7 +328,6 @@ def _serve_mem0(args: argparse.Namespace) -> int:
         require_extra()
     except Mem0Unavailable as error:
         return problems_exit([Problem("mem0 target", "extra", str(error))])
-    import uvicorn
 
     from memlife.bundled.mem0.serve import mem0_stack, probe_environment
     from memlife.bundled.realstack.app import create_app
@@ -354,12 +354,7 @@ def _serve_mem0(args: argparse.Namespace) -> int:
         # memlife records it beside its own latency of each turn (BENCHMARKS.md, "memlife
         # against a plain runner on a real server").
         app.add_middleware(ServerTotalTiming)
-        uvicorn.run(
-            app,
-            host=args.host,
-            port=args.port,
-            log_level="warning",
-        )
+        _serve_until_stopped(app, args)
         calls = stack.model.calls()
     _print_model_calls(calls)
     return EXIT_OK
@@ -377,7 +372,6 @@ def _serve_graphiti(args: argparse.Namespace) -> int:
         require_extra()
     except GraphitiUnavailable as error:
         return problems_exit([Problem("graphiti target", "extra", str(error))])
-    import uvicorn
 
     from memlife.bundled.graphiti.app import create_app
     from memlife.bundled.graphiti.serve import graphiti_stack
@@ -396,9 +390,7 @@ def _serve_graphiti(args: argparse.Namespace) -> int:
                 end="",
                 flush=True,
             )
-            uvicorn.run(
-                create_app(stack.runtime), host=args.host, port=args.port, log_level="warning"
-            )
+            _serve_until_stopped(create_app(stack.runtime), args)
             calls = stack.model.calls()
     except GraphitiUnavailable as error:
         print(f"graphiti target: {error}", flush=True)
@@ -411,7 +403,6 @@ def _serve_letta(args: argparse.Namespace) -> int:
     """The Letta server on the scripted model until Ctrl-C; writes the shipped letta.yaml
     with this server's base_url, and the variables it and a direct read of the database
     need, beside the data."""
-    import signal
     import time
 
     problem = _loopback_port_problem(args, "letta")
@@ -462,9 +453,8 @@ def _serve_letta(args: argparse.Namespace) -> int:
                 end="",
                 flush=True,
             )
-            # SIGTERM too (a service manager, a test, `kill PID`): leave through the context
-            # managers, which stop the Letta server and PostgreSQL by their PIDs.
-            signal.signal(signal.SIGTERM, _interrupt)
+            # Ctrl-C or SIGTERM (cmd_target_serve): leave through the context managers,
+            # which stop the Letta server and PostgreSQL by their PIDs.
             try:
                 while server.running():
                     time.sleep(1)
@@ -507,6 +497,17 @@ def _print_model_calls(calls: list[Any]) -> None:
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _serve_until_stopped(app: Any, args: argparse.Namespace) -> None:
+    """uvicorn on --host and --port until Ctrl-C or SIGTERM, after which it has drained;
+    then the caller's blocks stop what the target started, and the command exits 0."""
+    import contextlib
+
+    import uvicorn
+
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
 
 def _with_base_url(text: str, base_url: str) -> str:
