@@ -89,25 +89,6 @@ def render(
     raise AssertionError(f"Chromium did not finish rendering {url} twice in a row")
 
 
-def screenshot(
-    url: str,
-    out: Path,
-    profile: Path,
-    width: int = 1200,
-    height: int = 900,
-    virtual_time_ms: int | None = None,
-) -> None:
-    """A PNG of `url` as Chromium renders it (render)."""
-    render(
-        url,
-        profile,
-        screenshot=out,
-        width=width,
-        height=height,
-        virtual_time_ms=virtual_time_ms,
-    )
-
-
 def text_of(dom: str) -> str:
     """A page's text: scripts and styles left out, tags stripped, white space folded."""
     dom = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", dom, flags=re.S)
@@ -118,5 +99,4 @@ def rendered_text_rows(url: str, profile: Path) -> list[str]:
     """The text of each table row of `url` once its scripts have run (a single-page app
     such as the Temporal Web UI), tags stripped and white space folded."""
     dom = render(url, profile, virtual_time_ms=20000)
-    rows = re.findall(r"<tr[^>]*>.*?</tr>", dom, re.S)
-    return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", row)).split()) for row in rows]
+    return [text_of(row) for row in re.findall(r"<tr[^>]*>.*?</tr>", dom, re.S)]

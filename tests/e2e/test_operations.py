@@ -612,7 +612,7 @@ def test_html_report_renders_its_timeline_in_chromium(dev_stack: DevStack, tmp_p
     assert result.returncode == 0, result.stderr
     page = dev_stack.home / "nightly.html"
     screenshot = dev_stack.home / "nightly.png"
-    browser.screenshot(page.as_uri(), screenshot, tmp_path / "profile")
+    browser.render(page.as_uri(), tmp_path / "profile", screenshot=screenshot)
     width, channels, rows = _png_pixels(screenshot)
 
     def count(colour: str, band: list[bytes]) -> int:
