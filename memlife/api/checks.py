@@ -172,14 +172,17 @@ def check_target_reachable(file: str, base_url: str) -> None:
         ) from None
 
 
-def ensure_runtime_extras(targets: list[Any]) -> None:
+def ensure_runtime_extras(targets: list[Any], *, recording: bool = True) -> None:
     """What this command will run beyond memlife's core, installed once: the clients of
-    the targets' probes, and the PostgreSQL driver when the recorder is PostgreSQL."""
-    from memlife import recorder
+    the targets' probes, and, for a command that records (`recording`), the PostgreSQL
+    driver when the recorder is PostgreSQL."""
     from memlife.stack import extras
 
-    if recorder.database_url().startswith("postgresql"):
-        extras.ensure("postgres", "the PostgreSQL recorder (MEMLIFE_DB_URL)")
+    if recording:
+        from memlife import recorder  # its database layer: a third of a second to import
+
+        if recorder.database_url().startswith("postgresql"):
+            extras.ensure("postgres", "the PostgreSQL recorder (MEMLIFE_DB_URL)")
     for target in targets:
         for extra, purpose in extras.for_target(target):
             extras.ensure(extra, purpose)

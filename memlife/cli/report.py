@@ -64,14 +64,16 @@ def load_artifact(
     with the probes' latencies and its lists to read as the report is written
     (recorder.report_artifact); an experiment's runs come as digests, with each run's lists
     by run id (recorder.report_experiment)."""
+    path = Path(reference)
+    if path.suffix == ".json" or path.exists():
+        return read_artifact_file(path)
+    # The recorder's database layer (SQLModel, SQLAlchemy) is a fifth of this command's
+    # start: a report from a file does without it.
     from sqlmodel import select
 
     from memlife import recorder
     from memlife.reports.scorecard import RATES
 
-    path = Path(reference)
-    if path.suffix == ".json" or path.exists():
-        return read_artifact_file(path)
     run_id = reference
     if reference == "latest":
         with recorder.session() as db:

@@ -526,7 +526,7 @@ def cmd_target_check(args: argparse.Namespace) -> int:
     from memlife.targets.check import check_target
 
     target = load_target(args.file)  # bad files: one line per problem, exit 2 (main)
-    ensure_runtime_extras([target])
+    ensure_runtime_extras([target], recording=False)  # a check records nothing
     missing = [name for name in target.secret_names() if name not in os.environ]
     if missing:
         return problems_exit(
