@@ -23,6 +23,7 @@ from urllib.parse import quote
 from memlife import __version__
 from memlife.api.plan import Configuration, RunPlan
 from memlife.stack import STATE_DIR
+from memlife.stack.processes import StoppedTogether
 
 if TYPE_CHECKING:
     from memlife.stack.devstack import StackInfo
@@ -63,6 +64,7 @@ class Session:
     task_queue: str
     search_attributes: bool
     experiment: str | None
+    stopped_together: StoppedTogether  # the reference targets' stops (StoppedTogether)
     target_queue: str | None = None
 
 
@@ -99,7 +101,10 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
     experiment = new_run_id() if len(plan.configurations) > 1 or plan.repeat > 1 else None
     clock = plan.clock
     started = Started(experiment=experiment)
+    stopped_together = StoppedTogether()
     async with AsyncExitStack() as stack:
+        # Entered first, so left last: the reference targets stop while the rest does.
+        stack.callback(stopped_together.wait)
         connection = configured_connection()
         dev_stack = (
             None if connection is not None or clock.mode == "skip" else (await _running_dev_stack())
@@ -147,6 +152,7 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
             task_queue,
             clock.mode != "skip" and await search_attributes_ready(client, output),
             experiment,
+            stopped_together,
             target_queue,
         )
         if experiment:
@@ -308,13 +314,14 @@ async def _start(
     if target is None:
         # A fresh database per run: needle searches see this run's data only.
         faults = plan.faults if configuration.faults is None else configuration.faults
-        process = stack.enter_context(
-            embedded.reference_target(
-                STATE_DIR,
-                faults,
-                db_path=STATE_DIR / "reference" / f"{run_id}.db",
-                retrieval=configuration.retrieval,
-            )
+        process = embedded.start_reference_target(
+            STATE_DIR,
+            faults,
+            db_path=STATE_DIR / "reference" / f"{run_id}.db",
+            retrieval=configuration.retrieval,
+        )
+        stack.callback(
+            session.stopped_together.terminate, process.process, embedded.REFERENCE_TARGET_GRACE_S
         )
         target = reference_target(process.base_url)
         identity = {

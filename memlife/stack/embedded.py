@@ -27,6 +27,8 @@ from memlife.stack.processes import LOOPBACK, ChildProcess, free_port, stop_proc
 from memlife.stack.worker import build_worker
 from memlife.targets import http
 
+REFERENCE_TARGET_GRACE_S = 10.0  # from SIGTERM to SIGKILL
+
 
 @dataclass
 class ReferenceTargetProcess:
@@ -35,7 +37,7 @@ class ReferenceTargetProcess:
     log_path: Path
 
     def stop(self) -> None:
-        stop_process(self.process, grace=10)
+        stop_process(self.process, grace=REFERENCE_TARGET_GRACE_S)
 
 
 def exec_memlife(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:

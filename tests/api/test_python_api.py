@@ -13,6 +13,8 @@ import pytest
 import memlife
 from memlife.recorder.artifact import Artifact
 from memlife.rules.scenario_file import load_scenario
+from memlife.stack import embedded
+from memlife.stack.processes import ChildProcess
 
 pytestmark = pytest.mark.slow  # whole runs, each on a time-skipping server of its own
 
@@ -30,8 +32,21 @@ def workdir(tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> Pat
     return tmp_path
 
 
-def test_a_seed_run_from_plain_code_passes_and_reads_as_its_artifact(workdir: Path) -> None:
+def test_a_seed_run_from_plain_code_passes_and_reads_as_its_artifact(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched: list[ChildProcess] = []
+
+    def launch(argv: list[str], log_path: Path) -> ChildProcess:
+        launched.append(launch_target(argv, log_path))
+        return launched[-1]
+
+    launch_target = embedded.launch_target
+    monkeypatch.setattr(embedded, "launch_target", launch)
     result = memlife.run(str(SEED))
+    # The reference target it started has stopped, on its own SIGTERM (exit 0), before the
+    # call returned (memlife/stack/processes.py, StoppedTogether).
+    assert [process.poll() for process in launched] == [0]
     assert isinstance(result, memlife.RunResult)
     assert result.passed and result.failures == [] and result.inconclusive == []
     assert isinstance(result.digest, Artifact)
