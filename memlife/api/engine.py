@@ -7,6 +7,7 @@ callers get nothing unless they ask)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import secrets
 import shlex
@@ -121,6 +122,10 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
             )
             client, address, web_ui = temporal.client, temporal.address, temporal.web_ui
             started.embedded_ui = web_ui is not None
+        # Temporal answers: the first run's reference target starts while the worker does.
+        first = _start_fresh_target(plan, plan.configurations[0])
+        if first is not None:
+            stack.push_async_callback(first.stop_unless_taken, stopped_together)
         task_queue = plan.task_queue or DEFAULT_TASK_QUEUE
         target_queue = plan.target_queue
         stack_queue = None if dev_stack is None else stack_target_queue(plan, dev_stack.info)
@@ -163,8 +168,9 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
             )
         for repetition in range(1, plan.repeat + 1):
             for configuration in plan.configurations:
+                fresh, first = first, None
                 started.runs.append(
-                    await _start(plan, session, stack, configuration, repetition, output)
+                    await _start(plan, session, stack, configuration, repetition, output, fresh)
                 )
                 if clock.mode == "skip":
                     # One skipped clock for the whole server: runs take turns.
@@ -172,6 +178,60 @@ async def start_and_await(plan: RunPlan, output: Output) -> Started:
         if clock.mode != "skip":
             await _await_runs(client, started.runs, output)
     return started
+
+
+@dataclass
+class FreshTarget:
+    """A run's own reference target, starting in a thread: its interpreter's start (half a
+    second) overlaps the command's worker's."""
+
+    run_id: str
+    faults: list[str]
+    starting: asyncio.Future[Any]
+    taken: bool = False
+
+    async def take(self) -> Any:
+        """The started target (embedded.ReferenceTargetProcess), now the run's to stop.
+        Shielded: a command interrupted meanwhile still stops it (stop_unless_taken)."""
+        process = await asyncio.shield(self.starting)
+        self.taken = True
+        return process
+
+    async def stop_unless_taken(self, stopped_together: StoppedTogether) -> None:
+        """When the command ended before its run took the target: stopped with the rest."""
+        from memlife.stack import embedded
+
+        if self.taken:
+            return
+        try:
+            process = await self.starting
+        except Exception:  # it did not start: the run said why, or what ended the command will
+            return
+        stopped_together.terminate(process.process, embedded.REFERENCE_TARGET_GRACE_S)
+
+
+def _start_fresh_target(plan: RunPlan, configuration: Configuration) -> FreshTarget | None:
+    """The reference target of a run of `configuration`, starting, when the run has one of
+    its own (no target file)."""
+    from memlife.stack import embedded
+
+    if configuration.target is not None:
+        return None
+    run_id = new_run_id()
+    faults = list(plan.faults if configuration.faults is None else configuration.faults)
+    # In the loop's executor at once: the worker is built next without yielding to the loop.
+    starting = asyncio.get_running_loop().run_in_executor(
+        None,
+        functools.partial(
+            embedded.start_reference_target,
+            STATE_DIR,
+            faults,
+            # A fresh database per run: needle searches see this run's data only.
+            db_path=STATE_DIR / "reference" / f"{run_id}.db",
+            retrieval=configuration.retrieval,
+        ),
+    )
+    return FreshTarget(run_id, faults, starting)
 
 
 def stack_target_queue(plan: RunPlan, info: StackInfo) -> str | None:
@@ -288,8 +348,10 @@ async def _start(
     configuration: Configuration,
     repetition: int,
     output: Output,
+    fresh: FreshTarget | None = None,
 ) -> StartedRun:
-    """One run of one configuration: its tenants, its target, its workflow."""
+    """One run of one configuration: its tenants, its target (`fresh`: its reference
+    target, already starting), its workflow."""
     from memlife.bundled.reference.target_file import reference_target
     from memlife.contracts import FRESH_TARGET_KIND, RunInput, RunMeta, suite_workflow_id
     from memlife.rules.durations import format_duration
@@ -298,7 +360,8 @@ async def _start(
     from memlife.workflows import attributes
     from memlife.workflows.suite import SuiteWorkflow
 
-    run_id = new_run_id()
+    fresh = fresh or _start_fresh_target(plan, configuration)
+    run_id = fresh.run_id if fresh is not None else new_run_id()
     # Every configuration of a repetition gets the same tenants and values; every
     # repetition fresh ones.
     base_seed = plan.seed or session.experiment or ""
@@ -311,22 +374,15 @@ async def _start(
     cohort = (
         cohort_size(pairs, scenario.acting_steps()) if plan.cohort == "auto" else int(plan.cohort)
     )
-    if target is None:
-        # A fresh database per run: needle searches see this run's data only.
-        faults = plan.faults if configuration.faults is None else configuration.faults
-        process = embedded.start_reference_target(
-            STATE_DIR,
-            faults,
-            db_path=STATE_DIR / "reference" / f"{run_id}.db",
-            retrieval=configuration.retrieval,
-        )
+    if fresh is not None:
+        process = await fresh.take()
         stack.callback(
             session.stopped_together.terminate, process.process, embedded.REFERENCE_TARGET_GRACE_S
         )
         target = reference_target(process.base_url)
         identity = {
             "kind": FRESH_TARGET_KIND,
-            "faults": ",".join(faults) or "none",
+            "faults": ",".join(fresh.faults) or "none",
             "retrieval": configuration.retrieval,
         }
     clock = plan.clock

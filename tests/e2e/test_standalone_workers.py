@@ -5,7 +5,9 @@ served, it is refused before any run starts (memlife/stack/queues.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,17 @@ def test_work_no_worker_serves_is_refused_before_a_run_starts(
     assert lines[-1] == f"Temporal at {cluster}: {remedy}"
     assert "Traceback" not in result.stderr and len(lines) == 2
     assert asyncio.run(_workflows(cluster)) == []  # nothing started
+    # and nothing left running: the reference target, started while the command looked
+    # for a worker (memlife/api/engine.py, FreshTarget), stopped with it.
+    assert _processes_working_in(tmp_path) == []
+
+
+def _processes_working_in(directory: Path) -> list[int]:
+    """The PIDs of the processes whose working directory is `directory`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):  # ended meanwhile, or not ours to read
+                if Path(os.readlink(entry / "cwd")) == directory.resolve():
+                    found.append(int(entry.name))
+    return found
