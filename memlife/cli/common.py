@@ -91,21 +91,3 @@ def add_command(
     return commands.add_parser(
         name, help=summary, description=description, formatter_class=HelpFormatter, **options
     )
-
-
-async def search_attributes_ready(client: Any) -> bool:
-    """Whether the namespace has memlife's search attributes (registering them when the
-    cluster lets us); a note on stderr, with the commands, when it does not."""
-    from memlife.stack.commands import temporal_command
-    from memlife.stack.connection import ensure_search_attributes
-    from memlife.workflows import attributes
-
-    missing = await ensure_search_attributes(client)
-    if missing:
-        err(
-            "memlife: note: this namespace lacks memlife's search attributes ("
-            + ", ".join(missing)
-            + "); runs work, but cannot be found by them. Register "
-            "them once with:\n  " + "\n  ".join(attributes.create_commands(temporal_command()))
-        )
-    return not missing

@@ -19,7 +19,6 @@ from memlife.cli.common import (
     err,
     problems_exit,
     scenario_target_problems,
-    search_attributes_ready,
 )
 from memlife.cli.display import output_console
 from memlife.errors import InputError, Problem, collect
@@ -177,10 +176,12 @@ def cmd_schedule_create(args: argparse.Namespace) -> int:
         )
 
     async def create() -> None:
+        from memlife.api.engine import search_attributes_ready
+        from memlife.cli.runner import CommandLineOutput
         from memlife.stack.connection import connect_to_stack
 
         client, address = await connect_to_stack()
-        ready = await search_attributes_ready(client)
+        ready = await search_attributes_ready(client, CommandLineOutput())
         run = schedules.scheduled_run_input(
             scenario,
             target,
