@@ -65,9 +65,9 @@ def wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float) 
 
 class StoppedTogether:
     """Children asked to stop where each one's block ends, and waited for where the last
-    block ends: a run's reference target drains while the run's worker and Temporal server
-    stop after it, instead of before them (a third of a second of a default run, of which
-    the dev server's own stop takes 1.3 s: memlife/api/engine.py)."""
+    block ends: a run's reference target drains (0.3 s) while the run's worker and Temporal
+    server stop after it (1.3 s for the dev server), instead of before them
+    (memlife/api/engine.py)."""
 
     def __init__(self) -> None:
         self._stopping: list[tuple[ChildProcess, float]] = []
@@ -91,10 +91,6 @@ class StoppedTogether:
 
 def stop_process(process: ChildProcess, grace: float) -> None:
     """SIGTERM this child (by its PID, never by name), SIGKILL it after `grace` seconds."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+    alone = StoppedTogether()
+    alone.terminate(process, grace)
+    alone.wait()
