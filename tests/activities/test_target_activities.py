@@ -62,6 +62,10 @@ def misbehaving_app() -> FastAPI:
     def shape() -> dict[str, Any]:
         return {"answer": "wrong field"}
 
+    @app.post("/records")
+    def records() -> dict[str, Any]:
+        return {"records": [{"text": "Llámame al 612 345 678 después de las ocho"}]}
+
     @app.post("/slow")
     async def slow() -> dict[str, str]:
         await asyncio.sleep(3)
@@ -345,6 +349,51 @@ async def test_an_unreadable_store_comes_back_as_an_error(misbehaving_url: str) 
     )
     assert [(r.mode, r.status) for r in reads] == [("scope", "error"), ("needle", "error")]
     assert "HTTP 503" in (reads[0].error or "") and "not JSON" in (reads[1].error or "")
+
+
+async def test_a_record_read_again_is_matched_against_each_reads_own_watch_list(
+    misbehaving_url: str,
+) -> None:
+    """A record's values in other forms are remembered between reads (activities/stores.py,
+    _reworded): the same record, read with other watched values, is matched on those."""
+    target = parse_target(
+        {
+            "name": "misbehaving",
+            "base_url": misbehaving_url,
+            "operations": {"say": {"path": "/ok", "extract": {"reply": "/reply"}}},
+            "stores": [
+                {
+                    "name": "memory",
+                    "probe": {
+                        "scope": {"method": "POST", "path": "/records", "json": {"u": "{user_id}"}},
+                        "needle": {"method": "POST", "path": "/records", "json": {"q": "{needle}"}},
+                        "records": "/records",
+                        "content": "/text",
+                    },
+                }
+            ],
+        }
+    )
+
+    async def forms(watch: list[str]) -> dict[int, str]:
+        [read] = await ActivityEnvironment().run(
+            inspect_stores,
+            InspectRequest(
+                target=target,
+                identities=["u"],
+                needles=[],  # the scope read alone
+                watch=watch,
+                scenario_now="2026-12-03T00:00:00Z",
+            ),
+        )
+        assert read.status == "ok", read.error
+        return read.records[0].forms if read.records else {}
+
+    phone, other = "+34 612-345-678", "+34 699 000 111"
+    for _ in range(2):
+        assert await forms([phone]) == {0: "612345678"}
+        assert await forms([other, phone]) == {1: "612345678"}
+        assert await forms([other]) == {}
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
