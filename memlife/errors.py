@@ -12,6 +12,9 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 @dataclass(frozen=True)
 class Problem:
     """One problem in an input file: `file: field.path: reason`."""
@@ -22,7 +25,9 @@ class Problem:
 
     def __str__(self) -> str:
         reason = re.sub(r"\s*[\r\n\t]+\s*", " ", self.reason)  # one line, always
-        return f"{self.file}: {self.path}: {reason}" if self.path else f"{self.file}: {reason}"
+        # A key is the file's own text: a control character in it is shown escaped.
+        path = _CONTROL.sub(lambda match: repr(match.group())[1:-1], self.path)
+        return f"{self.file}: {path}: {reason}" if path else f"{self.file}: {reason}"
 
 
 class MemlifeError(Exception):

@@ -112,6 +112,18 @@ def test_unknown_domain_and_missing_language() -> None:
     )
 
 
+def test_a_key_with_a_line_break_is_named_on_one_line() -> None:
+    # Found by tests/reliability/test_validation_fuzz.py: the key is the file's own text.
+    data = seed_data()
+    data["pairs"][0]["a"]["facts"]["\n"] = "gato"
+    found = problems_of(data)
+    assert (
+        "s.yaml: pairs.0.a.facts.\\n: unknown domain '\\n'; "
+        "declared domains: color, allergy, employer"
+    ) in found
+    assert all("\n" not in p for p in found)
+
+
 def test_template_placeholders_are_checked() -> None:
     data = seed_data()
     data["domains"]["color"]["templates"]["es"]["statement"] = ["Mi color favorito es {valor}."]
