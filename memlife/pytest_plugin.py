@@ -12,11 +12,14 @@ passing or failing with the finding's evidence as its message (an inconclusive c
 fails too: memlife fails closed), so `--junitxml` carries every verdict. The
 `memlife_result` fixture gives the run's RunResult to the project's own assertions.
 Options on the command line (`--memlife-scenario`, …) take precedence over the ini file.
+`--collect-only`, and a `-k` or `-m` that could keep none of the items, do not run it.
 docs/pytest.md says more.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -35,6 +38,7 @@ _SETTINGS = {
     "artifact": "also write the run's whole artifact (JSON) to this file",
 }
 _RESULT = pytest.StashKey["RunResult | None"]()
+_NOT_RUN = pytest.StashKey[str]()  # why collection did not run the scenario
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -126,6 +130,8 @@ class MemlifeCheck(pytest.Item):
         self.case, self.findings = case, findings
         for check in case.checks:
             self.add_marker(pytest.mark.memlife(invariant=check.invariant))
+        if not case.checks:  # every item answers to -m memlife (_known_mark)
+            self.add_marker(pytest.mark.memlife)
 
     def runtest(self) -> None:
         if self.case.outcome != "pass":
@@ -177,7 +183,94 @@ def pytest_collection_modifyitems(
 ) -> None:
     if _setting(config, "scenario") is None:
         return
+    # The items are the checks a run made, so listing them means making the run: not for
+    # a listing (an editor's test discovery runs `--collect-only` often), nor for a -k or
+    # -m that could keep none of them.
+    if config.option.collectonly:
+        config.stash[_NOT_RUN] = (
+            "the scenario is not run by --collect-only, so its checks are not listed: they "
+            "are the checks a run makes"
+        )
+        return
+    for option, flag, known in (
+        (config.option.keyword, "-k", _known_keyword),
+        (config.option.markexpr, "-m", _known_mark),
+    ):
+        if option and not _may_be_true(option, known):
+            config.stash[_NOT_RUN] = (
+                f"{flag} {option!r} keeps none of its checks: the scenario was not run"
+            )
+            return
     items.extend(MemlifeRun.from_parent(session, name="memlife", nodeid="memlife").collect())
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    reason = config.stash.get(_NOT_RUN, None)
+    return [f"memlife: {reason}"] if reason else []
+
+
+# What an item's -k and -m see before the run: True, False, or None where it depends on
+# what the run finds (an item's own name, pair-N::STAGE::CASE, and its checks' invariants).
+_Known = Callable[[str, dict[str, Any]], "bool | None"]
+
+
+def _known_keyword(name: str, kwargs: dict[str, Any]) -> bool | None:
+    # -k matches a part of any of the item's names, which include `memlife` (its parent's
+    # name and its marker's).
+    return True if name.lower() in "memlife" else None
+
+
+def _known_mark(name: str, kwargs: dict[str, Any]) -> bool | None:
+    # Its only markers are memlife(invariant=...), one per check, and it has one at least.
+    if name != "memlife":
+        return False
+    return None if kwargs else True
+
+
+class _Unseen(Exception):
+    """An identifier the expression reached for the first time."""
+
+
+def _evaluate(
+    expression: Any,
+    known: _Known,
+    truth: dict[tuple[str, str], bool],
+    unknown: list[tuple[str, str]],
+) -> bool:
+    def matcher(name: str, /, **kwargs: Any) -> bool:
+        value = known(name, kwargs)
+        if value is not None:
+            return value
+        key = (name, repr(sorted(kwargs.items())))
+        if key not in truth:
+            unknown.append(key)
+            raise _Unseen
+        return truth[key]
+
+    return bool(expression.evaluate(matcher))
+
+
+def _may_be_true(text: str, known: _Known) -> bool:
+    """Whether the -k or -m expression is true for some item, whatever the names and
+    invariants the run will give them: every truth of what is not known yet is tried."""
+    try:  # pytest's own parser, as -k and -m use it; it has no public name
+        from _pytest.mark.expression import Expression
+    except ImportError:
+        return True
+    try:
+        expression = Expression.compile(text)
+    except Exception:  # pytest reports a malformed expression itself
+        return True
+    unknown: list[tuple[str, str]] = []
+    while len(unknown) <= 8:
+        try:
+            return any(
+                _evaluate(expression, known, dict(zip(unknown, truths, strict=True)), unknown)
+                for truths in itertools.product((False, True), repeat=len(unknown))
+            )
+        except _Unseen:
+            continue  # again, with that identifier tried both ways
+    return True  # too many to try: assume it may be
 
 
 @pytest.fixture(scope="session")

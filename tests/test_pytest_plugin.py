@@ -100,3 +100,52 @@ def test_without_a_scenario_the_plugin_adds_nothing(pytester: pytest.Pytester) -
     pytester.makepyfile(test_alone="def test_plain():\n    pass\n")
     result = _run(pytester)
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [["--co"], ["-m", "not memlife"], ["-k", "not memlife"], ["-m", "integration"]],
+    ids=["collect-only", "m-not-memlife", "k-not-memlife", "m-the-projects-own"],
+)
+def test_a_listing_or_a_selection_that_keeps_no_check_does_not_run_the_scenario(
+    project: pytest.Pytester, selection: list[str]
+) -> None:
+    project.makepyfile(
+        test_own="import pytest\n\n@pytest.mark.integration\ndef test_own():\n    pass\n"
+    )
+    project.makeini(
+        f"[pytest]\nmemlife_scenario = {SEED}\nmemlife_artifact = artifact.json\n"
+        "markers =\n    integration: the project's own\n"
+    )
+    result = _run(project, *selection)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert not (project.path / "artifact.json").exists()  # the run writes it
+    result.stdout.fnmatch_lines(["memlife: *"])
+    assert "pair-0::" not in result.stdout.str()
+    if selection != ["--co"]:
+        result.assert_outcomes(passed=1)  # the project's own test, and nothing of memlife's
+
+
+@pytest.mark.parametrize(
+    ("option", "expression", "may_keep"),
+    [
+        ("-k", "not memlife", False),
+        ("-k", "mem and not life", False),
+        ("-k", "employer and not employer", False),
+        ("-k", "employer", True),  # a part of an item's name, known once the run is made
+        ("-k", "test_foo", True),
+        ("-k", "memlife and employer", True),
+        ("-m", "not memlife", False),
+        ("-m", "slow", False),  # the items carry memlife's markers only
+        ("-m", "slow or memlife", True),
+        ("-m", "memlife(invariant='I3')", True),
+        ("-m", "memlife and not memlife(invariant='I3')", True),
+    ],
+)
+def test_what_a_selection_may_keep_is_decided_before_the_run(
+    option: str, expression: str, may_keep: bool
+) -> None:
+    from memlife.pytest_plugin import _known_keyword, _known_mark, _may_be_true
+
+    known = _known_keyword if option == "-k" else _known_mark
+    assert _may_be_true(expression, known) is may_keep
