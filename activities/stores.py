@@ -162,8 +162,8 @@ def _find_reworded(
 
 # Every inspection of a pair reads its stores again, mostly the same records with the same
 # watched values: building each record's matcher again was a tenth of what a target
-# worker spent (py-spy, a 100-pair nightly). The key's text is the one _normalized_cached
-# holds already.
+# worker spent (py-spy, a 100-pair nightly). Full, its keys held about 1.1 MB on that run
+# (their texts 0.5, the watch lists 0.6); a text is at most 2 KB (_reworded).
 _find_reworded_cached = functools.lru_cache(maxsize=8192)(_find_reworded)
 
 
