@@ -231,6 +231,44 @@ def _cpu_row(label: str, runs: list[dict[str, Any]]) -> tuple[str, dict[str, flo
     )
 
 
+def _answer_reading_lines(
+    runs: list[dict[str, Any]], aiohttp_replays: list[dict[str, Any]] | None
+) -> list[str]:
+    """What the worker that sends the target requests took of its layout's workers' CPU:
+    it reads every answer, so its CPU per request is what holds the target's slots
+    (docs/scale.md, "Two queues in turn"). Runs recorded before it was measured have none."""
+    shares = []
+    for layout in ("target worker", "three"):
+        laid_out = [
+            run for run in runs if _layout(run) == layout and "target_worker" in run["cpu_seconds"]
+        ]
+        if laid_out:
+            requests = sum(run["requests"] for run in laid_out)
+            seconds = sum(run["seconds"] for run in laid_out)
+            used = sum(run["cpu_seconds"]["target_worker"] for run in laid_out)
+            shares.append(
+                f"{used / requests * 1000:.2f} ms ({used / seconds:.2f}) in the run with "
+                f"{LAYOUTS[layout]}"
+            )
+    if not shares:
+        return []
+    plain = ""
+    if aiohttp_replays:
+        used = sum(_cpu_of(run["cpu_seconds"], "tester") for run in aiohttp_replays)
+        plain = (
+            f"; the plain aiohttp runner's whole process took "
+            f"{used / sum(run['requests'] for run in aiohttp_replays) * 1000:.2f} ms"
+        )
+    return [
+        "",
+        "Of memlife's workers, the one that sends the target requests reads every answer, "
+        "so its CPU per request is what holds a target's slot: "
+        + " and ".join(shares)
+        + plain
+        + ' (docs/scale.md, "Two queues in turn").',
+    ]
+
+
 def _cores(machine: str) -> int:
     """The measured machine's CPU count, from its description ("2 CPU(s) (…), …")."""
     return int(machine.split(" CPU(s)", 1)[0])
@@ -261,6 +299,7 @@ def cpu_lines(results: dict[str, Any]) -> list[str]:
         if layout != "one" and laid_out:
             rows.append(_cpu_row(f"memlife, {described}", laid_out)[0])
     rows += [_cpu_row(label, replays)[0] for label, replays in plains]
+    answers = _answer_reading_lines(runs, dict(plains).get("plain asyncio + aiohttp runner"))
     wanted = PLAIN_RATIO_GOAL * _replay_rate(_replays(results, "plain"))
     placement = results["throughput"].get("cpus")
     if placement:  # memlife's side has the drivers' CPUs, the target its own
@@ -285,6 +324,7 @@ def cpu_lines(results: dict[str, Any]) -> list[str]:
         "| run | requests/s | " + " | ".join(heading for _, heading in _CPU_PARTS) + " | all |",
         "|---|---|---|---|---|---|",
         *rows,
+        *answers,
         "",
         f"At {PLAIN_RATIO_GOAL} of the plain httpx runner's rate ({wanted:,.0f} requests/s) "
         f"{what}, as measured here with one worker, would keep **{needed:.2f} cores** "

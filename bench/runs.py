@@ -89,7 +89,8 @@ class MemlifeRun:
     histories: RunHistories
     tasks: TaskLatency
     # CPU seconds (user and system) from the run's start to its summary, by process:
-    # "workers", "target", "temporal" (the time-skipping server, or the dev server).
+    # "workers", "target", "temporal" (the time-skipping server, or the dev server), and
+    # "target_worker" where one sends the target requests (its share of "workers").
     cpu: dict[str, float]
 
     @property
@@ -426,11 +427,14 @@ async def memlife_run(
         run_id, scenario, size = run.run_id, run.scenario, run.cohort_size or 0
 
         def cpu_now() -> dict[str, float]:
-            return {
+            used = {
                 "workers": sum(cpu_seconds(worker.pid) for worker in workers),
                 "target": cpu_seconds(target_process.process.pid),
                 "temporal": sum(cpu_seconds(pid) for pid in server_pids or []),
             }
+            if target_worker:  # counted in "workers" too; it reads every answer
+                used["target_worker"] = cpu_seconds(workers[-1].pid)
+            return used
 
         await polling(list(zip(workers, logs, strict=True)))
         cpu_before = cpu_now()  # the workers' imports and start are not the run's

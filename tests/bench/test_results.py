@@ -174,6 +174,36 @@ def test_each_layout_of_workers_gets_its_row_and_the_same_goal() -> None:
     assert "| memlife, workflows, activities and target requests in three workers | 507 |" in text
 
 
+def test_the_worker_that_reads_the_answers_has_its_own_cpu_figure() -> None:
+    runs = [
+        {
+            "layout": layout,
+            "requests": 20800,
+            "seconds": 40.0,
+            "cpu_seconds": {"workers": 62.4, "target": 41.6, "temporal": 4.16}
+            | ({"target_worker": reading} if reading is not None else {}),
+        }
+        for layout, reading in (("one", None), ("target worker", 14.56), ("three", 12.48))
+    ]
+    plain = {"requests": 20800, "seconds": 40.0, "errors": 0}
+    results = {
+        **RESULTS,
+        "throughput_runs": runs,
+        "plain": {**plain, "cpu_seconds": {"runner": 10.4, "target": 36.4}},
+        "plain_aiohttp": {**plain, "cpu_seconds": {"runner": 6.24, "target": 36.4}},
+    }
+    text = render(results)
+    assert (
+        "so its CPU per request is what holds a target's slot: 0.70 ms (0.36) in the run "
+        "with one worker and a worker for the target requests and 0.60 ms (0.31) in the run "
+        "with workflows, activities and target requests in three workers; the plain aiohttp "
+        "runner's whole process took 0.30 ms"
+    ) in text
+    for run in runs:  # recorded before it was measured
+        run["cpu_seconds"].pop("target_worker", None)
+    assert "reads every answer" not in render(results)
+
+
 def test_where_the_cpu_went_is_shown_per_request_and_against_the_machine() -> None:
     assert "Where the CPU went" not in render(RESULTS)  # from before it was measured
     runs = [
