@@ -94,6 +94,18 @@ def target_for(base_url: str, path: str, timeout: str = "10s") -> Target:
     )
 
 
+def store_target_for(base_url: str, store: str, probe: dict[str, Any]) -> Target:
+    """A target of one store, read by `probe` (its one operation is never called)."""
+    return parse_target(
+        {
+            "name": "misbehaving",
+            "base_url": base_url,
+            "operations": {"say": {"path": "/ok", "extract": {"reply": "/reply"}}},
+            "stores": [{"name": store, "probe": probe}],
+        }
+    )
+
+
 @pytest.mark.parametrize(
     ("path", "error", "retryable", "text"),
     [
@@ -321,21 +333,13 @@ async def test_register_converse_and_inspect_against_the_reference_target(
 
 
 async def test_an_unreadable_store_comes_back_as_an_error(misbehaving_url: str) -> None:
-    target = parse_target(
+    target = store_target_for(
+        misbehaving_url,
+        "broken",
         {
-            "name": "misbehaving",
-            "base_url": misbehaving_url,
-            "operations": {"say": {"path": "/ok", "extract": {"reply": "/reply"}}},
-            "stores": [
-                {
-                    "name": "broken",
-                    "probe": {
-                        "scope": {"method": "POST", "path": "/boom", "json": {"u": "{user_id}"}},
-                        "needle": {"method": "POST", "path": "/html", "json": {"q": "{needle}"}},
-                    },
-                }
-            ],
-        }
+            "scope": {"method": "POST", "path": "/boom", "json": {"u": "{user_id}"}},
+            "needle": {"method": "POST", "path": "/html", "json": {"q": "{needle}"}},
+        },
     )
     reads = await ActivityEnvironment().run(
         inspect_stores,
@@ -356,23 +360,15 @@ async def test_a_record_read_again_is_matched_against_each_reads_own_watch_list(
 ) -> None:
     """A record's values in other forms are remembered between reads (activities/stores.py,
     _reworded): the same record, read with other watched values, is matched on those."""
-    target = parse_target(
+    target = store_target_for(
+        misbehaving_url,
+        "memory",
         {
-            "name": "misbehaving",
-            "base_url": misbehaving_url,
-            "operations": {"say": {"path": "/ok", "extract": {"reply": "/reply"}}},
-            "stores": [
-                {
-                    "name": "memory",
-                    "probe": {
-                        "scope": {"method": "POST", "path": "/records", "json": {"u": "{user_id}"}},
-                        "needle": {"method": "POST", "path": "/records", "json": {"q": "{needle}"}},
-                        "records": "/records",
-                        "content": "/text",
-                    },
-                }
-            ],
-        }
+            "scope": {"method": "POST", "path": "/records", "json": {"u": "{user_id}"}},
+            "needle": {"method": "POST", "path": "/records", "json": {"q": "{needle}"}},
+            "records": "/records",
+            "content": "/text",
+        },
     )
 
     async def forms(watch: list[str]) -> dict[int, str]:
