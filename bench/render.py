@@ -231,12 +231,11 @@ def _cpu_row(label: str, runs: list[dict[str, Any]]) -> tuple[str, dict[str, flo
     )
 
 
-def _answer_reading_lines(
-    runs: list[dict[str, Any]], aiohttp_replays: list[dict[str, Any]] | None
-) -> list[str]:
-    """What the worker that sends the target requests took of its layout's workers' CPU:
-    it reads every answer, so its CPU per request is what holds the target's slots
-    (docs/scale.md, "Two queues in turn"). Runs recorded before it was measured have none."""
+def _answer_reading_lines(runs: list[dict[str, Any]], plain_ms: float | None) -> list[str]:
+    """What the worker that sends the target requests took of its layout's workers' CPU,
+    beside the plain aiohttp runner's per request (`plain_ms`): it reads every answer, so
+    its CPU per request is what holds the target's slots (docs/scale.md, "Two queues in
+    turn"). Runs recorded before it was measured have none."""
     shares = []
     for layout in ("target worker", "three"):
         laid_out = [
@@ -252,13 +251,11 @@ def _answer_reading_lines(
             )
     if not shares:
         return []
-    plain = ""
-    if aiohttp_replays:
-        used = sum(_cpu_of(run["cpu_seconds"], "tester") for run in aiohttp_replays)
-        plain = (
-            f"; the plain aiohttp runner's whole process took "
-            f"{used / sum(run['requests'] for run in aiohttp_replays) * 1000:.2f} ms"
-        )
+    plain = (
+        ""
+        if plain_ms is None
+        else f"; the plain aiohttp runner's whole process took {plain_ms:.2f} ms"
+    )
     return [
         "",
         "Of memlife's workers, the one that sends the target requests reads every answer, "
@@ -298,8 +295,10 @@ def cpu_lines(results: dict[str, Any]) -> list[str]:
         laid_out = [run for run in runs if _layout(run) == layout]
         if layout != "one" and laid_out:
             rows.append(_cpu_row(f"memlife, {described}", laid_out)[0])
-    rows += [_cpu_row(label, replays)[0] for label, replays in plains]
-    answers = _answer_reading_lines(runs, dict(plains).get("plain asyncio + aiohttp runner"))
+    plain_rows = {label: _cpu_row(label, replays) for label, replays in plains}
+    rows += [row for row, _ in plain_rows.values()]
+    aiohttp = plain_rows.get("plain asyncio + aiohttp runner")
+    answers = _answer_reading_lines(runs, aiohttp[1]["tester"] if aiohttp else None)
     wanted = PLAIN_RATIO_GOAL * _replay_rate(_replays(results, "plain"))
     placement = results["throughput"].get("cpus")
     if placement:  # memlife's side has the drivers' CPUs, the target its own
