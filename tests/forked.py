@@ -9,10 +9,13 @@ multiprocessing's forkserver imports them once, and each process is a fork of it
 runs the same command line through the same entry point (`memlife.cli.main`, worker.py):
 a process of its own with its own PID, log, environment, directory and exit code, stopped
 or killed by its PID as before. conftest.py makes it the launcher of
-memlife/stack/embedded.py (`launch_target`) for every test. tests/stack/test_embedded.py
-and tests/stack/test_worker.py still start a target and a worker the product's way, and
-the end-to-end tests start every process of `memlife run`, `memlife dev` and `memlife
-worker` as a user does.
+memlife/stack/embedded.py (`launch_target`) for every test. The end-to-end tests' commands
+run to their end the same way (`run_memlife`: `memlife run`, `report`, `schedule`,
+`verify` and the rest, a second of CPU less for a run, half a second for the others).
+tests/stack/test_embedded.py and tests/stack/test_worker.py still start a target and a
+worker the product's way; `memlife dev`, `memlife worker`, the runs whose output a test
+reads as it streams, the README's command and the executable's bad input start a new
+interpreter as a user's shell does.
 
 Under `pytest -n0` from the console script, multiprocessing runs that script again in each
 fork (as `__mp_main__`; its main guard keeps it from running pytest): a target's fork then
@@ -27,6 +30,7 @@ import runpy
 import signal
 import subprocess
 import sys
+import tempfile
 from functools import cache
 from multiprocessing.context import ForkServerContext
 from multiprocessing.process import BaseProcess
@@ -60,6 +64,24 @@ PRELOAD = [
     "temporalio.worker",
     "temporalio.client",
     "sqlalchemy.dialects.sqlite",
+    # What the end-to-end tests' commands import besides (`memlife run`, `report`, `verify`,
+    # `schedule` and the rest, python -X importtime): each a third to a second of CPU a
+    # command that a fork of this server runs without.
+    "memlife.api.engine",
+    "memlife.cli.render",
+    "memlife.cli.target_init",
+    "memlife.recorder.staging",
+    "memlife.recorder.streams",
+    "memlife.reports.html",
+    "memlife.reports.signing",
+    "memlife.reports.verifying",
+    "memlife.stack.connection",
+    "memlife.stack.embedded",
+    "memlife.stack.progress",
+    "memlife.stack.schedules",
+    "memlife.stack.worker_process",
+    "temporalio.testing",
+    "xml.etree.ElementTree",
 ]
 
 
@@ -91,6 +113,24 @@ def _run(
 
     sys.argv = ["memlife", *argv]
     end_process(main(argv))
+
+
+def _run_to_its_end(
+    argv: list[str], stdout_path: str, stderr_path: str, environment: dict[str, str], cwd: str
+) -> None:
+    """In the fork: `python -m memlife ARGV` in `cwd` with `environment`, its output and its
+    errors each to a file of their own."""
+    os.environ.clear()
+    os.environ.update(environment)
+    os.chdir(cwd)
+    for fd, path in ((1, stdout_path), (2, stderr_path)):
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(opened, fd)
+        os.close(opened)
+    # As `python -m memlife` runs it: memlife/__main__.py as __main__ and as sys.argv[0],
+    # which memlife/stack/commands.py reads to spell the command in its hints.
+    sys.argv = ["-m", *argv]
+    runpy.run_module("memlife", run_name="__main__", alter_sys=True)
 
 
 class ForkedProcess:
@@ -160,3 +200,38 @@ def launch_script(
     """`python SCRIPT ARGV` in `cwd` with `environment`, forked, its output appended to
     `log_path`."""
     return _launch(script, argv, log_path, environment, cwd)
+
+
+def run_memlife(
+    argv: list[str], *, cwd: Path, environment: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`python -m memlife ARGV` run to its end as `subprocess.run(capture_output=True,
+    text=True, timeout=timeout)` runs it, forked: its own process, directory, environment,
+    output, errors and exit code (a signal's as a negative one); killed at the timeout.
+    For the end-to-end tests' commands; tests/e2e/test_memlife_run.py keeps a few that
+    start a new interpreter as a user's shell does."""
+    command = [sys.executable, "-m", "memlife", *argv]
+    with tempfile.TemporaryDirectory(prefix="memlife-command-") as directory:
+        stdout_path, stderr_path = Path(directory, "stdout"), Path(directory, "stderr")
+        process = _forkserver().Process(
+            target=_run_to_its_end,
+            args=(argv, str(stdout_path), str(stderr_path), environment, str(cwd)),
+            name=f"memlife {' '.join(argv[:3])}",
+            daemon=True,
+        )
+        process.start()
+        process.join(timeout)
+        if process.exitcode is None:
+            ForkedProcess(process, command).kill()
+            process.join()
+            raise subprocess.TimeoutExpired(
+                command, timeout, _written(stdout_path), _written(stderr_path)
+            )
+        return subprocess.CompletedProcess(
+            command, process.exitcode, _written(stdout_path), _written(stderr_path)
+        )
+
+
+def _written(path: Path) -> str:
+    """What the command wrote there ("" if it ended before it opened the file)."""
+    return path.read_text() if path.exists() else ""

@@ -22,6 +22,7 @@ import pytest
 
 from memlife.bundled.reference.target_file import TARGET_FILE
 from memlife.stack import embedded
+from tests.forked import run_memlife
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE_FILE = TARGET_FILE
@@ -38,15 +39,8 @@ class DevStack:
     env: dict[str, str]
 
     def memlife(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*MEMLIFE, *args],
-            cwd=self.home,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        """`python -m memlife ARGS` in the stack's directory, forked (tests/forked.py)."""
+        return run_memlife(list(args), cwd=self.home, environment=self.env, timeout=timeout)
 
     def temporal(self, *args: str) -> str:
         result = subprocess.run(

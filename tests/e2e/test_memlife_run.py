@@ -17,6 +17,7 @@ import yaml
 from memlife.cli import main
 from memlife.stack import embedded
 from memlife.stack.worker_process import TARGET_WORKER_PAIRS, target_worker_helps
+from tests.forked import run_memlife
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "scenarios" / "seed-six-case.yaml"
@@ -24,9 +25,16 @@ MEMLIFE = [sys.executable, "-m", "memlife"]
 
 
 def memlife(
-    *args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | None = None
+    *args: str,
+    cwd: Path,
+    timeout: float = 240,
+    env: dict[str, str] | None = None,
+    new_interpreter: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """The CLI as a user runs it, with a clean Temporal configuration (plus `env`)."""
+    """The CLI as a user runs it, with a clean Temporal configuration (plus `env`): a
+    process of its own forked from an interpreter that has imported memlife
+    (tests/forked.py: a second of CPU less for a run), or with `new_interpreter` one
+    started by `python -m memlife` as a user's shell starts it."""
     base = {
         k: v
         for k, v in os.environ.items()
@@ -34,6 +42,8 @@ def memlife(
     }
     # Wide enough that no table cell folds a phrase a test looks for.
     env = {**base, "PYTHONPATH": str(REPO), "COLUMNS": "400", **(env or {})}
+    if not new_interpreter:
+        return run_memlife(list(args), cwd=cwd, environment=env, timeout=timeout)
     return subprocess.run(
         [*MEMLIFE, *args],
         cwd=cwd,
@@ -46,7 +56,9 @@ def memlife(
 
 
 def test_seed_run_passes_with_a_complete_artifact(tmp_path: Path) -> None:
-    result = memlife("run", str(SEED), "--out", "r.json", "--enforce", cwd=tmp_path)
+    result = memlife(
+        "run", str(SEED), "--out", "r.json", "--enforce", cwd=tmp_path, new_interpreter=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS: 6/6 cases passed" in result.stdout
     # The embedded server stops with the command: the link comes once, at the end, with
@@ -320,7 +332,12 @@ def test_the_executable_says_bad_input_in_one_line_and_exits_2(tmp_path: Path) -
     """`python -m memlife` as a shell runs it: the exit status and stderr the table above
     reads from main(), here after a Temporal client was tried (its process ends early)."""
     result = memlife(
-        "run", str(SEED), cwd=tmp_path, timeout=60, env={"TEMPORAL_ADDRESS": "127.0.0.1:9"}
+        "run",
+        str(SEED),
+        cwd=tmp_path,
+        timeout=60,
+        env={"TEMPORAL_ADDRESS": "127.0.0.1:9"},
+        new_interpreter=True,
     )
     assert result.returncode == 2
     assert "Temporal at 127.0.0.1:9: cannot reach it (connection refused)" in result.stderr

@@ -25,7 +25,6 @@ from tests.e2e.devstack import (
     MEMLIFE,
     TEMPORAL,
     DevStack,
-    clean_env,
     pair_states,
     target_file_for,
     wait_for,
@@ -185,15 +184,7 @@ def test_run_finds_the_local_stack_and_a_failing_run_is_found_by_its_verdict(
     with embedded.reference_target(tmp_path / "leaky", faults=["cross-tenant-leak"]) as leaky:
         target_file = target_file_for(leaky.base_url, tmp_path / "leaky.yaml")
         # No TEMPORAL_ADDRESS: `run` finds the stack through .memlife/dev.json.
-        result = subprocess.run(
-            [*MEMLIFE, "run", str(SEED), "--target", str(target_file), "--enforce"],
-            cwd=dev_stack.home,
-            env=clean_env(),
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        result = dev_stack.memlife("run", str(SEED), "--target", str(target_file), "--enforce")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "using the local stack" in result.stderr
     assert "target requests: to task queue memlife-targets, the local stack's" in result.stderr
