@@ -373,8 +373,11 @@ _request_tracer: Any = None
 # Trace and span ids need to be unique, not secret: drawn as OpenTelemetry's own
 # RandomIdGenerator draws them, from a generator of this module's own (seeded from the OS,
 # untouched by whoever seeds `random`). secrets.token_hex read the OS's random source twice
-# per request, 2 % of a busy worker's samples.
+# per request, 2 % of a busy worker's samples. Seeded again in a forked child, as `random`'s
+# own generator is: processes forked from one that imported memlife (a pre-forking server,
+# tests/forked.py) would otherwise all draw the same ids.
 _ids = random.Random()
+os.register_at_fork(after_in_child=_ids.seed)
 
 
 def trace_requests_with(tracer: Any) -> None:
