@@ -38,16 +38,22 @@ def safe_header_values(headers: dict[str, Any]) -> dict[str, Any]:
     return headers
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _no_control_characters(value: str) -> str:
     """A URL or path as written: no control character (CR, LF, NUL, tab, ...), which could
-    end the request line early or hide where the request really goes."""
-    bad = sorted({f"U+{ord(c):04X}" for c in value if ord(c) < 0x20 or ord(c) == 0x7F})
-    if bad:
-        raise ValueError(
-            f"a URL cannot hold control characters ({', '.join(bad)}); "
-            "percent-encode them if the service needs them"
-        )
-    return value
+    end the request line early or hide where the request really goes. Searched for with a
+    regular expression: a target is validated again with every activity it travels in, and a
+    scan in Python, character by character, was a sixth of decoding one (a request with the
+    reference target: 202 µs, 166 to 177 µs since)."""
+    if _CONTROL.search(value) is None:
+        return value
+    bad = sorted({f"U+{ord(c):04X}" for c in _CONTROL.findall(value)})
+    raise ValueError(
+        f"a URL cannot hold control characters ({', '.join(bad)}); "
+        "percent-encode them if the service needs them"
+    )
 
 
 UrlText = Annotated[str, AfterValidator(_no_control_characters)]
