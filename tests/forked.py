@@ -92,19 +92,24 @@ def _forkserver() -> ForkServerContext:
     return context
 
 
-def _run(
-    script: str | None, argv: list[str], log_path: str, environment: dict[str, str], cwd: str
-) -> None:
+def _settle_in(environment: dict[str, str], cwd: str, outputs: dict[int, str], mode: int) -> None:
     """In the fork: the environment and directory of the test that started it (the server
-    forking was started by an earlier test), output appended to the log, then the script
-    (`python SCRIPT ARGV`) or memlife's own command line (`python -m memlife ARGV`)."""
+    forking was started by an earlier test), each output descriptor to its file."""
     os.environ.clear()
     os.environ.update(environment)
     os.chdir(cwd)
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
+    for fd, path in outputs.items():
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | mode)
+        os.dup2(opened, fd)
+        os.close(opened)
+
+
+def _run(
+    script: str | None, argv: list[str], log_path: str, environment: dict[str, str], cwd: str
+) -> None:
+    """In the fork: output appended to the log, then the script (`python SCRIPT ARGV`) or
+    memlife's own command line (`python -m memlife ARGV`)."""
+    _settle_in(environment, cwd, {1: log_path, 2: log_path}, os.O_APPEND)
     if script is not None:
         sys.argv = [script, *argv]
         runpy.run_path(script, run_name="__main__")
@@ -120,13 +125,7 @@ def _run_to_its_end(
 ) -> None:
     """In the fork: `python -m memlife ARGV` in `cwd` with `environment`, its output and its
     errors each to a file of their own."""
-    os.environ.clear()
-    os.environ.update(environment)
-    os.chdir(cwd)
-    for fd, path in ((1, stdout_path), (2, stderr_path)):
-        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(opened, fd)
-        os.close(opened)
+    _settle_in(environment, cwd, {1: stdout_path, 2: stderr_path}, os.O_TRUNC)
     # As `python -m memlife` runs it: memlife/__main__.py as __main__ and as sys.argv[0],
     # which memlife/stack/commands.py reads to spell the command in its hints.
     sys.argv = ["-m", *argv]
