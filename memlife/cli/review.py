@@ -16,10 +16,13 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlife.cli.common import EXIT_OK, add_command, problems_exit
 from memlife.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    import httpx
 
 PROMPT = """You check what an assistant's reply states. Read the question and the reply,
 then say which of the numbered candidate values the reply states as the answer, and whether
@@ -82,6 +85,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     from memlife.stack.connection import connect_to_stack
 
     judge = None
+    http: httpx.Client | None = None
     reviewer = args.reviewer or default_reviewer()
     if args.judge_endpoint:
         if not args.judge_model:
@@ -101,10 +105,14 @@ def cmd_review(args: argparse.Namespace) -> int:
                         )
                     ]
                 )
+        import httpx
+
         endpoint, model = args.judge_endpoint, args.judge_model
+        # One client for the session: its connection (and TLS session) serves every item.
+        session_client = http = httpx.Client()
 
         def judge(item: dict[str, Any]) -> Verdict:
-            return judge_with_model(endpoint, model, key, item)
+            return judge_with_model(endpoint, model, key, item, client=session_client)
 
         reviewer = args.reviewer or f"model:{model}"
 
@@ -112,7 +120,11 @@ def cmd_review(args: argparse.Namespace) -> int:
         client, _ = await connect_to_stack()
         return await review(client, args.queue, reviewer, judge=judge, limit=args.limit)
 
-    counts = asyncio.run(session())
+    try:
+        counts = asyncio.run(session())
+    finally:
+        if http is not None:
+            http.close()
     print(f"\nreview: {counts['decided']} decided, {counts['skipped']} skipped, by {reviewer}")
     return EXIT_OK
 
@@ -143,14 +155,21 @@ def parse_answer(text: str, candidates: int) -> Verdict | None:
 
 
 def judge_with_model(
-    endpoint: str, model: str, api_key: str | None, item: dict[str, Any], timeout: float = 60.0
+    endpoint: str,
+    model: str,
+    api_key: str | None,
+    item: dict[str, Any],
+    timeout: float = 60.0,
+    client: httpx.Client | None = None,
 ) -> Verdict:
-    """Ask an OpenAI-compatible chat completions endpoint to decide one item."""
+    """Ask an OpenAI-compatible chat completions endpoint to decide one item, through
+    `client` when given (a session's items then share its connection; a client of its own
+    for each item built a TLS context and opened a connection every time)."""
     import httpx
 
     candidates = "\n".join(f"{i + 1}. {value}" for i, value in enumerate(item["candidates"]))
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    response = httpx.post(
+    response = (client.post if client is not None else httpx.post)(
         endpoint.rstrip("/") + "/chat/completions",
         headers=headers,
         timeout=timeout,

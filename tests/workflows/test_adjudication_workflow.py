@@ -13,12 +13,13 @@ import uuid
 from io import StringIO
 from typing import Any
 
-from fastapi import FastAPI, Header, HTTPException
+import pytest
+from fastapi import FastAPI, Header, HTTPException, Request
 from temporalio.client import Client, WorkflowUpdateFailedError
 
 from memlife import recorder
 from memlife.activities.review import review_workflow_id
-from memlife.cli import review
+from memlife.cli import main, review
 from memlife.recorder.builder import build_artifact
 from memlife.reports import scorecard
 from memlife.rules.adjudication import Decision
@@ -102,13 +103,18 @@ async def test_reviewers_decide_blind_and_reports_show_both_rates(
     assert card.adjudicated_rates["recall"].successes == 6 - overturned
 
 
-def stand_in_judge(key: str) -> FastAPI:
+def stand_in_judge(key: str, clients: list[tuple[str, int]] | None = None) -> FastAPI:
     """Follows the shape of OpenAI's chat completions API (a stand-in, not a model): it
-    states the candidates that appear in the reply after "Reply:"."""
+    states the candidates that appear in the reply after "Reply:". Each request's client
+    address goes to `clients`: one connection shows as one port."""
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
-    def complete(body: dict[str, Any], authorization: str = Header("")) -> dict[str, Any]:
+    def complete(
+        request: Request, body: dict[str, Any], authorization: str = Header("")
+    ) -> dict[str, Any]:
+        if clients is not None and request.client is not None:
+            clients.append((request.client.host, request.client.port))
         if authorization != f"Bearer {key}":
             raise HTTPException(401, "bad key")
         prompt = body["messages"][0]["content"]
@@ -133,26 +139,37 @@ def stand_in_judge(key: str) -> FastAPI:
 
 
 async def test_a_model_judge_can_take_the_reviewers_place(
-    dev_client: Client, dev_worker: str, seed_scenario: Scenario, leaky_target: Target, db_url: str
+    dev_client: Client,
+    dev_worker: str,
+    seed_scenario: Scenario,
+    leaky_target: Target,
+    db_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     queue, run_id = await leaky_run_with_review(dev_client, dev_worker, seed_scenario, leaky_target)
-    with serve_in_thread(stand_in_judge("sk-test")) as base:
+    clients: list[tuple[str, int]] = []
+    with serve_in_thread(stand_in_judge("sk-test", clients)) as base:
 
-        def judge_with(key: str) -> Any:
-            def judge(item: dict[str, Any]) -> review.Verdict:
-                return review.judge_with_model(f"{base}/v1", "stand-in", key, item)
-
-            return judge
+        def judge(item: dict[str, Any]) -> review.Verdict:
+            return review.judge_with_model(f"{base}/v1", "stand-in", "wrong", item)
 
         # A judge that fails decides nothing: every item is left for a person.
         counts = await review.review(
-            dev_client, queue, "model:stand-in", judge=judge_with("wrong"), out=StringIO()
+            dev_client, queue, "model:stand-in", judge=judge, out=StringIO()
         )
         assert counts == {"decided": 0, "skipped": 6}
-        counts = await review.review(
-            dev_client, queue, "model:stand-in", judge=judge_with("sk-test"), out=StringIO()
-        )
-        assert counts == {"decided": 6, "skipped": 0}
+        # The command, with the key in an environment variable; it blocks, so in a thread.
+        monkeypatch.setenv("TEMPORAL_ADDRESS", dev_client.service_client.config.target_host)
+        monkeypatch.setenv("JUDGE_KEY", "sk-test")
+        command = ["review", "--queue", queue, "--judge-model", "stand-in"]
+        command += ["--judge-endpoint", f"{base}/v1", "--judge-key-env", "JUDGE_KEY"]
+        assert await asyncio.to_thread(main, command) == 0
+        assert "review: 6 decided, 0 skipped, by model:stand-in" in capsys.readouterr().out
+    # A client of its own for each item asked by itself; the command's six share one
+    # connection (and, over TLS, one handshake).
+    assert len(clients) == 12
+    assert len(set(clients[:6])) == 6 and len(set(clients[6:])) == 1, clients
 
     handle = dev_client.get_workflow_handle(review_workflow_id(queue))
     assert (await handle.query("status"))["reviewers"] == {"model:stand-in": 6}
