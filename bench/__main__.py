@@ -46,6 +46,7 @@ from bench.runs import (
     say,
     scale_run,
 )
+from bench.workdir import remove_work_directory
 from memlife import __version__
 from memlife.bundled.reference.target_file import reference_target
 from memlife.rules.clock import parse_clock
@@ -375,6 +376,7 @@ async def main(args: argparse.Namespace) -> int:
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
     say(f"wrote {args.out} and {results_path}")
+    say(remove_work_directory(work))
     return 0
 
 

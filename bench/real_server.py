@@ -63,6 +63,7 @@ from bench.runs import (
     start_worker,
 )
 from bench.stacks import STACKS, START_SECONDS, Stack, read_env_file, start_target
+from bench.workdir import remove_work_directory
 from memlife.stack.processes import free_port, stop_process, wait_listening
 
 REPO = Path(__file__).resolve().parents[1]
@@ -373,6 +374,7 @@ async def main(args: argparse.Namespace, command: str) -> int:
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
     say(f"wrote {args.out} and {results_path}")
+    say(remove_work_directory(work))
     return 0
 
 

@@ -52,6 +52,7 @@ from bench.runs import (
     start_worker,
 )
 from bench.task_latency import scrape
+from bench.workdir import remove_work_directory
 from memlife import recorder
 from memlife.bundled.reference.target_file import reference_target
 from memlife.contracts import RunSummary, suite_workflow_id
@@ -303,6 +304,8 @@ async def main(argv: list[str]) -> int:
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     Path(args.out).write_text(render(results) + "\n", encoding="utf-8")
     say(f"wrote {args.out} and {results_path}")
+    if args.work_dir is None:  # a directory given is the caller's to keep
+        say(remove_work_directory(work))
     return 0
 
 

@@ -33,6 +33,7 @@ from typing import IO, Any
 import yaml
 
 from bench.render import render
+from bench.workdir import remove_work_directory
 from memlife.stack.processes import free_port, stop_process, wait_listening
 
 REPO = Path(__file__).resolve().parents[1]
@@ -277,6 +278,7 @@ def main(argv: list[str]) -> int:
     for name in names:
         measure(STACKS[name], scenarios, work, command, written)
     say(f"wrote {args.out} and {results_path}")
+    say(remove_work_directory(work))
     return 0
 
 
