@@ -109,10 +109,10 @@ def cmd_review(args: argparse.Namespace) -> int:
 
         endpoint, model = args.judge_endpoint, args.judge_model
         # One client for the session: its connection (and TLS session) serves every item.
-        session_client = http = httpx.Client()
+        http = httpx.Client()
 
         def judge(item: dict[str, Any]) -> Verdict:
-            return judge_with_model(endpoint, model, key, item, client=session_client)
+            return judge_with_model(endpoint, model, key, item, client=http)
 
         reviewer = args.reviewer or f"model:{model}"
 
