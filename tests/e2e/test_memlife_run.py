@@ -6,7 +6,6 @@ README's command and the executable's bad input start a new interpreter."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -19,6 +18,7 @@ import yaml
 from memlife.cli import main
 from memlife.stack import embedded
 from memlife.stack.worker_process import TARGET_WORKER_PAIRS, target_worker_helps
+from tests.e2e.devstack import clean_env
 from tests.forked import run_memlife
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,13 +37,8 @@ def memlife(
     process of its own forked from an interpreter that has imported memlife
     (tests/forked.py: a second of CPU less for a run), or with `new_interpreter` one
     started by `python -m memlife` as a user's shell starts it."""
-    base = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("MEMLIFE_DB_URL", "TEMPORAL_ADDRESS", "TEMPORAL_PROFILE")
-    }
     # Wide enough that no table cell folds a phrase a test looks for.
-    env = {**base, "PYTHONPATH": str(REPO), "COLUMNS": "400", **(env or {})}
+    env = clean_env(COLUMNS="400", **(env or {}))
     if not new_interpreter:
         return run_memlife(list(args), cwd=cwd, environment=env, timeout=timeout)
     return subprocess.run(
